@@ -1,0 +1,3 @@
+from flamechase.cli import main
+
+main()

@@ -1,0 +1,34 @@
+"""Which backend runs which agent spec. Adding a CLI = one row in BACKENDS."""
+
+from __future__ import annotations
+
+import importlib
+
+from flamechase.agents.backend import Backend
+from flamechase.agents.spec import AgentSpec
+from flamechase.errors import SpecError
+
+# cli name -> "module:factory"; the factory takes the AgentSpec and returns a Backend.
+# Imported lazily so `flamechase --help` and runs that use one CLI load nothing else.
+BACKENDS: dict[str, str] = {
+    "exec": "flamechase.agents.exec_backend:ExecBackend",
+    "sim": "flamechase.agents.sim:SimBackend",
+}
+
+
+def known_clis() -> list[str]:
+    return sorted(BACKENDS)
+
+
+def backend_for(spec: AgentSpec) -> Backend:
+    """The backend for `spec`; SpecError for an unknown CLI."""
+    target = BACKENDS.get(spec.cli)
+    if target is None:
+        raise SpecError(
+            f"agent spec {spec.text!r}: unknown CLI {spec.cli!r}; expected one of "
+            f"{', '.join(known_clis())} (or exec:PATH, acp:COMMAND)"
+        )
+    module_name, _, attr = target.partition(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    backend: Backend = factory(spec)
+    return backend

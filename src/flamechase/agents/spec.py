@@ -1,0 +1,227 @@
+"""`-a` agent specs: `[ROLE=]CLI[@PROVIDER]/MODEL[:EFFORT]`, `exec:PATH`, `acp:COMMAND`.
+
+The grammar is the published runtime's (hmz 0.2.2), so command lines written for it keep working:
+a model may contain `/` and `:`, and the effort is whatever follows the *last* `:`. We also accept
+positional specs (they fill the flow's roles in declared order), which hmz refuses but its older
+docs describe; mixing the two forms is refused because the result would be a guess.
+
+Everything here is pure parsing: nothing checks that a CLI is installed or an effort is on its
+ladder (the backends know that). The one exception is `exec:PATH`, whose file is checked now so a
+typo fails before a run directory exists rather than at the first turn.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from flamechase.errors import RoleError, SpecError
+
+__all__ = ["AgentSpec", "assign_roles", "parse_spec", "split_agent_args"]
+
+GRAMMAR = "CLI[@PROVIDER]/MODEL[:EFFORT] or exec:PATH"
+
+_CLI = re.compile(r"[a-z][a-z0-9_-]*")
+# A provider names a directory of saved credentials, so it must be one safe path component.
+_PROVIDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Control characters and every Unicode space: none belongs in a CLI, model or effort, and a stray
+# one is nearly always a quoting mistake that would otherwise reach a backend's argv.
+_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\s]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# A mistyped spec may be pasted text of any length; keep error messages to one readable line.
+_SHOWN = 120
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """One parsed agent spec.
+
+    `text` is the spec as written (without `ROLE=`), kept so errors and records can quote what the
+    user typed. `path` is set only for `exec` (an absolute executable) and `acp` (a command line).
+    """
+
+    text: str
+    cli: str
+    model: str = ""
+    provider: str | None = None
+    effort: str | None = None
+    path: str | None = None
+
+
+def _show(text: str) -> str:
+    """`text` quoted for a one-line message: repr escapes control characters, long text is cut."""
+    if len(text) > _SHOWN:
+        return repr(text[:_SHOWN]) + "…"
+    return repr(text)
+
+
+def _fail(text: str, reason: str) -> SpecError:
+    return SpecError(f"agent spec {_show(text)}: {reason}; expected {GRAMMAR}")
+
+
+def parse_spec(text: str) -> AgentSpec:
+    """Parse one spec (no `ROLE=` prefix); SpecError with a one-line message if it is malformed."""
+    if text.startswith("exec:"):
+        return _parse_exec(text)
+    if text.startswith("acp:"):
+        return _parse_acp(text)
+    if not text:
+        raise _fail(text, "the spec is empty")
+    if _BAD_CHARS.search(text):
+        raise _fail(text, "it contains whitespace or a control character")
+    head, slash, rest = text.partition("/")
+    if not slash:
+        raise _fail(text, "there is no '/' between the CLI and the model")
+    cli, at, provider = head.partition("@")
+    if not _CLI.fullmatch(cli):
+        raise _fail(text, f"the CLI {cli!r} is not a lowercase name like 'claude'")
+    if cli in ("exec", "acp"):
+        # `exec/x` would give a backend that needs a path but has none.
+        raise _fail(text, f"{cli} takes {cli}:{'PATH' if cli == 'exec' else 'COMMAND'}")
+    if at and not _PROVIDER.fullmatch(provider):
+        raise _fail(text, f"the provider after '@' is {'empty' if not provider else 'invalid'}")
+    model, colon, effort = rest.rpartition(":")
+    if not colon:
+        model, effort = rest, ""
+    elif not effort:
+        raise _fail(text, "the effort after the last ':' is empty")
+    if not model:
+        raise _fail(text, "the model is empty")
+    if model.startswith("/") or model.endswith("/") or "//" in model:
+        raise _fail(text, "the model has an empty '/' segment")
+    if "," in rest:
+        # A comma here is almost always a second spec whose `ROLE=` was forgotten.
+        raise _fail(text, "the model or effort contains ','; separate specs with ',ROLE='")
+    return AgentSpec(
+        text=text,
+        cli=cli,
+        model=model,
+        provider=provider if at else None,
+        effort=None if effort in ("", "auto") else effort,
+    )
+
+
+def _parse_exec(text: str) -> AgentSpec:
+    """`exec:PATH`: the path is resolved now so later cwd changes cannot redirect it."""
+    raw = text[len("exec:") :]
+    if not raw:
+        raise _fail(text, "the path after 'exec:' is empty")
+    # Spaces are legal in paths; control characters are not worth supporting and break messages.
+    if _CONTROL.search(raw):
+        raise _fail(text, "the path contains a control character")
+    try:
+        path = Path(raw).expanduser().resolve()
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise SpecError(f"agent spec {_show(text)}: {_show(raw)} does not exist") from None
+    except (OSError, RuntimeError, ValueError) as exc:
+        # RuntimeError: unknown ~user or a symlink loop; ValueError: an unusable path string.
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise SpecError(
+            f"agent spec {_show(text)}: cannot use {_show(raw)}: {reason[:_SHOWN]}"
+        ) from None
+    if not stat.S_ISREG(mode):
+        raise SpecError(f"agent spec {_show(text)}: {_show(str(path))} is not a regular file")
+    if not os.access(path, os.X_OK):
+        raise SpecError(
+            f"agent spec {_show(text)}: {_show(str(path))} is not executable (chmod +x it)"
+        )
+    return AgentSpec(text=text, cli="exec", path=str(path))
+
+
+def _parse_acp(text: str) -> AgentSpec:
+    """`acp:COMMAND`: checked to split with shlex now, so a quoting slip fails before the run."""
+    command = text[len("acp:") :]
+    if _CONTROL.search(command):
+        raise _fail(text, "the command contains a control character")
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise _fail(text, f"the command does not split into words ({exc})") from None
+    if not argv:
+        raise _fail(text, "the command after 'acp:' is empty")
+    return AgentSpec(text=text, cli="acp", path=command)
+
+
+def _role_prefix(item: str) -> tuple[str, str] | None:
+    """(role, spec) when `item` starts with `IDENT=`; None for a positional spec.
+
+    An identifier cannot contain `/` or `:`, so `exec:/x/a=b` stays positional by construction.
+    """
+    name, eq, spec = item.partition("=")
+    if eq and name.isidentifier():
+        return name, spec
+    return None
+
+
+def split_agent_args(values: list[str]) -> list[tuple[str | None, str]]:
+    """Split every `-a` value into (role or None, spec) items.
+
+    A comma separates items only where `ROLE=` follows it, so commas inside an exec path or a
+    model survive: `-a a=claude/m,b=codex/x` is two items, `-a exec:/tmp/a,b.sh` is one.
+    """
+    out: list[tuple[str | None, str]] = []
+    for value in values:
+        start = 0
+        for i, ch in enumerate(value):
+            if ch == "," and _role_prefix(value[i + 1 :]) is not None:
+                out.append(_item(value[start:i]))
+                start = i + 1
+        out.append(_item(value[start:]))
+    return out
+
+
+def _item(text: str) -> tuple[str | None, str]:
+    named = _role_prefix(text)
+    return named if named is not None else (None, text)
+
+
+def _quoted(names: list[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def assign_roles(
+    items: list[tuple[str | None, str]], roles: list[str], flow: str
+) -> dict[str, AgentSpec]:
+    """Map every role of `flow` to its parsed spec, in declared role order.
+
+    `roles` may repeat a role (several lanes share their actors); each distinct role needs exactly
+    one agent. Structure is checked before any spec is parsed, so a missing role is reported
+    even when another spec also has a typo.
+    """
+    declared = list(dict.fromkeys(roles))
+    named = [(role, spec) for role, spec in items if role is not None]
+    positional = [spec for role, spec in items if role is None]
+    if named and positional:
+        raise RoleError(
+            "-a: mixing ROLE=SPEC and positional specs is not allowed; name every role or none"
+        )
+    chosen: dict[str, str] = {}
+    if named:
+        for role, spec in named:
+            if role not in declared:
+                available = _quoted(declared) if declared else "none"
+                raise RoleError(
+                    f"{flow} has no agent role {role!r}; available roles are {available}"
+                )
+            if role in chosen:
+                raise RoleError(f"role {role!r} is given twice; give each role one -a")
+            chosen[role] = spec
+    else:
+        if len(positional) > len(declared):
+            raise RoleError(
+                f"{flow} has {len(declared)} agent role(s) ({_quoted(declared) or 'none'}) "
+                f"but {len(positional)} positional -a specs were given"
+            )
+        chosen = dict(zip(declared, positional, strict=False))
+    missing = [role for role in declared if role not in chosen]
+    if missing:
+        raise RoleError(
+            f"{flow} needs an agent for {_quoted(missing)}; specify each with "
+            "-a ROLE=CLI/MODEL[:EFFORT] or -a exec:PATH"
+        )
+    return {role: parse_spec(chosen[role]) for role in declared}

@@ -1,0 +1,73 @@
+"""`flamechase exec`: parse the command line into a RunRequest, run it, map the end to a code."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import click
+
+from flamechase.cli import EXIT_CODES_HELP
+
+
+@click.command("exec", epilog=EXIT_CODES_HELP)
+@click.option("-f", "--flow", "flow_ref", required=True, metavar="FLOW",
+              help="flow name (flame_chase, parallel_flame_chase) or path to a flow")
+@click.option("-a", "--agent", "agents", multiple=True, metavar="[ROLE=]SPEC[,...]",
+              help="agent for a role: CLI[@PROVIDER]/MODEL[:EFFORT], exec:PATH or sim/PROFILE")
+@click.option("-p", "--param", "params", multiple=True, metavar="KEY=VALUE[,...]",
+              help="flow param or budget.duration/cost/turns/output_tokens/graceful")
+@click.option("-c", "--config", "config", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="CONFIG.yaml", help="the same keys as -p, from YAML; -p wins")
+@click.option("--resume", is_flag=True, help="pick up the newest compatible run; refuse if none")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per event on stdout")
+@click.argument("task", metavar="TASK")
+def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
+            config: Path | None, resume: bool, as_json: bool, task: str) -> int:
+    """Run FLOW on the current directory toward TASK (`continue` reads TASK.md)."""
+    from flamechase.agents.spec import split_agent_args
+    from flamechase.cli.observe import JsonObserver, LineObserver
+    from flamechase.config import load_config, split_kv
+    from flamechase.engine.loop import Engine
+    from flamechase.engine.prepare import RunRequest, prepare
+    from flamechase.flows import load_flow
+
+    flow = load_flow(flow_ref)
+    settings: dict[str, object] = {}
+    if config is not None:
+        settings.update(load_config(config))
+    settings.update(dict(split_kv(list(params))))
+    items = split_agent_args(list(agents))
+
+    def warn(text: str) -> None:
+        click.echo(text, err=True)
+
+    confirm = None
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        def confirm(question: str) -> bool:
+            return click.confirm(question, default=False, err=True)
+
+    request = RunRequest(flow=flow, agents=items, settings=settings, task=task,
+                         workspace=Path.cwd(), resume=resume, confirm=confirm, warn=warn)
+    prepared = prepare(request)
+    observer = JsonObserver() if as_json else _live_or_lines(prepared)
+    engine = Engine(prepared, observer)
+    end = asyncio.run(engine.run())
+    close = getattr(observer, "close", None)
+    if close is not None:
+        close()
+    click.echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
+    return end.exit_code
+
+
+def _live_or_lines(prepared: object) -> object:
+    from flamechase.cli.observe import LineObserver
+
+    if sys.stdout.isatty():
+        try:
+            from flamechase.view.live import LiveObserver
+        except ImportError:
+            return LineObserver()
+        return LiveObserver(prepared)
+    return LineObserver()

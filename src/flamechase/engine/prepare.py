@@ -1,0 +1,207 @@
+"""Everything decided before a run touches the disk: refusals happen here or not at all.
+
+Resolves the flow's params, the objective, whether to resume (and which run), the agents,
+the budget and the large-copy check. Writes nothing: a refusal leaves no trace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from flamechase.agents.backend import Backend
+from flamechase.agents.registry import backend_for
+from flamechase.agents.spec import AgentSpec, assign_roles
+from flamechase.config import Budget, budget_required_message, parse_settings
+from flamechase.engine import objective as obj
+from flamechase.errors import (
+    BackendUnavailable,
+    LargeCopyRefused,
+    NothingToResume,
+    ParamError,
+    StoreError,
+    TaskError,
+    WorkspaceInvalid,
+)
+from flamechase.flow import Flow, FlowParams
+from flamechase.store import home
+from flamechase.store.db import Reader
+from flamechase.workspace.stats import large_copy_warning, measure
+
+# Params that shape the run's structure: a resume must not change them.
+STRUCTURAL_PARAMS = ("lanes",)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What the command line asked for, parsed but not yet judged."""
+
+    flow: Flow
+    agents: list[tuple[str | None, str]]
+    settings: Mapping[str, object]
+    task: str
+    workspace: Path
+    resume: bool = False
+    # Asked when a confirmation is needed; None when nobody can answer (no TTY).
+    confirm: Callable[[str], bool] | None = None
+    warn: Callable[[str], None] = print
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Prepared:
+    flow: Flow
+    params: FlowParams
+    budget: Budget
+    agents: dict[str, AgentSpec]
+    backends: dict[str, Backend]
+    objective: str
+    task_fingerprint: str
+    workspace: Path
+    resume_from: Path | None  # run directory of the run to pick up
+    revised: bool  # resuming with a changed objective: re-plan
+    notices: tuple[str, ...]
+
+
+def _runs_of(flow: str, workspace: Path) -> list[tuple[str, Path, dict[str, Any]]]:
+    """(created, run dir, run row) of runs of `flow` on `workspace`, newest first."""
+    found = []
+    root = home.runs_dir()
+    if not root.is_dir():
+        return []
+    for entry in root.iterdir():
+        db = entry / "run.db"
+        if not db.is_file() or db.is_symlink():
+            continue
+        try:
+            with Reader(db) as r:
+                row = r.run()
+        except StoreError:
+            continue
+        if row["flow"] == flow and row["workspace"] == str(workspace):
+            found.append((row["created"], entry, row))
+    found.sort(key=lambda t: (t[0], t[2]["id"]), reverse=True)
+    return found
+
+
+def prepare(req: RunRequest) -> Prepared:
+    ws = req.workspace
+    if not ws.is_dir():
+        raise WorkspaceInvalid(f"workspace {ws} is not a directory; run flamechase in your "
+                               "repository")
+    ws = ws.resolve()
+    flow = req.flow
+    budget_given, given = parse_settings(dict(req.settings), flow.Params, flow.name)
+    given_keys = set(given.model_fields_set)
+
+    # Objective and the resume decision.
+    task = req.task.strip()
+    if not task:
+        raise TaskError("TASK is empty; say what the agents should achieve, or `continue` to "
+                        "pick up TASK.md")
+    candidates = [] if given.resume_mode == "fresh" else _runs_of(flow.name, ws)
+    resume_row: dict[str, Any] | None = None
+    resume_dir: Path | None = None
+    revised = False
+    if obj.is_marker(task):
+        text = obj.read_task_file(ws)
+        if text is None:
+            if not candidates:
+                raise TaskError(f"`{task}` needs {ws / obj.TASK_FILE} or a run of {flow.name} "
+                                "on this workspace to resume; write TASK.md or give the task")
+            text = candidates[0][2]["task"]
+        objective = text
+        fp = obj.fingerprint(objective)
+        if candidates:
+            _, resume_dir, resume_row = candidates[0]
+            revised = resume_row["task_fingerprint"] != fp
+    else:
+        objective = task
+        fp = obj.fingerprint(objective)
+        for _, d, row in candidates:
+            if row["task_fingerprint"] == fp:
+                resume_dir, resume_row = d, row
+                break
+    if req.resume and resume_row is None:
+        raise NothingToResume(
+            f"--resume: no run of {flow.name} on {ws} with this task"
+            + (" (resume_mode=fresh forbids resuming)" if given.resume_mode == "fresh" else "")
+            + "; drop --resume to start one"
+        )
+
+    # Params: on resume, what is given replaces what was stored.
+    if resume_row is not None:
+        stored = dict(resume_row["params"])
+        for key in STRUCTURAL_PARAMS:
+            if key in given_keys and stored.get(key) != getattr(given, key):
+                raise ParamError(
+                    f"run {resume_row['id']} was started with {key}={stored.get(key)}; it "
+                    f"cannot change on resume; pass -p resume_mode=fresh to start a new run"
+                )
+        merged = {**stored, **{k: getattr(given, k) for k in given_keys}}
+        try:
+            params = flow.Params.model_validate(merged)
+        except Exception as exc:  # stored params from an older version
+            raise ParamError(f"stored params of run {resume_row['id']} no longer validate "
+                             f"({exc.__class__.__name__}); start fresh with "
+                             "-p resume_mode=fresh") from None
+        budget = Budget.from_json(resume_row["budget"]).merged(budget_given)
+    else:
+        params = given
+        budget = Budget().merged(budget_given)
+    if budget.is_empty():
+        raise ParamError(budget_required_message(flow.name))
+
+    # Agents.
+    roles = flow.roles(params)
+    agents = assign_roles(req.agents, roles, flow.name)
+    backends: dict[str, Backend] = {}
+    notices: list[str] = []
+    self_reported: list[str] = []
+    for role, spec in agents.items():
+        backend = backend_for(spec)
+        backend.check()
+        if budget.cost is not None and not backend.can_bound_cost():
+            raise BackendUnavailable(
+                f"budget.cost cannot see what {role} ({spec.text}) spends: its CLI reports no "
+                "cost and its model has no known price; add it to a price file and set "
+                "FLAMECHASE_PRICES=FILE, or drop budget.cost"
+            )
+        if backend.self_reported:
+            self_reported.append(role)
+        backends[role] = backend
+    if self_reported and (budget.cost is not None or budget.output_tokens is not None):
+        notices.append("spend of " + ", ".join(self_reported) + " is self-reported by the "
+                       "agent (exec:, sim, acp:); cost and token budgets count what it reports")
+
+    # Large copies: measured before anything exists.
+    copies = flow.copies_needed(params, fresh=resume_row is None, revised=revised)
+    if copies:
+        file_limit = int(getattr(params, "workspace_file_warning_threshold", 5000))
+        byte_limit = int(getattr(params, "workspace_copy_warning_threshold_bytes", 1 << 30))
+        warning = large_copy_warning(measure(ws), copies, file_limit, byte_limit)
+        if warning is not None:
+            req.warn(warning)
+            if getattr(params, "confirm_large_workspace_copies", False):
+                if req.confirm is None:
+                    raise LargeCopyRefused(
+                        "large copies need a confirmation and nobody can answer here (no "
+                        "terminal); set confirm_large_workspace_copies=false or shrink the tree"
+                    )
+                if not req.confirm("Start anyway and make these copies?"):
+                    raise LargeCopyRefused("startup cancelled; no copy was made")
+            else:
+                req.warn("Confirmation is off (confirm_large_workspace_copies=false); "
+                         "continuing.")
+
+    return Prepared(
+        flow=flow, params=params, budget=budget, agents=agents, backends=backends,
+        objective=objective, task_fingerprint=fp, workspace=ws, resume_from=resume_dir,
+        revised=revised, notices=tuple(notices),
+    )
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0", "false", "no")

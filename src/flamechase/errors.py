@@ -1,0 +1,112 @@
+"""Every error flamechase raises on purpose, and the exit code each one maps to.
+
+    FlamechaseError                     exit 1 unless a subclass says otherwise
+    ├── UsageError                      exit 2: refused before anything ran
+    │   ├── SpecError                   a malformed -a agent spec
+    │   ├── ParamError                  unknown / out-of-range -p key, bad budget value
+    │   ├── FlowNotFound                -f names no flow
+    │   ├── RoleError                   unknown role, role given twice, role without an agent
+    │   ├── TaskError                   empty task, `continue` without TASK.md
+    │   ├── WorkspaceInvalid            the workspace is not a directory
+    │   ├── NothingToResume             --resume with no compatible run
+    │   ├── LockHeld                    another run owns this source tree
+    │   ├── LargeCopyRefused            oversized copy needs a confirmation nobody gave
+    │   ├── BackendUnavailable          the CLI is not installed / effort unknown / no price
+    │   └── RunNotFound                 RUN names no run
+    ├── RunFailed                       the run ended as `failed` (planning failed, ...)
+    │   └── ControlPathViolation        a control path was replaced or linked
+    ├── StoreError                      the run database is unreadable / wrong schema
+    ├── ArtifactError                   an artifact failed verification on extraction
+    └── SnapshotFailed                  a workspace snapshot could not be made
+
+Turn-level problems (an agent that crashes, a report that does not parse) are *not* exceptions:
+a failed turn is data, recorded by the control loop. Each message is one line naming the value at
+fault and what to do about it.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_HELD = 3
+EXIT_SIGNAL = 130
+
+
+class FlamechaseError(Exception):
+    """Base of all deliberate flamechase errors."""
+
+    exit_code = EXIT_FAILED
+
+
+class UsageError(FlamechaseError):
+    """The command line, config or environment was refused before anything was written.
+
+    Fix the named value and run the command again.
+    """
+
+    exit_code = EXIT_USAGE
+
+
+class SpecError(UsageError):
+    """An agent spec did not parse: use CLI[@PROVIDER]/MODEL[:EFFORT] or exec:PATH."""
+
+
+class ParamError(UsageError):
+    """A -p/-c key is unknown or its value is invalid; the message lists the valid form."""
+
+
+class FlowNotFound(UsageError):
+    """-f named no built-in flow and no flow directory."""
+
+
+class RoleError(UsageError):
+    """An -a role is unknown, given twice, or a flow role has no agent."""
+
+
+class TaskError(UsageError):
+    """The TASK is empty, or `continue` found neither TASK.md nor a run to resume."""
+
+
+class WorkspaceInvalid(UsageError):
+    """The workspace (current directory) is not a usable directory."""
+
+
+class NothingToResume(UsageError):
+    """--resume found no compatible run of this flow, workspace and task."""
+
+
+class LockHeld(UsageError):
+    """Another flamechase run owns this source tree; wait for it or stop it."""
+
+
+class LargeCopyRefused(UsageError):
+    """The source is over the large-copy thresholds and nobody confirmed the copies."""
+
+
+class BackendUnavailable(UsageError):
+    """An agent's CLI is missing, its effort unknown, or its spend cannot be bounded."""
+
+
+class RunNotFound(UsageError):
+    """RUN matched no run id, prefix, or `last`."""
+
+
+class RunFailed(FlamechaseError):
+    """The run ended with status `failed`; `flamechase status RUN` shows why."""
+
+
+class ControlPathViolation(RunFailed):
+    """A run-directory control path was replaced, linked or swapped; the run stops."""
+
+
+class StoreError(FlamechaseError):
+    """The run database could not be read or written."""
+
+
+class ArtifactError(FlamechaseError):
+    """An artifact did not verify against its recorded hash, or would escape its target."""
+
+
+class SnapshotFailed(FlamechaseError):
+    """A private copy of the source could not be made (disk full, unreadable file, ...)."""

@@ -1,0 +1,447 @@
+"""Agent processes: own process group, streamed output, liveness timeouts, certain death.
+
+Every agent process starts in a new session (so it leads its own process group) with a
+unique `FLAMECHASE_PROC_TOKEN` in its environment. Ending a process means SIGTERM to its
+group, a grace period, SIGKILL, and then a sweep of /proc for anything still carrying the
+token: a daemon that called setsid() left the group but not its environment. (A process that
+both left the group and exec'd with a scrubbed environment cannot be found; nothing can.)
+
+Output is streamed, never slurped: stdout arrives as bounded lines through a queue bounded in
+bytes, stderr is kept as a short tail. Memory stays flat whatever an agent prints.
+
+The exit of the process itself is observed directly, not through its pipes: a daemon child
+that inherited stdout and stays alive does not make `wait_exit` hang.
+
+Imports nothing else of flamechase.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+TOKEN_VAR = "FLAMECHASE_PROC_TOKEN"  # noqa: S105 -- a variable name, not a secret
+MAX_LINE = 1 << 20  # a stdout line longer than this is cut; the rest up to the newline dropped
+STDERR_TAIL = 2048
+KILL_GRACE = 5.0
+_QUEUE_BYTES = 4 * MAX_LINE  # stdout lines held for a slow reader (plus at most one line)
+_READ_CHUNK = 1 << 16
+_STDERR_SETTLE = 1.0  # after the group is dead, how long to wait for the last stderr bytes
+
+
+class TurnTimeout(Exception):  # noqa: N818 -- API name
+    """The whole turn ran past turn_timeout."""
+
+
+class SilenceTimeout(Exception):  # noqa: N818 -- API name
+    """Nothing arrived on stdout or stderr for silence_timeout seconds."""
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The stock stream protocol, plus an event set the moment the process itself exits.
+
+    (On Python 3.11 `Process.wait()` only returns once every pipe is closed, which a daemon
+    holding stdout can postpone forever.)
+    """
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+class _Lines:
+    """FIFO of stdout lines for one producer and one consumer, bounded in bytes.
+
+    `put` waits while the queue is over its limit (which stops reading the pipe, so the
+    agent blocks on write); the end marker never waits. After `drop()` lines are discarded.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._items: deque[bytes] = deque()
+        self._size = 0
+        self._limit = limit
+        self.ended = False
+        self.dropping = False
+        self._readable = asyncio.Event()
+        self._room = asyncio.Event()
+
+    async def put(self, line: bytes) -> None:
+        while self._items and self._size + len(line) > self._limit and not self.dropping:
+            self._room.clear()
+            await self._room.wait()
+        if self.dropping:
+            return
+        self._items.append(line)
+        self._size += len(line)
+        self._readable.set()
+
+    def end(self) -> None:
+        self.ended = True
+        self._readable.set()
+
+    def drop(self) -> None:
+        self.dropping = True
+        self._items.clear()
+        self._size = 0
+        self._room.set()
+
+    async def get(self) -> bytes | None:
+        """The next line, or None once the output has ended (every time after that)."""
+        while not self._items:
+            if self.ended:
+                return None
+            self._readable.clear()
+            await self._readable.wait()
+        line = self._items.popleft()
+        self._size -= len(line)
+        self._room.set()
+        return line
+
+
+class Proc:
+    """One running agent process and its group."""
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        token: str,
+        *,
+        exited: asyncio.Event | None = None,
+        transport: asyncio.SubprocessTransport | None = None,
+    ) -> None:
+        self.process = process
+        self.token = token
+        self.pgid = process.pid
+        self.started = time.monotonic()
+        self.last_activity = self.started
+        self._exited = exited
+        self._transport = transport
+        self._lines = _Lines(_QUEUE_BYTES)
+        self._stderr: deque[bytes] = deque()
+        self._stderr_len = 0
+        self.stdout_bytes = 0
+        self._stdout_pump = asyncio.ensure_future(self._pump_stdout())
+        self._stderr_pump = asyncio.ensure_future(self._pump_stderr())
+        self._killing: asyncio.Future[None] | None = None
+
+    @classmethod
+    async def start(
+        cls,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        stdin_pipe: bool = False,
+        stdin_file: Path | None = None,
+        on_spawn: Callable[[int, str], None] | None = None,
+    ) -> Proc:
+        """Start `argv` in its own session; `on_spawn(pgid, token)` runs before any await.
+
+        OSError when the program cannot be started (missing, not executable, bad cwd). If
+        `on_spawn` raises, the process is killed and the error propagates.
+        """
+        token = uuid.uuid4().hex
+        full_env = dict(env)
+        full_env[TOKEN_VAR] = token
+        stdin: int
+        stdin_fd = None
+        if stdin_file is not None:
+            stdin_fd = os.open(stdin_file, os.O_RDONLY | os.O_CLOEXEC)
+            stdin = stdin_fd
+        elif stdin_pipe:
+            stdin = asyncio.subprocess.PIPE
+        else:
+            stdin = asyncio.subprocess.DEVNULL
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _Protocol(MAX_LINE, loop),
+                *argv,
+                cwd=str(cwd),
+                env=full_env,
+                stdin=stdin,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except asyncio.CancelledError:
+            # The fork may have happened; asyncio kills only the leader. Sweep by token.
+            end_group_now(None, token)
+            raise
+        finally:
+            if stdin_fd is not None:
+                os.close(stdin_fd)
+        process = asyncio.subprocess.Process(transport, protocol, loop)
+        if on_spawn is not None:
+            try:
+                on_spawn(process.pid, token)
+            except BaseException:
+                end_group_now(process.pid, token)
+                transport.close()
+                raise
+        return cls(process, token, exited=protocol.exited, transport=transport)
+
+    # ---- output ------------------------------------------------------------------------
+
+    async def _pump_stdout(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        lines = self._lines
+        buf = bytearray()
+        dropping_rest = False
+        try:
+            while True:
+                chunk = await stream.read(_READ_CHUNK)
+                if not chunk:
+                    break
+                self.last_activity = time.monotonic()
+                self.stdout_bytes += len(chunk)
+                if lines.dropping:
+                    continue
+                start = 0
+                while True:
+                    nl = chunk.find(b"\n", start)
+                    piece = chunk[start:] if nl < 0 else chunk[start:nl]
+                    if not dropping_rest:
+                        room = MAX_LINE - len(buf)
+                        buf += piece[:room]
+                        if len(piece) > room:
+                            dropping_rest = True
+                    if nl < 0:
+                        break
+                    await lines.put(bytes(buf))
+                    buf.clear()
+                    dropping_rest = False
+                    start = nl + 1
+            if buf:
+                await lines.put(bytes(buf))
+        finally:
+            lines.end()
+
+    async def _pump_stderr(self) -> None:
+        stream = self.process.stderr
+        assert stream is not None
+        while True:
+            chunk = await stream.read(_READ_CHUNK)
+            if not chunk:
+                return
+            self.last_activity = time.monotonic()
+            self._stderr.append(chunk[-STDERR_TAIL:])
+            self._stderr_len += min(len(chunk), STDERR_TAIL)
+            while self._stderr_len - len(self._stderr[0]) >= STDERR_TAIL:
+                self._stderr_len -= len(self._stderr.popleft())
+
+    def stderr_tail(self, limit: int = STDERR_TAIL) -> str:
+        data = b"".join(self._stderr)[-limit:]
+        return data.decode("utf-8", "replace")
+
+    def _wait_budget(self, deadline: float, silence: float) -> tuple[float, type[Exception]]:
+        now = time.monotonic()
+        silence_left = self.last_activity + silence - now
+        turn_left = deadline - now
+        if turn_left <= silence_left:
+            return turn_left, TurnTimeout
+        return silence_left, SilenceTimeout
+
+    async def next_line(self, *, deadline: float, silence: float) -> bytes | None:
+        """The next stdout line, or None at end of output (and every call after).
+
+        Raises TurnTimeout / SilenceTimeout; stderr activity counts as liveness.
+        """
+        while True:
+            left, kind = self._wait_budget(deadline, silence)
+            if left <= 0:
+                raise kind()
+            try:
+                return await asyncio.wait_for(self._lines.get(), timeout=min(left, 1.0))
+            except TimeoutError:
+                continue
+
+    @property
+    def exited(self) -> bool:
+        """Whether the process itself (not necessarily its children) has exited."""
+        return self.process.returncode is not None
+
+    async def _exit_or_timeout(self, timeout: float) -> None:
+        if self._exited is None:  # a Proc built around a plain Process: poll
+            await asyncio.sleep(min(timeout, 0.05))
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._exited.wait(), timeout=timeout)
+
+    async def wait_exit(self, *, deadline: float, silence: float) -> int:
+        """Wait for the process itself to exit and return its code (negative: killed by that
+        signal). Stdout is counted as liveness but discarded from here on: `next_line` yields
+        nothing more. A daemon child holding the pipes open does not delay this."""
+        self._lines.drop()
+        while True:
+            code = self.process.returncode
+            if code is not None:
+                return code
+            left, kind = self._wait_budget(deadline, silence)
+            if left <= 0:
+                raise kind()
+            await self._exit_or_timeout(min(left, 1.0))
+
+    async def write(self, data: bytes) -> None:
+        stdin = self.process.stdin
+        if stdin is None or stdin.is_closing():
+            raise BrokenPipeError("agent stdin is closed")
+        stdin.write(data)
+        await stdin.drain()
+
+    def close_stdin(self) -> None:
+        stdin = self.process.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+
+    # ---- ending ------------------------------------------------------------------------
+
+    async def kill(self, grace: float = KILL_GRACE) -> None:
+        """End the process, its group and any escaped descendant; always reaps.
+
+        Idempotent: a second call (or a concurrent one) waits for the first. The work is
+        shielded, so cancelling the caller does not abandon a half-done kill.
+        """
+        if self._killing is None:
+            self._killing = asyncio.ensure_future(self._kill(grace))
+        await asyncio.shield(self._killing)
+
+    async def _kill(self, grace: float) -> None:
+        # While the leader is unreaped its pid (= the pgid) cannot have been reused.
+        trusted = self.process.returncode is None
+        await end_group(self.pgid, self.token, grace=grace, trust_group=trusted)
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            end = time.monotonic() + grace + 1
+            while self.process.returncode is None and time.monotonic() < end:
+                await self._exit_or_timeout(end - time.monotonic())
+        # Everything holding the pipes is dead: let the last stderr bytes in.
+        self._lines.drop()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._stderr_pump), timeout=_STDERR_SETTLE)
+        for pump in (self._stdout_pump, self._stderr_pump):
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pump
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        if self._transport is not None:
+            self._transport.close()
+
+
+def _proc_entries() -> list[tuple[int, int, str]]:
+    """(pid, pgid, state) of every process we can see."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        rest = stat[stat.rfind(")") + 2 :].split()
+        if len(rest) < 3:
+            continue
+        out.append((int(name), int(rest[2]), rest[0]))
+    return out
+
+
+def _has_token(pid: int, token: str) -> bool:
+    needle = f"{TOKEN_VAR}={token}".encode()
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return needle in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _scan(pgid: int | None, token: str, trust_group: bool = False) -> tuple[list[int], bool]:
+    """Live members, and whether group `pgid` is ours.
+
+    Unless `trust_group` (the caller knows the leader is not yet reaped, so the number cannot
+    have been reused), the group is ours only if one of its members carries the token: after
+    the leader was reaped, its number may belong to an unrelated group.
+    """
+    me = os.getpid()
+    found = []
+    group_ours = trust_group and pgid is not None
+    strangers = []
+    for pid, group, state in _proc_entries():
+        if pid == me or state in ("Z", "X"):
+            continue
+        if _has_token(pid, token):
+            found.append(pid)
+            group_ours = group_ours or (pgid is not None and group == pgid)
+        elif pgid is not None and group == pgid:
+            strangers.append(pid)
+    if group_ours:
+        found.extend(strangers)
+    return found, group_ours
+
+
+def live_members(pgid: int | None, token: str) -> list[int]:
+    """Non-zombie processes carrying `token`, plus the rest of group `pgid` when that group
+    is ours (some member carries the token)."""
+    return _scan(pgid, token)[0]
+
+
+def _signal_all(pgid: int | None, pids: list[int], sig: int) -> None:
+    if pgid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+async def end_group(
+    pgid: int | None, token: str, *, grace: float = KILL_GRACE, trust_group: bool = False
+) -> bool:
+    """TERM, wait up to `grace`, KILL. Returns whether anything had to be signalled.
+
+    `trust_group`: signal group `pgid` even if no member carries the token (see `_scan`).
+    """
+    members, ours = _scan(pgid, token, trust_group)
+    if not members:
+        return False
+    group = pgid if ours else None
+    _signal_all(group, members, signal.SIGTERM)
+    _signal_all(group, members, signal.SIGCONT)  # a stopped process cannot act on TERM
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        await asyncio.sleep(min(0.05, max(end - time.monotonic(), 0.0)))
+        members, ours = _scan(pgid, token, trust_group)
+        if not members:
+            return True
+    # KILL until nothing is left: a process may fork between a scan and a signal.
+    for _ in range(100):
+        members, ours = _scan(pgid, token, trust_group)
+        if not members:
+            break
+        _signal_all(pgid if ours else None, members, signal.SIGKILL)
+        await asyncio.sleep(0.02)
+    return True
+
+
+def end_group_now(pgid: int | None, token: str) -> None:
+    """Synchronous hard kill, for resume clean-up of a crashed engine's leftovers."""
+    for _ in range(10):
+        members, ours = _scan(pgid, token)
+        if not members:
+            return
+        _signal_all(pgid if ours else None, members, signal.SIGKILL)
+        time.sleep(0.02)

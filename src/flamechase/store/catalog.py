@@ -1,0 +1,55 @@
+"""Finding runs on disk: list them, and resolve `RUN` (an id, a unique prefix, or `last`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flamechase.errors import RunNotFound, StoreError
+from flamechase.store import home
+from flamechase.store.db import DB_NAME, Reader
+
+
+def run_dirs() -> list[Path]:
+    root = home.runs_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if (p / DB_NAME).is_file() and not p.is_symlink())
+
+
+def list_runs() -> list[dict[str, Any]]:
+    """Every readable run, oldest first, as `runs --json` shows them."""
+    out = []
+    for d in run_dirs():
+        try:
+            with Reader(d / DB_NAME) as r:
+                run = r.run()
+                spend = r.spend()
+        except StoreError:
+            continue
+        out.append({"id": run["id"], "flow": run["flow"], "workspace": run["workspace"],
+                    "status": run["status"], "created": run["created"],
+                    "turns": int(spend["turns"]), "cost_usd": round(float(spend["cost"]), 6)})
+    out.sort(key=lambda r: (r["created"], r["id"]))
+    return out
+
+
+def resolve(ref: str) -> Path:
+    """The run directory `ref` names."""
+    dirs = run_dirs()
+    if not dirs:
+        raise RunNotFound(f"no runs under {home.runs_dir()}; start one with flamechase exec")
+    if ref == "last":
+        runs = list_runs()
+        if not runs:
+            raise RunNotFound("no readable runs; start one with flamechase exec")
+        return home.runs_dir() / runs[-1]["id"]
+    exact = [d for d in dirs if d.name == ref]
+    if exact:
+        return exact[0]
+    matches = [d for d in dirs if d.name.startswith(ref)] if ref else []
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise RunNotFound(f"no run matches {ref!r}; see `flamechase runs` for ids, or use last")
+    raise RunNotFound(f"{ref!r} matches {len(matches)} runs; give more of the id")

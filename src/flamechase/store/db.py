@@ -1,0 +1,394 @@
+"""The run database: one writer connection for the control loop, read-only ones for views.
+
+WAL mode with synchronous=FULL: a commit is on disk before `transaction()` returns, and
+readers (`status`, `events --follow`, `show`, `serve`) never block the writer nor take its
+lock. Callers get named operations, never raw SQL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from flamechase.errors import StoreError
+from flamechase.store.schema import MIGRATIONS
+
+DB_NAME = "run.db"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
+    try:
+        if readonly:
+            conn = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=5.0,
+                check_same_thread=False,
+            )
+        else:
+            conn = sqlite3.connect(str(path), isolation_level=None, timeout=5.0)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open run database {path}: {exc}") from exc
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    seq: int
+    report_id: str
+    lane: str
+    kind: str
+    record: dict[str, Any]
+    bytes: int
+
+
+class Writer:
+    """The single writer. Only the engine's control loop holds one."""
+
+    def __init__(self, path: Path, tracer: Callable[[str], None] | None = None) -> None:
+        self.path = path
+        self.conn = _connect(path, readonly=False)
+        if tracer is not None:
+            self.conn.set_trace_callback(tracer)
+        self._migrate()
+        self._depth = 0
+
+    def _migrate(self) -> None:
+        c = self.conn
+        c.execute("CREATE TABLE IF NOT EXISTS migrations (n INTEGER PRIMARY KEY, at TEXT)")
+        done = {r[0] for r in c.execute("SELECT n FROM migrations")}
+        for n, script in enumerate(MIGRATIONS, start=1):
+            if n in done:
+                continue
+            try:
+                c.execute("BEGIN IMMEDIATE")
+                for stmt in script.split(";"):
+                    if stmt.strip():
+                        c.execute(stmt)
+                c.execute("INSERT INTO migrations VALUES (?, ?)", (n, now_iso()))
+                c.execute("COMMIT")
+            except sqlite3.Error as exc:
+                c.execute("ROLLBACK")
+                raise StoreError(f"cannot migrate run database {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside land together or not at all."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+        finally:
+            self._depth = 0
+
+    def _x(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        if not self._depth:
+            with self.transaction():
+                return self.conn.execute(sql, params)
+        return self.conn.execute(sql, params)
+
+    # ---- run -----------------------------------------------------------------------------
+
+    def create_run(
+        self, *, run_id: str, flow: str, workspace: str, task: str, fingerprint: str,
+        params: dict[str, Any], budget: dict[str, Any], agents: dict[str, Any], run_dir: str,
+    ) -> None:
+        t = now_iso()
+        self._x(
+            "INSERT INTO run (id, flow, workspace, task, task_fingerprint, status, created,"
+            " updated, params, budget, agents, run_dir) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, flow, workspace, task, fingerprint, "starting", t, t, _dumps(params),
+             _dumps(budget), _dumps(agents), run_dir),
+        )
+
+    def update_run(self, **fields: Any) -> None:
+        allowed = {"status", "last_error", "plan", "replans", "budget", "agents", "task",
+                   "task_fingerprint", "active_seconds", "params"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"unknown run fields {sorted(bad)}")
+        cols = []
+        vals: list[Any] = []
+        for k, v in fields.items():
+            cols.append(f"{k} = ?")
+            vals.append(_dumps(v) if k in {"plan", "budget", "agents", "params"} and v is not None
+                        else v)
+        cols.append("updated = ?")
+        vals.append(now_iso())
+        self._x(f"UPDATE run SET {', '.join(cols)}", tuple(vals))  # noqa: S608 -- fixed names
+
+    def open_session(self, pid: int, agents: dict[str, Any]) -> int:
+        cur = self._x("INSERT INTO sessions (started, pid, agents) VALUES (?,?,?)",
+                      (now_iso(), pid, _dumps(agents)))
+        return int(cur.lastrowid or 0)
+
+    def close_session(self, n: int) -> None:
+        self._x("UPDATE sessions SET ended = ? WHERE n = ?", (now_iso(), n))
+
+    # ---- lanes ---------------------------------------------------------------------------
+
+    def add_lane(self, lane: str, position: int, roles: list[str], workspace: str) -> None:
+        self._x("INSERT INTO lanes (lane, position, roles, workspace) VALUES (?,?,?,?)",
+                (lane, position, _dumps(roles), workspace))
+
+    def update_lane(self, lane: str, **fields: Any) -> None:
+        allowed = {"turns", "valid_turns", "next_actor", "consecutive_failures", "held",
+                   "held_reason", "last_error", "last_status", "paused_until", "roles",
+                   "workspace"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"unknown lane fields {sorted(bad)}")
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        vals = [(_dumps(v) if k == "roles" else v) for k, v in fields.items()]
+        self._x(f"UPDATE lanes SET {sets} WHERE lane = ?", (*vals, lane))  # noqa: S608
+
+    # ---- turns ---------------------------------------------------------------------------
+
+    def begin_turn(self, *, lane: str, number: int, attempt: int, role: str, backend: str,
+                   io_dir: str, acks: dict[str, int]) -> str:
+        started = now_iso()
+        self._x(
+            "INSERT INTO inflight (lane, number, attempt, role, backend, started, io_dir, acks)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (lane, number, attempt, role, backend, started, io_dir, _dumps(acks)),
+        )
+        return started
+
+    def record_spawn(self, lane: str, pgid: int, token: str) -> None:
+        with self.transaction():
+            self.conn.execute("UPDATE inflight SET pgid = ?, token = ? WHERE lane = ?",
+                              (pgid, token, lane))
+            self.conn.execute("INSERT OR REPLACE INTO procs VALUES (?,?,?,?)",
+                              (token, pgid, lane, now_iso()))
+
+    def forget_procs(self, tokens: list[str]) -> None:
+        for t in tokens:
+            self._x("DELETE FROM procs WHERE token = ?", (t,))
+
+    def end_inflight(self, lane: str) -> None:
+        self._x("DELETE FROM inflight WHERE lane = ?", (lane,))
+
+    def insert_turn(self, **row: Any) -> int:
+        report = row.get("report")
+        if report is not None:
+            row["report"] = _dumps(report)
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        cur = self._x(f"INSERT INTO turns ({cols}) VALUES ({marks})",  # noqa: S608
+                      tuple(row.values()))
+        return int(cur.lastrowid or 0)
+
+    # ---- reports, cursors, artifacts, submissions ------------------------------------------
+
+    def publish_report(self, *, report_id: str, lane: str, turn_id: int, kind: str,
+                       record: dict[str, Any]) -> int:
+        text = _dumps(record)
+        cur = self._x(
+            "INSERT INTO reports (report_id, lane, turn_id, kind, record, bytes)"
+            " VALUES (?,?,?,?,?,?)",
+            (report_id, lane, turn_id, kind, text, len(text.encode())),
+        )
+        return int(cur.lastrowid or 0)
+
+    def acknowledge(self, consumer: str, acks: dict[str, int]) -> None:
+        for source, seq in acks.items():
+            self._x(
+                "INSERT INTO cursors VALUES (?,?,?) ON CONFLICT (consumer, source)"
+                " DO UPDATE SET seq = max(seq, excluded.seq)",
+                (consumer, source, seq),
+            )
+
+    def add_artifact(self, report_id: str, path: str, sha256: str, size: int,
+                     description: str) -> None:
+        self._x("INSERT INTO artifacts VALUES (?,?,?,?,?)",
+                (report_id, path, sha256, size, description))
+
+    def add_submission(self, *, report_id: str, lane: str, at: str, metric: str,
+                       direction: str, claimed: float, measured: float | None, verified: bool,
+                       receipt: dict[str, Any] | None, best: bool) -> None:
+        if best:
+            self._x("UPDATE submissions SET best = 0 WHERE best = 1")
+        self._x(
+            "INSERT INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (report_id, lane, at, metric, direction, claimed, measured, int(verified),
+             _dumps(receipt) if receipt is not None else None, int(best)),
+        )
+
+    # ---- events --------------------------------------------------------------------------
+
+    def event(self, kind: str, *, lane: str | None = None, actor: str | None = None,
+              payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Append one event; returns it as views see it."""
+        at = now_iso()
+        body = payload or {}
+        cur = self._x("INSERT INTO events (at, kind, lane, actor, payload) VALUES (?,?,?,?,?)",
+                      (at, kind, lane, actor, _dumps(body)))
+        return {"seq": int(cur.lastrowid or 0), "at": at, "kind": kind, "lane": lane,
+                "actor": actor, "payload": body}
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._x("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, _dumps(value)))
+
+
+class Reader:
+    """Read-only view of one run database; safe while the run is live."""
+
+    def __init__(self, path: Path) -> None:
+        if not path.is_file():
+            raise StoreError(f"no run database at {path}")
+        self.path = path
+        self.conn = _connect(path, readonly=True)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _q(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read run database {self.path}: {exc}") from exc
+
+    def run(self) -> dict[str, Any]:
+        rows = self._q("SELECT * FROM run")
+        if not rows:
+            raise StoreError(f"run database {self.path} holds no run")
+        d = dict(rows[0])
+        for k in ("params", "budget", "agents", "plan"):
+            if d.get(k) is not None:
+                d[k] = json.loads(d[k])
+        return d
+
+    def lanes(self) -> list[dict[str, Any]]:
+        out = []
+        for r in self._q("SELECT * FROM lanes ORDER BY position"):
+            d = dict(r)
+            d["roles"] = json.loads(d["roles"])
+            d["held"] = bool(d["held"])
+            out.append(d)
+        return out
+
+    def inflight(self) -> list[dict[str, Any]]:
+        out = []
+        for r in self._q("SELECT * FROM inflight"):
+            d = dict(r)
+            d["acks"] = json.loads(d["acks"])
+            out.append(d)
+        return out
+
+    def procs(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._q("SELECT * FROM procs")]
+
+    def turns(self, lane: str | None = None) -> list[dict[str, Any]]:
+        if lane is None:
+            rows = self._q("SELECT * FROM turns ORDER BY id")
+        else:
+            rows = self._q("SELECT * FROM turns WHERE lane = ? ORDER BY id", (lane,))
+        out = []
+        for r in rows:
+            d = dict(r)
+            if d["report"] is not None:
+                d["report"] = json.loads(d["report"])
+            out.append(d)
+        return out
+
+    def spend(self) -> dict[str, float]:
+        r = self._q(
+            "SELECT count(*) FILTER (WHERE status IN ('valid','failed')) AS turns,"
+            " coalesce(sum(cost_usd),0) AS cost, coalesce(sum(output_tokens),0) AS out_tok,"
+            " coalesce(sum(input_tokens),0) AS in_tok FROM turns"
+        )[0]
+        return {"turns": r["turns"], "cost": r["cost"], "output_tokens": r["out_tok"],
+                "input_tokens": r["in_tok"]}
+
+    def cursors(self, consumer: str) -> dict[str, int]:
+        return {r["source"]: r["seq"] for r in
+                self._q("SELECT source, seq FROM cursors WHERE consumer = ?", (consumer,))}
+
+    def reports_after(self, source: str, seq: int, limit: int) -> list[Delivery]:
+        return [
+            Delivery(r["seq"], r["report_id"], r["lane"], r["kind"], json.loads(r["record"]),
+                     r["bytes"])
+            for r in self._q(
+                "SELECT * FROM reports WHERE lane = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (source, seq, limit),
+            )
+        ]
+
+    def reports(self) -> list[Delivery]:
+        return [
+            Delivery(r["seq"], r["report_id"], r["lane"], r["kind"], json.loads(r["record"]),
+                     r["bytes"])
+            for r in self._q("SELECT * FROM reports ORDER BY seq")
+        ]
+
+    def artifacts(self, report_id: str | None = None) -> list[dict[str, Any]]:
+        if report_id is None:
+            return [dict(r) for r in self._q("SELECT * FROM artifacts ORDER BY report_id, path")]
+        return [dict(r) for r in
+                self._q("SELECT * FROM artifacts WHERE report_id = ? ORDER BY path", (report_id,))]
+
+    def submissions(self) -> list[dict[str, Any]]:
+        out = []
+        for r in self._q("SELECT * FROM submissions ORDER BY at"):
+            d = dict(r)
+            d["verified"] = bool(d["verified"])
+            d["best"] = bool(d["best"])
+            if d["receipt"] is not None:
+                d["receipt"] = json.loads(d["receipt"])
+            out.append(d)
+        return out
+
+    def events(self, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        out = []
+        for r in self._q("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                         (after, limit)):
+            d = dict(r)
+            d["payload"] = json.loads(d["payload"])
+            out.append(d)
+        return out
+
+    def meta(self, key: str) -> Any:
+        rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
+        return json.loads(rows[0]["value"]) if rows else None
+
+    def last_event_seq(self) -> int:
+        return int(self._q("SELECT coalesce(max(seq), 0) AS m FROM events")[0]["m"])
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._q("SELECT * FROM sessions ORDER BY n")]

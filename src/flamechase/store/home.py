@@ -1,0 +1,34 @@
+"""Where flamechase keeps runs: $FLAMECHASE_HOME, else the platform's user state directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+HOME_VAR = "FLAMECHASE_HOME"
+
+
+def state_home() -> Path:
+    """The state home (not created here)."""
+    explicit = os.environ.get(HOME_VAR)
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    import platformdirs
+
+    return Path(platformdirs.user_state_path("flamechase"))
+
+
+def runs_dir(home: Path | None = None) -> Path:
+    return (home or state_home()) / "runs"
+
+
+def locks_dir(home: Path | None = None) -> Path:
+    return (home or state_home()) / "locks"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and parents) mode 0700; tighten it if it already exists."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+    return path
