@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from flamechase import fsutil
 from flamechase.fsutil import FileRefused, atomic_write, fsync_dir, read_regular_file
 
 
@@ -77,7 +76,7 @@ def test_atomic_write_failure_keeps_old_content(
     def broken_fsync(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(fsutil.os, "fsync", broken_fsync)
+    monkeypatch.setattr(os, "fsync", broken_fsync)
     with pytest.raises(OSError, match="Input/output"):
         atomic_write(target, b"new")
     monkeypatch.undo()

@@ -150,6 +150,43 @@ def test_on_spawn_failure_kills_the_process_and_propagates(tmp_path: Path) -> No
     assert procs.live_members(pgid, token) == []
 
 
+def with_marker(marker: str) -> list[int]:
+    """Live processes whose environment carries MARKER=marker."""
+    needle = f"MARKER={marker}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and alive(int(name)):
+            try:
+                env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if needle in env:
+                found.append(int(name))
+    return found
+
+
+@pytest.mark.parametrize("yields", [0, 1, 2, 3, 5, 8, 13])
+def test_cancelling_a_start_leaves_no_process(tmp_path: Path, yields: int) -> None:
+    # However far the spawn got when cancelled, whatever it started is ended.
+    agent = script(tmp_path, "sleep 300 &\nexec sleep 300\n")
+    marker = f"{tmp_path.name}-{yields}"
+
+    async def go() -> None:
+        env = dict(os.environ, MARKER=marker)
+        starting = asyncio.ensure_future(procs.Proc.start([str(agent)], cwd=tmp_path, env=env))
+        for _ in range(yields):
+            await asyncio.sleep(0)
+        starting.cancel()
+        try:
+            proc = await starting
+        except asyncio.CancelledError:
+            return
+        await proc.kill(grace=0.5)  # it won the race and started: an ordinary kill
+
+    run(go())
+    assert with_marker(marker) == []
+
+
 def test_missing_program_raises_oserror(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         run(start(tmp_path / "nope"))

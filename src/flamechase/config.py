@@ -64,10 +64,12 @@ _SHOWN = 80
 
 def _show(value: object) -> str:
     """A value as it should appear inside a one-line message."""
-    text = value if isinstance(value, str) else str(value)
-    if len(text) > _SHOWN:
-        text = text[:_SHOWN] + "…"
+    text = _clip(value if isinstance(value, str) else str(value))
     return text if text.isprintable() and text.strip() == text and text else repr(text)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
 
 
 def _one_line(text: str) -> str:
@@ -138,7 +140,7 @@ def load_config(path: Path) -> dict[str, object]:
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         # ReaderError (bad encoding) has no mark; ValueError/OverflowError come from scalars
         # PyYAML resolves but cannot build (a 5000-digit int); RecursionError from deep nesting.
-        reason = _one_line(str(exc))[:_SHOWN] or type(exc).__name__
+        reason = _clip(_one_line(str(exc))) or type(exc).__name__
         raise ParamError(f"{where}: invalid YAML: {reason}") from None
     if doc is None:
         return {}
@@ -146,9 +148,7 @@ def load_config(path: Path) -> dict[str, object]:
         raise ParamError(
             f"{where}: expected a mapping of KEY: VALUE at the top, got {_yaml_kind(doc)}"
         )
-    out: dict[str, object] = {}
-    _flatten(doc, "", 1, out, where)
-    return out
+    return _Flattener(where).walk(doc)
 
 
 def _yaml_kind(value: object) -> str:
@@ -159,34 +159,51 @@ def _yaml_kind(value: object) -> str:
     return f"the {type(value).__name__} {_show(value)}"
 
 
-def _flatten(
-    node: dict[Any, Any], prefix: str, depth: int, out: dict[str, object], where: str
-) -> None:
-    if depth > _MAX_CONFIG_DEPTH:
-        raise ParamError(f"{where}: nested deeper than {_MAX_CONFIG_DEPTH} levels at {prefix!r}")
-    for raw_key, value in node.items():
-        if not isinstance(raw_key, str):
+class _Flattener:
+    """Copies a parsed YAML mapping into dotted keys, refusing what no param can take.
+
+    `seen` counts every entry visited, not just leaves: aliases to empty mappings add no leaves
+    but can still make the walk exponential.
+    """
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.out: dict[str, object] = {}
+        self.seen = 0
+
+    def walk(self, node: dict[Any, Any], prefix: str = "", depth: int = 1) -> dict[str, object]:
+        where = self.where
+        if depth > _MAX_CONFIG_DEPTH:
             raise ParamError(
-                f"{where}: key {_show(raw_key)} under {prefix or 'the top'} is not text"
+                f"{where}: nested deeper than {_MAX_CONFIG_DEPTH} levels at {_clip(prefix[:-1])!r}"
             )
-        key = f"{prefix}{raw_key}"
-        if not _KEY.fullmatch(key):
-            raise ParamError(f"{where}: key {_show(key)} is not a valid KEY (letters, digits, _ .)")
-        if isinstance(value, dict):
-            _flatten(value, key + ".", depth + 1, out, where)
-            continue
-        if len(out) >= _MAX_CONFIG_KEYS:
-            raise ParamError(f"{where}: more than {_MAX_CONFIG_KEYS} keys")
-        if key in out:
-            raise ParamError(f"{where}: key {key!r} is given twice (flat and nested)")
-        if value is None:
-            raise ParamError(f"{where}: key {key!r} has no value")
-        if not isinstance(value, str | int | float):
-            raise ParamError(
-                f"{where}: key {key!r} must be text, a number or true/false, "
-                f"got {_yaml_kind(value)}"
-            )
-        out[key] = value
+        for raw_key, value in node.items():
+            self.seen += 1
+            if self.seen > _MAX_CONFIG_KEYS:
+                raise ParamError(f"{where}: more than {_MAX_CONFIG_KEYS} keys")
+            if not isinstance(raw_key, str):
+                raise ParamError(
+                    f"{where}: key {_show(raw_key)} under {prefix or 'the top'} is not text"
+                )
+            key = f"{prefix}{raw_key}"
+            if not _KEY.fullmatch(key):
+                raise ParamError(
+                    f"{where}: key {_show(key)} is not a valid KEY (letters, digits, _ .)"
+                )
+            if isinstance(value, dict):
+                self.walk(value, key + ".", depth + 1)
+                continue
+            if key in self.out:
+                raise ParamError(f"{where}: key {key!r} is given twice (flat and nested)")
+            if value is None:
+                raise ParamError(f"{where}: key {key!r} has no value")
+            if not isinstance(value, str | int | float):
+                raise ParamError(
+                    f"{where}: key {key!r} must be text, a number or true/false, "
+                    f"got {_yaml_kind(value)}"
+                )
+            self.out[key] = value
+        return self.out
 
 
 # --- budget values --------------------------------------------------------------------------------
@@ -429,6 +446,7 @@ class Budget:
 
 
 def budget_required_message(flow: str) -> str:
+    """Why an unbounded run is refused: unattended agents need something that stops them."""
     return (
         f"{flow} needs a budget so it stops: give at least one of -p budget.duration=…, "
         "budget.cost=…, budget.turns=…, budget.output_tokens=…"
@@ -450,7 +468,8 @@ def parse_settings(
     pairs: Mapping[str, object], params_model: type[FlowParams], flow: str
 ) -> tuple[dict[str, object], FlowParams]:
     """Split settings into parsed budget values (short keys, only those given) and the flow's
-    validated params. Raises ParamError naming the first bad key, in one line."""
+    validated params. A ParamError names the first bad budget key or unknown key, or every
+    invalid param value at once (so one round of fixes suffices), always in one line."""
     budget: dict[str, object] = {}
     raw: dict[str, object] = {}
     fields = params_model.model_fields

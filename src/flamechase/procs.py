@@ -164,8 +164,11 @@ class Proc:
         else:
             stdin = asyncio.subprocess.DEVNULL
         loop = asyncio.get_running_loop()
-        try:
-            transport, protocol = await loop.subprocess_exec(
+        # The spawn runs as its own task, shielded: asyncio's clean-up for a spawn cancelled
+        # half-way waits for the pipes to close, which a grandchild holding them postpones
+        # indefinitely. Instead let the spawn finish (milliseconds), then end what it started.
+        spawn = asyncio.ensure_future(
+            loop.subprocess_exec(
                 lambda: _Protocol(MAX_LINE, loop),
                 *argv,
                 cwd=str(cwd),
@@ -175,13 +178,15 @@ class Proc:
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
             )
+        )
+        if stdin_fd is not None:
+            fd = stdin_fd  # the child has its own copy once the spawn is over
+            spawn.add_done_callback(lambda _: os.close(fd))
+        try:
+            transport, protocol = await asyncio.shield(spawn)
         except asyncio.CancelledError:
-            # The fork may have happened; asyncio kills only the leader. Sweep by token.
-            end_group_now(None, token)
+            await _abandon_spawn(spawn, token)
             raise
-        finally:
-            if stdin_fd is not None:
-                os.close(stdin_fd)
         process = asyncio.subprocess.Process(transport, protocol, loop)
         if on_spawn is not None:
             try:
@@ -340,6 +345,28 @@ class Proc:
             self.process.stdin.close()
         if self._transport is not None:
             self._transport.close()
+
+
+async def _abandon_spawn(
+    spawn: asyncio.Future[tuple[asyncio.SubprocessTransport, _Protocol]], token: str
+) -> None:
+    """The starter was cancelled: end whatever `spawn` starts, now or (if cancelled again
+    while waiting) as soon as the spawn completes."""
+
+    def end(task: asyncio.Future[tuple[asyncio.SubprocessTransport, _Protocol]]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            end_group_now(None, token)
+            return
+        transport, _ = task.result()
+        end_group_now(transport.get_pid(), token)
+        transport.close()
+
+    try:
+        await asyncio.wait({spawn})
+    except asyncio.CancelledError:
+        spawn.add_done_callback(end)
+        raise
+    end(spawn)
 
 
 def _proc_entries() -> list[tuple[int, int, str]]:

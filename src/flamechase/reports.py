@@ -135,4 +135,11 @@ def parse_report(data: Any) -> TurnReport:
         raise ValueError(one_line(exc)) from None
 
 
-REPORT_SCHEMA: dict[str, Any] = TurnReport.model_json_schema()
+_SCHEMA: dict[str, Any] = {}
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON schema of TurnReport (built on first use: it costs ~50 ms)."""
+    if not _SCHEMA:
+        _SCHEMA.update(TurnReport.model_json_schema())
+    return _SCHEMA

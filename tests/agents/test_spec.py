@@ -290,9 +290,7 @@ def test_split_agent_args_never_loses_text(values: list[str]) -> None:
 
 
 @settings(max_examples=100, deadline=None, database=None)
-@given(
-    st.lists(st.tuples(st.none() | st.sampled_from([*ROLES, "other"]), _spec_text), max_size=4)
-)
+@given(st.lists(st.tuples(st.none() | st.sampled_from([*ROLES, "other"]), _spec_text), max_size=4))
 def test_assign_roles_returns_every_role_or_refuses(items: list[tuple[str | None, str]]) -> None:
     try:
         got = assign_roles(items, ROLES, "flame_chase")

@@ -1,12 +1,10 @@
-"""Snapshots: full copies made under a temp name and renamed; never half, never inside the source."""
+"""Snapshots: full copies made under a temp name, then renamed; never half, never in the source."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -145,12 +143,11 @@ def test_snapshot_fallback_checks_free_space(
     source_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(snapshots, "_cp_binary", lambda: None)
-    monkeypatch.setattr(snapshots.shutil, "disk_usage", lambda _p: os.statvfs_result)
 
     class Usage:
         free = 3
 
-    monkeypatch.setattr(snapshots.shutil, "disk_usage", lambda _p: Usage)
+    monkeypatch.setattr(shutil, "disk_usage", lambda _p: Usage)
     dest = tmp_path / "lane-2"
     with pytest.raises(SnapshotFailed, match="not enough free space") as info:
         snapshot(source_tree, dest)
@@ -181,21 +178,21 @@ def test_snapshot_killed_mid_copy_leaves_only_a_partial_that_is_cleaned(
     source_tree: Path, tmp_path: Path
 ) -> None:
     dest = tmp_path / "lane-2"
-    script = textwrap.dedent(
-        f"""
-        import os, signal
-        from pathlib import Path
-        from flamechase.workspace import snapshots
-        real = snapshots._copy_tree
-        def crash(source, tmp, dest):
-            real(source, tmp, dest)
-            os.kill(os.getpid(), signal.SIGKILL)
-        snapshots._copy_tree = crash
-        snapshots.snapshot(Path({str(source_tree)!r}), Path({str(dest)!r}))
-        """
-    )
-    proc = subprocess.run([sys.executable, "-c", script], check=False, timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+    pid = os.fork()
+    if pid == 0:  # child: copy, then die by SIGKILL before the rename
+        try:
+            real = snapshots._copy_tree
+
+            def crash(source: Path, tmp: Path, dest: Path) -> None:
+                real(source, tmp, dest)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            snapshots._copy_tree = crash
+            snapshot(source_tree, dest)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     assert not os.path.lexists(dest)
     leftovers = _partials(tmp_path)
     assert len(leftovers) == 1

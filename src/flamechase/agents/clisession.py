@@ -26,11 +26,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from flamechase.agents.backend import Answer, AnswerStatus, Session, SpawnHook, TurnRequest, Usage
+from flamechase.agents.backend import (
+    Answer,
+    AnswerStatus,
+    Backend,
+    Session,
+    SpawnHook,
+    TurnRequest,
+    Usage,
+)
+from flamechase.agents.efforts import SpecLike, check_effort, check_installed, check_provider
 from flamechase.agents.limits import RetryPolicy
+from flamechase.agents.usage import load_prices, price_for
+from flamechase.errors import BackendUnavailable
 from flamechase.procs import Proc, SilenceTimeout, TurnTimeout
 
 __all__ = [
+    "CliBackend",
     "CliSession",
     "RpcError",
     "RpcSession",
@@ -43,7 +55,10 @@ __all__ = [
     "as_list",
     "as_str",
     "clip",
+    "feed_stdin",
     "loads",
+    "prepare_io",
+    "unsupported",
 ]
 
 TRANSCRIPT_NAME = "transcript.jsonl.gz"
@@ -107,10 +122,22 @@ def clip(text: str, limit: int = _ERROR_CHARS) -> str:
 # ---- environment and transcript -------------------------------------------------------------
 
 
-def agent_env(request: TurnRequest, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+# Turn variables an engine running *inside* an agent turn must not pass on from its own turn
+# (the same list as the exec backend's).
+_INHERITED_TURN_VARS = (
+    "FLAMECHASE_REPAIR",
+    "FLAMECHASE_INBOX",
+    "FLAMECHASE_ARTIFACTS",
+    "FLAMECHASE_CHECKPOINT",
+)
+
+
+def agent_env(
+    request: TurnRequest, extra: Mapping[str, str] | None = None, repair: str | None = None
+) -> dict[str, str]:
     """The CLI's environment: ours, `extra` (CLI settings), the turn's FLAMECHASE_* variables
     (the same as an `exec:` agent gets), then `request.env`, which wins."""
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in _INHERITED_TURN_VARS}
     if extra:
         env.update(extra)
     env.update(
@@ -121,6 +148,7 @@ def agent_env(request: TurnRequest, extra: Mapping[str, str] | None = None) -> d
             "FLAMECHASE_ROLE": request.role,
             "FLAMECHASE_LANE": request.lane,
             "FLAMECHASE_TURN": str(request.turn),
+            "FLAMECHASE_ATTEMPT": str(request.attempt),
             "FLAMECHASE_WORKSPACE": str(request.workspace),
             "FLAMECHASE_PROMPT": str(request.prompt_path),
             "FLAMECHASE_REPORT": str(request.report_path),
@@ -128,7 +156,25 @@ def agent_env(request: TurnRequest, extra: Mapping[str, str] | None = None) -> d
         }
     )
     env.update(request.env)
+    if repair is not None:
+        env["FLAMECHASE_REPAIR"] = repair
     return env
+
+
+def prepare_io(request: TurnRequest, prompt: str) -> None:
+    """Before an ask: make io_dir, remove a stale report (so a repair must write a new one)
+    and usage file, and write the prompt where $FLAMECHASE_PROMPT says (0600, never through
+    a planted link)."""
+    request.io_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for stale in (request.report_path, request.usage_path, request.prompt_path):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            stale.unlink()
+    tmp = request.prompt_path.with_name(f".{request.prompt_path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(prompt.encode())
+    os.replace(tmp, request.prompt_path)
 
 
 class Transcript:
@@ -201,7 +247,7 @@ class Verdict:
     """What one attempt at an ask came to; `retry` marks a transient failure."""
 
     status: AnswerStatus
-    usage: Usage = Usage()
+    usage: Usage = Usage()  # noqa: RUF009 -- Usage is frozen, sharing the default is safe
     error: str | None = None
     text: str = ""
     structured: Any = None
@@ -229,6 +275,7 @@ class CliSession(Session):
         self._cut = False
         self._closed = False
         self._asks = 0
+        self._repair: str | None = None
 
     # -- the Session API --
 
@@ -236,11 +283,19 @@ class CliSession(Session):
         if self._closed:
             return Answer(status="failed", error="the session is closed")
         self._asks += 1
+        self._repair = repair
+        try:
+            prepare_io(self.request, prompt)
+        except OSError as exc:
+            return Answer(status="failed", error=f"cannot prepare {self.request.io_dir}: {exc}")
         deadline = time.monotonic() + self.request.turn_timeout
         usage = Usage()
         verdict = Verdict("failed")
         tries = len(self.retry.delays) + 1
         for attempt in range(tries):
+            if self._cut:
+                verdict = Verdict("interrupted", error="the turn was cut")
+                break
             verdict = await self._guarded(prompt, deadline)
             usage = usage + verdict.usage
             if self._cut:
@@ -300,22 +355,24 @@ class CliSession(Session):
         """End the session politely before the group is ended (default: close stdin, wait)."""
         proc.close_stdin()
         with contextlib.suppress(TurnTimeout, SilenceTimeout):
-            await proc.wait_exit(
-                deadline=time.monotonic() + _CLOSE_WAIT, silence=_CLOSE_WAIT + 1
-            )
+            await proc.wait_exit(deadline=time.monotonic() + _CLOSE_WAIT, silence=_CLOSE_WAIT + 1)
 
     async def _start(
         self, argv: list[str], *, stdin: bool, extra_env: Mapping[str, str] | None = None
     ) -> Proc:
         """Start the CLI in the workspace (OSError when it cannot start)."""
-        self.proc = await Proc.start(
+        proc = await Proc.start(
             argv,
             cwd=self.request.workspace,
-            env=agent_env(self.request, extra_env),
+            env=agent_env(self.request, extra_env, self._repair),
             stdin_pipe=stdin,
             on_spawn=self.on_spawn,
         )
-        return self.proc
+        self.proc = proc
+        if self._cut:  # cut() ran while we were starting: it could not see this process
+            await proc.kill()
+            raise _ProcessGone
+        return proc
 
     async def _read(self, deadline: float) -> bytes | None:
         """The next stdout line (recorded in the transcript), or None at end of output."""
@@ -484,6 +541,41 @@ class RpcSession(CliSession):
         """Take in a notification from the CLI."""
 
 
+async def feed_stdin(proc: Proc, data: bytes) -> None:
+    """Write `data` to the CLI's stdin and close it; run as a task beside the reader, so a
+    CLI that reads its prompt only after writing output cannot deadlock us on a full pipe."""
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        await proc.write(data)
+    proc.close_stdin()
+
+
 def unsupported(method: str) -> tuple[None, dict[str, Any]]:
     """The JSON-RPC 'method not found' error for a request we do not serve."""
     return None, {"code": -32601, "message": f"flamechase does not serve {method}"}
+
+
+# ---- the backend base -----------------------------------------------------------------------
+
+
+class CliBackend(Backend):
+    """A backend for one named CLI: checks PATH, effort and prices; opens sessions."""
+
+    #: The CLI's name in specs and on PATH.
+    cli: str = ""
+
+    def __init__(self, spec: SpecLike, *, retry: RetryPolicy | None = None) -> None:
+        self.spec = spec
+        self.retry = retry if retry is not None else RetryPolicy.from_env()
+
+    def check(self) -> None:
+        check_provider(self.spec)
+        check_effort(self.spec)
+        check_installed(self.cli)
+        load_prices()  # a bad FLAMECHASE_PRICES file is refused now, not mid-run
+
+    def can_bound_cost(self) -> bool:
+        """Default for CLIs that report no cost: only a known price for the model helps."""
+        try:
+            return price_for(self.spec.model) is not None
+        except BackendUnavailable:
+            return False

@@ -32,6 +32,7 @@ __all__ = [
     "LimitHit",
     "RetryPolicy",
     "find_usage_limit",
+    "from_epoch",
     "is_transient",
     "parse_reset",
 ]
@@ -92,6 +93,18 @@ def find_usage_limit(text: str, *, now: datetime | None = None) -> LimitHit | No
     return LimitHit(when, True, message)
 
 
+def from_epoch(value: float | None) -> datetime | None:
+    """An aware datetime from Unix seconds (or milliseconds), None when out of range."""
+    if value is None:
+        return None
+    if value > 1e11:
+        value /= 1000
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 def is_transient(text: str) -> bool:
     """Whether `text` reports a rate limit or overload worth retrying (not a usage limit)."""
     if not text:
@@ -114,7 +127,10 @@ _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if
 _MONTHS["sept"] = 9
 _MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
 
-_TIME = r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>[ap])\.?\s*m\b\.?|(?P<h24>\d{1,2}):(?P<m24>\d{2})"
+_TIME = (
+    r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>[ap])\.?\s*m\b\.?"
+    r"|(?P<h24>\d{1,2}):(?P<m24>\d{2})"
+)
 _DATE = (
     rf"(?:(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})|(?P<mon>{_MONTH_RE})\.?\s+(?P<day>\d{{1,2}})"
     r"(?:st|nd|rd|th)?(?:,?\s+(?P<year>\d{4}))?)"
@@ -137,7 +153,9 @@ _IN = re.compile(
     r"(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,and]*)+)",
     re.IGNORECASE,
 )
-_SPAN_PART = re.compile(r"(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b", re.I)
+_SPAN_PART = re.compile(
+    r"(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b", re.IGNORECASE
+)
 _EPOCH = re.compile(r"limit reached\|(\d{9,11})\b", re.IGNORECASE)
 _JSON_RESETS_AT = re.compile(r'"resets?_?at"\s*:\s*(\d{9,13})', re.IGNORECASE)
 _JSON_RESETS_IN = re.compile(r'"resets_in_seconds"\s*:\s*(\d{1,9})', re.IGNORECASE)

@@ -13,6 +13,11 @@ from flamechase.errors import SpecError
 BACKENDS: dict[str, str] = {
     "exec": "flamechase.agents.exec_backend:ExecBackend",
     "sim": "flamechase.agents.sim:SimBackend",
+    "claude": "flamechase.agents.claude:ClaudeBackend",
+    "codex": "flamechase.agents.codex:CodexBackend",
+    "gemini": "flamechase.agents.gemini:GeminiBackend",
+    "opencode": "flamechase.agents.opencode:OpencodeBackend",
+    "acp": "flamechase.agents.acp:AcpBackend",
 }
 
 

@@ -7,6 +7,12 @@ improved files as artifacts, integrates other lanes' artifacts after checking th
 measuring them, and writes honest reports: every STEPS figure in a report was printed by a
 `bench.py` run during that turn. On any other tree it appends a line to NOTES.md and says so.
 
+Lanes: lane 1 first integrates the best inbox artifact that verifies against its sha256 and
+measures better than the tree (in a scratch copy), otherwise climbs one rung itself; lane k
+(k >= 2) leaps k rungs per turn in its private copy and publishes each measured improvement
+as a deliverable with a submission; at the top of the ladder a lane reports `no_result`. The
+planner (lane "") writes one mission per lane, lane 1's being integration.
+
 Everything is decided by a seed made of run id, role, lane, turn and attempt, so a run can be
 replayed exactly: the same seed and the same tree give the same report and the same usage.
 
@@ -14,7 +20,8 @@ Profiles:
   steady   always does the work, and writes a checkpoint before its report
   flaky    by seed: ~25% of turns crash (no report), ~25% first write an invalid report and
            fix it when asked to repair, the rest behave like steady (without a checkpoint)
-  blocked  reports `blocked` on its lane's second turn, otherwise like steady
+  blocked  reports `blocked` on its own second turn (lane turn 3 for actor a, 4 for b),
+           otherwise like steady
   silent   does nothing and writes no report (the engine's failure path)
 
 What the engine passes in `TurnRequest.env`:
@@ -49,6 +56,7 @@ from flamechase.errors import BackendUnavailable
 
 __all__ = [
     "EVALUATOR",
+    "METRIC",
     "METRIC_PATTERN",
     "PROFILES",
     "SimBackend",
@@ -71,6 +79,7 @@ _PRICE_CACHE_READ = 0.3 / 1_000_000
 # The sample's bench takes well under a second; anything near this is a hung solver.
 _CHECK_TIMEOUT = 20.0
 _MAX_CANDIDATES = 6  # inbox artifacts measured per turn, at most
+_MAX_RISKS = 30  # the report schema's limit on `risks`
 _MAX_BLOB = 1 << 20  # an inbox solver.py larger than this is not a solver worth measuring
 _STEPS_LINE = re.compile(r"^STEPS: (\d+)\s*$", re.MULTILINE)
 _RAN_LINE = re.compile(r"^Ran (\d+) tests?", re.MULTILINE)
@@ -97,7 +106,9 @@ def fate_of(profile: str, request: TurnRequest) -> Fate:
     """What a turn of `profile` will do, decided before any work (tests use it too)."""
     if profile == "silent":
         return "silent"
-    if profile == "blocked" and request.lane and request.turn == 2:
+    # The actor's own second turn: a lane's two actors alternate, actor a first, so actor a
+    # takes lane turns 1, 3, 5... and actor b 2, 4, 6...: its second is lane turn 3 or 4.
+    if profile == "blocked" and request.lane and (request.turn + 1) // 2 == 2:
         return "blocked"
     if profile == "flaky":
         # Independent of the bits the usage figures are drawn from (those use the whole seed).
@@ -314,8 +325,8 @@ class SimSession(Session):
         if candidates:
             integrated = await self._integrate(before, candidates, measured, risks)
             if integrated is not None:
-                return integrated
-        return await self._climb(before, risks)
+                return _bounded(integrated)
+        return _bounded(await self._climb(before, risks))
 
     def _plan(self) -> dict[str, Any]:
         lanes = self._lane_names()
@@ -338,20 +349,23 @@ class SimSession(Session):
                         "tests green after each change",
                         "STEPS never goes up",
                     ],
-                    "approach_class": "integration",
                     "kind": "integration",
+                    "approach_class": "integration",
+                    "change_scale": "integration",
                 }
             else:
+                pace = f"in leaps of {stride} rungs"
                 mission = {
-                    "title": f"Explore, {stride} rung(s) per turn",
-                    "objective": objective + " Work in the private copy and publish every "
-                    "measured improvement as an artifact package with a submission.",
+                    "title": f"Explore {pace}",
+                    "objective": objective + f" Work in the private copy, {pace}, and publish "
+                    "every measured improvement as an artifact package with a submission.",
                     "success_criteria": [
                         "each package measured with python bench.py before it is published",
                         "tests green on every published solver.py",
                     ],
-                    "approach_class": "incremental" if stride == 1 else f"leap-{stride}",
-                    "kind": "exploration",
+                    "kind": "implementation",
+                    "approach_class": f"leap-{stride}",
+                    "change_scale": "component",
                 }
             entries.append({"lane": lane, "mission": mission})
         return {"lanes": entries}
@@ -420,7 +434,8 @@ class SimSession(Session):
             if not attempt.kept:
                 risks.append(
                     f"report {cand.report_id} {cand.path}: measured better in a scratch copy but "
-                    f"failed in the tree ({_tests_line(attempt.tests)}); reverted"
+                    f"not in the tree ({_tests_line(attempt.tests)}; {attempt.bench.line()}); "
+                    "reverted"
                 )
                 continue
             approach = approach_of(cand.data.decode("utf-8", "replace")) or "unknown approach"
@@ -671,9 +686,22 @@ def _child_env() -> dict[str, str]:
 
 
 def _stride(lane: str) -> int:
-    """Rungs per turn: lane 1 and lane 2 climb one at a time, lane k leaps k-1 (divergence)."""
+    """Rungs per turn: lane 1 climbs one at a time, lane k (k >= 2) leaps k rungs.
+
+    The exploring lanes diverge from each other and get ahead of lane 1, so lane 1 has
+    better packages to integrate, as the flow intends.
+    """
     found = re.fullmatch(r"lane-(\d+)", lane)
-    return max(int(found.group(1)) - 1, 1) if found else 1
+    return max(int(found.group(1)), 1) if found and lane != "lane-1" else 1
+
+
+def _bounded(report: Report) -> Report:
+    """Keep a report inside the schema's list limits, however full the inbox was."""
+    risks = report.get("risks")
+    if isinstance(risks, list) and len(risks) > _MAX_RISKS:
+        more = len(risks) - (_MAX_RISKS - 1)
+        report["risks"] = [*risks[: _MAX_RISKS - 1], f"and {more} more not integrated"]
+    return report
 
 
 def _fmt(steps: int | None) -> str:

@@ -378,6 +378,8 @@ class Engine:
         run = self.reader.run()
         n = int(run["replans"]) + 1
         ws = self.layout.planning_workspace(n)
+        ws.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        clean_partials(ws.parent)
         snapshot(self.prep.workspace, ws)
         lanes = [st.d for st in self.lanes.values()]
         base = self._request(planner, "", 0, 1, ws, self.layout.planning_attempt(n, 1), "",

@@ -20,7 +20,7 @@ from pydantic import Field, model_validator
 
 from flamechase.flow import Flow, FlowParams, LaneDef, LaneView, PlanView
 from flamechase.flows.plans import validate_plan
-from flamechase.reports import REPORT_SCHEMA
+from flamechase.reports import report_schema
 
 
 class ParallelParams(FlowParams):
@@ -155,7 +155,7 @@ class ParallelFlameChase(Flow):
             "session dies before the report is written.",
             "",
             f"Finish by writing your turn report as JSON to {view.report_path}, matching this "
-            f"schema:\n{json.dumps(REPORT_SCHEMA, separators=(',', ':'))}",
+            f"schema:\n{json.dumps(report_schema(), separators=(',', ':'))}",
         ])
 
 

@@ -212,6 +212,8 @@ class BlobStore:
                 os.mkdir(self.root, 0o700)
             except FileExistsError:
                 pass
+            except FileNotFoundError:
+                raise _TamperedError(f"blob store parent {self.root.parent} is missing") from None
             else:
                 with contextlib.suppress(OSError):
                     _fsync_path(self.root.parent)
@@ -474,61 +476,34 @@ class BlobStore:
     def extract(self, manifest: Iterable[Mapping[str, Any]], dest: Path) -> list[Path]:
         """Write every manifest entry `{path, sha256, size}` under `dest`, verified.
 
-        All paths are checked before anything is written: none may escape `dest` (absolute,
-        '..', NUL, backslash, empty component) and none may repeat. `dest` is created if
-        missing; `dest` itself and any existing directory under it must not be a link. Each
-        file is written to a temp name, hashed on the way, and renamed into place only if
-        its hash and size match; a mismatch raises `ArtifactError` with nothing written for
-        that file (files before it stay, verified). An existing regular file is replaced, an
-        existing link or directory at a file's place is refused. Returns the written paths.
+        Nothing is written unless every check passes first: no path may escape `dest`
+        (absolute, '..', NUL, backslash, empty component) or repeat; every blob must exist
+        as a regular file (no link) and match its sha256 and size; `dest` and every existing
+        directory on the way must be a real directory (not a link) and an existing file in
+        the way a regular file (it is replaced, never written through). Files are then
+        written to temp names, hashed again on the way, and renamed into place; a blob that
+        changes in between is refused with nothing written for that file. `dest` is created
+        if missing. Raises `ArtifactError` (one line). Returns the written paths.
         """
         entries = self._check_manifest(manifest, dest)
         dest = Path(dest)
-        try:
-            st = os.lstat(dest)
-        except FileNotFoundError:
-            st = None
-        except OSError as exc:
-            raise ArtifactError(
-                f"cannot use {dest} ({exc.strerror}); choose another directory"
-            ) from None
-        if st is None:
-            try:
-                os.makedirs(dest, exist_ok=True)
-            except OSError as exc:
-                raise ArtifactError(
-                    f"cannot create {dest} ({exc.strerror}); choose another directory"
-                ) from None
-        elif not stat.S_ISDIR(st.st_mode):
-            raise ArtifactError(
-                f"extraction target {dest} is {_kind(st.st_mode)}; give a real directory"
-            )
-        try:
-            dest_fd = os.open(dest, _DIR_FLAGS)
-        except OSError as exc:
-            raise ArtifactError(
-                f"extraction target {dest} cannot be opened as a real directory "
-                f"({exc.strerror}); give a real directory"
-            ) from None
-        written: list[Path] = []
-        with _closing([dest_fd]) as fds:
+        with _closing([]) as fds:
             try:
                 fds.append(self._open_root(create=False))
             except _TamperedError as exc:
                 raise ArtifactError(f"{exc}; cannot extract from it") from None
             store_fd = fds[-1]
+            for canonical, _parts, sha, size in entries:
+                self._check_blob(store_fd, canonical, sha, size)
+            fds.append(self._open_dest(dest))
+            dest_fd = fds[-1]
+            for _canonical, parts, _sha, _size in entries:
+                _check_dest_path(dest_fd, dest, parts)
+            written: list[Path] = []
             for canonical, parts, sha, size in entries:
-                self._extract_one(
-                    store_fd,
-                    dest_fd,
-                    dest=dest,
-                    canonical=canonical,
-                    parts=parts,
-                    sha=sha,
-                    size=size,
-                )
+                self._write_one(store_fd, dest_fd, dest, (canonical, parts, sha, size))
                 written.append(dest.joinpath(*parts))
-        return written
+            return written
 
     @staticmethod
     def _check_manifest(
@@ -559,59 +534,95 @@ class BlobStore:
             entries.append((canonical, parts, sha, size))
         return entries
 
-    def _extract_one(
+    def _read_blob(self, store_fd: int, canonical: str, sha: str) -> int:
+        try:
+            return self._open_blob(store_fd, sha)
+        except _TamperedError as exc:
+            raise ArtifactError(f"artifact {canonical!r}: {exc}; cannot extract it") from None
+
+    @staticmethod
+    def _mismatch(canonical: str, sha: str, target: Path | None) -> ArtifactError:
+        outcome = f"{target} was not written" if target else "nothing was written"
+        return ArtifactError(
+            f"artifact {canonical!r}: stored blob does not match its recorded sha256 "
+            f"{sha[:16]}…; the store was altered, {outcome}"
+        )
+
+    def _check_blob(self, store_fd: int, canonical: str, sha: str, size: int) -> None:
+        fd = self._read_blob(store_fd, canonical, sha)
+        try:
+            digest, got = _copy_hashing(fd, None, size)
+        except _TooLargeError:
+            digest, got = "", -1
+        finally:
+            os.close(fd)
+        if digest != sha or got != size:
+            raise self._mismatch(canonical, sha, None)
+
+    @staticmethod
+    def _open_dest(dest: Path) -> int:
+        try:
+            st = os.lstat(dest)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            raise ArtifactError(
+                f"cannot use {dest} ({exc.strerror}); choose another directory"
+            ) from None
+        if st is None:
+            try:
+                os.makedirs(dest, exist_ok=True)
+            except OSError as exc:
+                raise ArtifactError(
+                    f"cannot create {dest} ({exc.strerror}); choose another directory"
+                ) from None
+        elif not stat.S_ISDIR(st.st_mode):
+            raise ArtifactError(
+                f"extraction target {dest} is {_kind(st.st_mode)}; give a real directory"
+            )
+        try:
+            return os.open(dest, _DIR_FLAGS)
+        except OSError as exc:
+            raise ArtifactError(
+                f"extraction target {dest} cannot be opened as a real directory "
+                f"({exc.strerror}); give a real directory"
+            ) from None
+
+    def _write_one(
         self,
         store_fd: int,
         dest_fd: int,
-        *,
         dest: Path,
-        canonical: str,
-        parts: tuple[str, ...],
-        sha: str,
-        size: int,
+        entry: tuple[str, tuple[str, ...], str, int],
     ) -> None:
+        canonical, parts, sha, size = entry
         target = dest.joinpath(*parts)
-        try:
-            blob_fd = self._open_blob(store_fd, sha)
-        except _TamperedError as exc:
-            raise ArtifactError(f"artifact {canonical!r}: {exc}; cannot extract it") from None
-        with _closing([blob_fd]) as fds:
+        with _closing([self._read_blob(store_fd, canonical, sha)]) as fds:
+            blob_fd = fds[0]
             current = dest_fd
             for depth, name in enumerate(parts[:-1]):
-                shown = dest.joinpath(*parts[: depth + 1])
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(name, 0o777, dir_fd=current)
+                shown = dest.joinpath(*parts[: depth + 1])
                 try:
-                    fds.append(os.open(name, _DIR_FLAGS, dir_fd=current))
-                except OSError as exc:
-                    found = None
-                    with contextlib.suppress(OSError):
-                        found = _lstat_at(current, name)
-                    what = _kind(found.st_mode) if found else f"unusable ({exc.strerror})"
+                    fds.append(_open_dest_dir(current, name, shown))
+                except FileNotFoundError:
                     raise ArtifactError(
-                        f"{shown} is {what}, not a directory; refusing to write through it"
+                        f"{shown} vanished while extracting; extract again"
                     ) from None
                 current = fds[-1]
             name = parts[-1]
-            existing = _lstat_at(current, name)
-            if existing is not None and not stat.S_ISREG(existing.st_mode):
-                raise ArtifactError(
-                    f"{target} already exists as {_kind(existing.st_mode)}; "
-                    "refusing to overwrite it, remove it or extract elsewhere"
-                )
+            _check_dest_file(current, name, target)
             tmp_name = f".{name[:200]}.{uuid.uuid4().hex}.extract"
             out_fd = os.open(tmp_name, _CREATE_FLAGS, 0o644, dir_fd=current)
             keep = False
             try:
                 try:
-                    digest, got = _copy_hashing(blob_fd, out_fd, max(size, 0))
+                    digest, got = _copy_hashing(blob_fd, out_fd, size)
                 except _TooLargeError:
                     digest, got = "", -1
                 if digest != sha or got != size:
-                    raise ArtifactError(
-                        f"artifact {canonical!r}: stored blob does not match its recorded "
-                        f"sha256 {sha[:16]}…; the store was altered, {target} was not written"
-                    )
+                    raise self._mismatch(canonical, sha, target)
                 os.fsync(out_fd)
                 keep = True
             finally:
@@ -620,6 +631,7 @@ class BlobStore:
                     with contextlib.suppress(OSError):
                         os.unlink(tmp_name, dir_fd=current)
             try:
+                # rename replaces a link planted since the check; it never writes through one
                 os.rename(tmp_name, name, src_dir_fd=current, dst_dir_fd=current)
             except OSError as exc:
                 with contextlib.suppress(OSError):
@@ -628,6 +640,43 @@ class BlobStore:
                     f"cannot write {target} ({exc.strerror}); remove what is there and retry"
                 ) from None
             os.fsync(current)
+
+
+def _open_dest_dir(parent_fd: int, name: str, shown: Path) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError as exc:
+        found = None
+        with contextlib.suppress(OSError):
+            found = _lstat_at(parent_fd, name)
+        if found is None and exc.errno == errno.ENOENT:
+            raise
+        what = _kind(found.st_mode) if found else f"unusable ({exc.strerror})"
+        raise ArtifactError(
+            f"{shown} is {what}, not a directory; refusing to write through it"
+        ) from None
+
+
+def _check_dest_file(dir_fd: int, name: str, target: Path) -> None:
+    existing = _lstat_at(dir_fd, name)
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        raise ArtifactError(
+            f"{target} already exists as {_kind(existing.st_mode)}; "
+            "refusing to overwrite it, remove it or extract elsewhere"
+        )
+
+
+def _check_dest_path(dest_fd: int, dest: Path, parts: tuple[str, ...]) -> None:
+    """Before writing anything: existing components are real dirs, an existing file regular."""
+    with _closing([]) as fds:
+        current = dest_fd
+        for depth, name in enumerate(parts[:-1]):
+            try:
+                fds.append(_open_dest_dir(current, name, dest.joinpath(*parts[: depth + 1])))
+            except FileNotFoundError:
+                return  # created at write time
+            current = fds[-1]
+        _check_dest_file(current, parts[-1], dest.joinpath(*parts))
 
 
 def _fsync_path(path: Path) -> None:

@@ -142,7 +142,8 @@ class ControlPaths:
         """Check every recorded path; raise `ControlPathViolation` naming the first bad one."""
         dirs = {key for key, entry in self._entries.items() if entry.kind == "dir"}
         for entry in self.entries:
-            self._verify_ancestors(entry.path, dirs)
+            if not self._verify_ancestors(entry, dirs):
+                continue
             st = _lstat(entry.path)
             if st is None:
                 if entry.optional:
@@ -152,21 +153,28 @@ class ControlPaths:
             if entry.ino is not None and (st.st_dev, st.st_ino) != (entry.dev, entry.ino):
                 raise _violation(entry.path, "it is a different object than the one created")
 
-    def _verify_ancestors(self, path: str, dirs: set[str]) -> None:
-        """Directories between the topmost recorded ancestor and `path` must be real dirs."""
-        ancestors = list(Path(path).parents)  # nearest first
+    @staticmethod
+    def _verify_ancestors(entry: Recorded, dirs: set[str]) -> bool:
+        """Directories between the topmost recorded ancestor and the entry must be real dirs.
+
+        Returns False if one is missing and the entry is optional (so it is absent too).
+        """
+        ancestors = [os.fspath(parent) for parent in Path(entry.path).parents]  # nearest first
         top = None
         for index, ancestor in enumerate(ancestors):
-            if os.fspath(ancestor) in dirs:
+            if ancestor in dirs:
                 top = index
         if top is None:
-            return
-        for ancestor in ancestors[: top + 1]:
-            st = _lstat(os.fspath(ancestor))
+            return True
+        for ancestor in reversed(ancestors[: top + 1]):
+            st = _lstat(ancestor)
             if st is None:
-                raise _violation(os.fspath(ancestor), "it is missing")
+                if entry.optional and ancestor not in dirs:
+                    return False
+                raise _violation(ancestor, "it is missing")
             if not stat.S_ISDIR(st.st_mode):
-                raise _violation(os.fspath(ancestor), _describe(st.st_mode))
+                raise _violation(ancestor, _describe(st.st_mode))
+        return True
 
     def to_json(self) -> str:
         """The identities as JSON text, for the run database."""

@@ -65,7 +65,8 @@ class SourceLock:
 
     `acquire(run_id)` or `with SourceLock(locks, src, run_id):` takes it (LockHeld if another
     process has it) and records `{run_id, pid, source, acquired_at}`; `release()` clears the
-    record and frees it. Re-acquiring a lock this object already holds is a no-op.
+    record and frees it. Re-acquiring a lock this object already holds only rewrites the
+    record. Dropping the object without `release()` keeps the lock until the process exits.
     """
 
     def __init__(self, locks_dir: Path, source: Path, run_id: str | None = None) -> None:
@@ -182,12 +183,6 @@ class SourceLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
-
-    def __del__(self) -> None:
-        fd = getattr(self, "_fd", None)
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
 def owner(locks_dir: Path, source: Path) -> dict[str, Any] | None:

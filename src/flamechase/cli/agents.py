@@ -1,0 +1,38 @@
+"""`agents`: which supported agent CLIs are on PATH, their versions and effort ladders."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("agents")
+@click.option(
+    "--json", "as_json", is_flag=True, help='a JSON list of {"cli", "path", "version", "efforts"}'
+)
+def command(as_json: bool) -> int:
+    """List the supported agent CLIs: installed or not, version, effort ladder."""
+    from flamechase.agents.inventory import list_agents
+
+    agents = list_agents()
+    if as_json:
+        click.echo(json.dumps(agents, indent=1))
+        return 0
+    rows = [
+        (
+            a["cli"],
+            a["path"] or "not installed",
+            a["version"] or "-",
+            ", ".join(a["efforts"]) or "(no effort setting)",
+        )
+        for a in agents
+    ]
+    header = ("CLI", "PATH", "VERSION", "EFFORTS")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    for row in [header, *rows]:
+        click.echo(
+            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
+        )
+    click.echo("acp:COMMAND runs any Agent Client Protocol agent (no effort setting).")
+    return 0
