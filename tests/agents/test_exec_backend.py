@@ -120,8 +120,9 @@ def alive(pid: int) -> bool:
 
 
 async def until_file(path: Path, timeout: float = 3.0) -> None:
+    """Wait until `path` holds a complete line."""
     end = time.monotonic() + timeout
-    while not path.exists():
+    while not (path.exists() and path.read_text().endswith("\n")):
         assert time.monotonic() < end, f"{path} never appeared"
         await asyncio.sleep(0.01)
 
@@ -368,7 +369,7 @@ def test_leftover_that_ignores_sigterm_is_killed_within_grace(
 def test_cut_interrupts_the_pending_ask_and_later_asks(
     tmp_path: Path, request_for: Callable[..., TurnRequest]
 ) -> None:
-    agent = script(tmp_path, "touch started\nsleep 300\n")
+    agent = script(tmp_path, "echo yes > started\nsleep 300\n")
     request = request_for()
     spawns = Spawns()
 
@@ -391,20 +392,22 @@ def test_cut_interrupts_the_pending_ask_and_later_asks(
 def test_cancelling_an_ask_kills_the_program(
     tmp_path: Path, request_for: Callable[..., TurnRequest]
 ) -> None:
-    agent = script(tmp_path, "sleep 300 &\ntouch started\nsleep 300\n")
+    # (Cancelling while the program is still being spawned is covered in test_procs.)
+    agent = script(tmp_path, "sleep 300 &\necho $! > child.pid\nsleep 300\n")
     request = request_for()
     spawns = Spawns()
 
     async def go() -> None:
         pending = asyncio.ensure_future(session(agent, request, spawns).ask("go"))
-        await until_file(request.workspace / "started")
+        await asyncio.wait_for(spawns.started.wait(), timeout=3)
+        await until_file(request.workspace / "child.pid")
         pending.cancel()
         with pytest.raises(asyncio.CancelledError):
             await pending
 
     run(go())
-    assert spawns.seen
     assert spawns.leftovers() == []
+    assert not alive(int((request.workspace / "child.pid").read_text()))
 
 
 # ---- repair --------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -324,6 +325,14 @@ def test_any_path_string_gives_a_result_or_a_refusal(
     assert len(result) == 1
     assert store.verify(result[0].sha256)
     assert ".." not in result[0].path.split("/")
+
+
+def test_allow_removal_makes_the_store_deletable(store: BlobStore, art: Path) -> None:
+    (frozen,) = store.freeze(art, [("patch.diff", "p")])
+    store.allow_removal()
+    assert stat.S_IMODE(store.blob_path(frozen.sha256).parent.stat().st_mode) == 0o700
+    shutil.rmtree(store.root)
+    BlobStore(store.root).allow_removal()  # nothing there: a no-op
 
 
 # -- verify -------------------------------------------------------------------------------

@@ -120,6 +120,17 @@ def test_snapshot_skips_fifo_without_hanging(
     assert (dest / "pkg" / "mod.py").read_text() == "X = 1\n"
 
 
+def test_snapshot_uses_cp_when_available(
+    source_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_python_copy(*_args: object) -> None:
+        raise AssertionError("python fallback used although cp works")
+
+    monkeypatch.setattr(snapshots, "_copy_with_python", no_python_copy)
+    snapshot(source_tree, tmp_path / "lane-2")
+    assert _tree(tmp_path / "lane-2") == _tree(source_tree)
+
+
 def test_snapshot_without_cp_uses_python_copy(
     rich_source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -44,7 +44,6 @@ from flamechase.errors import (
     SnapshotFailed,
 )
 from flamechase.flow import LaneDef, LaneView
-from flamechase.fsutil import atomic_write
 from flamechase.reports import TurnReport, parse_report
 from flamechase.store import home
 from flamechase.store.blobs import ArtifactRefused, BlobStore
@@ -127,10 +126,10 @@ class Engine:
             self.fault_hook(label)
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[None]:
+    def _tx(self, *, durable: bool = True) -> Iterator[None]:
         """One transaction; its events reach the observer only after the commit."""
         self._fault("before-commit")
-        with self.writer.transaction():
+        with self.writer.transaction(durable=durable):
             yield
         self._fault("after-commit")
         pending, self._pending = self._pending, []
@@ -492,8 +491,8 @@ class Engine:
         batch = (inbox_mod.unread(self.reader, lane, list(self.lanes))
                  if self.flow.shares_reports else inbox_mod.Batch([], {}))
         inbox_path = io_dir / "inbox.json"
-        atomic_write(inbox_path, json.dumps(batch.deliveries, ensure_ascii=False,
-                                            indent=1).encode())
+        # An input for the agent, rebuilt if the turn is taken again: no fsync needed.
+        inbox_path.write_text(json.dumps(batch.deliveries, ensure_ascii=False, indent=1))
         identity = {"run_id": self.run_id, "lane": lane, "turn": number, "attempt": attempt}
         view = LaneView(
             run_id=self.run_id, flow=self.flow.name, objective=self.prep.objective, lane=st.d,
@@ -514,7 +513,7 @@ class Engine:
         request = self._request(role, lane, number, attempt, st.workspace, io_dir,
                                 self.flow.lane_prompt(view), env)
         backend = self.prep.backends[role]
-        with self._tx():
+        with self._tx(durable=False):
             self.writer.begin_turn(lane=lane, number=number, attempt=attempt, role=role,
                                    backend=self.prep.agents[role].text, io_dir=str(io_dir),
                                    acks=batch.acks)

@@ -181,7 +181,12 @@ def prepare(req: RunRequest) -> Prepared:
     if copies:
         file_limit = int(getattr(params, "workspace_file_warning_threshold", 5000))
         byte_limit = int(getattr(params, "workspace_copy_warning_threshold_bytes", 1 << 30))
-        warning = large_copy_warning(measure(ws), copies, file_limit, byte_limit)
+        private = [ln.name for ln in flow.lanes(params) if not ln.in_source]
+        what = (["planning"] if flow.planner else []) + (private if resume_row is None else [])
+        warning = large_copy_warning(
+            measure(ws), copies, file_limit, byte_limit, source=ws,
+            description=f"{copies} workspace snapshot{'s' if copies != 1 else ''} "
+                        f"({', '.join(what)})")
         if warning is not None:
             req.warn(warning)
             if getattr(params, "confirm_large_workspace_copies", False):

@@ -416,7 +416,7 @@ class BlobStore:
             fds.append(self._open_sub(fds[-1], sha[:2], fan_shown, create=True))
             fan_fd = fds[-1]
             rest = sha[2:]
-            if self._blob_is_good(fan_fd, rest, sha):
+            if self._blob_is_good(fan_fd, rest, sha, max(self.file_limit, ARTIFACT_FILE_LIMIT)):
                 os.unlink(tmp_name, dir_fd=tmp_fd)
                 os.fchmod(fan_fd, _FANOUT_MODE)
                 return
@@ -432,7 +432,7 @@ class BlobStore:
                 os.fchmod(fan_fd, _FANOUT_MODE)
 
     @staticmethod
-    def _blob_is_good(fan_fd: int, rest: str, sha: str) -> bool:
+    def _blob_is_good(fan_fd: int, rest: str, sha: str, limit: int) -> bool:
         try:
             fd = os.open(rest, _READ_FLAGS, dir_fd=fan_fd)
         except OSError:
@@ -440,12 +440,35 @@ class BlobStore:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return False
-            digest, _size = _copy_hashing(fd, None, ARTIFACT_FILE_LIMIT)
+            digest, _size = _copy_hashing(fd, None, limit)
             return digest == sha
         except (OSError, _TooLargeError):
             return False
         finally:
             os.close(fd)
+
+    def allow_removal(self) -> None:
+        """Make the fan-out directories owner-writable so the run directory can be deleted.
+
+        Blobs are 0444 in 0555 directories; a non-root user cannot unlink them until this
+        runs. Links are never followed. Only for deleting a run: the store is no longer frozen.
+        """
+        try:
+            root_fd = self._open_root(create=False)
+        except _TamperedError:
+            return
+        with _closing([root_fd]) as fds:
+            try:
+                fds.append(self._open_sub(root_fd, "sha256", "sha256", create=False))
+            except _TamperedError:
+                return
+            for name in os.listdir(fds[-1]):
+                with contextlib.suppress(OSError):
+                    fan_fd = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])
+                    try:
+                        os.fchmod(fan_fd, 0o700)
+                    finally:
+                        os.close(fan_fd)
 
     # -- verify ---------------------------------------------------------------------------
 
