@@ -314,6 +314,24 @@ def test_wait_exit_is_not_delayed_by_a_child_holding_the_pipes(tmp_path: Path) -
     assert procs.live_members(proc.pgid, proc.token) == []
 
 
+def test_lines_after_a_timed_out_wait_are_delivered_whole(tmp_path: Path) -> None:
+    # A line cut by the end of a wait is dropped entirely, never delivered as a fragment.
+    agent = script(
+        tmp_path, "echo during\nprintf 'cut-'\nsleep 0.4\nprintf 'line\\nafter\\n'\nsleep 30\n"
+    )
+
+    async def go() -> bytes | None:
+        proc = await start(agent)
+        try:
+            with pytest.raises(procs.TurnTimeout):
+                await proc.wait_exit(deadline=deadline(0.2), silence=FAR)
+            return await proc.next_line(deadline=deadline(), silence=FAR)
+        finally:
+            await proc.kill(grace=0.5)
+
+    assert run(go()) == b"after"
+
+
 def test_silence_raises_silence_timeout(tmp_path: Path) -> None:
     agent = script(tmp_path, "echo hi; sleep 30\n")
 

@@ -64,7 +64,8 @@ class _Lines:
     """FIFO of stdout lines for one producer and one consumer, bounded in bytes.
 
     `put` waits while the queue is over its limit (which stops reading the pipe, so the
-    agent blocks on write); the end marker never waits. After `drop()` lines are discarded.
+    agent blocks on write); the end marker never waits. Between `drop()` and `keep()` lines
+    are discarded.
     """
 
     def __init__(self, limit: int) -> None:
@@ -95,6 +96,9 @@ class _Lines:
         self._items.clear()
         self._size = 0
         self._room.set()
+
+    def keep(self) -> None:
+        self.dropping = False
 
     async def get(self) -> bytes | None:
         """The next line, or None once the output has ended (every time after that)."""
@@ -204,7 +208,8 @@ class Proc:
         assert stream is not None
         lines = self._lines
         buf = bytearray()
-        dropping_rest = False
+        overlong = False  # the current line passed MAX_LINE: drop the rest of it
+        skipping = False  # the current line began while lines were dropped: skip all of it
         try:
             while True:
                 chunk = await stream.read(_READ_CHUNK)
@@ -213,23 +218,26 @@ class Proc:
                 self.last_activity = time.monotonic()
                 self.stdout_bytes += len(chunk)
                 if lines.dropping:
+                    buf.clear()
+                    overlong = False
+                    skipping = not chunk.endswith(b"\n")
                     continue
                 start = 0
                 while True:
                     nl = chunk.find(b"\n", start)
                     piece = chunk[start:] if nl < 0 else chunk[start:nl]
-                    if not dropping_rest:
+                    if not (overlong or skipping):
                         room = MAX_LINE - len(buf)
                         buf += piece[:room]
-                        if len(piece) > room:
-                            dropping_rest = True
+                        overlong = len(piece) > room
                     if nl < 0:
                         break
-                    await lines.put(bytes(buf))
+                    if not skipping:
+                        await lines.put(bytes(buf))
                     buf.clear()
-                    dropping_rest = False
+                    overlong = skipping = False
                     start = nl + 1
-            if buf:
+            if buf and not skipping:
                 await lines.put(bytes(buf))
         finally:
             lines.end()
@@ -287,17 +295,24 @@ class Proc:
 
     async def wait_exit(self, *, deadline: float, silence: float) -> int:
         """Wait for the process itself to exit and return its code (negative: killed by that
-        signal). Stdout is counted as liveness but discarded from here on: `next_line` yields
-        nothing more. A daemon child holding the pipes open does not delay this."""
+        signal). A daemon child holding the pipes open does not delay this.
+
+        Stdout counts as liveness, but lines that arrive during the wait (and any not yet
+        read) are discarded, without being split into lines: printing is cheap however much.
+        """
         self._lines.drop()
-        while True:
-            code = self.process.returncode
-            if code is not None:
-                return code
-            left, kind = self._wait_budget(deadline, silence)
-            if left <= 0:
-                raise kind()
-            await self._exit_or_timeout(min(left, 1.0))
+        try:
+            while True:
+                code = self.process.returncode
+                if code is not None:
+                    return code
+                left, kind = self._wait_budget(deadline, silence)
+                if left <= 0:
+                    raise kind()
+                await self._exit_or_timeout(min(left, 1.0))
+        finally:
+            if self._killing is None:
+                self._lines.keep()
 
     async def write(self, data: bytes) -> None:
         stdin = self.process.stdin

@@ -13,6 +13,7 @@ import json
 import os
 import stat
 import sys
+import textwrap
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,9 +23,11 @@ from typing import Any, TypeVar
 import pytest
 
 from flamechase import procs
+from flamechase.agents import exec_backend
 from flamechase.agents.backend import Answer, TurnRequest, Usage
 from flamechase.agents.exec_backend import MAX_ERROR, ExecBackend, ExecSession, read_usage
 from flamechase.errors import BackendUnavailable
+from flamechase.reports import parse_report
 
 T = TypeVar("T")
 
@@ -97,9 +100,7 @@ def session(agent: Path, request: TurnRequest, spawns: Spawns | None = None) -> 
     return opened
 
 
-def ask(
-    agent: Path, request: TurnRequest, spawns: Spawns | None = None, **kwargs: Any
-) -> Answer:
+def ask(agent: Path, request: TurnRequest, spawns: Spawns | None = None, **kwargs: Any) -> Answer:
     return run(session(agent, request, spawns).ask(request.prompt, **kwargs))
 
 
@@ -253,7 +254,9 @@ def test_exit_zero_is_finished(tmp_path: Path, request_for: Callable[..., TurnRe
 def test_nonzero_exit_is_failed_with_the_stderr_tail(
     tmp_path: Path, request_for: Callable[..., TurnRequest]
 ) -> None:
-    agent = script(tmp_path, "echo progress\necho 'warming up' >&2\necho 'boom: no key' >&2\nexit 3\n")
+    agent = script(
+        tmp_path, "echo progress\necho 'warming up' >&2\necho 'boom: no key' >&2\nexit 3\n"
+    )
     answer = ask(agent, request_for())
     assert answer.status == "failed"
     assert answer.exit_code == 3
@@ -554,3 +557,20 @@ def test_malformed_usage_is_noted_on_the_answer_and_the_turn_still_finishes(
     assert answer.status == "finished"
     assert answer.usage == Usage(self_reported=True)
     assert answer.text == 'usage file ignored: cost_usd must be a number, got "lots"'
+
+
+def test_the_documented_minimal_agent_works(
+    tmp_path: Path, request_for: Callable[..., TurnRequest]
+) -> None:
+    doc = exec_backend.__doc__
+    assert doc is not None
+    example = textwrap.dedent(doc.split("A minimal agent::\n", 1)[1]).strip() + "\n"
+    agent = tmp_path / "agent"
+    agent.write_text(example)
+    agent.chmod(0o755)
+    request = request_for()
+    answer = ask(agent, request)
+    assert answer.status == "finished", answer.error
+    assert parse_report(json.loads(request.report_path.read_text())).status == "progress"
+    assert answer.usage == Usage(self_reported=True)
+    assert answer.text == ""

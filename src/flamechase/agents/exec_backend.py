@@ -21,7 +21,7 @@ turn (and once more per repair of that turn's report). The program:
   FLAMECHASE_TURN        1-based turn number in the lane
   FLAMECHASE_ATTEMPT     1-based attempt of that turn (after a crash or a usage limit)
   FLAMECHASE_WORKSPACE   the workspace (also the current directory)
-  FLAMECHASE_PROMPT      file holding the prompt
+  FLAMECHASE_PROMPT      file holding the prompt (on a repair run, the repair request)
   FLAMECHASE_REPORT      where to write the turn report (JSON)
   FLAMECHASE_USAGE       where to write what the turn cost (JSON, optional)
   FLAMECHASE_REPAIR      set only on a repair run: why the last report was refused; the
@@ -54,6 +54,16 @@ Standard output is read and discarded (it counts only as a sign of life); it may
 as you like. When the program exits, whatever it left running in the background is ended —
 SIGTERM, a grace period, SIGKILL — including daemons that called setsid(): a turn leaves
 nothing behind.
+
+A minimal agent::
+
+    #!/bin/sh
+    task=$(cat)                      # the prompt
+    make test >&2 || true            # work in the workspace; progress on stderr
+    cat > "$FLAMECHASE_REPORT" <<EOF
+    {"status": "progress", "summary": "ran the tests"}
+    EOF
+    echo '{"cost_usd": 0}' > "$FLAMECHASE_USAGE"
 """
 
 from __future__ import annotations
@@ -238,7 +248,8 @@ class ExecSession(Session):
         )
         env.update(req.env)
         if repair is not None:
-            env["FLAMECHASE_REPAIR"] = repair
+            # The reason may quote agent output; an environment value cannot hold NUL.
+            env["FLAMECHASE_REPAIR"] = repair.replace("\0", "\\0")
         return env
 
     async def cut(self) -> None:
@@ -297,7 +308,7 @@ def _prepare_io(req: TurnRequest, prompt: str) -> None:
     # The prompt is rewritten; removing it first also clears anything odd planted there.
     for stale in (req.report_path, req.usage_path, req.prompt_path):
         _remove(stale)
-    _write_private(req.prompt_path, prompt.encode())
+    _write_private(req.prompt_path, prompt.encode("utf-8", "replace"))
 
 
 def _remove(path: Path) -> None:

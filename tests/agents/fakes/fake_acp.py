@@ -196,7 +196,7 @@ class Agent:
 
 def main() -> None:
     argv = sys.argv[1:]
-    fl.log(CLI, {"argv": argv})
+    fl.log_start(CLI, argv)
     if argv:
         fl.die(CLI, f"no arguments expected, got {argv!r}")
     if fl.scenario(CLI, 0) == "exit1":

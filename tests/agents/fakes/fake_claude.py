@@ -250,7 +250,7 @@ def main() -> None:
     if argv in (["--version"], ["-v"]):
         print(VERSION)
         return
-    fl.log(CLI, {"argv": argv})
+    fl.log_start(CLI, argv)
     if fl.scenario(CLI, 0) == "exit1":
         fl.die(CLI, "Invalid API key · Please run /login", 1)
     session = Session(parse_args(argv))

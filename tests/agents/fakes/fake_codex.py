@@ -35,7 +35,6 @@ class Server:
         self.initialized = False
         self.acknowledged = False
         self.threads: dict[str, dict[str, int]] = {}
-        self.asks = 0
         self.next_id = 1000
         home = os.environ.get("CODEX_HOME")
         self.sessions = Path(home) / "sessions" if home else fl.state_dir(CLI) / "sessions"
@@ -131,8 +130,11 @@ class Server:
             return self.error(rid, -32602, "turn/start: input must be a list of text items")
         if "effort" in params and params["effort"] not in EFFORTS:
             return self.error(rid, -32602, f"unknown variant {params['effort']!r}")
-        name = fl.scenario(CLI, self.asks)
-        self.asks += 1
+        # Asks are counted per thread across servers, so a resumed thread goes on counting.
+        counter = fl.state_dir(CLI) / f"{tid}.asks"
+        asks = int(counter.read_text()) if counter.exists() else 0
+        counter.write_text(str(asks + 1))
+        name = fl.scenario(CLI, asks)
         turn_id = f"turn_{uuid.uuid4().hex[:8]}"
         self.reply(
             rid, {"turn": {"id": turn_id, "status": "inProgress", "items": [], "error": None}}
@@ -273,7 +275,7 @@ def main() -> None:
     if argv in (["--version"], ["-V"]):
         print(VERSION)
         return
-    fl.log(CLI, {"argv": argv})
+    fl.log_start(CLI, argv)
     if not argv or argv[0] != "app-server":
         fl.die(CLI, f"this fake only serves `codex app-server`, got {argv!r}")
     values, _, positional = fl.take_flags(CLI, argv[1:], valued={"--listen", "-c"}, boolean=set())

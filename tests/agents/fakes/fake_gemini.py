@@ -68,7 +68,7 @@ def main() -> None:
     if argv in (["--version"], ["-v"]):
         print(VERSION)
         return
-    fl.log(CLI, {"argv": argv})
+    fl.log_start(CLI, argv)
     values, flags, positional = fl.take_flags(
         CLI,
         argv,

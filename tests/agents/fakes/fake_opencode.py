@@ -46,7 +46,7 @@ def main() -> None:
     if argv in (["--version"], ["-v"]):
         print(VERSION)
         return
-    fl.log(CLI, {"argv": argv})
+    fl.log_start(CLI, argv)
     if not argv or argv[0] != "run":
         fl.die(CLI, f"this fake only knows `opencode run`, got {argv!r}")
     values, _flags, positional = fl.take_flags(

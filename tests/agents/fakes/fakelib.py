@@ -31,6 +31,16 @@ def log(cli: str, record: dict[str, Any]) -> None:
             f.write(json.dumps(record) + "\n")
 
 
+def log_start(cli: str, argv: list[str]) -> None:
+    """Log argv and the environment flamechase is expected to set."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith("FLAMECHASE_") or k == "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS"
+    }
+    log(cli, {"argv": argv, "env": env, "cwd": os.getcwd()})
+
+
 def die(cli: str, message: str, code: int = 2) -> None:
     """Fail loudly, the way a CLI refuses a bad command line."""
     sys.stderr.write(f"fake {cli}: {message}\n")

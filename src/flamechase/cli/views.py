@@ -1,0 +1,214 @@
+"""`show`, `simulate`, `demo`, `serve` and `trace`: looking at runs, and at flows before a run.
+
+Views are imported inside each command, so `flamechase --help` stays fast and `serve`'s web
+stack loads only when serving.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flamechase.cli import EXIT_CODES_HELP
+
+
+def _say(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def _progress_observer(prepared: Any) -> Any:
+    """The live dashboard on a terminal; elsewhere a line per finished turn on stderr."""
+    if sys.stdout.isatty():
+        from flamechase.view.live import LiveObserver
+
+        return LiveObserver(prepared)
+    return _TurnLines()
+
+
+class _TurnLines:
+    """Progress without a terminal: turn ends and new bests, one line each, on stderr."""
+
+    KINDS = frozenset({"turn_valid", "turn_failed", "candidate_best_updated", "lane_held",
+                       "budget_spent"})
+
+    def event(self, ev: dict[str, Any]) -> None:
+        from flamechase.cli.observe import describe
+
+        if ev.get("kind") in self.KINDS:
+            click.echo("  " + describe(ev), err=True)
+
+
+@click.command("show")
+@click.argument("run", default="last")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="write the run's replay page (one self-contained HTML file)")
+def show_command(run: str, html_out: Path | None) -> int:
+    """What RUN amounted to; with --html, its step-by-step replay page."""
+    from flamechase.store.catalog import resolve
+    from flamechase.view.simulate import summarize
+
+    run_dir = resolve(run)
+    if html_out is not None:
+        from flamechase.view.replay import write_replay
+
+        t0 = time.monotonic()
+        doc = write_replay(run_dir, html_out)
+        click.echo(f"wrote the replay of run {run_dir.name} ({len(doc['points'])} events) to "
+                   f"{html_out} in {time.monotonic() - t0:.2f} s")
+        return 0
+    for line in summarize(run_dir).lines():
+        click.echo(line)
+    return 0
+
+
+@click.command("simulate", epilog=EXIT_CODES_HELP)
+@click.argument("flow_ref", metavar="FLOW")
+@click.option("-p", "--param", "params", multiple=True, metavar="KEY=VALUE[,...]",
+              help="flow param or budget.*, as for exec (default budget.turns=12, "
+                   "rest_seconds=0.05)")
+@click.option("-a", "--agent", "agents", multiple=True, metavar="ROLE=sim/PROFILE",
+              help="a different sim profile for a role (steady, flaky, blocked, silent)")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="where the replay goes (default ./FLOW-simulation.html)")
+@click.option("--workspace", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              metavar="DIR", help="simulate on a copy of DIR instead of the bundled sample")
+@click.option("--task", metavar="TEXT", help="the objective (default: the copy's TASK.md)")
+@click.option("--keep", is_flag=True,
+              help="keep the run in your state home and the workspace copy, and say where")
+def simulate_command(flow_ref: str, params: tuple[str, ...], agents: tuple[str, ...],
+                     html_out: Path | None, workspace: Path | None, task: str | None,
+                     keep: bool) -> int:
+    """Run FLOW with simulated actors on a throw-away copy and write its replay.
+
+    Every role gets a `sim/steady` actor: a real run (database, lane copies, reports,
+    artifacts, the evaluator), with simulated agents and no waiting, so you see the whole
+    shape of a flow's run before spending anything on it.
+    """
+    from flamechase.agents.spec import split_agent_args
+    from flamechase.config import split_kv
+    from flamechase.flows import load_flow
+    from flamechase.view.replay import write_replay
+    from flamechase.view.simulate import (
+        copy_sample,
+        copy_workspace,
+        run_sim,
+        scratch,
+        sim_settings,
+        summarize,
+    )
+
+    t0 = time.monotonic()
+    flow = load_flow(flow_ref)
+    settings = sim_settings(flow, dict(split_kv(list(params))), sample=workspace is None)
+    out = html_out or Path(f"{flow.name}-simulation.html")
+    with scratch(keep) as tmp:
+        ws = tmp / "workspace"
+        if workspace is None:
+            copy_sample(ws)
+        else:
+            copy_workspace(workspace, ws)
+        outcome = run_sim(flow, ws, settings, task=task, agents=split_agent_args(list(agents)),
+                          state=None if keep else tmp / "home", warn=_say)
+        doc = write_replay(outcome.run_dir, out)
+        summary = summarize(outcome.run_dir)
+    for line in summary.lines():
+        click.echo(line)
+    click.echo(f"replay: {out} ({len(doc['points'])} events; open it in a browser)")
+    if keep:
+        click.echo(f"kept: workspace {ws}, run {outcome.run_id} (flamechase status "
+                   f"{outcome.run_id})")
+    _say(f"flamechase: simulated {flow.name} in {time.monotonic() - t0:.1f} s: "
+         f"{outcome.status}: {outcome.message}")
+    return outcome.exit_code
+
+
+@click.command("demo")
+@click.option("--dir", "dest", type=click.Path(file_okay=False, path_type=Path),
+              metavar="DIR", help="where the sample goes (default ./flamechase-demo[-N])")
+@click.option("-p", "--param", "params", multiple=True, metavar="KEY=VALUE[,...]",
+              help="override a param or the budget (default budget.turns=12)")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="where the replay goes (default DIR.html)")
+def demo_command(dest: Path | None, params: tuple[str, ...], html_out: Path | None) -> int:
+    """See flamechase work in seconds: three lanes of simulated agents on a sample repo.
+
+    Copies the bundled sample into a fresh directory, runs parallel_flame_chase on it with
+    `sim` actors under a short budget, and prints what happened: turns per lane, reports
+    exchanged, artifacts integrated, the best candidate, and the replay page.
+    """
+    from flamechase.config import split_kv
+    from flamechase.flows import load_flow
+    from flamechase.view.replay import write_replay
+    from flamechase.view.simulate import copy_sample, fresh_dir, run_sim, sim_settings, summarize
+
+    flow = load_flow("parallel_flame_chase")
+    if dest is None:
+        dest = fresh_dir(Path.cwd(), "flamechase-demo")
+    elif dest.exists() and any(dest.iterdir()):
+        raise click.UsageError(f"--dir {dest} is not empty; give a new directory")
+    dest = dest.absolute()
+    copy_sample(dest)
+    click.echo(f"copied the sample repository to {dest}")
+    # A little rest between turns so the progress display can be followed.
+    settings = sim_settings(flow, dict(split_kv(list(params))), sample=True, rest=0.2)
+    outcome = run_sim(flow, dest, settings, observer=_progress_observer, warn=_say)
+    out = html_out or dest.with_name(dest.name + ".html")
+    write_replay(outcome.run_dir, out)
+    click.echo("")
+    for line in summarize(outcome.run_dir).lines():
+        click.echo(line)
+    click.echo(f"replay: {out} (open it in a browser)")
+    click.echo(f"next: cd {dest} && flamechase status last · flamechase show last "
+               "--html replay.html · flamechase serve")
+    return outcome.exit_code
+
+
+@click.command("serve")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="port on 127.0.0.1 (0: any free port)")
+def serve_command(port: int) -> int:
+    """A local page listing runs and replaying them live (127.0.0.1 only, token in the URL)."""
+    from flamechase.view.serve import serve
+
+    def ready(url: str) -> None:
+        click.echo(f"flamechase serve: open {url}", err=False)
+        sys.stdout.flush()
+
+    try:
+        serve(port, ready=ready)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
+                                   "; pick another --port (0: any free one)") from None
+    return 0
+
+
+@click.command("trace")
+@click.argument("run", default="last")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path),
+              required=True, metavar="FILE", help="where the trace JSON goes")
+def trace_command(run: str, out: Path) -> int:
+    """RUN as Chrome trace-event JSON: open FILE in Perfetto (ui.perfetto.dev) or chrome://tracing.
+
+    One track per lane, one slice per turn (actor, status, cost), instant events and flow
+    arrows for hand-offs.
+    """
+    from flamechase.fsutil import atomic_write
+    from flamechase.store.catalog import resolve
+    from flamechase.view.replay import load_run
+    from flamechase.view.trace import build_trace
+
+    run_dir = resolve(run)
+    trace = build_trace(*load_run(run_dir))
+    atomic_write(out, json.dumps(trace, ensure_ascii=False).encode(), mode=0o644)
+    slices = sum(1 for e in trace["traceEvents"] if e.get("ph") == "X")
+    click.echo(f"wrote {slices} turn slices of run {run_dir.name} to {out}")
+    return 0
+
+
+commands: list[click.Command] = [show_command, simulate_command, demo_command, serve_command,
+                                 trace_command]

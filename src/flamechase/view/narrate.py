@@ -1,0 +1,168 @@
+"""One sentence per event: who took a turn, and who handed what to whom.
+
+A hand-off is one of: words (a report's summary), a report, an artifact (a frozen, hashed
+file package), or the tree (the lane's working copy, which the partner actor takes next).
+Sentences are built from the event and the fold *after* it was applied, so they can name a
+report's source lane and artifacts and a lane's partner actor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flamechase.view.state import RunFold
+
+__all__ = ["TAGS", "narrate"]
+
+# What a sentence is about; the page styles and filters by it, `trace` draws hand-offs.
+TAGS = ("run", "turn", "end", "fail", "report", "receive", "plan", "best", "warn", "info")
+
+_SUMMARY = 240
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _clip(text: Any, limit: int = _SUMMARY) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _and(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _money(v: Any) -> str:
+    try:
+        return f"${float(v):.4f}"
+    except (TypeError, ValueError):
+        return "$0"
+
+
+def _secs(v: Any) -> str:
+    try:
+        return f"{float(v):.1f} s"
+    except (TypeError, ValueError):
+        return "? s"
+
+
+def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
+    """(sentence, tag) for `ev`, already applied to `fold`."""
+    kind = str(ev.get("kind", ""))
+    lane = str(ev.get("lane") or "")
+    actor = str(ev.get("actor") or "")
+    p: Mapping[str, Any] = ev.get("payload") or {}
+    snap = fold.lanes.get(lane)
+    if kind == "run_created":
+        lanes = [str(x) for x in p.get("lanes") or fold.order]
+        limits = ", ".join(f"{k} {v:g}" for k, v in fold.limits.items() if v is not None)
+        return (f"Run created: {p.get('flow') or fold.flow} with "
+                f"{_plural(len(lanes), 'lane')} ({', '.join(lanes)})"
+                + (f"; budget {limits}" if limits else "") + ".", "run")
+    if kind == "snapshot_made":
+        return f"{lane} gets its own private copy of the source tree.", "info"
+    if kind == "planning_started":
+        return (f"{actor or 'The planner'} starts planning (revision {p.get('revision', 1)}) "
+                "in a fresh session on a copy of the tree.", "turn")
+    if kind == "plan_attempt":
+        err = f": {_clip(p.get('error'), 160)}" if p.get("error") else ""
+        return (f"{actor or 'The planner'}'s planning session {p.get('attempt')} ends "
+                f"{p.get('status')} ({_secs(p.get('duration'))}, {_money(p.get('cost_usd'))})"
+                f"{err}.", "fail" if p.get("status") != "valid" else "end")
+    if kind == "planned":
+        plan = p.get("plan") or {}
+        entries = (plan.get("lanes") or ()) if isinstance(plan, Mapping) else ()
+        missions = []
+        for entry in entries:
+            title = (entry.get("mission") or {}).get("title")
+            missions.append(f"{entry.get('lane')} “{_clip(title, 60)}”")
+        who = _and(missions) if missions else "every lane"
+        return (f"{actor or 'The planner'} hands each lane its mission as words: {who}; "
+                "then leaves.", "plan")
+    if kind == "objective_replanned":
+        return f"The objective changed: re-planned (revision {p.get('revision')}).", "plan"
+    if kind == "run_running":
+        return f"Lanes start: {_and([str(x) for x in p.get('lanes') or fold.order])}.", "run"
+    if kind == "run_resumed":
+        changed = p.get("changed_agents") or {}
+        extra = (f"; new agents for {_and(sorted(changed))}" if changed else "")
+        return f"Run resumed (session {p.get('session')}){extra}.", "run"
+    if kind == "notice":
+        return f"Notice: {_clip(p.get('message'), 400)}", "warn"
+    if kind == "turn_started":
+        return _turn_started(lane, actor, p, fold), "receive" if p.get("delivered") else "turn"
+    if kind == "turn_valid":
+        partner = snap.partner(actor) if snap else None
+        tree = f"; hands {partner} the tree" if partner and partner != actor else ""
+        return (f"{actor} — turn {p.get('turn')} of {lane} ends {p.get('report_status')} "
+                f"({_secs(p.get('duration'))}, {_money(p.get('cost_usd'))}): "
+                f"“{_clip(p.get('summary'))}”{tree}.", "end")
+    if kind == "turn_failed":
+        partner = snap.partner(actor) if snap else None
+        nxt = f"; {partner} takes the tree next" if partner and partner != actor else ""
+        return (f"{actor} — turn {p.get('turn')} of {lane} FAILED "
+                f"({_secs(p.get('duration'))}): {_clip(p.get('error'), 200)}{nxt}.", "fail")
+    if kind == "turn_interrupted":
+        return (f"{actor} — turn {p.get('turn')} of {lane} was cut "
+                f"({_clip(p.get('reason'), 160)}); the same actor takes it again.", "fail")
+    if kind == "lane_paused":
+        return (f"{lane} pauses until {p.get('until')}: {_clip(p.get('reason'), 160)} "
+                f"(a usage window closed for {actor}).", "warn")
+    if kind == "lane_held":
+        return f"{lane} is HELD: {_clip(p.get('reason'), 200)}.", "fail"
+    if kind == "report_published":
+        return _published(lane, actor, p, fold)
+    if kind == "candidate_submitted":
+        measured = p.get("measured")
+        how = ("verified by the runtime" if p.get("verified") else
+               f"not verified: {_clip(p.get('unverified_reason'), 120)}")
+        got = f", measured {measured:g}" if isinstance(measured, int | float) else ""
+        return (f"{lane} submits a candidate: {p.get('metric')} = {p.get('claimed')}{got} "
+                f"({how}).", "info")
+    if kind == "candidate_best_updated":
+        return (f"New best: {p.get('metric')} = {p.get('value')} from {lane} "
+                f"(report {p.get('report_id')}).", "best")
+    if kind == "budget_spent":
+        return f"Budget {p.get('key')} is spent: no new turns start.", "warn"
+    if kind in ("run_finished", "run_stopped", "run_failed", "run_held"):
+        return (f"Run {kind[4:]}: {_clip(p.get('message'), 300)}. Spent {_money(fold.cost)} "
+                f"over {_plural(fold.turns, 'turn')}.", "run")
+    return kind.replace("_", " ").capitalize() + ".", "info"
+
+
+def _turn_started(lane: str, actor: str, p: Mapping[str, Any], fold: RunFold) -> str:
+    attempt = int(p.get("attempt") or 1)
+    again = f", attempt {attempt}" if attempt > 1 else ""
+    head = (f"{actor} — turn {p.get('turn')} of {lane}{again}; a fresh session opens "
+            f"({p.get('backend')})")
+    delivered = [str(r) for r in p.get("delivered") or ()]
+    if not delivered:
+        return head + "."
+    by_lane: dict[str, list[str]] = {}
+    artifacts = 0
+    for rid in delivered:
+        rep = fold.by_id.get(rid)
+        src = rep.lane if rep else rid.split(".", 1)[0]
+        by_lane.setdefault(src, []).append(rid)
+        artifacts += rep.artifacts if rep else 0
+    parts = [f"{src} ({', '.join(ids)})" for src, ids in by_lane.items()]
+    carried = f" carrying {_plural(artifacts, 'artifact')}" if artifacts else ""
+    return (f"{head}; receives {_plural(len(delivered), 'report')}{carried} from "
+            f"{_and(parts)}.")
+
+
+def _published(lane: str, actor: str, p: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
+    rid = p.get("report_id")
+    arts = list(p.get("artifacts") or ())
+    what = f"a report ({p.get('report_status')})"
+    if arts:
+        names = ", ".join(str(a.get("path")) for a in arts[:3]) + (", …" if len(arts) > 3 else "")
+        what += f" and {_plural(len(arts), 'artifact')} ({names})"
+    others = [n for n in fold.order if n != lane]
+    if fold.shares_reports and others:
+        return f"{actor} hands {_and(others)} as words: {what} [{rid}].", "report"
+    return f"{actor} files {what} [{rid}].", "report" if arts else "info"

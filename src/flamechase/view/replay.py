@@ -1,0 +1,238 @@
+"""The replay: a run's events as numbered points with state deltas, in one HTML file.
+
+The document embedded in the page is
+
+    {"v": 1, "run": {...header...}, "lanes": [{"name", "roles"}], "t0": ISO,
+     "points": [{"q": seq, "t": ms since t0, "k": kind, "l": lane index or -1, "a": actor,
+                 "x": sentence, "g": tag, "d": {deltas}}]}
+
+and a point's deltas say only what its event changed (a lane's row, spend, the leaderboard,
+a published report, acknowledgements, the run status, a turn block opening or closing). The
+page folds them once, incrementally, into one state per point (sharing what did not change)
+and renders only the current point, so dragging through 10,000 events stays cheap. `serve`
+streams further points from the same `ReplayBuilder`, so a live page and a file agree.
+
+Delta keys (lane and source indices are positions in "lanes"):
+    L  [[lane, row]]      a lane's whole row (see `_lane_row` for the fields)
+    N  [name, roles]      a lane first seen mid-run (appended to "lanes")
+    S  [cost, turns, output_tokens, active_seconds, session_open]
+    B  [duration, cost, turns, output_tokens]   budget limits (null: unbounded)
+    P  [lane, report_id, artifacts]             a report published
+    R  [report_id, artifacts]                   a published report's artifact count
+    A  [[consumer, source, count]]              reports of `source` acknowledged by `consumer`
+    W  {"n": submissions, "b": entry, "t": [entries]}  entry = [value, lane, report, verified,
+                                                        metric, direction]
+    st status                                   the run's status from here on
+    o  [turn, attempt]                          a turn block opens on the point's lane
+    e  [status, cost, duration, report_status]  the lane's open turn block closes
+    pa [status, duration, cost]                 a planning session (a block on its own track)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from flamechase.store.db import DB_NAME, Reader
+from flamechase.view.narrate import narrate
+from flamechase.view.state import BUDGET_KEYS, Entry, LaneSnap, RunFold, parse_at
+
+__all__ = ["ReplayBuilder", "build_document", "load_run", "render_html", "write_replay"]
+
+_OBJECTIVE = 2000  # characters of the objective kept in the page header
+_PAGE = 5000  # events read per query
+
+
+def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]],
+                                      list[dict[str, Any]]]:
+    """(run row, lanes rows, every event) of the run in `run_dir`, read-only."""
+    with Reader(run_dir / DB_NAME) as r:
+        run = r.run()
+        lanes = r.lanes()
+        events: list[dict[str, Any]] = []
+        while True:
+            batch = r.events(after=events[-1]["seq"] if events else 0, limit=_PAGE)
+            events.extend(batch)
+            if len(batch) < _PAGE:
+                break
+    return run, lanes, events
+
+
+def _entry(e: Entry | None) -> list[Any] | None:
+    if e is None:
+        return None
+    return [e.value, e.lane, e.report_id, e.verified, e.metric, e.direction]
+
+
+class ReplayBuilder:
+    """Turns events, one at a time, into replay points."""
+
+    def __init__(self, run: Mapping[str, Any], lanes: Iterable[Mapping[str, Any]]) -> None:
+        self.fold = RunFold.from_run(run, lanes)
+        self.names: list[str] = list(self.fold.order)
+        self.initial = len(self.names)  # later lanes reach the page as `N` deltas
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.t0: datetime | None = None
+        self.t0_text: str | None = None
+        self.points: list[dict[str, Any]] = []
+        self.last_seq = 0
+        params = run.get("params") or {}
+        self.header: dict[str, Any] = {
+            "id": run.get("id"), "flow": run.get("flow"), "status": run.get("status"),
+            "workspace": run.get("workspace"), "created": run.get("created"),
+            "updated": run.get("updated"),
+            "objective": str(run.get("task") or "")[:_OBJECTIVE],
+            "agents": run.get("agents") or {},
+            "metric": params.get("metric") if params.get("evaluator") else None,
+            "direction": params.get("direction") if params.get("evaluator") else None,
+            "evaluator": params.get("evaluator"),
+            "shares": self.fold.shares_reports,
+            "last_error": run.get("last_error"),
+        }
+
+    def _ms(self, at: str) -> int:
+        if not at:
+            return self.points[-1]["t"] if self.points else 0
+        when = parse_at(at)
+        if self.t0 is None:
+            self.t0, self.t0_text = when, at
+        return round((when - self.t0).total_seconds() * 1000)
+
+    def _lane_row(self, s: LaneSnap) -> list[Any]:
+        since = None
+        if s.since is not None and self.t0 is not None:
+            since = round((parse_at(s.since) - self.t0).total_seconds() * 1000)
+        return [s.actor, s.turn, s.attempt, since, s.turns, s.valid, s.failed, s.failures,
+                s.last_status, int(s.held), s.held_reason, s.paused_until, s.last_actor,
+                s.backend]
+
+    def add(self, ev: Mapping[str, Any]) -> dict[str, Any]:
+        """Fold one event; return its point (also kept in `points`)."""
+        fold = self.fold
+        ch = fold.apply(ev)
+        text, tag = narrate(ev, fold)
+        t = self._ms(str(ev.get("at") or ""))
+        d: dict[str, Any] = {}
+        for name in fold.order:
+            if name not in self.index:
+                self.index[name] = len(self.names)
+                self.names.append(name)
+                d["N"] = [name, list(fold.lanes[name].roles)]
+        if ch.lanes:
+            d["L"] = [[self.index[n], self._lane_row(fold.lanes[n])] for n in ch.lanes]
+        if ch.spend or ch.status:
+            d["S"] = [round(fold.cost, 6), fold.turns, fold.output_tokens,
+                      round(fold.active_seconds(), 3), int(fold._open_at is not None)]
+        if ch.budget:
+            d["B"] = [fold.limits[k] for k in BUDGET_KEYS]
+        if ch.published is not None:
+            rep = ch.published
+            d["P"] = [self.index[rep.lane], rep.report_id, rep.artifacts]
+        if ch.artifacts is not None:
+            d["R"] = [ch.artifacts.report_id, ch.artifacts.artifacts]
+        if ch.acks:
+            d["A"] = [[self.index[c], self.index[s], n] for c, s, n in ch.acks
+                      if c in self.index and s in self.index]
+        if ch.board:
+            d["W"] = {"n": fold.submissions, "b": _entry(fold.best),
+                      "t": [_entry(e) for e in fold.top]}
+        if ch.status:
+            d["st"] = fold.status
+        kind = str(ev.get("kind") or "")
+        p: Mapping[str, Any] = ev.get("payload") or {}
+        if kind == "turn_started":
+            d["o"] = [p.get("turn"), p.get("attempt")]
+        elif kind in ("turn_valid", "turn_failed", "turn_interrupted", "lane_paused"):
+            d["e"] = [str(p.get("status") or kind.removeprefix("turn_")),
+                      p.get("cost_usd") or 0, p.get("duration") or 0, p.get("report_status")]
+        elif kind == "plan_attempt":
+            d["pa"] = [p.get("status"), p.get("duration") or 0, p.get("cost_usd") or 0]
+        lane = ev.get("lane")
+        point = {"q": ev.get("seq"), "t": t, "k": kind,
+                 "l": self.index.get(lane, -1) if lane else -1, "a": ev.get("actor"),
+                 "x": text, "g": tag, "d": d}
+        self.points.append(point)
+        self.last_seq = int(ev.get("seq") or self.last_seq)
+        return point
+
+    def document(self) -> dict[str, Any]:
+        header = dict(self.header)
+        header["final"] = self.fold.status
+        return {
+            "v": 1,
+            "run": header,
+            "lanes": [{"name": n, "roles": list(self.fold.lanes[n].roles)}
+                      for n in self.names[: self.initial]],
+            "t0": self.t0_text,
+            "points": self.points,
+        }
+
+
+def build_document(run: Mapping[str, Any], lanes: Iterable[Mapping[str, Any]],
+                   events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    b = ReplayBuilder(run, lanes)
+    for ev in events:
+        b.add(ev)
+    return b.document()
+
+
+def embed_json(value: Any) -> str:
+    """JSON safe inside a <script> element: no `<`, `>` or `&` survives to end the element.
+
+    Agents write the summaries shown here, so a summary containing `</script>` must stay
+    data. The three characters only occur inside JSON strings, where \\u escapes mean the same.
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _csp_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def render_html(doc: Mapping[str, Any], *, stream: str | None = None) -> str:
+    """The self-contained replay page for `doc`; `stream`: an SSE URL for live updates."""
+    from flamechase.view.assets import CSS, JS, SKELETON
+
+    run = doc.get("run") or {}
+    title = f"flamechase · {run.get('flow', '')} · {run.get('id', '')}"
+    # Only the page's own script and style may run or apply (pinned by hash), and nothing
+    # may be fetched except the live stream from the same origin: the file works offline
+    # and a hostile summary cannot pull anything in.
+    csp = "; ".join([
+        "default-src 'none'", f"script-src {_csp_hash(JS)}", f"style-src {_csp_hash(CSS)}",
+        "connect-src 'self'" if stream else "connect-src 'none'",
+        "img-src data:", "base-uri 'none'", "form-action 'none'",
+    ])
+    live = f' data-stream="{html.escape(stream, quote=True)}"' if stream else ""
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"
+        "<meta name=\"referrer\" content=\"no-referrer\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style></head>\n"
+        f"<body{live}>\n{SKELETON}\n"
+        f"<script type=\"application/json\" id=\"fc-data\">{embed_json(doc)}</script>\n"
+        f"<script>{JS}</script>\n</body></html>\n"
+    )
+
+
+def write_replay(run_dir: Path, out: Path) -> dict[str, Any]:
+    """Write the replay of the run in `run_dir` to `out`; returns the document."""
+    from flamechase.fsutil import atomic_write
+
+    run, lanes, events = load_run(run_dir)
+    doc = build_document(run, lanes, events)
+    # An output file the user asked for, to open or share: the usual 0644, not 0600.
+    atomic_write(out, render_html(doc).encode(), mode=0o644)
+    return doc
+
+
+def lane_names(doc: Mapping[str, Any]) -> Sequence[str]:
+    return [str(ln["name"]) for ln in doc.get("lanes") or ()]

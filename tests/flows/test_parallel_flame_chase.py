@@ -1,0 +1,463 @@
+"""parallel_flame_chase through the real CLI: roles, params, lanes, alternation, holds, the
+source lock, control paths and the large-copy check.
+
+Every role runs the shared `exec:` actor (tests/flows/pfc_actor.py); a per-test hook decides
+what each invocation does. Runs usually end deterministically by having every lane report
+`blocked` at some turn: all lanes held -> status `held`, exit 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.flows.pfc import (
+    RUN_ID_RE,
+    Team,
+    db_rows,
+    kinds,
+    lane_status,
+    roles,
+    run_dir,
+    turn_events,
+)
+from tests.helpers import events, status
+
+STOP_AT_2 = 'if c.lane and c.turn >= 2:\n    return c.ok("blocked", "stop here")'
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture
+def ws(source_tree: Path) -> Path:
+    return source_tree
+
+
+# ---- roles and params ----------------------------------------------------------------------
+
+
+def test_positional_agents_fill_the_roles_in_order(ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team", STOP_AT_2)
+    scripts = []
+    for i in range(7):
+        p = team.dir / f"r{i}.py"
+        shutil.copyfile(team.actor, p)
+        p.chmod(0o755)
+        scripts.append(f"exec:{p}")
+    proc = team.run(ws, agents=scripts)
+    assert proc.returncode == 3, proc.stderr
+    order = roles(3)
+    assert order == ["coordinator", "lane_1_actor_a", "lane_1_actor_b", "lane_2_actor_a",
+                     "lane_2_actor_b", "lane_3_actor_a", "lane_3_actor_b"]
+    seen = {e["role"]: e["script"] for e in team.log()}
+    assert seen == {role: f"r{i}.py" for i, role in enumerate(order)}
+    created = next(e for e in events(ws) if e["kind"] == "run_created")["payload"]
+    assert list(created["agents"]) == order
+    assert created["lanes"] == ["lane-1", "lane-2", "lane-3"]
+
+
+def test_named_agents_and_role_errors(ws: Path, tmp_path: Path, state_home: Path) -> None:
+    team = Team(tmp_path / "team", STOP_AT_2)
+    spec = f"exec:{team.actor}"
+    named = ",".join(f"{r}={spec}" for r in roles(3))
+    proc = team.run(ws, agents=[named])
+    assert proc.returncode == 3, proc.stderr
+    assert {e["role"] for e in team.log()} == set(roles(3))
+    shutil.rmtree(state_home)
+    bad = [
+        ([spec] * 6, "lane_3_actor_b"),  # one missing
+        ([spec] * 8, "8 positional"),  # one too many
+        ([named + f",lane_4_actor_a={spec}"], "lane_4_actor_a"),  # a lane that does not exist
+        ([f"lane_1_actor_a={spec}", spec], "mixing"),
+    ]
+    for agents, fragment in bad:
+        proc = team.run(ws, agents=agents, task="other task")
+        assert proc.returncode == 2, (agents, proc.stderr)
+        assert fragment in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert not state_home.exists()
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_lanes_param_sets_lanes_and_roles(ws: Path, tmp_path: Path, n: int) -> None:
+    team = Team(tmp_path / "team", STOP_AT_2)
+    proc = team.run(ws, f"lanes={n}")
+    assert proc.returncode == 3, proc.stderr
+    assert {e["role"] for e in team.log()} == set(roles(n))
+    assert len(roles(n)) == 1 + 2 * n
+    st = status(ws)
+    assert [ln["lane"] for ln in st["lanes"]] == [f"lane-{i}" for i in range(1, n + 1)]
+    assert [b["lane"] for b in st["plan"]["lanes"]] == [f"lane-{i}" for i in range(1, n + 1)]
+    coord = team.coordinator_log()[0]
+    assert coord["lanes"] == ",".join(f"lane-{i}" for i in range(1, n + 1))
+    # Lane 1 in the source, every other lane in its own private copy.
+    cwds = {e["lane"]: e["cwd"] for e in team.log() if e["lane"]}
+    assert cwds["lane-1"] == str(ws)
+    private = [cwds[f"lane-{i}"] for i in range(2, n + 1)]
+    assert len(set(private)) == n - 1
+    assert all(str(run_dir(tmp_path / "fc-home", ws)) in p for p in private)
+
+
+@pytest.mark.parametrize("param, fragment", [
+    ("rest_seconds=0.01", "rest_seconds"),
+    ("rest_seconds=61", "rest_seconds"),
+    ("resume_mode=sometimes", "resume_mode"),
+    ("confirm_large_workspace_copies=maybe", "confirm_large_workspace_copies"),
+    ("workspace_file_warning_threshold=0", "workspace_file_warning_threshold"),
+    ("workspace_file_warning_threshold=100000001", "workspace_file_warning_threshold"),
+    ("workspace_copy_warning_threshold_bytes=0", "workspace_copy_warning_threshold_bytes"),
+    ("workspace_copy_warning_threshold_bytes=1000000000000000001",
+     "workspace_copy_warning_threshold_bytes"),
+    ("lanes=0", "lanes"),
+    ("lanes=9", "lanes"),
+    ("no_such_param=1", "no_such_param"),
+    ("metric_pattern=SCORE", "metric_pattern"),
+    ("direction=up", "direction"),
+])
+def test_bad_params_are_refused_before_anything_is_written(
+        ws: Path, tmp_path: Path, state_home: Path, param: str, fragment: str) -> None:
+    team = Team(tmp_path / "team")
+    before = _tree(ws)
+    proc = team.run(ws, param, "budget.turns=3", lanes=3)
+    assert proc.returncode == 2, proc.stderr
+    assert fragment in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not state_home.exists()
+    assert team.log() == []
+    assert _tree(ws) == before
+
+
+def test_param_defaults_and_run_id(ws: Path, tmp_path: Path, state_home: Path) -> None:
+    team = Team(tmp_path / "team", STOP_AT_2)
+    # The rest is given explicitly by Team.run; everything else keeps its default.
+    assert team.run(ws).returncode == 3
+    st = status(ws)
+    assert RUN_ID_RE.match(st["id"]), st["id"]
+    assert st["flow"] == "parallel_flame_chase"
+    params = json.loads(db_rows(state_home, ws, "SELECT params FROM run")[0]["params"])
+    assert params["rest_seconds"] == 0.05
+    assert {k: params[k] for k in ("resume_mode", "confirm_large_workspace_copies",
+                                   "workspace_file_warning_threshold",
+                                   "workspace_copy_warning_threshold_bytes", "lanes")} == {
+        "resume_mode": "auto", "confirm_large_workspace_copies": False,
+        "workspace_file_warning_threshold": 5000,
+        "workspace_copy_warning_threshold_bytes": 1073741824, "lanes": 3}
+
+
+# ---- lanes ---------------------------------------------------------------------------------
+
+
+def test_lane_1_works_in_the_source_others_in_private_snapshots(
+        ws: Path, tmp_path: Path, state_home: Path) -> None:
+    team = Team(tmp_path / "team", """
+        (c.ws / f"written-by-{c.lane}-{c.turn}.txt").write_text(c.role)
+        if c.lane != "lane-1":
+            (c.ws / "README.md").write_text("changed by " + c.lane)
+            (c.ws / "pkg" / "mod.py").unlink()
+        if c.turn >= 2:
+            return c.ok("blocked", "stop here")
+    """)
+    before = _tree(ws)
+    assert team.run(ws).returncode == 3
+    root = run_dir(state_home, ws)
+    for e in team.log():
+        if not e["lane"]:
+            continue
+        assert e["workspace"] == e["cwd"]
+        if e["lane"] == "lane-1":
+            assert e["cwd"] == str(ws)
+        else:
+            assert e["cwd"] == str(root / "lanes" / e["lane"] / "workspace")
+    st = status(ws)
+    assert [ln["workspace"] for ln in st["lanes"]] == [
+        str(ws), str(root / "lanes/lane-2/workspace"), str(root / "lanes/lane-3/workspace")]
+    # The snapshots started as full copies of the source.
+    for lane in ("lane-2", "lane-3"):
+        snap = root / "lanes" / lane / "workspace"
+        assert (snap / "TASK.md").read_bytes() == before["TASK.md"]
+        assert (snap / "README.md").read_text() == f"changed by {lane}"
+        assert sorted(p.name for p in snap.glob("written-by-*")) == [
+            f"written-by-{lane}-1.txt", f"written-by-{lane}-2.txt"]
+    # Only lane 1 wrote the source; nothing else changed in it.
+    after = _tree(ws)
+    added = sorted(set(after) - set(before))
+    assert added == ["written-by-lane-1-1.txt", "written-by-lane-1-2.txt"]
+    assert {k: after[k] for k in before} == before
+
+
+def test_actors_alternate_per_lane_whatever_the_outcome(ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team", """
+        if c.lane == "lane-2" and c.turn == 1:
+            sys.exit(1)
+        if c.lane == "lane-3" and c.turn == 2:
+            return "not json"
+        if c.lane == "lane-1" and c.turn == 3:
+            return c.ok("no_result", "that direction is exhausted")
+        if c.lane and c.turn >= 4:
+            return c.ok("blocked", "stop here")
+    """)
+    assert team.run(ws).returncode == 3
+    for n in (1, 2, 3):
+        lane = f"lane-{n}"
+        got = [(e["turn"], e["role"]) for e in team.lane_log(lane)]
+        assert got == [(1, f"lane_{n}_actor_a"), (2, f"lane_{n}_actor_b"),
+                       (3, f"lane_{n}_actor_a"), (4, f"lane_{n}_actor_b")], lane
+        st = lane_status(ws, lane)
+        assert st["next_role"] == f"lane_{n}_actor_a"
+        assert st["turns"] == 4
+    assert [e["kind"] for e in turn_events(ws, "lane-2")][0] == "turn_failed"
+    assert [e["kind"] for e in turn_events(ws, "lane-3")][1] == "turn_failed"
+    # Every turn is a fresh program run.
+    assert len({e["pid"] for e in team.log()}) == len(team.log())
+
+
+def test_lanes_run_concurrently_with_one_turn_in_flight_each(
+        ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team", """
+        busy = c.here / f"busy-{c.lane}"
+        try:
+            os.close(os.open(busy, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            (c.here / f"overlap-{c.lane}-{c.turn}").write_text("two turns at once")
+        try:
+            if c.turn == 1:
+                everyone = lambda log: {e["lane"] for e in log if e["turn"] == 1} >= {
+                    "lane-1", "lane-2", "lane-3"}
+                if not c.wait(everyone, timeout=15):
+                    (c.here / "not-concurrent").write_text(c.lane)
+            time.sleep(0.1)
+        finally:
+            busy.unlink()
+        if c.turn >= 3:
+            return c.ok("blocked", "stop here")
+    """)
+    assert team.run(ws).returncode == 3
+    assert not (team.dir / "not-concurrent").exists()
+    assert not list(team.dir.glob("overlap-*"))
+    assert len([e for e in team.log() if e["lane"]]) == 9
+
+
+def test_a_crashing_actor_fails_its_turn_without_repair(ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team", """
+        if c.lane == "lane-2" and c.turn == 1:
+            print("disk on fire", file=sys.stderr)
+            sys.exit(3)
+        if c.lane and c.turn >= 2:
+            return c.ok("blocked", "stop here")
+    """)
+    assert team.run(ws).returncode == 3
+    assert len(team.lane_log("lane-2", repairs=True)) == 2  # no repair run for the crash
+    failed = turn_events(ws, "lane-2")[0]
+    assert failed["kind"] == "turn_failed"
+    assert failed["payload"]["exit_code"] == 3
+    assert "disk on fire" in failed["payload"]["error"]
+    assert failed["payload"]["repairs"] == 0
+
+
+# ---- holding ---------------------------------------------------------------------------------
+
+
+def test_two_failures_hold_a_lane_while_the_others_go_on(ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team", """
+        if c.lane == "lane-2":
+            print(f"broken {c.role}", file=sys.stderr)
+            sys.exit(1)
+        if c.lane and c.turn >= 4:
+            return c.ok("blocked", "stop here")
+    """)
+    proc = team.run(ws)
+    assert proc.returncode == 3, proc.stderr
+    assert [e["role"] for e in team.lane_log("lane-2")] == ["lane_2_actor_a", "lane_2_actor_b"]
+    assert [e["kind"] for e in turn_events(ws, "lane-2")] == ["turn_failed", "turn_failed"]
+    l2 = lane_status(ws, "lane-2")
+    assert l2["held"] and l2["consecutive_failures"] == 2
+    assert "2 failed turns" in l2["held_reason"]
+    assert "broken lane_2_actor_b" in l2["last_error"]
+    for lane in ("lane-1", "lane-3"):
+        assert len(team.lane_log(lane)) == 4
+        assert lane_status(ws, lane)["consecutive_failures"] == 0
+    held = [e for e in events(ws) if e["kind"] == "lane_held"]
+    assert [e["lane"] for e in held].count("lane-2") == 1
+
+
+def test_a_blocked_report_holds_and_all_held_ends_the_run(ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team", """
+        if c.lane == "lane-2":
+            return c.ok("blocked", "needs a licence key nobody has")
+        if c.lane == "lane-3" and c.turn == 1:
+            sys.exit(1)
+        if c.lane and c.turn >= 3:
+            return c.ok("blocked", "stop here")
+    """)
+    t0 = time.monotonic()
+    proc = team.run(ws, "budget.duration=1h")
+    assert proc.returncode == 3, proc.stderr
+    assert time.monotonic() - t0 < 30  # ends by itself, long before the budget
+    assert "held" in proc.stderr.strip().splitlines()[-1]
+    st = status(ws)
+    assert st["status"] == "held"
+    assert len(team.lane_log("lane-2")) == 1
+    l2 = lane_status(ws, "lane-2")
+    assert l2["held"] and l2["last_status"] == "blocked" and l2["last_error"] is None
+    assert "licence key" in l2["held_reason"]
+    # lane-3: a failure, then a valid turn resets the count.
+    kinds3 = [e["kind"] for e in turn_events(ws, "lane-3")]
+    assert kinds3 == ["turn_failed", "turn_valid", "turn_valid"]
+    assert "run_held" in kinds(ws)
+
+
+def test_budget_lets_turns_in_flight_land(ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team", "time.sleep(1.5)")
+    proc = team.run(ws, "budget.duration=1s")
+    assert proc.returncode == 0, proc.stderr
+    st = status(ws)
+    assert st["status"] == "finished"
+    assert st["engine_running"] is None
+    assert len(turn_events(ws)) == 3
+    assert {e["kind"] for e in turn_events(ws)} == {"turn_valid"}
+    # The lock went with the run: another run may start at once.
+    again = Team(tmp_path / "again", 'return c.ok("blocked", "stop")')
+    assert again.run(ws, task="another task").returncode == 3
+
+
+# ---- the source lock -------------------------------------------------------------------------
+
+
+def test_a_second_run_on_the_same_tree_is_refused(
+        ws: Path, tmp_path: Path, state_home: Path) -> None:
+    team = Team(tmp_path / "team", """
+        if c.lane:
+            c.wait(lambda _: c.flag("go"), timeout=60)
+            return c.ok("blocked", "stop here")
+    """)
+    first = team.popen(ws)
+    try:
+        end = time.time() + 30
+        while time.time() < end and not any(e["lane"] for e in team.log()):
+            time.sleep(0.05)
+        run_id = status(ws)["id"]
+        other = Team(tmp_path / "other")
+        proc = other.run(ws, "budget.turns=3", task="a different task")
+        assert proc.returncode == 2, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+        assert run_id in proc.stderr
+        assert other.log() == []
+        assert [p.name for p in (state_home / "runs").iterdir()] == [run_id]
+    finally:
+        (team.dir / "go").write_text("")
+        first.communicate(timeout=60)
+    assert first.returncode == 3
+
+
+# ---- control paths ---------------------------------------------------------------------------
+
+SWAP = {
+    # The lane's artifact root, its snapshot root, and the run database, each for a link.
+    "artifact_root": "target = Path(os.environ['FLAMECHASE_ARTIFACTS'])",
+    "snapshot_root": "target = c.ws",
+    "database": "target = Path(os.environ['FLAMECHASE_RUN_DIR']) / 'run.db'",
+}
+
+
+@pytest.mark.parametrize("what", sorted(SWAP))
+def test_a_control_path_replaced_by_a_link_fails_the_run(
+        ws: Path, tmp_path: Path, what: str) -> None:
+    team = Team(tmp_path / "team", SWAP[what] + """
+        if c.lane == "lane-2" and c.turn == 1:
+            moved = target.with_name(target.name + ".moved")
+            os.rename(target, moved)
+            os.symlink(moved, target)
+            (c.here / "swapped").write_text(str(target))
+            return c.ok()
+        if c.lane:
+            c.wait(lambda _: c.flag("swapped"), timeout=20)
+            time.sleep(0.2)
+        if c.lane and c.turn >= 6:
+            return c.ok("blocked", "stop here")
+    """)
+    proc = team.run(ws)
+    assert proc.returncode == 1, proc.stderr
+    target = (team.dir / "swapped").read_text()
+    assert target in proc.stderr
+    assert "replaced or linked" in proc.stderr
+    failed = [e for e in events(ws) if e["kind"] == "run_failed"]
+    assert len(failed) == 1 and target in failed[0]["payload"]["message"]
+    st = status(ws)
+    assert st["status"] == "failed"
+    assert target in st["last_error"]
+    # Lane 2 never took another turn through the link.
+    assert [e["turn"] for e in team.lane_log("lane-2")] == [1]
+
+
+# ---- large copies ----------------------------------------------------------------------------
+
+
+def test_large_copy_warning_is_printed_and_startup_continues(
+        ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team", 'return c.ok("blocked", "stop here")')
+    proc = team.run(ws, "workspace_file_warning_threshold=1")
+    assert proc.returncode == 3, proc.stderr
+    err = proc.stderr
+    assert err.startswith("WARNING")
+    assert "regular files" in err and "apparent bytes" in err
+    assert "3 workspace copies" in err
+    assert "No copy has been made yet." in err
+    assert "continuing" in err
+    quiet = Team(tmp_path / "quiet", 'return c.ok("blocked", "stop here")')
+    proc = quiet.run(ws, task="another task")
+    assert "WARNING" not in proc.stderr
+
+
+@pytest.mark.parametrize("params, copies", [
+    (("workspace_copy_warning_threshold_bytes=10",), 3),
+    (("workspace_file_warning_threshold=2", "lanes=5"), 5),
+])
+def test_large_copy_confirmation_without_a_terminal_refuses(
+        ws: Path, tmp_path: Path, state_home: Path, params: tuple[str, ...],
+        copies: int) -> None:
+    team = Team(tmp_path / "team")
+    before = _tree(ws)
+    proc = team.run(ws, "confirm_large_workspace_copies=true", *params)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("WARNING")
+    assert f"{copies} workspace copies" in proc.stderr
+    assert lines[-1].startswith("flamechase exec: error:")
+    assert "WARNING" not in lines[-1] and "confirm" in lines[-1]
+    assert sum(1 for ln in lines if "error" in ln) == 1
+    assert not state_home.exists()
+    assert team.log() == []
+    assert _tree(ws) == before
+    assert not any(p.name.startswith(".") and "partial" in p.name for p in ws.parent.iterdir())
+
+
+def test_large_copy_check_counts_before_the_lock(ws: Path, tmp_path: Path) -> None:
+    """A refusal for large copies wins even while another run holds the tree."""
+    team = Team(tmp_path / "team", """
+        if c.lane:
+            c.wait(lambda _: c.flag("go"), timeout=60)
+            return c.ok("blocked", "stop here")
+    """)
+    first = team.popen(ws)
+    try:
+        end = time.time() + 30
+        while time.time() < end and not any(e["lane"] for e in team.log()):
+            time.sleep(0.05)
+        other = Team(tmp_path / "other")
+        proc = other.run(ws, "confirm_large_workspace_copies=true",
+                         "workspace_file_warning_threshold=1", task="another task")
+        assert proc.returncode == 2
+        assert proc.stderr.startswith("WARNING")
+        assert "owns source" not in proc.stderr
+    finally:
+        (team.dir / "go").write_text("")
+        first.communicate(timeout=60)
+    assert os.path.isdir(ws)
