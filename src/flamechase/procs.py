@@ -129,6 +129,8 @@ class Proc:
         self.pgid = process.pid
         self.started = time.monotonic()
         self.last_activity = self.started
+        # Clock ticks since boot just before the spawn: older processes cannot be ours.
+        self.since = 0
         self._exited = exited
         self._transport = transport
         self._lines = _Lines(_QUEUE_BYTES)
@@ -156,6 +158,7 @@ class Proc:
         `on_spawn` raises, the process is killed and the error propagates.
         """
         token = uuid.uuid4().hex
+        since = boot_ticks()
         full_env = dict(env)
         full_env[TOKEN_VAR] = token
         stdin: int
@@ -199,7 +202,9 @@ class Proc:
                 end_group_now(process.pid, token)
                 transport.close()
                 raise
-        return cls(process, token, exited=protocol.exited, transport=transport)
+        proc = cls(process, token, exited=protocol.exited, transport=transport)
+        proc.since = since
+        return proc
 
     # ---- output ------------------------------------------------------------------------
 
@@ -341,7 +346,15 @@ class Proc:
     async def _kill(self, grace: float) -> None:
         # While the leader is unreaped its pid (= the pgid) cannot have been reused.
         trusted = self.process.returncode is None
-        await end_group(self.pgid, self.token, grace=grace, trust_group=trusted)
+        if not trusted and _group_empty(self.pgid):
+            # The usual end of a turn: the agent exited and left nothing in its group. Only a
+            # descendant that left the group (setsid) can remain; looking for it means reading
+            # every process's environment, so do that off the path between turns.
+            _sweep_later(self.token, self.since, grace)
+        else:
+            await end_group(
+                self.pgid, self.token, grace=grace, trust_group=trusted, since=self.since
+            )
         if self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
@@ -384,8 +397,20 @@ async def _abandon_spawn(
     end(spawn)
 
 
-def _proc_entries() -> list[tuple[int, int, str]]:
-    """(pid, pgid, state) of every process we can see."""
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def boot_ticks() -> int:
+    """Now, in clock ticks since boot (the unit of /proc/PID/stat's start time)."""
+    try:
+        with open("/proc/uptime", "rb") as f:
+            return int(float(f.read().split()[0]) * _CLK_TCK)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _proc_entries() -> list[tuple[int, int, str, int]]:
+    """(pid, pgid, state, start ticks) of every process we can see."""
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -396,9 +421,9 @@ def _proc_entries() -> list[tuple[int, int, str]]:
         except OSError:
             continue
         rest = stat[stat.rfind(")") + 2 :].split()
-        if len(rest) < 3:
+        if len(rest) < 20:
             continue
-        out.append((int(name), int(rest[2]), rest[0]))
+        out.append((int(name), int(rest[2]), rest[0], int(rest[19])))
     return out
 
 
@@ -411,7 +436,9 @@ def _has_token(pid: int, token: str) -> bool:
         return False
 
 
-def _scan(pgid: int | None, token: str, trust_group: bool = False) -> tuple[list[int], bool]:
+def _scan(
+    pgid: int | None, token: str, trust_group: bool = False, since: int = 0
+) -> tuple[list[int], bool]:
     """Live members, and whether group `pgid` is ours.
 
     Unless `trust_group` (the caller knows the leader is not yet reaped, so the number cannot
@@ -422,10 +449,12 @@ def _scan(pgid: int | None, token: str, trust_group: bool = False) -> tuple[list
     found = []
     group_ours = trust_group and pgid is not None
     strangers = []
-    for pid, group, state in _proc_entries():
+    for pid, group, state, started in _proc_entries():
         if pid == me or state in ("Z", "X"):
             continue
-        if _has_token(pid, token):
+        # A process older than the token cannot carry it: skip reading its environment
+        # (reading every process's environment costs milliseconds per turn on a busy box).
+        if started + 1 >= since and _has_token(pid, token):
             found.append(pid)
             group_ours = group_ours or (pgid is not None and group == pgid)
         elif pgid is not None and group == pgid:
@@ -451,13 +480,18 @@ def _signal_all(pgid: int | None, pids: list[int], sig: int) -> None:
 
 
 async def end_group(
-    pgid: int | None, token: str, *, grace: float = KILL_GRACE, trust_group: bool = False
+    pgid: int | None,
+    token: str,
+    *,
+    grace: float = KILL_GRACE,
+    trust_group: bool = False,
+    since: int = 0,
 ) -> bool:
     """TERM, wait up to `grace`, KILL. Returns whether anything had to be signalled.
 
     `trust_group`: signal group `pgid` even if no member carries the token (see `_scan`).
     """
-    members, ours = _scan(pgid, token, trust_group)
+    members, ours = _scan(pgid, token, trust_group, since)
     if not members:
         return False
     group = pgid if ours else None
@@ -466,17 +500,68 @@ async def end_group(
     end = time.monotonic() + grace
     while time.monotonic() < end:
         await asyncio.sleep(min(0.05, max(end - time.monotonic(), 0.0)))
-        members, ours = _scan(pgid, token, trust_group)
+        members, ours = _scan(pgid, token, trust_group, since)
         if not members:
             return True
     # KILL until nothing is left: a process may fork between a scan and a signal.
     for _ in range(100):
-        members, ours = _scan(pgid, token, trust_group)
+        members, ours = _scan(pgid, token, trust_group, since)
         if not members:
             break
         _signal_all(pgid if ours else None, members, signal.SIGKILL)
         await asyncio.sleep(0.02)
     return True
+
+
+def _group_empty(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+_SWEEPS: set[asyncio.Task[None]] = set()
+
+
+def _sweep_later(token: str, since: int, grace: float) -> None:
+    async def sweep() -> None:
+        members, _ = await asyncio.to_thread(_scan, None, token, False, since)
+        if members:
+            await end_group(None, token, grace=grace, since=since)
+
+    task = asyncio.ensure_future(sweep())
+    _SWEEPS.add(task)
+    task.add_done_callback(_SWEEPS.discard)
+
+
+async def settle() -> None:
+    """Wait for every background sweep of finished agents (call before the run ends)."""
+    while _SWEEPS:
+        await asyncio.gather(*list(_SWEEPS), return_exceptions=True)
+
+
+def find_carriers(tokens: set[str]) -> dict[str, list[int]]:
+    """Live processes carrying any of `tokens`, in one pass over /proc."""
+    me = os.getpid()
+    found: dict[str, list[int]] = {}
+    prefix = f"{TOKEN_VAR}=".encode()
+    for pid, _group, state, _started in _proc_entries():
+        if pid == me or state in ("Z", "X"):
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        for item in env:
+            if item.startswith(prefix):
+                tok = item[len(prefix) :].decode("ascii", "replace")
+                if tok in tokens:
+                    found.setdefault(tok, []).append(pid)
+    return found
 
 
 def end_group_now(pgid: int | None, token: str) -> None:

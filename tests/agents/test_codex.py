@@ -127,8 +127,11 @@ def test_a_plain_final_message_is_not_structured_output(
 def test_writable_roots_use_codex_workspace_write_sandbox(
     request_for: Callable[..., TurnRequest], spawns: Spawns, cli_log: Log, tmp_path: Any
 ) -> None:
-    roots = (tmp_path / "ws", tmp_path / "run")
-    run(ask_once(codex(), request_for(writable=roots), spawns))
+    # The turn also runs under flamechase's own Landlock wrapper: the fake's log and state
+    # live under tmp_path, so that is the root granted here.
+    roots = (tmp_path,)
+    [answer] = run(ask_once(codex(), request_for(writable=roots), spawns))
+    assert answer.status == "finished", answer.error
     messages = sent(cli_log)
     assert messages[2]["params"]["sandbox"] == "workspace-write"
     assert messages[3]["params"]["sandboxPolicy"] == {

@@ -133,6 +133,8 @@ def test_limit_without_a_reset_waits_the_default() -> None:
         "exceeded retry limit, last status: 429 Too Many Requests, request id: 9c84b52c-SJC",
         '[API Error: got status: 429 Too Many Requests. {"status":"RESOURCE_EXHAUSTED"}]',
         "Server overloaded; retry later.",
+        "API Error: 500 Internal server error",
+        "unexpected status 503 Service Unavailable",
         "Rate limited, please slow down",
     ],
 )
@@ -148,6 +150,7 @@ def test_rate_limits_and_overloads_are_transient(text: str) -> None:
         'API Error: 404 {"type":"error","error":{"type":"not_found_error"}}',
         "Reconnecting... 1/5",
         "Maximum session turns exceeded",
+        "prompt is too long: 250000 tokens > 200000 maximum (tried 500 times)",
         "",
     ],
 )

@@ -31,24 +31,24 @@ def roles(lanes: int = 3) -> list[str]:
 
 
 class Team:
-    """The shared actor in `dir`, with `hook` as the body of `def act(c):`."""
+    """The shared actor in `dir`: `hook` is the body of the lane actors' `act(c)`, `planner`
+    the body of the coordinator's `plan(c)` (empty: the default behaviour)."""
 
-    def __init__(self, dir: Path, hook: str = "") -> None:
+    def __init__(self, dir: Path, hook: str = "", planner: str = "") -> None:
         self.dir = dir
         dir.mkdir(parents=True, exist_ok=True)
         self.actor = dir / "actor.py"
         shutil.copyfile(ACTOR_SRC, self.actor)
         self.actor.chmod(0o755)
-        self.set_hook(hook)
+        self.set_hook(hook, planner)
 
-    def set_hook(self, body: str) -> None:
-        hook = self.dir / "hook.py"
-        if not body.strip():
-            hook.unlink(missing_ok=True)
-            return
-        hook.write_text("import json, os, sys, time\nfrom pathlib import Path\n\n"
-                        "def act(c):\n" + textwrap.indent(textwrap.dedent(body).strip("\n"),
-                                                          "    ") + "\n")
+    def set_hook(self, body: str = "", planner: str = "") -> None:
+        text = "import json, os, sys, time\nfrom pathlib import Path\n"
+        for name, code in (("act", body), ("plan", planner)):
+            if code.strip():
+                text += (f"\n\ndef {name}(c):\n"
+                         + textwrap.indent(textwrap.dedent(code).strip("\n"), "    ") + "\n")
+        (self.dir / "hook.py").write_text(text)
 
     def args(self, *params: str, task: str = "improve it", lanes: int | None = None,
              agents: list[str] | None = None) -> list[str]:
@@ -99,18 +99,19 @@ def _lanes_in(params: Iterable[str]) -> int:
     return 3
 
 
-def turn_events(ws: Path, lane: str | None = None) -> list[dict[str, Any]]:
-    """turn_valid/turn_failed events (in order), optionally of one lane."""
-    return [e for e in events(ws) if e["kind"] in ("turn_valid", "turn_failed")
+def turn_events(evs: list[dict[str, Any]], lane: str | None = None) -> list[dict[str, Any]]:
+    """turn_valid/turn_failed events of `evs` (in order), optionally of one lane."""
+    return [e for e in evs if e["kind"] in ("turn_valid", "turn_failed")
             and (lane is None or e["lane"] == lane)]
 
 
-def kinds(ws: Path) -> list[str]:
-    return [e["kind"] for e in events(ws)]
+def of_kind(evs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in evs if e["kind"] == kind]
 
 
-def lane_status(ws: Path, lane: str) -> dict[str, Any]:
-    return next(ln for ln in status(ws)["lanes"] if ln["lane"] == lane)
+def lane_of(st: dict[str, Any], lane: str) -> dict[str, Any]:
+    """One lane's entry of a `status --json` result."""
+    return next(ln for ln in st["lanes"] if ln["lane"] == lane)
 
 
 def run_dir(state_home: Path, ws: Path) -> Path:
@@ -135,7 +136,7 @@ def check_delivery(team: Team, ws: Path) -> None:
     consumer's next turn.
     """
     outcome: dict[tuple[str, int, int], str] = {}
-    for e in turn_events(ws):
+    for e in turn_events(events(ws)):
         outcome[(e["lane"], e["payload"]["turn"], e["payload"]["attempt"])] = e["kind"]
     lanes = {e["lane"] for e in team.log() if e["lane"]}
     for lane in lanes:

@@ -3,7 +3,8 @@
 
 Every run appends one JSON line to `log.jsonl` beside this script (role, lane, turn, attempt,
 cwd, repair reason, what the inbox held, ...). What it then does is decided by `hook.py`
-beside it, if there is one: `act(c)` gets a context `c` and returns
+beside it, if there is one: `act(c)` (lane actors) or `plan(c)` (the coordinator) gets a
+context `c` and returns
 
 * None: the default (the coordinator writes a valid plan; a lane writes a progress report);
 * a dict or list: written as JSON to $FLAMECHASE_REPORT;
@@ -149,8 +150,10 @@ def main() -> None:
     hook = HERE / "hook.py"
     if hook.exists():
         ns: dict[str, Any] = {"__name__": "hook"}
-        exec(compile(hook.read_text(), str(hook), "exec"), ns)  # noqa: S102
-        result = ns["act"](c)
+        exec(compile(hook.read_text(), str(hook), "exec"), ns)
+        fn = ns.get("plan" if c.role == "coordinator" else "act")
+        if fn is not None:
+            result = fn(c)
     if result is Ctx.SKIP:
         return
     if result is None:

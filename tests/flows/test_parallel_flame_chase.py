@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import textwrap
 import time
 from pathlib import Path
 
@@ -20,15 +21,14 @@ from tests.flows.pfc import (
     RUN_ID_RE,
     Team,
     db_rows,
-    kinds,
-    lane_status,
+    lane_of,
     roles,
     run_dir,
     turn_events,
 )
 from tests.helpers import events, status
 
-STOP_AT_2 = 'if c.lane and c.turn >= 2:\n    return c.ok("blocked", "stop here")'
+STOP_AT_2 = 'if c.turn >= 2:\n    return c.ok("blocked", "stop here")'
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -161,7 +161,7 @@ def test_lane_1_works_in_the_source_others_in_private_snapshots(
         (c.ws / f"written-by-{c.lane}-{c.turn}.txt").write_text(c.role)
         if c.lane != "lane-1":
             (c.ws / "README.md").write_text("changed by " + c.lane)
-            (c.ws / "pkg" / "mod.py").unlink()
+            (c.ws / "pkg" / "mod.py").unlink(missing_ok=True)
         if c.turn >= 2:
             return c.ok("blocked", "stop here")
     """)
@@ -201,20 +201,20 @@ def test_actors_alternate_per_lane_whatever_the_outcome(ws: Path, tmp_path: Path
             return "not json"
         if c.lane == "lane-1" and c.turn == 3:
             return c.ok("no_result", "that direction is exhausted")
-        if c.lane and c.turn >= 4:
+        if c.turn >= 4:
             return c.ok("blocked", "stop here")
     """)
     assert team.run(ws).returncode == 3
+    st, evs = status(ws), events(ws)
     for n in (1, 2, 3):
         lane = f"lane-{n}"
         got = [(e["turn"], e["role"]) for e in team.lane_log(lane)]
         assert got == [(1, f"lane_{n}_actor_a"), (2, f"lane_{n}_actor_b"),
                        (3, f"lane_{n}_actor_a"), (4, f"lane_{n}_actor_b")], lane
-        st = lane_status(ws, lane)
-        assert st["next_role"] == f"lane_{n}_actor_a"
-        assert st["turns"] == 4
-    assert [e["kind"] for e in turn_events(ws, "lane-2")][0] == "turn_failed"
-    assert [e["kind"] for e in turn_events(ws, "lane-3")][1] == "turn_failed"
+        assert lane_of(st, lane)["next_role"] == f"lane_{n}_actor_a"
+        assert lane_of(st, lane)["turns"] == 4
+    assert [e["kind"] for e in turn_events(evs, "lane-2")][:2] == ["turn_failed", "turn_valid"]
+    assert [e["kind"] for e in turn_events(evs, "lane-3")][:2] == ["turn_valid", "turn_failed"]
     # Every turn is a fresh program run.
     assert len({e["pid"] for e in team.log()}) == len(team.log())
 
@@ -250,12 +250,12 @@ def test_a_crashing_actor_fails_its_turn_without_repair(ws: Path, tmp_path: Path
         if c.lane == "lane-2" and c.turn == 1:
             print("disk on fire", file=sys.stderr)
             sys.exit(3)
-        if c.lane and c.turn >= 2:
+        if c.turn >= 2:
             return c.ok("blocked", "stop here")
     """)
     assert team.run(ws).returncode == 3
     assert len(team.lane_log("lane-2", repairs=True)) == 2  # no repair run for the crash
-    failed = turn_events(ws, "lane-2")[0]
+    failed = turn_events(events(ws), "lane-2")[0]
     assert failed["kind"] == "turn_failed"
     assert failed["payload"]["exit_code"] == 3
     assert "disk on fire" in failed["payload"]["error"]
@@ -270,21 +270,22 @@ def test_two_failures_hold_a_lane_while_the_others_go_on(ws: Path, tmp_path: Pat
         if c.lane == "lane-2":
             print(f"broken {c.role}", file=sys.stderr)
             sys.exit(1)
-        if c.lane and c.turn >= 4:
+        if c.turn >= 4:
             return c.ok("blocked", "stop here")
     """)
     proc = team.run(ws)
     assert proc.returncode == 3, proc.stderr
     assert [e["role"] for e in team.lane_log("lane-2")] == ["lane_2_actor_a", "lane_2_actor_b"]
-    assert [e["kind"] for e in turn_events(ws, "lane-2")] == ["turn_failed", "turn_failed"]
-    l2 = lane_status(ws, "lane-2")
+    st, evs = status(ws), events(ws)
+    assert [e["kind"] for e in turn_events(evs, "lane-2")] == ["turn_failed", "turn_failed"]
+    l2 = lane_of(st, "lane-2")
     assert l2["held"] and l2["consecutive_failures"] == 2
     assert "2 failed turns" in l2["held_reason"]
     assert "broken lane_2_actor_b" in l2["last_error"]
     for lane in ("lane-1", "lane-3"):
         assert len(team.lane_log(lane)) == 4
-        assert lane_status(ws, lane)["consecutive_failures"] == 0
-    held = [e for e in events(ws) if e["kind"] == "lane_held"]
+        assert lane_of(st, lane)["consecutive_failures"] == 0
+    held = [e for e in evs if e["kind"] == "lane_held"]
     assert [e["lane"] for e in held].count("lane-2") == 1
 
 
@@ -294,7 +295,7 @@ def test_a_blocked_report_holds_and_all_held_ends_the_run(ws: Path, tmp_path: Pa
             return c.ok("blocked", "needs a licence key nobody has")
         if c.lane == "lane-3" and c.turn == 1:
             sys.exit(1)
-        if c.lane and c.turn >= 3:
+        if c.turn >= 3:
             return c.ok("blocked", "stop here")
     """)
     t0 = time.monotonic()
@@ -302,16 +303,16 @@ def test_a_blocked_report_holds_and_all_held_ends_the_run(ws: Path, tmp_path: Pa
     assert proc.returncode == 3, proc.stderr
     assert time.monotonic() - t0 < 30  # ends by itself, long before the budget
     assert "held" in proc.stderr.strip().splitlines()[-1]
-    st = status(ws)
+    st, evs = status(ws), events(ws)
     assert st["status"] == "held"
     assert len(team.lane_log("lane-2")) == 1
-    l2 = lane_status(ws, "lane-2")
+    l2 = lane_of(st, "lane-2")
     assert l2["held"] and l2["last_status"] == "blocked" and l2["last_error"] is None
     assert "licence key" in l2["held_reason"]
     # lane-3: a failure, then a valid turn resets the count.
-    kinds3 = [e["kind"] for e in turn_events(ws, "lane-3")]
+    kinds3 = [e["kind"] for e in turn_events(evs, "lane-3")]
     assert kinds3 == ["turn_failed", "turn_valid", "turn_valid"]
-    assert "run_held" in kinds(ws)
+    assert "run_held" in [e["kind"] for e in evs]
 
 
 def test_budget_lets_turns_in_flight_land(ws: Path, tmp_path: Path) -> None:
@@ -321,8 +322,9 @@ def test_budget_lets_turns_in_flight_land(ws: Path, tmp_path: Path) -> None:
     st = status(ws)
     assert st["status"] == "finished"
     assert st["engine_running"] is None
-    assert len(turn_events(ws)) == 3
-    assert {e["kind"] for e in turn_events(ws)} == {"turn_valid"}
+    turns = turn_events(events(ws))
+    assert len(turns) == 3
+    assert {e["kind"] for e in turns} == {"turn_valid"}
     # The lock went with the run: another run may start at once.
     again = Team(tmp_path / "again", 'return c.ok("blocked", "stop")')
     assert again.run(ws, task="another task").returncode == 3
@@ -334,9 +336,8 @@ def test_budget_lets_turns_in_flight_land(ws: Path, tmp_path: Path) -> None:
 def test_a_second_run_on_the_same_tree_is_refused(
         ws: Path, tmp_path: Path, state_home: Path) -> None:
     team = Team(tmp_path / "team", """
-        if c.lane:
-            c.wait(lambda _: c.flag("go"), timeout=60)
-            return c.ok("blocked", "stop here")
+        c.wait(lambda _: c.flag("go"), timeout=60)
+        return c.ok("blocked", "stop here")
     """)
     first = team.popen(ws)
     try:
@@ -370,19 +371,18 @@ SWAP = {
 @pytest.mark.parametrize("what", sorted(SWAP))
 def test_a_control_path_replaced_by_a_link_fails_the_run(
         ws: Path, tmp_path: Path, what: str) -> None:
-    team = Team(tmp_path / "team", SWAP[what] + """
+    team = Team(tmp_path / "team", SWAP[what] + "\n" + textwrap.dedent("""
         if c.lane == "lane-2" and c.turn == 1:
             moved = target.with_name(target.name + ".moved")
             os.rename(target, moved)
             os.symlink(moved, target)
             (c.here / "swapped").write_text(str(target))
             return c.ok()
-        if c.lane:
-            c.wait(lambda _: c.flag("swapped"), timeout=20)
-            time.sleep(0.2)
-        if c.lane and c.turn >= 6:
+        c.wait(lambda _: c.flag("swapped"), timeout=20)
+        time.sleep(0.2)
+        if c.turn >= 6:
             return c.ok("blocked", "stop here")
-    """)
+    """))
     proc = team.run(ws)
     assert proc.returncode == 1, proc.stderr
     target = (team.dir / "swapped").read_text()
@@ -408,7 +408,7 @@ def test_large_copy_warning_is_printed_and_startup_continues(
     err = proc.stderr
     assert err.startswith("WARNING")
     assert "regular files" in err and "apparent bytes" in err
-    assert "3 workspace copies" in err
+    assert "3 workspace snapshots" in err
     assert "No copy has been made yet." in err
     assert "continuing" in err
     quiet = Team(tmp_path / "quiet", 'return c.ok("blocked", "stop here")')
@@ -429,7 +429,7 @@ def test_large_copy_confirmation_without_a_terminal_refuses(
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines[0].startswith("WARNING")
-    assert f"{copies} workspace copies" in proc.stderr
+    assert f"{copies} workspace snapshots" in proc.stderr
     assert lines[-1].startswith("flamechase exec: error:")
     assert "WARNING" not in lines[-1] and "confirm" in lines[-1]
     assert sum(1 for ln in lines if "error" in ln) == 1
@@ -442,9 +442,8 @@ def test_large_copy_confirmation_without_a_terminal_refuses(
 def test_large_copy_check_counts_before_the_lock(ws: Path, tmp_path: Path) -> None:
     """A refusal for large copies wins even while another run holds the tree."""
     team = Team(tmp_path / "team", """
-        if c.lane:
-            c.wait(lambda _: c.flag("go"), timeout=60)
-            return c.ok("blocked", "stop here")
+        c.wait(lambda _: c.flag("go"), timeout=60)
+        return c.ok("blocked", "stop here")
     """)
     first = team.popen(ws)
     try:

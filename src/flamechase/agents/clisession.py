@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from flamechase import sandbox
 from flamechase.agents.backend import (
     Answer,
     AnswerStatus,
@@ -274,7 +275,6 @@ class CliSession(Session):
         self.proc: Proc | None = None
         self._cut = False
         self._closed = False
-        self._asks = 0
         self._repair: str | None = None
 
     # -- the Session API --
@@ -282,7 +282,6 @@ class CliSession(Session):
     async def ask(self, prompt: str, *, repair: str | None = None) -> Answer:
         if self._closed:
             return Answer(status="failed", error="the session is closed")
-        self._asks += 1
         self._repair = repair
         try:
             prepare_io(self.request, prompt)
@@ -361,6 +360,8 @@ class CliSession(Session):
         self, argv: list[str], *, stdin: bool, extra_env: Mapping[str, str] | None = None
     ) -> Proc:
         """Start the CLI in the workspace (OSError when it cannot start)."""
+        if self.request.writable is not None:
+            argv = sandbox.wrap(argv, self.request.writable)
         proc = await Proc.start(
             argv,
             cwd=self.request.workspace,

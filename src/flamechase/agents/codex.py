@@ -98,7 +98,10 @@ class CodexTurn:
             self._rate_limits(as_dict(params.get("rateLimits")))
         elif method == "turn/completed":
             turn = as_dict(params.get("turn"))
-            if self.turn_id and as_str(turn.get("id")) not in ("", self.turn_id):
+            thread_id = as_str(params.get("threadId"))
+            if (self.turn_id and as_str(turn.get("id")) not in ("", self.turn_id)) or (
+                self.thread_id and thread_id and thread_id != self.thread_id
+            ):
                 return  # another turn (a sub-agent thread): not ours
             self.done = True
             self.status = as_str(turn.get("status")) or "completed"
@@ -109,7 +112,11 @@ class CodexTurn:
                 self.error_info = json.dumps(info)[:300]
 
     def _ours(self, params: dict[str, Any]) -> bool:
+        """Whether a notification belongs to our turn (not a sub-agent's thread or turn)."""
         turn_id = as_str(params.get("turnId"))
+        thread_id = as_str(params.get("threadId"))
+        if self.thread_id and thread_id and thread_id != self.thread_id:
+            return False
         return not (self.turn_id and turn_id and turn_id != self.turn_id)
 
     def _token_usage(self, params: dict[str, Any]) -> None:

@@ -81,7 +81,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flamechase import procs
+from flamechase import procs, sandbox
 from flamechase.agents.backend import Answer, Backend, Session, SpawnHook, TurnRequest, Usage
 from flamechase.errors import BackendUnavailable
 
@@ -162,8 +162,11 @@ class ExecSession(Session):
         _prepare_io(req, prompt)
         env = self._environment(repair)
         try:
+            argv = [str(self.path)]
+            if req.writable is not None:
+                argv = sandbox.wrap(argv, req.writable)
             proc = await procs.Proc.start(
-                [str(self.path)],
+                argv,
                 cwd=req.workspace,
                 env=env,
                 stdin_file=req.prompt_path,

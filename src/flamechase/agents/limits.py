@@ -70,7 +70,8 @@ _LIMIT_PATTERNS = [
 ]
 
 _TRANSIENT = re.compile(
-    r"\b(?:429|529|503)\b|overloaded|rate[ _-]?limit(?:ed)?\b|too many requests"
+    r"\b(?:429|529)\b|(?:api error|status|http)\D{0,12}(?:500|502|503|504)\b"
+    r"|overloaded|rate[ _-]?limit(?:ed)?\b|too many requests|service unavailable"
     r"|resource[_ ]exhausted|resource has been exhausted|retry later|temporarily unavailable",
     re.IGNORECASE,
 )

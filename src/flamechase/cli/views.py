@@ -50,7 +50,7 @@ class _TurnLines:
 def show_command(run: str, html_out: Path | None) -> int:
     """What RUN amounted to; with --html, its step-by-step replay page."""
     from flamechase.store.catalog import resolve
-    from flamechase.view.simulate import summarize
+    from flamechase.view.summary import summarize
 
     run_dir = resolve(run)
     if html_out is not None:
@@ -80,7 +80,7 @@ def show_command(run: str, html_out: Path | None) -> int:
 @click.option("--task", metavar="TEXT", help="the objective (default: the copy's TASK.md)")
 @click.option("--keep", is_flag=True,
               help="keep the run in your state home and the workspace copy, and say where")
-def simulate_command(flow_ref: str, params: tuple[str, ...], agents: tuple[str, ...],
+def simulate_command(*, flow_ref: str, params: tuple[str, ...], agents: tuple[str, ...],
                      html_out: Path | None, workspace: Path | None, task: str | None,
                      keep: bool) -> int:
     """Run FLOW with simulated actors on a throw-away copy and write its replay.
@@ -99,8 +99,8 @@ def simulate_command(flow_ref: str, params: tuple[str, ...], agents: tuple[str, 
         run_sim,
         scratch,
         sim_settings,
-        summarize,
     )
+    from flamechase.view.summary import summarize
 
     t0 = time.monotonic()
     flow = load_flow(flow_ref)
@@ -134,7 +134,7 @@ def simulate_command(flow_ref: str, params: tuple[str, ...], agents: tuple[str, 
               help="override a param or the budget (default budget.turns=12)")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE", help="where the replay goes (default DIR.html)")
-def demo_command(dest: Path | None, params: tuple[str, ...], html_out: Path | None) -> int:
+def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path | None) -> int:
     """See flamechase work in seconds: three lanes of simulated agents on a sample repo.
 
     Copies the bundled sample into a fresh directory, runs parallel_flame_chase on it with
@@ -144,7 +144,8 @@ def demo_command(dest: Path | None, params: tuple[str, ...], html_out: Path | No
     from flamechase.config import split_kv
     from flamechase.flows import load_flow
     from flamechase.view.replay import write_replay
-    from flamechase.view.simulate import copy_sample, fresh_dir, run_sim, sim_settings, summarize
+    from flamechase.view.simulate import copy_sample, fresh_dir, run_sim, sim_settings
+    from flamechase.view.summary import summarize
 
     flow = load_flow("parallel_flame_chase")
     if dest is None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from flamechase.agents.backend import TurnRequest
+from flamechase import procs
 from flamechase.engine import inbox as inbox_mod
 from flamechase.engine import leaderboard as lb
 from flamechase.engine.budget import BudgetTracker, Spend
@@ -323,7 +324,9 @@ class Engine:
             with self._tx():
                 self.writer.update_run(status="running", last_error=None)
                 self._emit("run_running", lanes=list(self.lanes))
-            return await self._drive()
+            end = await self._drive()
+            await procs.settle()
+            return end
         except ControlPathViolation as exc:
             await self._cut_all("control path violation")
             return self._finish("failed", EXIT_FAILED, str(exc))
@@ -350,11 +353,19 @@ class Engine:
     _last_error = ""
 
     def _finish(self, status: str, code: int, message: str) -> RunEnd:
+        self._sweep_all()
         with self._tx():
             self.writer.update_run(status=status, active_seconds=self.budget.active_seconds(),
                                    last_error=message if status == "failed" else None)
             self._emit(f"run_{status}", message=message, budget=self.budget.report())
         return RunEnd(self.run_id, status, code, message)
+
+    def _sweep_all(self) -> None:
+        """No process of this run survives it: end every recorded agent's leftovers."""
+        rows = self.reader.procs()
+        sweep_leftovers([(p["pgid"], p["token"]) for p in rows])
+        if rows:
+            self.writer.forget_procs([p["token"] for p in rows])
 
     async def _cut_all(self, why: str) -> None:
         for st in self.lanes.values():
@@ -409,6 +420,8 @@ class Engine:
             attempt_dir=lambda k: self.layout.planning_attempt(n, k),
             on_spawn=self._spawn_hook(""), on_attempt=on_attempt,
             admit=lambda: self.budget.spent() is None and not self.stopping,
+            first_attempt=1 + max((t["attempt"] for t in self.reader.turns("")
+                                   if t["number"] == n), default=0),
         )
         if result.plan is None:
             self._last_error = (f"planning failed after {len(result.errors)} fresh sessions: "

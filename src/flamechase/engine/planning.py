@@ -37,11 +37,15 @@ async def plan(
     on_spawn: Callable[[int, str], None],
     on_attempt: Callable[[int, TurnOutcome], None],
     admit: Callable[[], bool],
+    first_attempt: int = 1,
 ) -> PlanResult:
-    """Run planning sessions until one returns a valid plan or attempts run out."""
+    """Run planning sessions until one returns a valid plan or attempts run out.
+
+    `first_attempt` numbers the sessions after those a crashed engine already recorded.
+    """
     errors: list[str] = []
     outcomes: list[TurnOutcome] = []
-    for attempt in range(1, PLAN_ATTEMPTS + 1):
+    for attempt in range(first_attempt, first_attempt + PLAN_ATTEMPTS):
         if not admit():
             errors.append(f"attempt {attempt}: not started, the budget is spent")
             break

@@ -172,7 +172,7 @@ def prepare(req: RunRequest) -> Prepared:
         if backend.self_reported:
             self_reported.append(role)
         backends[role] = backend
-    if self_reported and (budget.cost is not None or budget.output_tokens is not None):
+    if self_reported:
         notices.append("spend of " + ", ".join(self_reported) + " is self-reported by the "
                        "agent (exec:, sim, acp:); cost and token budgets count what it reports")
 

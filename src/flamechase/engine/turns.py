@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flamechase.agents.backend import Answer, Backend, SpawnHook, TurnRequest, Usage
-from flamechase.fsutil import read_regular_file
+from flamechase.fsutil import FileRefused, read_regular_file
 from flamechase.store.db import now_iso
 
 OutcomeStatus = Literal["valid", "failed", "interrupted", "limited"]
@@ -54,6 +54,10 @@ def read_result_file(path: Path) -> tuple[Any, str | None]:
         raw = read_regular_file(path, REPORT_LIMIT)
     except FileNotFoundError:
         return None, f"no report was written to {path}"
+    except FileRefused as exc:
+        if exc.reason == "does not exist":  # read_regular_file reports absence this way
+            return None, f"no report was written to {path}"
+        return None, f"report file refused: {exc}"
     except (OSError, ValueError) as exc:
         return None, f"report file refused: {exc}"
     try:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from flamechase.view.state import BudgetLine, LaneSnap, RunSnapshot, parse_at
 
-__all__ = ["budget_text", "best_text", "dashboard", "fmt_duration", "header", "lanes_table"]
+__all__ = ["best_text", "budget_text", "dashboard", "fmt_duration", "header", "lanes_table"]
 
 _STATE_STYLE = {"turn": "bold yellow", "held": "bold red", "paused": "magenta", "idle": "dim"}
 _REPORT_STYLE = {"progress": "green", "deliverable_ready": "bold blue", "no_result": "dim",
@@ -43,11 +43,11 @@ def _amount(key: str, value: float) -> str:
 
 
 def budget_text(line: BudgetLine) -> Text:
-    """`turns 5/12 (7 left)`, or `cost $0.52 (no limit)`."""
+    """`turns 5/12 (7 left)`, or `cost $0.52/∞` for a key the run does not bound."""
     name = line.key.replace("_", " ")
     text = Text(f"{name} ", style="bold")
     if line.limit is None:
-        text.append(f"{_amount(line.key, line.used)} (no limit)")
+        text.append(f"{_amount(line.key, line.used)}/∞")
         return text
     left = line.left or 0.0
     text.append(f"{_amount(line.key, line.used)}/{_amount(line.key, line.limit)} ")
@@ -123,7 +123,7 @@ def lanes_table(snap: RunSnapshot, now: datetime) -> Table:
             word += f" until {lane.paused_until[11:16]}Z"
         pending = len(snap.pending.get(lane.name, ()))
         if pending and state != "held":
-            word += f" · {pending} report{'s' if pending != 1 else ''} waiting"
+            word += f" · {pending} in inbox"
         fails = Text(str(lane.failures), style="bold red" if lane.failures else "dim")
         table.add_row(lane.name, on_turn, _elapsed(lane, now), last,
                       f"{lane.turns}" + (f" ({lane.failed}✗)" if lane.failed else ""),

@@ -23,21 +23,21 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flamechase.flow import Flow
 from flamechase.store import home
-from flamechase.store.db import DB_NAME, Reader
-from flamechase.view.state import RunFold
+
+if TYPE_CHECKING:
+    from flamechase.flow import Flow
 
 __all__ = [
     "SimOutcome",
-    "Summary",
     "copy_sample",
+    "copy_workspace",
     "fresh_dir",
     "run_sim",
+    "scratch",
     "sim_settings",
-    "summarize",
 ]
 
 # Enough turns for every lane of parallel_flame_chase's default three to take several, and
@@ -179,75 +179,3 @@ def scratch(keep: bool) -> Iterator[Path]:
     finally:
         if not keep:
             shutil.rmtree(path, ignore_errors=True)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Summary:
-    """What a run amounted to, from its events: the lines `demo` and `show` print."""
-
-    run_id: str
-    flow: str
-    status: str
-    lanes: tuple[tuple[str, int, int, int], ...]  # lane, turns, valid, failed
-    reports: int
-    exchanged: int  # reports another lane received and acknowledged with a valid turn
-    artifacts: int  # artifacts published
-    integrated: tuple[tuple[str, str, int, str | None], ...]  # lane, report, artifacts, actor
-    best: str | None
-    cost: float
-    turns: int
-    active_seconds: float
-    events: int
-
-    def lines(self) -> list[str]:
-        out = [f"run {self.run_id} · {self.flow} · {self.status} · {self.turns} turns · "
-               f"${self.cost:.4f} · {self.active_seconds:.1f} s active · {self.events} events"]
-        per = ", ".join(f"{name} {valid}" + (f"+{failed} failed" if failed else "")
-                        for name, _, valid, failed in self.lanes)
-        out.append(f"turns per lane: {per or 'none'}")
-        out.append(f"reports: {self.reports} published, {self.exchanged} received by "
-                   f"another lane · artifacts: {self.artifacts} published, "
-                   f"{sum(n for _, _, n, _ in self.integrated)} integrated")
-        for lane, rid, n, actor in self.integrated:
-            out.append(f"  {lane} ({actor}) integrated {rid} ({n} artifact"
-                       f"{'s' if n != 1 else ''})")
-        out.append(f"best candidate: {self.best or 'none ranked'}")
-        return out
-
-
-def summarize_fold(fold: RunFold) -> Summary:
-    best = fold.best
-    best_text = None
-    if best is not None:
-        best_text = (f"{best.metric} = {best.value:g} ({best.direction}) from {best.lane}, "
-                     f"report {best.report_id}" + (", verified" if best.verified else
-                                                   ", unverified"))
-    return Summary(
-        run_id=fold.run_id, flow=fold.flow, status=fold.status,
-        lanes=tuple((s.name, s.turns, s.valid, s.failed) for s in
-                    (fold.lanes[n] for n in fold.order)),
-        reports=len(fold.reports), exchanged=fold.acknowledged(),
-        artifacts=sum(r.artifacts for r in fold.reports),
-        integrated=tuple((lane, rid, fold.by_id[rid].artifacts, actor)
-                         for lane, rid, actor in fold.integrated),
-        best=best_text, cost=fold.cost, turns=fold.turns,
-        active_seconds=fold.active_seconds(), events=fold.events,
-    )
-
-
-def summarize(run_dir: Path) -> Summary:
-    """The summary of the run in `run_dir`, read-only."""
-    with Reader(run_dir / DB_NAME) as r:
-        run = r.run()
-        fold = RunFold.from_run(run, r.lanes())
-        after = 0
-        while True:
-            batch = r.events(after=after, limit=5000)
-            for ev in batch:
-                fold.apply(ev)
-                after = int(ev["seq"])
-            if len(batch) < 5000:
-                break
-    # The run row has the last word on status (a run stopped by a crash emits no end event).
-    fold.status = str(run.get("status") or fold.status)
-    return summarize_fold(fold)

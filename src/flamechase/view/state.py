@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "END_KINDS",
     "Change",
     "Entry",
+    "LaneRow",
     "LaneSnap",
     "Report",
     "RunFold",
@@ -44,6 +46,8 @@ END_KINDS = frozenset({"run_finished", "run_stopped", "run_failed", "run_held"})
 TURN_END_KINDS = frozenset({"turn_valid", "turn_failed", "turn_interrupted", "lane_paused"})
 # The leaderboard views show this many ranked entries; the rest only count.
 TOP_N = 5
+# Words of a summary that could be a report id (`lane-3.0002.2075cf`).
+_WORD = re.compile(r"[\w.-]+")
 
 
 def parse_at(text: str) -> datetime:
@@ -51,8 +55,35 @@ def parse_at(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+class _LaneLogic:
+    """What a lane's fields mean; shared by the fold's mutable row and the frozen snapshot."""
+
+    __slots__ = ()
+    name: str
+    roles: tuple[str, ...]
+    actor: str | None
+    held: bool
+    paused_until: str | None
+
+    @property
+    def state(self) -> str:
+        if self.actor is not None:
+            return "turn"
+        if self.held:
+            return "held"
+        if self.paused_until is not None:
+            return "paused"
+        return "idle"
+
+    def partner(self, actor: str | None) -> str | None:
+        """The lane's other actor: who takes the tree after `actor`."""
+        if len(self.roles) < 2 or actor is None:
+            return None
+        return self.roles[1] if actor == self.roles[0] else self.roles[0]
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
-class LaneSnap:
+class LaneSnap(_LaneLogic):
     """One lane at one point."""
 
     name: str
@@ -72,21 +103,30 @@ class LaneSnap:
     held_reason: str | None = None
     paused_until: str | None = None
 
-    @property
-    def state(self) -> str:
-        if self.actor is not None:
-            return "turn"
-        if self.held:
-            return "held"
-        if self.paused_until is not None:
-            return "paused"
-        return "idle"
 
-    def partner(self, actor: str | None) -> str | None:
-        """The lane's other actor: who takes the tree after `actor`."""
-        if len(self.roles) < 2 or actor is None:
-            return None
-        return self.roles[1] if actor == self.roles[0] else self.roles[0]
+@dataclasses.dataclass(slots=True)
+class LaneRow(_LaneLogic):
+    """The fold's own, mutable copy of a lane (a `dataclasses.replace` per event is slow)."""
+
+    name: str
+    roles: tuple[str, ...]
+    actor: str | None = None
+    turn: int | None = None
+    attempt: int = 0
+    since: str | None = None
+    backend: str | None = None
+    turns: int = 0
+    valid: int = 0
+    failed: int = 0
+    failures: int = 0
+    last_status: str | None = None
+    last_actor: str | None = None
+    held: bool = False
+    held_reason: str | None = None
+    paused_until: str | None = None
+
+    def freeze(self) -> LaneSnap:
+        return LaneSnap(*(getattr(self, f) for f in _LANE_FIELDS))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -168,6 +208,10 @@ class Change:
     status: bool = False
 
 
+# LaneRow.freeze() passes fields by position: both classes list them in this order.
+_LANE_FIELDS = tuple(f.name for f in dataclasses.fields(LaneSnap))
+
+
 class RunFold:
     """Mutable state folded from events; `snapshot()` freezes it."""
 
@@ -186,7 +230,7 @@ class RunFold:
         self.flow = flow
         self.status = status
         self.order: list[str] = []
-        self.lanes: dict[str, LaneSnap] = {}
+        self.lanes: dict[str, LaneRow] = {}
         self.by_source: dict[str, list[str]] = {}  # source lane -> its report ids, in order
         for name, roles in lanes:
             self._lane(name, roles)
@@ -223,10 +267,13 @@ class RunFold:
 
     @classmethod
     def from_run(cls, run: Mapping[str, Any], lanes: Iterable[Mapping[str, Any]],
-                 *, shares_reports: bool | None = None) -> RunFold:
-        """A fold for a stored run: its run row and `lanes` rows (names and roles)."""
-        if shares_reports is None:
-            shares_reports = flow_shares_reports(str(run.get("flow", "")))
+                 *, shares_reports: bool = True) -> RunFold:
+        """A fold for a stored run: its run row and `lanes` rows (names and roles).
+
+        A stored run does not say whether its flow passes reports between lanes; every
+        built-in flow with more than one lane does, and importing a user's flow file to draw
+        a picture of a finished run would run its code, so the default is that it does.
+        """
         return cls(
             run_id=str(run.get("id", "")), flow=str(run.get("flow", "")),
             lanes=[(str(ln["lane"]), list(ln.get("roles") or ())) for ln in lanes],
@@ -234,10 +281,10 @@ class RunFold:
             shares_reports=shares_reports,
         )
 
-    def _lane(self, name: str, roles: Sequence[str] = ()) -> LaneSnap:
+    def _lane(self, name: str, roles: Sequence[str] = ()) -> LaneRow:
         snap = self.lanes.get(name)
         if snap is None:
-            snap = LaneSnap(name=name, roles=tuple(roles))
+            snap = LaneRow(name=name, roles=tuple(roles))
             self.lanes[name] = snap
             self.order.append(name)
             self.by_source.setdefault(name, [])
@@ -356,7 +403,9 @@ class RunFold:
             ch.status = True
 
     def _set(self, lane: str, ch: Change, **fields: Any) -> None:
-        self.lanes[lane] = dataclasses.replace(self.lanes[lane], **fields)
+        row = self.lanes[lane]
+        for key, value in fields.items():
+            setattr(row, key, value)
         if lane not in ch.lanes:
             ch.lanes.append(lane)
 
@@ -396,9 +445,12 @@ class RunFold:
         box = self.received.get(lane)
         if not box:
             return
-        for rid in [r for r in box if r in summary]:
-            del box[rid]
-            self.integrated.append((lane, rid, actor))
+        # Look the summary's words up in the box, not the box's ids in the summary: the box
+        # keeps every package never integrated, so it grows with the run.
+        for word in _WORD.findall(summary):
+            if word in box:
+                del box[word]
+                self.integrated.append((lane, word, actor))
 
     def _submit(self, p: Mapping[str, Any], lane: str, ch: Change) -> None:
         self.submissions += 1
@@ -428,15 +480,19 @@ class RunFold:
     def _sync_budget(self, report: Any, at: str, ch: Change) -> None:
         if not isinstance(report, Mapping):
             return
-        used = {k: (v.get("used") if isinstance(v, Mapping) else None) for k, v in report.items()}
-        if isinstance(used.get("cost"), int | float):
-            self.cost = float(used["cost"])
-        if isinstance(used.get("turns"), int | float):
+        used: dict[str, float] = {}
+        for key, line in report.items():
+            value = line.get("used") if isinstance(line, Mapping) else None
+            if isinstance(value, int | float):
+                used[str(key)] = float(value)
+        if "cost" in used:
+            self.cost = used["cost"]
+        if "turns" in used:
             self.turns = int(used["turns"])
-        if isinstance(used.get("output_tokens"), int | float):
+        if "output_tokens" in used:
             self.output_tokens = int(used["output_tokens"])
         duration = used.get("duration")
-        if isinstance(duration, int | float):
+        if duration is not None:
             # The engine's active time is the truth; keep the open session's clock in step.
             open_part = 0.0
             if self._open_at is not None and at:
@@ -482,7 +538,7 @@ class RunFold:
                 "output_tokens": float(self.output_tokens)}
         return RunSnapshot(
             run_id=self.run_id, flow=self.flow, status=self.status, at=self.at,
-            started=self.started, lanes=tuple(self.lanes[n] for n in self.order),
+            started=self.started, lanes=tuple(self.lanes[n].freeze() for n in self.order),
             budget=tuple(BudgetLine(k, self.limits[k], used[k]) for k in BUDGET_KEYS),
             cost=self.cost, turns=self.turns, output_tokens=self.output_tokens,
             active_seconds=active, best=self.best, top=self.top,
@@ -490,22 +546,6 @@ class RunFold:
             pending={n: tuple(self.pending(n)) for n in self.order},
             reports=len(self.reports), acknowledged=self.acknowledged(), events=self.events,
         )
-
-
-def flow_shares_reports(flow: str) -> bool:
-    """Whether a built-in flow delivers reports between lanes; True for any other flow.
-
-    Only built-ins are looked up: importing a user's flow file to draw a picture of a
-    finished run would run its code.
-    """
-    from flamechase.flows import BUILTIN, load_flow
-
-    if flow not in BUILTIN:
-        return True
-    try:
-        return bool(load_flow(flow).shares_reports)
-    except Exception:  # a broken built-in must not stop a view
-        return True
 
 
 def _int(value: Any) -> int:

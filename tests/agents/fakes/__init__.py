@@ -13,7 +13,8 @@ Behaviour is chosen through the environment, so end-to-end runs can select it to
   or an absolute path).
 - `FAKE_<CLI>_LOG`: a file the fake appends JSON lines to (`{"argv": ...}`, `{"stdin": ...}`).
 - `FAKE_REPORT_JSON`: the report the fake writes to `$FLAMECHASE_REPORT` (default
-  `{"status": "progress", "summary": "fake turn"}`).
+  `{"status": "progress", "summary": "fake turn"}`); `FAKE_REPORT_<ROLE>` (say
+  `FAKE_REPORT_COORDINATOR`, holding a plan) overrides it for one role.
 - `FAKE_STATE_DIR`: where sessions live between runs (default: a per-user temp directory).
 """
 

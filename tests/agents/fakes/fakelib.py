@@ -60,7 +60,10 @@ def emit_raw(data: bytes) -> None:
 
 
 def report() -> dict[str, Any]:
-    raw = os.environ.get("FAKE_REPORT_JSON")
+    """The report to write: `FAKE_REPORT_<ROLE>` (e.g. FAKE_REPORT_COORDINATOR, for a plan),
+    else `FAKE_REPORT_JSON`, else a plain progress report."""
+    role = os.environ.get("FLAMECHASE_ROLE", "").upper()
+    raw = (role and os.environ.get(f"FAKE_REPORT_{role}")) or os.environ.get("FAKE_REPORT_JSON")
     return json.loads(raw) if raw else dict(DEFAULT_REPORT)
 
 
