@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from flamechase.agents.backend import Backend
 from flamechase.agents.spec import AgentSpec
@@ -37,3 +38,18 @@ def backend_for(spec: AgentSpec) -> Backend:
     factory = getattr(importlib.import_module(module_name), attr)
     backend: Backend = factory(spec)
     return backend
+
+
+# Where each CLI keeps its own state (sessions, auth refresh, caches): a sandboxed lane's
+# agent may write these, and nothing else outside its own directory.
+STATE_PATHS: dict[str, tuple[str, ...]] = {
+    "claude": ("~/.claude", "~/.claude.json", "~/.config/claude", "~/.cache/claude-cli-nodejs"),
+    "codex": ("~/.codex",),
+    "gemini": ("~/.gemini",),
+    "opencode": ("~/.local/share/opencode", "~/.config/opencode", "~/.cache/opencode",
+                 "~/.local/state/opencode"),
+}
+
+
+def state_paths(cli: str) -> list[Path]:
+    return [Path(p).expanduser() for p in STATE_PATHS.get(cli, ())]

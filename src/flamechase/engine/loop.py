@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from flamechase.agents.backend import TurnRequest
+from flamechase.agents.registry import state_paths
 from flamechase import procs
 from flamechase.engine import inbox as inbox_mod
 from flamechase.engine import leaderboard as lb
@@ -46,6 +47,7 @@ from flamechase.errors import (
 )
 from flamechase.flow import LaneDef, LaneView
 from flamechase.reports import TurnReport, parse_report
+from flamechase.sandbox import safe_grants
 from flamechase.store import home
 from flamechase.store.blobs import ArtifactRefused, BlobStore
 from flamechase.store.db import Reader, Writer, now_iso
@@ -525,6 +527,14 @@ class Engine:
         }
         request = self._request(role, lane, number, attempt, st.workspace, io_dir,
                                 self.flow.lane_prompt(view), env)
+        if self.prep.sandboxed and not st.d.in_source:
+            tmp = self.layout.lane_dir(lane) / "tmp"
+            tmp.mkdir(mode=0o700, exist_ok=True)
+            env["TMPDIR"] = str(tmp)
+            wanted = [self.layout.lane_dir(lane),
+                      *state_paths(self.prep.agents[role].cli)]
+            request = dataclasses.replace(request, writable=tuple(safe_grants(
+                wanted, protected=[self.prep.workspace, home.state_home()])))
         backend = self.prep.backends[role]
         with self._tx(durable=False):
             self.writer.begin_turn(lane=lane, number=number, attempt=attempt, role=role,

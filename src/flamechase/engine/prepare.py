@@ -27,6 +27,7 @@ from flamechase.errors import (
     WorkspaceInvalid,
 )
 from flamechase.flow import Flow, FlowParams
+from flamechase.sandbox import landlock_abi
 from flamechase.store import home
 from flamechase.store.db import Reader
 from flamechase.workspace.stats import large_copy_warning, measure
@@ -63,6 +64,7 @@ class Prepared:
     resume_from: Path | None  # run directory of the run to pick up
     revised: bool  # resuming with a changed objective: re-plan
     notices: tuple[str, ...]
+    sandboxed: bool = False  # lanes outside the source run under Landlock
 
 
 def _runs_of(flow: str, workspace: Path) -> list[tuple[str, Path, dict[str, Any]]]:
@@ -201,8 +203,22 @@ def prepare(req: RunRequest) -> Prepared:
                 req.warn("Confirmation is off (confirm_large_workspace_copies=false); "
                          "continuing.")
 
+    # Sandbox for lanes that must not write the source.
+    confined = any(not ln.in_source for ln in flow.lanes(params))
+    sandboxed = False
+    if confined and params.sandbox != "off":
+        if landlock_abi() > 0:
+            sandboxed = True
+        elif params.sandbox == "landlock":
+            raise BackendUnavailable(
+                "sandbox=landlock: this kernel has no Landlock (Linux 5.13+ with landlock in "
+                "the LSM list); use -p sandbox=auto to run lanes unconfined, or sandbox=off")
+        else:
+            notices.append("this kernel has no Landlock: lanes 2..N are not confined to their "
+                           "copies (they are asked to stay there); set sandbox=off to silence")
+
     return Prepared(
-        flow=flow, params=params, budget=budget, agents=agents, backends=backends,
+        flow=flow, params=params, sandboxed=sandboxed, budget=budget, agents=agents, backends=backends,
         objective=objective, task_fingerprint=fp, workspace=ws, resume_from=resume_dir,
         revised=revised, notices=tuple(notices),
     )
