@@ -32,7 +32,7 @@ PANELS = """async () => {
     pending: [...document.querySelectorAll("#pending div[data-lane]")].map(
       (d) => [d.dataset.lane, txt(d.querySelector("b")), txt(d.querySelector(".ids"))]),
     board: txt($("#board")), spend: [...$("#spend").rows].map((r) => [...r.cells].map(txt)),
-    ph: $("#tl-ph").style.left, hi: txt(document.querySelector(".blk.cur")),
+    ph: $("#tl-ph").style.transform, hi: $("#tl-hi").hidden ? null : $("#tl-hi").title,
   };
 }"""
 
@@ -127,8 +127,8 @@ def test_dragging_the_bar_shows_that_point(page: Any, sim_run: Run) -> None:
     _check_point(panels, i, points, fold)
     span = points[-1]["t"]
     # The playhead stands at the point's time (the browser keeps 4 decimals of a percentage).
-    assert float(panels["ph"].rstrip("%")) == pytest.approx(100 * points[i]["t"] / span,
-                                                            abs=1e-3)
+    x = float(panels["ph"].removeprefix("translateX(").removesuffix("%)"))
+    assert x == pytest.approx(100 * points[i]["t"] / span, abs=1e-3)
     page.mouse.move(box["x"] + box["width"] * 0.4, y)
     page.mouse.down()
     page.mouse.move(box["x"] - 50, y, steps=4)

@@ -26,7 +26,7 @@ SKELETON = """\
 <p id="now"><b id="now-n"></b> <span id="now-x"></span></p>
 <section id="timeline" aria-label="timeline: one track per lane, one block per turn">
 <div id="tl-labels"></div><div id="tl-area"><div id="tl-rows"></div>
-<div id="tl-fut"></div><div id="tl-ph"></div></div></section>
+<div id="tl-fut"></div><div id="tl-hi" hidden></div><div id="tl-ph"></div></div></section>
 <div id="grid">
 <section class="wide"><h2>Lanes</h2><table id="lanes"><thead><tr><th>Lane</th><th>State</th>
 <th>On turn</th><th>Elapsed</th><th>Last report</th><th>Turns</th><th>Failures</th></tr>
@@ -68,21 +68,23 @@ padding:6px 0}
 text-overflow:ellipsis;font-weight:600}
 #tl-area{position:relative;flex:1;margin-right:8px;overflow:hidden}
 .trow{position:relative;height:26px;border-bottom:1px dashed #e3e7ec}
-.blk{position:absolute;top:3px;height:20px;min-width:3px;border-radius:3px;font-size:11px;
-line-height:20px;padding:0 3px;overflow:hidden;white-space:nowrap;color:#fff;cursor:pointer;
-background:#868e96;border:1px solid rgba(0,0,0,.15)}
-.blk.r-progress{background:#2f9e44}.blk.r-deliverable_ready{background:#1c7ed6}
-.blk.r-no_result{background:#868e96}.blk.r-blocked{background:#e8590c}
-.blk.s-failed{background:#e03131}.blk.s-interrupted{background:#9c36b5}
-.blk.s-limited{background:#f59f00}.blk.s-open{background:#fab005;color:#222}
-.blk.r-plan{background:#0c8599}
-.blk.cur{outline:2px solid #111;z-index:2}
+.trow svg{position:absolute;left:0;top:0;width:100%;height:26px;overflow:hidden}
+.blk{fill:#868e96;stroke:rgba(0,0,0,.2);stroke-width:1;cursor:pointer}
+.blk.r-progress{fill:#2f9e44}.blk.r-deliverable_ready{fill:#1c7ed6}
+.blk.r-no_result{fill:#868e96}.blk.r-blocked{fill:#e8590c}
+.blk.s-failed{fill:#e03131}.blk.s-interrupted{fill:#9c36b5}
+.blk.s-limited{fill:#f59f00}.blk.s-open{fill:#fab005}
+.blk.r-plan{fill:#0c8599}
+.bl{fill:#fff;font-size:11px;pointer-events:none}
+#tl-hi{position:absolute;height:24px;margin-top:1px;border:2px solid #111;border-radius:4px;
+z-index:4;pointer-events:none;min-width:6px;will-change:transform}
 #tl-rows{contain:layout paint}
 #tl-ph,#tl-fut{position:absolute;top:0;bottom:0;left:0;width:100%;pointer-events:none;
 will-change:transform}
 #tl-ph{z-index:3;border-left:2px solid var(--acc)}
 #tl-fut{z-index:1;background:rgba(246,248,250,.72)}
 [hidden]{display:none!important}
+#grid section,#story,#now,#pos{contain:content}
 #grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:14px;
 margin:14px 0}
 #grid section.wide{grid-column:1/-1}
@@ -146,13 +148,26 @@ function dur(s) {
 const rel = (ms) => "+" + dur(ms / 1000);
 const clock = (ms) => t0 ? new Date(t0 + ms).toISOString().slice(11, 19) : "";
 const short = (a) => a ? String(a).replace(/^.*_actor_/, "") : "";
+const SVG = "http://www.w3.org/2000/svg";
+const svgEl = (tag, attrs) => {
+  const e = document.createElementNS(SVG, tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  return e;
+};
 
+// A track is one SVG of rects: thousands of turns stay a handful of paint chunks for the
+// browser, where thousands of positioned elements would make every repaint slow.
+function track(name) {
+  const row = el("div", "trow"), svg = svgEl("svg", {});
+  row.dataset.lane = name;
+  row.appendChild(svg);
+  return row;
+}
 function addLane(name, roles) {
   lanes.push({name, roles: roles || []});
   R.push([]); open.push(null);
-  const li = lanes.length - 1, lab = el("div", "tl-label", name), row = el("div", "trow");
+  const li = lanes.length - 1, lab = el("div", "tl-label", name), row = track(name);
   lab.title = (roles || []).join(" ⇄ ");
-  row.dataset.lane = name;
   $("tl-labels").appendChild(lab); $("tl-rows").appendChild(row);
   labels[li] = lab; laneRows[li] = row;
   const tr = el("tr");
@@ -166,25 +181,24 @@ S0.cur = lanes.map(() => lanes.map(() => 0));
 
 function planningRow() {
   if (planRow) return planRow;
-  const lab = el("div", "tl-label", "planning"), row = el("div", "trow");
-  row.dataset.lane = "planning";
+  const lab = el("div", "tl-label", "planning"), row = track("planning");
   $("tl-labels").prepend(lab); $("tl-rows").prepend(row);
   planRow = row;
   return row;
 }
 
 function block(b) {
-  const e = el("div", "blk");
-  e.dataset.i = String(B.length);
-  b.el = e; B.push(b);
-  (b.l < 0 ? planningRow() : laneRows[b.l]).appendChild(e);
+  const e = svgEl("rect", {y: 3, height: 20, rx: 3, "data-i": B.length});
+  b.tip = document.createElementNS(SVG, "title");
+  e.appendChild(b.tip);
+  b.el = e; b.label = null; B.push(b);
+  (b.l < 0 ? planningRow() : laneRows[b.l]).firstChild.appendChild(e);
   dress(b);
   return B.length - 1;
 }
 function dress(b) {
-  b.el.className = "blk s-" + b.st + (b.rs ? " r-" + b.rs : "");
-  b.el.textContent = b.l < 0 ? "plan" : short(b.a) + " " + b.n;
-  b.el.title = b.a + (b.l < 0 ? " · planning" : " · turn " + b.n) + " · "
+  b.el.setAttribute("class", "blk s-" + b.st + (b.rs ? " r-" + b.rs : ""));
+  b.tip.textContent = b.a + (b.l < 0 ? " · planning" : " · turn " + b.n) + " · "
     + (b.rs || b.st) + (b.t1 === null ? "" : " · " + (+b.du).toFixed(1) + " s · " + money(b.c));
 }
 
@@ -236,20 +250,30 @@ function fold(p) {
 const span = () => Math.max(1, P.length ? P[P.length - 1].t : 1);
 function layout() {
   const w = span(), end = P.length ? P[P.length - 1].t : 0;
+  const px = $("tl-rows").clientWidth || 1000, tops = new Map();
+  // Read every track's offset before writing anything, so the loop forces no layout.
+  for (const row of $("tl-rows").children) tops.set(row, row.offsetTop);
   for (const b of B) {
-    const a = Math.max(0, b.t0), z = b.t1 === null ? end : b.t1;
-    b.el.style.left = (100 * a / w) + "%";
-    b.el.style.width = (100 * Math.max(0, z - a) / w) + "%";
+    b.top = tops.get(b.el.parentNode.parentNode) || 0;
+    const a = Math.max(0, b.t0), z = b.t1 === null ? end : b.t1, f = Math.max(0, z - a) / w;
+    b.x = (100 * a / w) + "%"; b.w = (100 * f) + "%";
+    b.el.setAttribute("x", b.x); b.el.setAttribute("width", b.w);
+    // A label only where it fits: "a 12" needs about 30 px.
+    const fits = f * px >= 30;
+    if (fits && !b.label) {
+      b.label = svgEl("text", {"class": "bl", y: 17});
+      b.label.textContent = b.l < 0 ? "plan" : short(b.a) + " " + b.n;
+      b.el.parentNode.appendChild(b.label);
+    }
+    if (b.label) {
+      b.label.setAttribute("x", b.x); b.label.setAttribute("dx", 4);
+      b.label.style.display = fits ? "" : "none";
+    }
   }
+  hi = undefined;  // blocks moved: place the current-turn frame again
   chart();
 }
 
-const SVG = "http://www.w3.org/2000/svg";
-const svgEl = (tag, attrs) => {
-  const e = document.createElementNS(SVG, tag);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
-  return e;
-};
 let chartPh = null;
 function chart() {
   const svg = $("chart"), w = span(), cost = [], best = [];
@@ -317,9 +341,19 @@ function render() {
   // not repainted while the bar is dragged.
   $("tl-ph").style.transform = $("tl-fut").style.transform = "translateX(" + x + "%)";
   if (chartPh) { chartPh.setAttribute("x1", 10 * x); chartPh.setAttribute("x2", 10 * x); }
-  if (hi) hi.classList.remove("cur");
-  hi = PB[i] >= 0 ? B[PB[i]].el : null;
-  if (hi) hi.classList.add("cur");
+  // The current turn is framed by one overlay of its own, not by restyling its block:
+  // a class change on one of thousands of blocks would repaint them all.
+  const hb = PB[i] >= 0 ? B[PB[i]] : null, frame = $("tl-hi");
+  if (hb !== hi) {
+    hi = hb;
+    frame.hidden = !hb;
+    if (hb) {
+      frame.style.top = (hb.top || 0) + "px";
+      frame.style.left = hb.x;
+      frame.style.width = hb.w;
+      frame.title = hb.tip.textContent;
+    }
+  }
   $("status").textContent = s.st;
   lanes.forEach((l, li) => {
     const r = s.ln[li] || LANE0, tr = rows[li];
@@ -487,6 +521,12 @@ document.addEventListener("keydown", (e) => {
   else if (e.key === "Home") go(0);
   else if (e.key === "End") go(P.length - 1);
   else return;
+});
+
+let resized = 0;
+window.addEventListener("resize", () => {
+  clearTimeout(resized);
+  resized = setTimeout(() => { layout(); go(cur); }, 150);
 });
 
 header();
