@@ -31,6 +31,7 @@ def main() -> None:
                           random_kills=args.random_kills)
     print(json.dumps({"kill_points": res.kill_points, "kills": res.kills,
                       "resumes": res.resumes, "runs_finished": res.runs_finished,
+                      "late_lock_releases": res.late_lock_releases,
                       "violations": res.violations, "seconds": round(time.monotonic() - t0, 1)},
                      indent=1))
     sys.exit(1 if res.violations else 0)

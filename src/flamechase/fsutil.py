@@ -15,11 +15,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import stat
 import uuid
 from pathlib import Path
 
-__all__ = ["FileRefused", "atomic_write", "fsync_dir", "read_regular_file"]
+__all__ = ["FileRefused", "atomic_write", "fsync_dir", "read_regular_file", "real_dir", "write_new"]
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _BLOCK = 1024 * 1024
@@ -157,3 +158,41 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
         raise FileRefused(path, f"cannot be read ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
+
+
+def real_dir(path: str | os.PathLike[str], mode: int = 0o700) -> None:
+    """`mkdir -p path`, where a link or file planted at the last component is removed first.
+
+    For directories inside a tree an agent may write (its lane directory): `mkdir(exist_ok)`
+    alone accepts a symlink to a directory anywhere, and what is then written "into" it lands
+    there. The parents are trusted (control-path guards cover them).
+    """
+    target = Path(path)
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        os.unlink(target)
+    target.mkdir(mode=mode, parents=True, exist_ok=True)
+
+
+def write_new(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> None:
+    """Write `data` to `path` as a new file of `mode`; whatever was there is removed first.
+
+    Never writes through a link or into a FIFO planted at `path` (O_EXCL|O_NOFOLLOW); not
+    durable (no fsync): for inputs that are rebuilt when lost.
+    """
+    target = Path(path)
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(target)
+        else:
+            os.unlink(target)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)

@@ -116,13 +116,14 @@ def one_line(exc: ValidationError) -> str:
     """A pydantic error as one line: `field.path: message; ...`."""
     parts = []
     for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "report"
+        # A key of the agent's JSON may hold a newline: show such a key quoted.
+        loc = ".".join(str(p) if str(p).isprintable() else repr(p) for p in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}")
+        parts.append(f"{loc or 'report'}: {msg}")
     more = len(exc.errors()) - 5
     if more > 0:
         parts.append(f"and {more} more")
-    return "; ".join(parts)
+    return " ".join("; ".join(parts).split())
 
 
 def parse_report(data: Any) -> TurnReport:

@@ -51,6 +51,7 @@ class HarnessResult:
     resumes: int = 0
     violations: list[str] = field(default_factory=list)
     runs_finished: int = 0
+    late_lock_releases: int = 0
 
 
 def _exec(ws: Path, actor: Path, env: dict[str, str], turns: int,
@@ -91,7 +92,14 @@ def kill_points(base: Path, points: list[int], *, turns: int = 9, random_kills: 
                 for v in check_run(rd, turn_limit=turns):
                     res.violations.append(f"kill point {k}: {v}")
             if owner(home / "locks", ws) is not None:
-                res.violations.append(f"kill point {k}: lock still held after the process died")
+                # A child forked in the instant of the kill holds the descriptor until its
+                # exec closes it (O_CLOEXEC): give it a moment before calling it a leak.
+                time.sleep(0.5)
+                if owner(home / "locks", ws) is not None:
+                    res.violations.append(f"kill point {k}: lock still held after the "
+                                          "process died")
+                else:
+                    res.late_lock_releases += 1
             if p.returncode == 0:
                 res.runs_finished += 1
                 break

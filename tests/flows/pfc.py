@@ -8,6 +8,7 @@ optional `hook.py` deciding what each invocation does), and `team.run(...)` driv
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -77,11 +78,31 @@ class Team:
                                 cwd=ws, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, text=True)
 
+    def _scratch(self) -> list[Path]:
+        """Where actors leave files: this directory and every lane's `pfc/` of every run."""
+        home = Path(os.environ["FLAMECHASE_HOME"])
+        return [self.dir, *sorted(home.glob("runs/*/lanes/*/pfc"))]
+
     def log(self) -> list[dict[str, Any]]:
-        path = self.dir / "log.jsonl"
-        if not path.exists():
-            return []
-        return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        """Every actor invocation of every run, in start order."""
+        out: list[dict[str, Any]] = []
+        for d in self._scratch():
+            path = d / "log.jsonl"
+            if path.exists():
+                out += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        return sorted(out, key=lambda e: e["t"])
+
+    def saved(self, name: str) -> str:
+        """The text an actor left with `c.save(name, ...)`."""
+        found = [d / name for d in self._scratch() if (d / name).exists()]
+        assert len(found) == 1, f"{name}: {found}"
+        return found[0].read_text()
+
+    def has(self, name: str) -> bool:
+        return any((d / name).exists() for d in self._scratch())
+
+    def set_flag(self, name: str) -> None:
+        (self.dir / name).write_text("")
 
     def lane_log(self, lane: str, *, repairs: bool = False) -> list[dict[str, Any]]:
         """Invocations in `lane` (first asks only unless `repairs`), in start order."""

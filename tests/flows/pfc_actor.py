@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """Shared `exec:` actor for the parallel_flame_chase tests (copied next to each test's files).
 
-Every run appends one JSON line to `log.jsonl` beside this script (role, lane, turn, attempt,
-cwd, repair reason, what the inbox held, ...). What it then does is decided by `hook.py`
-beside it, if there is one: `act(c)` (lane actors) or `plan(c)` (the coordinator) gets a
-context `c` and returns
+Every run appends one JSON line to a log (role, lane, turn, attempt, cwd, repair reason, what
+the inbox held, ...). What it then does is decided by `hook.py` beside this script, if there is
+one: `act(c)` (lane actors) or `plan(c)` (the coordinator) gets a context `c` and returns
 
 * None: the default (the coordinator writes a valid plan; a lane writes a progress report);
 * a dict or list: written as JSON to $FLAMECHASE_REPORT;
@@ -12,6 +11,10 @@ context `c` and returns
 * c.SKIP: nothing is written.
 
 `sys.exit(n)` in the hook ends the program with that code.
+
+Lanes 2..N may run sandboxed (they can write only under their own lane directory), so each
+lane keeps its log, flags and saved files in `<run>/lanes/<lane>/pfc/` (its "scratch"); the
+coordinator uses the directory of this script. Everyone can read everything.
 """
 
 from __future__ import annotations
@@ -25,14 +28,21 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-LOG = HERE / "log.jsonl"
 E = os.environ
+RUN_DIR = Path(E.get("FLAMECHASE_RUN_DIR", str(HERE)))
+
+
+def scratch_dirs() -> list[Path]:
+    return [HERE, *sorted(RUN_DIR.glob("lanes/*/pfc"))]
 
 
 def _entries() -> list[dict[str, Any]]:
-    if not LOG.exists():
-        return []
-    return [json.loads(line) for line in LOG.read_text().splitlines() if line.strip()]
+    out: list[dict[str, Any]] = []
+    for d in scratch_dirs():
+        log = d / "log.jsonl"
+        if log.exists():
+            out += [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    return sorted(out, key=lambda e: e["t"])
 
 
 class Ctx:
@@ -57,6 +67,10 @@ class Ctx:
         self.prompt = Path(E["FLAMECHASE_PROMPT"]).read_text() if E.get(
             "FLAMECHASE_PROMPT") else ""
         self.actor = "b" if self.role.endswith("_b") else "a"
+        self.scratch = HERE
+        if self.lane and self.art is not None:
+            self.scratch = self.art.parent / "pfc"
+            self.scratch.mkdir(exist_ok=True)
 
     # -- building results -------------------------------------------------------------
     def plan(self, lanes: list[str] | None = None) -> dict[str, Any]:
@@ -111,16 +125,21 @@ class Ctx:
     def started(self, lane: str, turn: int) -> bool:
         return any(e["lane"] == lane and e["turn"] >= turn for e in _entries())
 
+    def save(self, name: str, text: str) -> None:
+        """Leave a file for the test (`Team.saved(name)`) or for other actors (`flag`)."""
+        (self.scratch / name).write_text(text)
+
+    def flag(self, name: str) -> bool:
+        return any((d / name).exists() for d in scratch_dirs())
+
     def once(self, name: str) -> bool:
-        """True the first time any actor asks for `name`."""
+        """True the first time any actor of this lane (or the coordinator) asks."""
         try:
-            os.close(os.open(HERE / f"once-{name}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(self.scratch / f"once-{name}",
+                             os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return False
         return True
-
-    def flag(self, name: str) -> bool:
-        return (HERE / name).exists()
 
 
 def _record(c: Ctx) -> None:
@@ -135,10 +154,9 @@ def _record(c: Ctx) -> None:
                   for d in c.inbox],
         "t": time.time(),
     }
-    line = (json.dumps(entry) + "\n").encode()
-    with open(LOG, "ab") as f:
+    with open(c.scratch / "log.jsonl", "ab") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
-        f.write(line)
+        f.write((json.dumps(entry) + "\n").encode())
         f.flush()
         fcntl.flock(f, fcntl.LOCK_UN)
 

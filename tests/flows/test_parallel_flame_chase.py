@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import textwrap
+import signal
 import time
 from pathlib import Path
 
@@ -222,17 +222,17 @@ def test_actors_alternate_per_lane_whatever_the_outcome(ws: Path, tmp_path: Path
 def test_lanes_run_concurrently_with_one_turn_in_flight_each(
         ws: Path, tmp_path: Path) -> None:
     team = Team(tmp_path / "team", """
-        busy = c.here / f"busy-{c.lane}"
+        busy = c.scratch / "busy"
         try:
             os.close(os.open(busy, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
-            (c.here / f"overlap-{c.lane}-{c.turn}").write_text("two turns at once")
+            c.save(f"overlap-{c.turn}", "two turns at once")
         try:
             if c.turn == 1:
                 everyone = lambda log: {e["lane"] for e in log if e["turn"] == 1} >= {
                     "lane-1", "lane-2", "lane-3"}
                 if not c.wait(everyone, timeout=15):
-                    (c.here / "not-concurrent").write_text(c.lane)
+                    c.save("not-concurrent", c.lane)
             time.sleep(0.1)
         finally:
             busy.unlink()
@@ -240,26 +240,62 @@ def test_lanes_run_concurrently_with_one_turn_in_flight_each(
             return c.ok("blocked", "stop here")
     """)
     assert team.run(ws).returncode == 3
-    assert not (team.dir / "not-concurrent").exists()
-    assert not list(team.dir.glob("overlap-*"))
+    assert not team.has("not-concurrent")
+    assert not any(team.has(f"overlap-{n}") for n in (1, 2, 3))
     assert len([e for e in team.log() if e["lane"]]) == 9
 
 
-def test_a_crashing_actor_fails_its_turn_without_repair(ws: Path, tmp_path: Path) -> None:
+def test_exit_crash_or_timeout_fails_the_turn_without_repair(
+        ws: Path, tmp_path: Path) -> None:
     team = Team(tmp_path / "team", """
-        if c.lane == "lane-2" and c.turn == 1:
-            print("disk on fire", file=sys.stderr)
-            sys.exit(3)
-        if c.turn >= 2:
-            return c.ok("blocked", "stop here")
+        if c.turn == 1:
+            if c.lane == "lane-1":
+                print("disk on fire", file=sys.stderr)
+                sys.exit(3)
+            if c.lane == "lane-2":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            if c.lane == "lane-3":
+                time.sleep(30)
+        return c.ok("blocked", "stop here")
     """)
-    assert team.run(ws).returncode == 3
-    assert len(team.lane_log("lane-2", repairs=True)) == 2  # no repair run for the crash
-    failed = turn_events(events(ws), "lane-2")[0]
-    assert failed["kind"] == "turn_failed"
-    assert failed["payload"]["exit_code"] == 3
-    assert "disk on fire" in failed["payload"]["error"]
-    assert failed["payload"]["repairs"] == 0
+    (team.dir / "hook.py").write_text("import signal\n" + (team.dir / "hook.py").read_text())
+    t0 = time.monotonic()
+    assert team.run(ws, "turn_timeout=2").returncode == 3
+    assert time.monotonic() - t0 < 25
+    evs = events(ws)
+    reasons = {"lane-1": "disk on fire", "lane-2": "SIGSEGV", "lane-3": "turn_timeout"}
+    for lane, reason in reasons.items():
+        # One program run for the failed turn (no repair), one for the next turn.
+        assert [e["turn"] for e in team.lane_log(lane, repairs=True)] == [1, 2], lane
+        failed = turn_events(evs, lane)[0]
+        assert failed["kind"] == "turn_failed", lane
+        assert reason in failed["payload"]["error"], lane
+        assert failed["payload"]["repairs"] == 0
+    assert turn_events(evs, "lane-1")[0]["payload"]["exit_code"] == 3
+
+
+def test_sigint_lets_turns_in_flight_land_then_stops(ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team", """
+        c.wait(lambda _: c.flag("signalled"), timeout=20)
+        time.sleep(0.3)
+    """)
+    engine = team.popen(ws)
+    end = time.time() + 30
+    while time.time() < end and len([e for e in team.log() if e["lane"]]) < 3:
+        time.sleep(0.05)
+    engine.send_signal(signal.SIGINT)
+    team.set_flag("signalled")
+    _, err = engine.communicate(timeout=60)
+    assert engine.returncode == 130, err
+    st = status(ws)
+    assert st["status"] == "stopped"
+    turns = turn_events(events(ws))
+    assert sorted(e["lane"] for e in turns) == ["lane-1", "lane-2", "lane-3"]
+    assert {e["kind"] for e in turns} == {"turn_valid"}
+    assert len([e for e in team.log() if e["lane"]]) == 3
+    # The lock went with the engine.
+    again = Team(tmp_path / "again", 'return c.ok("blocked", "stop")')
+    assert again.run(ws, task="another task").returncode == 3
 
 
 # ---- holding ---------------------------------------------------------------------------------
@@ -312,6 +348,8 @@ def test_a_blocked_report_holds_and_all_held_ends_the_run(ws: Path, tmp_path: Pa
     # lane-3: a failure, then a valid turn resets the count.
     kinds3 = [e["kind"] for e in turn_events(evs, "lane-3")]
     assert kinds3 == ["turn_failed", "turn_valid", "turn_valid"]
+    l3 = lane_of(st, "lane-3")
+    assert l3["consecutive_failures"] == 0 and l3["last_error"] is None
     assert "run_held" in [e["kind"] for e in evs]
 
 
@@ -350,10 +388,10 @@ def test_a_second_run_on_the_same_tree_is_refused(
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
         assert run_id in proc.stderr
-        assert other.log() == []
+        assert not (other.dir / "log.jsonl").exists()
         assert [p.name for p in (state_home / "runs").iterdir()] == [run_id]
     finally:
-        (team.dir / "go").write_text("")
+        team.set_flag("go")
         first.communicate(timeout=60)
     assert first.returncode == 3
 
@@ -361,40 +399,50 @@ def test_a_second_run_on_the_same_tree_is_refused(
 # ---- control paths ---------------------------------------------------------------------------
 
 SWAP = {
-    # The lane's artifact root, its snapshot root, and the run database, each for a link.
-    "artifact_root": "target = Path(os.environ['FLAMECHASE_ARTIFACTS'])",
-    "snapshot_root": "target = c.ws",
-    "database": "target = Path(os.environ['FLAMECHASE_RUN_DIR']) / 'run.db'",
+    # what: (the lane that does it, the path, replaced by a link or by another directory).
+    # Lanes 2..N may be sandboxed to their own lane directory; the database swap comes from
+    # lane 1, which is not.
+    "artifact_root": ("lane-2", "Path(os.environ['FLAMECHASE_ARTIFACTS'])", "link"),
+    "artifact_root_new_dir": ("lane-2", "Path(os.environ['FLAMECHASE_ARTIFACTS'])", "dir"),
+    "snapshot_root": ("lane-2", "c.ws", "link"),
+    "snapshot_root_new_dir": ("lane-3", "c.ws", "dir"),
+    "turn_reports": ("lane-3", "Path(os.environ['FLAMECHASE_REPORT']).parent.parent", "link"),
+    "database": ("lane-1", "Path(os.environ['FLAMECHASE_RUN_DIR']) / 'run.db'", "link"),
 }
 
 
 @pytest.mark.parametrize("what", sorted(SWAP))
-def test_a_control_path_replaced_by_a_link_fails_the_run(
-        ws: Path, tmp_path: Path, what: str) -> None:
-    team = Team(tmp_path / "team", SWAP[what] + "\n" + textwrap.dedent("""
-        if c.lane == "lane-2" and c.turn == 1:
+def test_a_replaced_control_path_fails_the_run(ws: Path, tmp_path: Path, what: str) -> None:
+    lane, target, how = SWAP[what]
+    team = Team(tmp_path / "team", f"""
+        if c.lane == {lane!r} and c.turn == 1:
+            target = {target}
             moved = target.with_name(target.name + ".moved")
             os.rename(target, moved)
-            os.symlink(moved, target)
-            (c.here / "swapped").write_text(str(target))
+            if {how!r} == "link":
+                os.symlink(moved, target)
+            else:
+                shutil.copytree(moved, target, symlinks=True)
+            c.save("swapped", str(target))
             return c.ok()
         c.wait(lambda _: c.flag("swapped"), timeout=20)
         time.sleep(0.2)
         if c.turn >= 6:
             return c.ok("blocked", "stop here")
-    """))
+    """.replace("import json", ""))
+    (team.dir / "hook.py").write_text("import shutil\n" + (team.dir / "hook.py").read_text())
     proc = team.run(ws)
     assert proc.returncode == 1, proc.stderr
-    target = (team.dir / "swapped").read_text()
-    assert target in proc.stderr
+    path = team.saved("swapped")
+    assert path in proc.stderr
     assert "replaced or linked" in proc.stderr
     failed = [e for e in events(ws) if e["kind"] == "run_failed"]
-    assert len(failed) == 1 and target in failed[0]["payload"]["message"]
+    assert len(failed) == 1 and path in failed[0]["payload"]["message"]
     st = status(ws)
     assert st["status"] == "failed"
-    assert target in st["last_error"]
-    # Lane 2 never took another turn through the link.
-    assert [e["turn"] for e in team.lane_log("lane-2")] == [1]
+    assert path in st["last_error"]
+    # That lane never took another turn there.
+    assert [e["turn"] for e in team.lane_log(lane)] == [1]
 
 
 # ---- large copies ----------------------------------------------------------------------------
@@ -457,6 +505,6 @@ def test_large_copy_check_counts_before_the_lock(ws: Path, tmp_path: Path) -> No
         assert proc.stderr.startswith("WARNING")
         assert "owns source" not in proc.stderr
     finally:
-        (team.dir / "go").write_text("")
+        team.set_flag("go")
         first.communicate(timeout=60)
     assert os.path.isdir(ws)

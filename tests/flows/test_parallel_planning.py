@@ -20,12 +20,12 @@ def ws(source_tree: Path) -> Path:
 def test_the_coordinator_plans_once_in_a_snapshot_then_leaves(
         ws: Path, tmp_path: Path, state_home: Path) -> None:
     team = Team(tmp_path / "team", """
-        (c.here / f"prompt-{c.lane}-{c.turn}.txt").write_text(c.prompt)
+        c.save(f"prompt-{c.turn}.txt", c.prompt)
         if c.turn >= 3:
             return c.ok("blocked", "stop here")
     """, planner="""
         seen = sorted(str(p.relative_to(c.ws)) for p in c.ws.rglob("*") if p.is_file())
-        (c.here / "planner-saw.txt").write_text("\\n".join(seen))
+        c.save("planner-saw.txt", "\\n".join(seen))
         (c.ws / "PLANNER.txt").write_text("planner scribbles")
         (c.ws / "README.md").unlink()
         plan = c.plan()
@@ -41,7 +41,7 @@ def test_the_coordinator_plans_once_in_a_snapshot_then_leaves(
     assert coord[0]["cwd"] == str(root / "planning" / "1" / "workspace")
     assert coord[0]["lanes"] == "lane-1,lane-2,lane-3"
     # A full copy of the source; what the planner did there stayed there.
-    saw = (team.dir / "planner-saw.txt").read_text().split()
+    saw = team.saved("planner-saw.txt").split()
     assert saw == ["README.md", "TASK.md", "pkg/mod.py"]
     assert (ws / "README.md").read_text() == readme
     assert not (ws / "PLANNER.txt").exists()
@@ -52,7 +52,7 @@ def test_the_coordinator_plans_once_in_a_snapshot_then_leaves(
         "validation", "fuzzing", ["lane-1 output"])
     # Each lane's prompt carries its own mission.
     for n in (1, 2, 3):
-        prompt = (team.dir / f"prompt-lane-{n}-1.txt").read_text()
+        prompt = (root / f"lanes/lane-{n}/pfc/prompt-1.txt").read_text()
         assert f"mission of lane-{n}" in prompt
         assert all(f"mission of lane-{k}" not in prompt for k in (1, 2, 3) if k != n)
     # Private snapshots exist before planning ends; the lanes start after it.

@@ -98,14 +98,15 @@ def test_failures_are_published_and_a_failed_turn_leaves_its_batch_to_the_partne
     check_delivery(team, ws)
 
 
-def test_exec_reports_are_repaired_by_rerunning_the_script(ws: Path, tmp_path: Path) -> None:
+def test_exec_reports_are_repaired_by_rerunning_the_script(
+        ws: Path, tmp_path: Path, state_home: Path) -> None:
     team = Team(tmp_path / "team", """
         if c.turn >= 2:
             return c.ok("blocked", "stop here")
         if c.lane == "lane-1":
             sys.exit(2)  # a crash is not repaired
         if c.repair:
-            (c.here / f"repair-prompt-{c.lane}.txt").write_text(c.prompt)
+            c.save("repair-prompt.txt", c.prompt)
         if c.lane == "lane-2" and c.repair:
             return c.ok("progress", "fixed on repair")
         return {"status": "progress"}
@@ -117,7 +118,8 @@ def test_exec_reports_are_repaired_by_rerunning_the_script(ws: Path, tmp_path: P
     two = [e for e in team.lane_log("lane-2", repairs=True) if e["turn"] == 1]
     assert [(e["attempt"], bool(e["repair"])) for e in two] == [(1, False), (1, True)]
     assert "summary" in two[1]["repair"]
-    assert "rejected" in (team.dir / "repair-prompt-lane-2.txt").read_text()
+    repair_prompt = run_dir(state_home, ws) / "lanes/lane-2/pfc/repair-prompt.txt"
+    assert "rejected" in repair_prompt.read_text()
     valid = turn_events(evs, "lane-2")[0]
     assert valid["kind"] == "turn_valid" and valid["payload"]["repairs"] == 1
     assert valid["payload"]["summary"] == "fixed on repair"
@@ -195,7 +197,7 @@ def test_delivery_is_capped_at_12_records_per_source_per_turn(
             if c.turn == 1:
                 c.wait(lambda _: c.started("lane-2", 14), timeout=90)
             if c.turn == 3:
-                (c.here / "release").write_text("")
+                c.save("release", "")
             if c.turn == 4:
                 return c.ok("blocked", "stop here")
             return None
@@ -223,7 +225,7 @@ def test_delivery_is_capped_at_128_kib_and_an_oversized_report_comes_as_a_stub(
             if c.turn == 1:
                 c.wait(lambda _: c.started("lane-2", 6), timeout=60)
             if c.turn == 5:
-                (c.here / "release").write_text("")
+                c.save("release", "")
             if c.turn == 6:
                 return c.ok("blocked", "stop here")
             return None

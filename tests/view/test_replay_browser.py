@@ -177,7 +177,12 @@ def test_offline_page_requests_nothing(browser: Any, sim_run: Run) -> None:
         page = ctx.new_page()
         requested: list[str] = []
         page.on("request", lambda r: requested.append(r.url))
-        page.route("**/*", lambda route: (requested.append(route.request.url), route.abort()))
+
+        def refuse(route: Any) -> None:
+            requested.append(route.request.url)
+            route.abort()
+
+        page.route("**/*", refuse)
         page.set_content(html)
         page.wait_for_function("() => window.fcReplay && window.fcReplay.count() > 0")
         page.keyboard.press("Home")
@@ -200,7 +205,12 @@ def test_hostile_summary_is_shown_as_text(page: Any, tmp_path: Path) -> None:
     out = tmp_path / "evil.html"
     write_replay(run_dir, out)
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     _open(page, out)
     page.keyboard.press("Home")
     for _ in range(40):
@@ -270,14 +280,15 @@ def test_terminal_view_screenshot(page: Any, sim_run: Run) -> None:
     from flamechase.cli.observe import describe
 
     busy = 0
-    for ev in sim_run.events:
+    for k, ev in enumerate(sim_run.events):
         fold.apply(ev)
         recent = [*recent[-5:], describe(ev)]
         if sum(1 for s in fold.lanes.values() if s.actor) == 3 and fold.turns >= 4:
             busy += 1
             if busy == 2:
                 break
-    now = parse_at(fold.at or "")
+    # The moment just before the next event: turns under way show how long they have run.
+    now = parse_at(sim_run.events[k + 1]["at"])
     console = Console(record=True, width=110, file=StringIO(), force_terminal=True)
     console.print(dashboard(fold.snapshot(now), now, recent,
                             workspace=str(sim_run.run["workspace"])))

@@ -206,8 +206,9 @@ def trace_command(run: str, out: Path) -> int:
     run_dir = resolve(run)
     trace = build_trace(*load_run(run_dir))
     atomic_write(out, json.dumps(trace, ensure_ascii=False).encode(), mode=0o644)
-    slices = sum(1 for e in trace["traceEvents"] if e.get("ph") == "X")
-    click.echo(f"wrote {slices} turn slices of run {run_dir.name} to {out}")
+    slices = sum(1 for e in trace["traceEvents"] if e.get("cat") == "turn")
+    click.echo(f"wrote {slices} turn slices of run {run_dir.name} to {out}; open it in "
+               "Perfetto (ui.perfetto.dev) or chrome://tracing")
     return 0
 
 

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from flamechase.fsutil import read_regular_file
 from flamechase.store.blobs import BlobStore
 from flamechase.store.db import Reader
 
@@ -55,14 +56,15 @@ def check_run(run_dir: Path, *, turn_limit: int | None = None) -> list[str]:
         for t in sorted(mine, key=lambda t: t["id"]):
             inbox_file = Path(t["io_dir"] or "") / "inbox.json"
             try:
-                delivered = json.loads(inbox_file.read_text())
-            except (OSError, ValueError):
+                # The lane may have rewritten its copy: no link, no FIFO, any JSON.
+                delivered = json.loads(read_regular_file(inbox_file, 64 << 20))
+            except (OSError, ValueError, RecursionError):
                 delivered = []
             got: dict[str, list[int]] = {}
-            for d in delivered:
-                rid = d.get("report_id")
-                if rid not in seq_of:
-                    bad.append(f"{name}: turn {t['number']} got unknown report {rid}")
+            for d in delivered if isinstance(delivered, list) else []:
+                rid = d.get("report_id") if isinstance(d, dict) else d
+                if not isinstance(rid, str) or rid not in seq_of:
+                    bad.append(f"{name}: turn {t['number']} got unknown report {rid!r}")
                     continue
                 got.setdefault(lane_of[rid], []).append(seq_of[rid])
             for source, seqs in got.items():

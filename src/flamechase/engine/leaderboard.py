@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from flamechase import procs
+from flamechase import procs, sandbox
 
 OUTPUT_LIMIT = 8 * 1024 * 1024
 
@@ -34,13 +34,20 @@ def better(new: float, old: float, direction: str) -> bool:
 
 
 async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
-                        env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run `command` with /bin/sh in `cwd`; the receipt of what it printed."""
+                        env: dict[str, str] | None = None,
+                        writable: Sequence[Path] | None = None) -> dict[str, Any]:
+    """Run `command` with /bin/sh in `cwd`; the receipt of what it printed.
+
+    `writable`: confine it as the submitting lane's turns are (it runs the lane's code).
+    """
     t0 = time.monotonic()
     receipt: dict[str, Any] = {"command": command, "cwd": str(cwd), "exit_code": None,
                                "duration": 0.0, "output_sha256": None, "value": None,
                                "error": None}
-    proc = await procs.Proc.start(["/bin/sh", "-c", command], cwd=cwd,
+    argv = ["/bin/sh", "-c", command]
+    if writable is not None:
+        argv = sandbox.wrap(argv, writable)
+    proc = await procs.Proc.start(argv, cwd=cwd,
                                   env=env if env is not None else dict(os.environ))
     digest = hashlib.sha256()
     tail = b""

@@ -46,6 +46,7 @@ from flamechase.errors import (
     SnapshotFailed,
 )
 from flamechase.flow import LaneDef, LaneView
+from flamechase.fsutil import real_dir, write_new
 from flamechase.reports import TurnReport, parse_report
 from flamechase.sandbox import safe_grants
 from flamechase.store import home
@@ -502,12 +503,13 @@ class Engine:
         number, attempt = st.turns + 1, st.next_attempt
         role = st.d.actors[st.next_actor % 2]
         io_dir = self.layout.turn_dir(lane, number, attempt)
-        io_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        real_dir(io_dir)  # the lane may have planted a link here: never write through it
         batch = (inbox_mod.unread(self.reader, lane, list(self.lanes))
                  if self.flow.shares_reports else inbox_mod.Batch([], {}))
         inbox_path = io_dir / "inbox.json"
         # An input for the agent, rebuilt if the turn is taken again: no fsync needed.
-        inbox_path.write_text(json.dumps(batch.deliveries, ensure_ascii=False, indent=1))
+        write_new(inbox_path, json.dumps(batch.deliveries, ensure_ascii=False,
+                                         indent=1).encode("utf-8"))
         identity = {"run_id": self.run_id, "lane": lane, "turn": number, "attempt": attempt}
         view = LaneView(
             run_id=self.run_id, flow=self.flow.name, objective=self.prep.objective, lane=st.d,
@@ -584,9 +586,18 @@ class Engine:
         sub = report.submission
         evaluator = getattr(self.params, "evaluator", None)
         if sub is not None and evaluator:
+            self.guard.verify()  # the evaluator runs in the lane's workspace: still ours?
+            env, writable = None, None
+            if self.prep.sandboxed and not st.d.in_source:
+                # It runs the lane's code: confined like the lane's turns.
+                lane_dir = self.layout.lane_dir(st.d.name)
+                env = dict(os.environ, TMPDIR=str(lane_dir / "tmp"))
+                writable = safe_grants([lane_dir],
+                                       protected=[self.prep.workspace, home.state_home()])
             receipt = await lb.run_evaluator(
                 evaluator, st.workspace, self.params.metric_pattern,  # type: ignore[attr-defined]
-                float(getattr(self.params, "evaluator_timeout", 600.0)))
+                float(getattr(self.params, "evaluator_timeout", 600.0)), env=env,
+                writable=writable)
             measured = receipt["value"]
             declared = self.board()["primary"]
             problem = receipt["error"]

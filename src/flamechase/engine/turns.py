@@ -66,6 +66,8 @@ def read_result_file(path: Path) -> tuple[Any, str | None]:
         return None, "report is not UTF-8"
     except json.JSONDecodeError as exc:
         return None, f"report is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:
+        return None, "report is not usable JSON: nested too deeply"
 
 
 def _take_result(answer: Answer, request: TurnRequest, validate: Validator) -> tuple[Any, str]:

@@ -38,6 +38,11 @@ class Plan(BaseModel):
     lanes: list[LaneBrief]
 
 
+def _show(name: str) -> str:
+    """A lane name the coordinator wrote, safe inside a one-line message."""
+    return name if name.isprintable() and name.strip() == name and name else repr(name)
+
+
 def validate_plan(data: Any, lanes: Sequence[LaneDef]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"plan must be a JSON object, got {type(data).__name__}")
@@ -49,14 +54,15 @@ def validate_plan(data: Any, lanes: Sequence[LaneDef]) -> dict[str, Any]:
     wanted = [ln.name for ln in lanes]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise ValueError(f"plan repeats {', '.join(repeated)}; give exactly one mission per lane")
+        raise ValueError(f"plan repeats {', '.join(map(_show, repeated))}; "
+                         "give exactly one mission per lane")
     missing = [n for n in wanted if n not in names]
     extra = [n for n in names if n not in wanted]
     if missing or extra:
         raise ValueError(
             f"plan must contain {', '.join(wanted)} once each"
             + (f"; missing {', '.join(missing)}" if missing else "")
-            + (f"; unknown {', '.join(extra)}" if extra else "")
+            + (f"; unknown {', '.join(map(_show, extra))}" if extra else "")
         )
     order = {n: i for i, n in enumerate(wanted)}
     return {"lanes": [b.model_dump(mode="json")

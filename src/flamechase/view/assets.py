@@ -27,10 +27,10 @@ SKELETON = """\
 <section id="timeline" aria-label="timeline: one track per lane, one block per turn">
 <div id="tl-labels"></div><div id="tl-area"><div id="tl-rows"></div>
 <div id="tl-fut"></div><div id="tl-hi" hidden></div><div id="tl-ph"></div></div></section>
+<section id="lanes-box"><h2>Lanes</h2><table id="lanes"><thead><tr><th>Lane</th>
+<th>State</th><th>On turn</th><th>Elapsed</th><th>Last report</th><th>Turns</th>
+<th>Failures</th></tr></thead><tbody></tbody></table></section>
 <div id="grid">
-<section class="wide"><h2>Lanes</h2><table id="lanes"><thead><tr><th>Lane</th><th>State</th>
-<th>On turn</th><th>Elapsed</th><th>Last report</th><th>Turns</th><th>Failures</th></tr>
-</thead><tbody></tbody></table></section>
 <section><h2>Pending reports</h2><div id="pending"></div></section>
 <section><h2>Leaderboard</h2><div id="board"></div></section>
 <section><h2>Spend</h2><table id="spend"><tbody></tbody></table></section>
@@ -87,13 +87,14 @@ will-change:transform}
 #grid section,#story,#now,#pos{contain:content}
 #grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:14px;
 margin:14px 0}
-#grid section.wide{grid-column:1/-1}
 #lanes td:first-child{white-space:nowrap;font-weight:600}
-#grid section,#chart-box{border:1px solid var(--bd);border-radius:6px;padding:8px 10px}
+#grid section,#chart-box,#lanes-box{border:1px solid var(--bd);border-radius:6px;
+padding:8px 10px}
+#lanes-box{margin-top:14px;contain:content}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:2px 6px;border-bottom:1px solid #eef1f4;vertical-align:top}
 th{font-weight:600;color:var(--mut);font-size:12px}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .st-turn{color:#e67700;font-weight:600}.st-held{color:#e03131;font-weight:600}
 .st-paused{color:#f59f00}.st-idle{color:var(--mut)}
 #pending div,#board div{margin:2px 0}.ids{color:var(--mut);font-size:12px}
@@ -308,11 +309,11 @@ function chart() {
   chartPh = svgEl("line", {x1: 0, x2: 0, y1: 0, y2: 160, stroke: "#d9480f",
     "stroke-width": "2", "vector-effect": "non-scaling-stroke"});
   svg.appendChild(chartPh);
-  const lg = $("legend"), last = S.length ? S[S.length - 1] : S0;
-  lg.replaceChildren(el("span", "k-cost", "■ cumulative cost (" + money(last.sp[0]) + ")"));
-  const bb = last.bd && last.bd.b;
-  lg.appendChild(el("span", "k-best", bb ? "  ■ best " + bb[4] + " (" + bb[0] + ", "
-    + bb[5] + ")" : "  ■ best: no ranked submission"));
+  // Each line has its own scale, from its lowest to its highest value: say which.
+  const lg = $("legend"), last = S.length ? S[S.length - 1] : S0, bb = last.bd && last.bd.b;
+  lg.replaceChildren(el("span", "k-cost", "■ cumulative cost, $0 → " + money(last.sp[0])));
+  lg.appendChild(el("span", "k-best", bb ? "  ■ best " + bb[4] + " (" + bb[5] + "), "
+    + best[0][1] + " → " + bb[0] : "  ■ best: no ranked submission"));
 }
 
 function go(i, ts) {

@@ -57,6 +57,22 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
     actor = str(ev.get("actor") or "")
     p: Mapping[str, Any] = ev.get("payload") or {}
     snap = fold.lanes.get(lane)
+    # The frequent kinds first: a long run has thousands of each.
+    if kind == "turn_started":
+        return _turn_started(lane, actor, p, fold), "receive" if p.get("delivered") else "turn"
+    if kind == "turn_valid":
+        partner = snap.partner(actor) if snap else None
+        tree = f"; hands {partner} the tree" if partner and partner != actor else ""
+        return (f"{actor} — turn {p.get('turn')} of {lane} ends {p.get('report_status')} "
+                f"({_secs(p.get('duration'))}, {_money(p.get('cost_usd'))}): "
+                f"“{_clip(p.get('summary'))}”{tree}.", "end")
+    if kind == "turn_failed":
+        partner = snap.partner(actor) if snap else None
+        nxt = f"; {partner} takes the tree next" if partner and partner != actor else ""
+        return (f"{actor} — turn {p.get('turn')} of {lane} FAILED "
+                f"({_secs(p.get('duration'))}): {_clip(p.get('error'), 200)}{nxt}.", "fail")
+    if kind == "report_published":
+        return _published(lane, actor, p, fold)
     if kind == "run_created":
         lanes = [str(x) for x in p.get("lanes") or fold.order]
         limits = ", ".join(f"{k} {v:g}" for k, v in fold.limits.items() if v is not None)
@@ -93,19 +109,6 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
         return f"Run resumed (session {p.get('session')}){extra}.", "run"
     if kind == "notice":
         return f"Notice: {_clip(p.get('message'), 400)}", "warn"
-    if kind == "turn_started":
-        return _turn_started(lane, actor, p, fold), "receive" if p.get("delivered") else "turn"
-    if kind == "turn_valid":
-        partner = snap.partner(actor) if snap else None
-        tree = f"; hands {partner} the tree" if partner and partner != actor else ""
-        return (f"{actor} — turn {p.get('turn')} of {lane} ends {p.get('report_status')} "
-                f"({_secs(p.get('duration'))}, {_money(p.get('cost_usd'))}): "
-                f"“{_clip(p.get('summary'))}”{tree}.", "end")
-    if kind == "turn_failed":
-        partner = snap.partner(actor) if snap else None
-        nxt = f"; {partner} takes the tree next" if partner and partner != actor else ""
-        return (f"{actor} — turn {p.get('turn')} of {lane} FAILED "
-                f"({_secs(p.get('duration'))}): {_clip(p.get('error'), 200)}{nxt}.", "fail")
     if kind == "turn_interrupted":
         return (f"{actor} — turn {p.get('turn')} of {lane} was cut "
                 f"({_clip(p.get('reason'), 160)}); the same actor takes it again.", "fail")
@@ -114,8 +117,6 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
                 f"(a usage window closed for {actor}).", "warn")
     if kind == "lane_held":
         return f"{lane} is HELD: {_clip(p.get('reason'), 200)}.", "fail"
-    if kind == "report_published":
-        return _published(lane, actor, p, fold)
     if kind == "candidate_submitted":
         measured = p.get("measured")
         how = ("verified by the runtime" if p.get("verified") else

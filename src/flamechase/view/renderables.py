@@ -23,8 +23,10 @@ _REPORT_STYLE = {"progress": "green", "deliverable_ready": "bold blue", "no_resu
 
 
 def fmt_duration(seconds: float) -> str:
-    """42s, 3m05s, 2h07m: short and fixed in shape, for narrow columns."""
-    s = max(0, int(seconds))
+    """4.2s, 42s, 3m05s, 2h07m: short and fixed in shape, for narrow columns."""
+    if seconds < 10:
+        return f"{max(0.0, seconds):.1f}s"
+    s = int(seconds)
     if s < 60:
         return f"{s}s"
     if s < 3600:
@@ -72,7 +74,8 @@ def header(snap: RunSnapshot, *, workspace: str | None = None) -> Table:
     """Run, status and active time; budget used/left for every key; the leaderboard's best."""
     grid = Table.grid(padding=(0, 1), expand=True)
     grid.add_column(ratio=1)
-    title = Text("flamechase ", style="bold")
+    # One line whatever the width: a long workspace path is cut, not wrapped.
+    title = Text("flamechase ", style="bold", no_wrap=True, overflow="ellipsis")
     title.append(snap.flow or "run", style="bold cyan")
     if snap.run_id:
         title.append(f" · {snap.run_id}", style="dim")

@@ -126,8 +126,8 @@ class ReplayBuilder:
         ch = fold.apply(ev)
         text, tag = narrate(ev, fold)
         d: dict[str, Any] = {}
-        for name in fold.order:
-            if name not in self.index:
+        if len(fold.order) != len(self.names):
+            for name in fold.order[len(self.names):]:
                 self.index[name] = len(self.names)
                 self.names.append(name)
                 d["N"] = [name, list(fold.lanes[name].roles)]

@@ -143,7 +143,10 @@ def _find_run(run_id: str) -> Path | None:
     return next((d for d in run_dirs() if d.name == run_id), None)
 
 
-def create_app(token: str, *, poll: float = POLL_SECONDS) -> Starlette:
+def create_app(token: str, *, poll: float = POLL_SECONDS,
+               stopping: Callable[[], bool] = lambda: False) -> Starlette:
+    """The app; `stopping()` turns True when the server shuts down (streams then end)."""
+
     async def index(request: Request) -> Response:
         runs = await asyncio.to_thread(list_runs)
         return HTMLResponse(_index_html(runs, token))
@@ -175,7 +178,7 @@ def create_app(token: str, *, poll: float = POLL_SECONDS) -> Starlette:
         # A reconnecting EventSource says where it got to; never send a point twice.
         after = max(after, _int(request.headers.get("last-event-id")))
         return StreamingResponse(
-            _points(run_dir / DB_NAME, after, poll), media_type="text/event-stream",
+            _points(run_dir / DB_NAME, after, poll, stopping), media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
     routes = [
@@ -198,8 +201,13 @@ def _int(text: str | None) -> int:
         return 0
 
 
-async def _points(db: Path, after: int, poll: float) -> AsyncIterator[str]:
-    """SSE: the points of events after `after`, as they are committed."""
+async def _points(db: Path, after: int, poll: float,
+                  stopping: Callable[[], bool]) -> AsyncIterator[str]:
+    """SSE: the points of events after `after`, as they are committed.
+
+    Ends by itself when the server is stopping, so Ctrl-C does not wait on open pages (an
+    EventSource reconnects by itself when the server is back).
+    """
 
     def prime() -> tuple[Reader, ReplayBuilder]:
         reader = Reader(db)
@@ -218,7 +226,7 @@ async def _points(db: Path, after: int, poll: float) -> AsyncIterator[str]:
     try:
         yield "retry: 1000\n\n"
         quiet = 0.0
-        while True:
+        while not stopping():
             batch = await asyncio.to_thread(reader.events, builder.last_seq, _BATCH)
             if batch:
                 points = [builder.add(ev) for ev in batch]
@@ -251,8 +259,13 @@ def serve(port: int, *, token: str | None = None,
     token = token or new_token()
     sock = bind(port)
     url = f"http://{LOOPBACK}:{sock.getsockname()[1]}/?token={token}"
-    config = uvicorn.Config(create_app(token), log_level="warning", access_log=False,
-                            lifespan="off", timeout_graceful_shutdown=1)
+    server: uvicorn.Server | None = None
+
+    def stopping() -> bool:
+        return server is not None and bool(server.should_exit)
+
+    config = uvicorn.Config(create_app(token, stopping=stopping), log_level="warning",
+                            access_log=False, lifespan="off", timeout_graceful_shutdown=3)
     server = uvicorn.Server(config)
     if ready is not None:
         ready(url)

@@ -1,0 +1,164 @@
+"""Benchmarks of the views (issue 5's numbers): run `python bench/views_replay.py`.
+
+1. `flamechase show RUN --html FILE` on a synthetic 10,000-event run: wall time of the whole
+   command (interpreter start-up included) and the time the command reports for reading the
+   run, building the replay and writing it. Target: under 2 s.
+2. Dragging the bar on that page in headless chromium (Playwright, Debian's /usr/bin/chromium):
+   - repaint latency: from an `input` event on the bar to the frame after the repainted one
+     (two requestAnimationFrame callbacks, so it includes up to two 16.7 ms vsync waits);
+   - main-thread work per drag step from Chrome's Performance metrics (script, layout, style,
+     whole task).
+3. `flamechase simulate parallel_flame_chase` with its defaults: wall time. Target: under 5 s.
+
+Numbers depend on load: run it on an otherwise idle machine (`uptime` is printed with them).
+`--json FILE` also writes them as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tests.view.synth builds the synthetic run
+
+from tests.view.synth import make_run  # noqa: E402
+
+FLAMECHASE = [sys.executable, "-m", "flamechase"]
+CHROMIUM = os.environ.get("FLAMECHASE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+LATENCY_JS = """async (count) => {
+  const bar = document.getElementById("bar"), out = [];
+  for (let k = 0; k < count; k++) {
+    const v = Math.floor((k + 0.5) * (+bar.max) / count);
+    const t0 = performance.now();
+    bar.value = String(v);
+    bar.dispatchEvent(new Event("input", {bubbles: true}));
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    out.push(performance.now() - t0);
+  }
+  return out;
+}"""
+
+
+def _stats(xs: list[float]) -> dict[str, float]:
+    xs = sorted(xs)
+    return {"n": len(xs), "min": round(xs[0], 3), "median": round(statistics.median(xs), 3),
+            "p95": round(xs[min(len(xs) - 1, int(0.95 * len(xs)))], 3),
+            "max": round(xs[-1], 3)}
+
+
+def bench_show(home: Path, run_id: str, out: Path, repeat: int) -> dict[str, Any]:
+    env = dict(os.environ, FLAMECHASE_HOME=str(home))
+    walls, inner = [], []
+    for _ in range(repeat):
+        t0 = time.monotonic()
+        proc = subprocess.run([*FLAMECHASE, "show", run_id, "--html", str(out)], env=env,
+                              capture_output=True, text=True, check=True)
+        walls.append(time.monotonic() - t0)
+        m = re.search(r"in ([0-9.]+) s", proc.stdout)
+        if m:
+            inner.append(float(m.group(1)))
+    return {"wall_s": _stats(walls), "command_s": _stats(inner),
+            "html_bytes": out.stat().st_size}
+
+
+def bench_drag(html: Path, steps: int) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        t0 = time.monotonic()
+        page.goto(html.as_uri())
+        page.wait_for_function("() => window.fcReplay && window.fcReplay.count() > 0")
+        load_s = time.monotonic() - t0
+        page.evaluate(LATENCY_JS, 5)  # warm up
+
+        def metrics() -> dict[str, float]:
+            return {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+
+        before = metrics()
+        lat: list[float] = page.evaluate(LATENCY_JS, steps)
+        after = metrics()
+        per = {k: round((after[k] - before[k]) / steps * 1000, 3)
+               for k in ("ScriptDuration", "LayoutDuration", "RecalcStyleDuration",
+                         "TaskDuration")}
+        # A real mouse drag across the bar, end to end, for the record.
+        box = page.locator("#bar").bounding_box()
+        assert box is not None
+        y = box["y"] + box["height"] / 2
+        page.mouse.move(box["x"] + box["width"] - 2, y)
+        page.mouse.down()
+        t1 = time.monotonic()
+        page.mouse.move(box["x"] + 2, y, steps=steps)
+        page.mouse.up()
+        drag_s = time.monotonic() - t1
+        points = page.evaluate("() => window.fcReplay.count()")
+        browser.close()
+    return {"points": points, "page_load_s": round(load_s, 3),
+            "repaint_ms": _stats(lat), "per_step_main_thread_ms": per,
+            "mouse_drag": {"steps": steps, "seconds": round(drag_s, 3),
+                           "ms_per_step": round(1000 * drag_s / steps, 3)}}
+
+
+def bench_simulate(tmp: Path, repeat: int) -> dict[str, Any]:
+    walls = []
+    for i in range(repeat):
+        env = dict(os.environ, FLAMECHASE_HOME=str(tmp / f"simhome{i}"), TMPDIR=str(tmp))
+        t0 = time.monotonic()
+        subprocess.run([*FLAMECHASE, "simulate", "parallel_flame_chase", "--html",
+                        str(tmp / f"sim{i}.html")], env=env, cwd=tmp, capture_output=True,
+                       text=True, check=True)
+        walls.append(time.monotonic() - t0)
+    return {"wall_s": _stats(walls)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args()
+    results: dict[str, Any] = {"uptime": os.getloadavg(), "cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory(prefix="fc-bench-") as d:
+        tmp = Path(d)
+        run_dir = make_run(tmp / "home", args.events)
+        html = tmp / "replay.html"
+        results["show_html"] = bench_show(tmp / "home", run_dir.name, html, args.repeat)
+        if not args.no_browser and Path(CHROMIUM).is_file():
+            results["drag"] = bench_drag(html, args.steps)
+        results["simulate"] = bench_simulate(tmp, max(1, args.repeat // 2 + 1))
+    results["loadavg_after"] = os.getloadavg()
+    print(json.dumps(results, indent=1))
+    ok_show = results["show_html"]["wall_s"]["median"] < 2.0
+    ok_sim = results["simulate"]["wall_s"]["median"] < 5.0
+    print(f"show --html {args.events} events: median {results['show_html']['wall_s']['median']}"
+          f" s wall ({'OK' if ok_show else 'OVER'} the 2 s target); simulate: median "
+          f"{results['simulate']['wall_s']['median']} s ({'OK' if ok_sim else 'OVER'} 5 s)")
+    if "drag" in results:
+        r = results["drag"]["repaint_ms"]
+        print(f"drag to repaint: median {r['median']} ms, p95 {r['p95']} ms, max {r['max']} ms")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The terminal renderables and the live observer, rendered into a string console."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import time
+from datetime import timedelta
+from io import StringIO
+from pathlib import Path
+
+from rich.console import Console
+
+from flamechase.agents.spec import split_agent_args
+from flamechase.engine.prepare import RunRequest, prepare
+from flamechase.flows import load_flow
+from flamechase.view.live import LiveObserver
+from flamechase.view.renderables import dashboard, fmt_duration, lanes_table
+from flamechase.view.simulate import copy_sample, sim_settings
+from flamechase.view.state import RunFold, parse_at
+from tests.helpers import FLAMECHASE
+from tests.view.conftest import Run
+
+
+def _render(renderable: object, width: int = 100) -> str:
+    console = Console(file=StringIO(), width=width, color_system=None)
+    console.print(renderable)
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert isinstance(out, str)
+    return out
+
+
+def _fold_until(run: Run, stop: int) -> RunFold:
+    fold = RunFold.from_run(run.run, run.lanes)
+    for ev in run.events[:stop]:
+        fold.apply(ev)
+    return fold
+
+
+def test_fmt_duration() -> None:
+    assert [fmt_duration(s) for s in (0, 4.25, 42.9, 65, 3600 + 7 * 60 + 5, -3)] == [
+        "0.0s", "4.2s", "42s", "1m05s", "1h07m", "0.0s"]
+
+
+def test_dashboard_at_the_end_of_a_run(sim_run: Run) -> None:
+    fold = _fold_until(sim_run, len(sim_run.events))
+    now = parse_at(fold.at or "")
+    text = _render(dashboard(fold.snapshot(now), now, ["last event line"]))
+    assert "parallel_flame_chase" in text and "finished" in text
+    assert "turns 12/12 (0 left)" in text
+    assert "cost $" in text and "/∞" in text  # an unbounded key shows what it used
+    best = fold.best
+    assert best is not None
+    assert f"best steps = {best.value:g} (minimize) from {best.lane}" in text
+    for name in ("lane-1", "lane-2", "lane-3"):
+        row = next(line for line in text.splitlines() if line.startswith(name))
+        assert "idle" in row or "HELD" in row
+        assert str(fold.lanes[name].turns) in row
+    assert "last event line" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_dashboard_mid_turn_shows_actor_and_elapsed(sim_run: Run) -> None:
+    start = next(i for i, e in enumerate(sim_run.events) if e["kind"] == "turn_started")
+    fold = _fold_until(sim_run, start + 1)
+    ev = sim_run.events[start]
+    now = parse_at(ev["at"]) + timedelta(seconds=75)
+    text = _render(lanes_table(fold.snapshot(now), now))
+    row = next(line for line in text.splitlines() if line.startswith(ev["lane"]))
+    assert f"{ev['actor']} · turn 1" in row
+    assert "1m15s" in row
+    assert "working" in row
+
+
+def test_held_lane_and_failures_show(rough_run: Run) -> None:
+    fold = _fold_until(rough_run, len(rough_run.events))
+    now = parse_at(fold.at or "")
+    text = _render(lanes_table(fold.snapshot(now), now), width=140)
+    row = next(line for line in text.splitlines() if line.startswith("lane-3"))
+    assert "HELD" in row
+
+
+def test_narrow_terminal_still_renders(sim_run: Run) -> None:
+    fold = _fold_until(sim_run, len(sim_run.events) // 2)
+    now = parse_at(fold.at or "")
+    text = _render(dashboard(fold.snapshot(now), now, ["x" * 300]), width=50)
+    assert max(len(line) for line in text.splitlines()) <= 50
+    assert "lane-1" in text
+
+
+def _prepared(ws: Path) -> object:
+    flow = load_flow("parallel_flame_chase")
+    settings = sim_settings(flow, {}, sample=True)
+    agents = split_agent_args([f"{r}=sim/steady" for r in dict.fromkeys(
+        flow.roles(flow.Params()))])
+    return prepare(RunRequest(flow=flow, agents=agents, settings=settings, task="continue",
+                              workspace=copy_sample(ws)))
+
+
+def test_live_observer_folds_events_and_redraws(sim_run: Run, tmp_path: Path) -> None:
+    prepared = _prepared(tmp_path / "ws")
+    out = StringIO()
+    console = Console(file=out, width=100, force_terminal=True, color_system=None)
+    observer = LiveObserver(prepared, console=console, refresh_per_second=50)
+    for ev in sim_run.events:
+        observer.event(ev)
+    time.sleep(0.05)
+    observer.close()
+    text = out.getvalue()
+    # Redrawn in place: the cursor goes back up over the previous frame.
+    assert "\x1b[" in text and re.search(r"\x1b\[\d*A", text)
+    final = observer.renderable(parse_at(sim_run.events[-1]["at"]))
+    shown = _render(final)
+    assert "finished" in shown and "turns 12/12 (0 left)" in shown
+    # Events already folded (a resume's history) are not counted twice.
+    before = observer.fold.events
+    observer.event(sim_run.events[-1])
+    assert observer.fold.events == before
+
+
+def test_live_observer_on_resume_starts_from_the_runs_history(sim_run: Run,
+                                                              tmp_path: Path) -> None:
+    import dataclasses
+
+    prepared = dataclasses.replace(_prepared(tmp_path / "ws"),  # type: ignore[type-var]
+                                   resume_from=sim_run.run_dir)
+    observer = LiveObserver(prepared, console=Console(file=StringIO()), start=False)
+    assert observer.fold.run_id == sim_run.run["id"]
+    assert observer.fold.turns == 12
+    assert observer.fold.events == len(sim_run.events)
+
+
+def test_exec_on_a_terminal_shows_the_live_view(tmp_path: Path) -> None:
+    ws = copy_sample(tmp_path / "ws")
+    flow = load_flow("parallel_flame_chase")
+    args = [*FLAMECHASE, "exec", "-f", "parallel_flame_chase"]
+    for role in dict.fromkeys(flow.roles(flow.Params(lanes=2))):  # type: ignore[call-arg]
+        args += ["-a", f"{role}=sim/steady"]
+    args += ["-p", "lanes=2,budget.turns=4,rest_seconds=0.05", "continue"]
+    master, slave = pty.openpty()
+    env = dict(os.environ, COLUMNS="100", LINES="40", TERM="xterm-256color")
+    proc = subprocess.Popen(args, cwd=ws, stdin=subprocess.DEVNULL, stdout=slave,
+                            stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=30)
+    os.close(master)
+    text = b"".join(chunks).decode("utf-8", "replace")
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    assert "on turn" in plain and "last report" in plain  # the table's header
+    assert "lane-1" in plain and "lane-2" in plain
+    assert "turns 4/4 (0 left)" in plain
+    assert re.search(r"\x1b\[\d*A", text)  # drawn in place, not scrolled
