@@ -23,9 +23,13 @@ import time
 from pathlib import Path
 
 ACTOR = """#!/bin/sh
-date +%s%N >> "$STAMPS"
-echo '{"status":"progress","summary":"instant"}' > "$FLAMECHASE_REPORT"
-date +%s%N >> "$STAMPS"
+echo "$FLAMECHASE_LANE $(date +%s%N)" >> "$STAMPS"
+if [ -z "$FLAMECHASE_LANE" ]; then
+  echo '{"lanes":[{"lane":"lane-1","mission":{"title":"t","objective":"o","success_criteria":["c"]}},{"lane":"lane-2","mission":{"title":"t","objective":"o","success_criteria":["c"]}},{"lane":"lane-3","mission":{"title":"t","objective":"o","success_criteria":["c"]}}]}' > "$FLAMECHASE_REPORT"
+else
+  echo '{"status":"progress","summary":"instant"}' > "$FLAMECHASE_REPORT"
+fi
+echo "$FLAMECHASE_LANE $(date +%s%N)" >> "$STAMPS"
 """
 
 
@@ -46,6 +50,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=200)
     ap.add_argument("--rest", type=float, default=0.05)
+    ap.add_argument("--flow", default="flame_chase",
+                    choices=["flame_chase", "parallel_flame_chase"])
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -57,21 +63,29 @@ def main() -> None:
         stamps = tmp / "stamps"
         env = dict(os.environ, FLAMECHASE_HOME=str(tmp / "home"), STAMPS=str(stamps))
         t0 = time.monotonic()
+        agents = 2 if args.flow == "flame_chase" else 7
         proc = subprocess.run(
-            [sys.executable, "-m", "flamechase", "exec", "-f", "flame_chase",
-             "-a", f"exec:{actor}", "-a", f"exec:{actor}",
-             "-p", f"budget.turns={args.turns},rest_seconds={args.rest}", "bench"],
+            [sys.executable, "-m", "flamechase", "exec", "-f", args.flow,
+             *(["-a", f"exec:{actor}"] * agents),
+             "-p", f"budget.turns={args.turns},rest_seconds={args.rest},sandbox=off", "bench"],
             cwd=ws, env=env, capture_output=True, text=True, check=False)
         wall = time.monotonic() - t0
         if proc.returncode != 0:
             sys.exit(f"flamechase failed: {proc.stderr}")
         rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        values = [int(x) for x in stamps.read_text().split()]
-        gaps = [(values[i + 1] - values[i]) / 1e6 for i in range(1, len(values) - 1, 2)]
+        by_lane: dict[str, list[int]] = {}
+        for line in stamps.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2:  # planner stamps have no lane
+                by_lane.setdefault(parts[0], []).append(int(parts[1]))
+        gaps = []
+        for values in by_lane.values():
+            gaps += [(values[i + 1] - values[i]) / 1e6 for i in range(1, len(values) - 1, 2)]
         startup = shell_startup_ms(tmp)
         median_gap = statistics.median(gaps)
         overhead = median_gap - args.rest * 1000 - startup
         result = {
+            "flow": args.flow,
             "turns": args.turns,
             "wall_s": round(wall, 2),
             "median_gap_ms": round(median_gap, 2),

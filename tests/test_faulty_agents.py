@@ -41,6 +41,17 @@ if lane == "":
     open(report, "w").write(json.dumps(plan)); sys.exit(0)
 open(report, "w").write(json.dumps({"status": "progress", "summary": lane + " did a turn"}))
 '''
+GOOD_SH = r"""#!/bin/bash
+if [ -z "$FLAMECHASE_LANE" ]; then
+  sep=; printf '{"lanes":[' > "$FLAMECHASE_REPORT"
+  for l in ${FLAMECHASE_LANES//,/ }; do
+    printf '%s{"lane":"%s","mission":{"title":"t","objective":"o","success_criteria":["c"]}}' \
+      "$sep" "$l" >> "$FLAMECHASE_REPORT"; sep=,
+  done
+  printf ']}' >> "$FLAMECHASE_REPORT"; exit 0
+fi
+echo '{"status":"progress","summary":"did a turn"}' > "$FLAMECHASE_REPORT"
+"""
 REPORT = """echo '{"status":"progress","summary":"done"}' > "$FLAMECHASE_REPORT"\n"""
 
 
@@ -59,7 +70,7 @@ FAULTS = [
           "disk on fire"),
     Fault("segfault", "kill -SEGV $$\n", "killed by SIGSEGV"),
     Fault("silent_hang", "exec -a {marker} sleep 300\n",
-          f"no output for {SILENCE_TIMEOUT:g}s (silence_timeout)", slow=True,
+          "turn cut: no output for", slow=True,
           cut_by=SILENCE_TIMEOUT),
     Fault("chatty_hang", "while :; do echo still thinking >&2; sleep 0.2; done\n",
           f"ran past turn_timeout {TURN_TIMEOUT:g}s", slow=True),
@@ -92,9 +103,11 @@ def _marker(name: str) -> str:
     return f"fc-faulty-{name}-{os.getpid()}-{time.time_ns()}"
 
 
-def _survivors(marker: str) -> list[str]:
-    out = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True)
-    return [line for line in out.stdout.splitlines() if "pgrep" not in line]
+def _survivors(marker: str, engine: int | None = None) -> list[str]:
+    """Processes whose command line holds `marker` (the engine's own names the actor)."""
+    out = subprocess.run(["pgrep", "-af", marker], check=False, capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines()
+            if "pgrep" not in line and line.split()[0] != str(engine)]
 
 
 def _run_engine(ws: Path, args: list[str], timeout: float) -> tuple[int, str, int]:
@@ -128,7 +141,14 @@ def _lane_turns(evs: list[dict[str, Any]], lane: str) -> list[dict[str, Any]]:
     return [e for e in evs if e["lane"] == lane and e["kind"] in ("turn_valid", "turn_failed")]
 
 
-@pytest.mark.parametrize("fault", FAULTS, ids=[f.name for f in FAULTS])
+# Each fault alone, for a clear failure; all but the regression of a found bug are `slow`: the
+# unmarked `test_seven_faults_at_once_in_eight_lanes` covers the same promises in one run.
+UNMARKED = {"report_nested_too_deeply"}  # crashed the whole engine with a traceback once
+
+
+@pytest.mark.parametrize("fault", [
+    pytest.param(f, id=f.name, marks=() if f.name in UNMARKED else pytest.mark.slow)
+    for f in FAULTS])
 def test_faulty_lane_two_turn_ends_and_lane_one_goes_on(tmp_path: Path, fault: Fault) -> None:
     marker = _marker(fault.name)
     ws = tmp_path / "ws"
@@ -179,12 +199,71 @@ def test_faulty_lane_two_turn_ends_and_lane_one_goes_on(tmp_path: Path, fault: F
         first = next(e for e in evs if e["lane"] == "lane-2" and e["kind"] == "turn_started")
         during = [e for e in lane1 if first["seq"] < e["seq"] < lane2[0]["seq"]]
         assert len(during) >= 2, "lane 1 stalled while lane 2 hung"
-    if fault.reason is not None and not fault.slow:
+    if fault.reason is not None and len(lane2) >= 2:
         # Two failed turns in a row hold lane 2; lane 1 spends the rest of the budget.
         assert [e["kind"] for e in evs].count("lane_held") == 1
     assert wall < 60
 
 
+FAULT = {f.name: f for f in FAULTS}
+AT_ONCE = {  # lane -> fault; lane 1 is well behaved
+    "lane-2": FAULT["crash"],
+    "lane-3": FAULT["segfault"],
+    "lane-4": FAULT["silent_hang"],
+    "lane-5": FAULT["ignores_sigterm"],
+    "lane-6": FAULT["exit_0_without_report"],
+    "lane-7": FAULT["report_of_100_mb"],
+    "lane-8": Fault("stdout_300_mb_and_daemons", FAULT["stdout_300_mb"].body.replace(
+        REPORT, "") + FAULT["forks_daemons"].body, None),
+}
+
+
+def test_seven_faults_at_once_in_eight_lanes(tmp_path: Path) -> None:
+    """Lanes 2..8 each misbehave differently, at the same time; lane 1 goes on regardless."""
+    marker = _marker("at-once")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("source\n")
+    good = tmp_path / "good.sh"  # bash, not python: starts fast on a loaded machine
+    good.write_text(GOOD_SH)
+    good.chmod(0o755)
+    agents = ["-a", f"coordinator=exec:{good}",
+              "-a", f"lane_1_actor_a=exec:{good},lane_1_actor_b=exec:{good}"]
+    for lane, fault in AT_ONCE.items():
+        bad = tmp_path / f"{marker}-{lane}.sh"
+        bad.write_text("#!/bin/bash\n" + fault.body.replace("{marker}", marker))
+        bad.chmod(0o755)
+        n = lane.split("-")[1]
+        agents += ["-a", f"lane_{n}_actor_a=exec:{bad},lane_{n}_actor_b=exec:{bad}"]
+    turn_timeout = 30.0  # the 300 MB must get through on a loaded machine; hangs are silent
+    code, err, rss_kb = _run_engine(ws, [
+        "exec", "-f", "parallel_flame_chase", *agents,
+        "-p", f"lanes=8,budget.turns=24,rest_seconds=0.05,turn_timeout={turn_timeout:g},"
+              f"silence_timeout={SILENCE_TIMEOUT:g}", "faulty agents"], timeout=120)
+    assert code == 0, err
+    assert "Traceback" not in err, err
+    assert _survivors(marker) == []
+    assert rss_kb < RSS_LIMIT_KB, f"peak RSS {rss_kb // 1024} MiB"
+    evs = events(ws)
+    for lane, fault in AT_ONCE.items():
+        turns = _lane_turns(evs, lane)
+        assert turns, f"{lane} ({fault.name}) never finished a turn"
+        for e in turns:
+            p = e["payload"]
+            cut_by = turn_timeout if fault.cut_by == TURN_TIMEOUT else fault.cut_by
+            assert p["duration"] <= cut_by + SLACK, (lane, fault.name, p["duration"])
+            if fault.reason is None:
+                assert e["kind"] == "turn_valid", (lane, p)
+            else:
+                assert e["kind"] == "turn_failed", (lane, p)
+                assert fault.reason in p["error"], (lane, p["error"])
+                assert len(p["error"].splitlines()) == 1, p["error"]
+    lane1 = _lane_turns(evs, "lane-1")
+    assert len(lane1) >= 5
+    assert all(e["kind"] == "turn_valid" for e in lane1)
+
+
+@pytest.mark.slow
 def test_a_stopped_engine_leaves_no_faulty_agent_behind(tmp_path: Path) -> None:
     """SIGTERM to the engine while lane 2 ignores SIGTERM: the run stops, the agent dies."""
     marker = _marker("engine-term")
@@ -206,9 +285,9 @@ def test_a_stopped_engine_leaves_no_faulty_agent_behind(tmp_path: Path) -> None:
         cwd=ws, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True)
     deadline = time.monotonic() + 30
-    while not _survivors(marker) and time.monotonic() < deadline:
+    while not _survivors(marker, p.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _survivors(marker), "lane 2 never started"
+    assert _survivors(marker, p.pid), "lane 2 never started"
     p.send_signal(signal.SIGTERM)
     time.sleep(0.3)
     p.send_signal(signal.SIGTERM)  # the second signal cuts the turns under way

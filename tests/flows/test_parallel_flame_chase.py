@@ -165,6 +165,9 @@ def test_lane_1_works_in_the_source_others_in_private_snapshots(
         if c.turn >= 2:
             return c.ok("blocked", "stop here")
     """)
+    (ws / "tool.sh").write_text("#!/bin/sh\n")
+    (ws / "tool.sh").chmod(0o755)
+    (ws / "readme-link").symlink_to("README.md")
     before = _tree(ws)
     assert team.run(ws).returncode == 3
     root = run_dir(state_home, ws)
@@ -186,6 +189,10 @@ def test_lane_1_works_in_the_source_others_in_private_snapshots(
         assert (snap / "README.md").read_text() == f"changed by {lane}"
         assert sorted(p.name for p in snap.glob("written-by-*")) == [
             f"written-by-{lane}-1.txt", f"written-by-{lane}-2.txt"]
+        # A copy with the tree's links and modes, renamed into place whole.
+        assert os.readlink(snap / "readme-link") == "README.md"
+        assert os.access(snap / "tool.sh", os.X_OK)
+        assert [p.name for p in snap.parent.iterdir() if "partial" in p.name] == []
     # Only lane 1 wrote the source; nothing else changed in it.
     after = _tree(ws)
     added = sorted(set(after) - set(before))
@@ -389,6 +396,11 @@ def test_a_second_run_on_the_same_tree_is_refused(
         assert len(proc.stderr.strip().splitlines()) == 1
         assert run_id in proc.stderr
         assert not (other.dir / "log.jsonl").exists()
+        # The lock is keyed by the resolved path: another name for the tree is the same tree.
+        alias = tmp_path / "alias"
+        alias.symlink_to(ws)
+        proc = other.run(alias, "budget.turns=3", task="a third task")
+        assert proc.returncode == 2 and run_id in proc.stderr
         assert [p.name for p in (state_home / "runs").iterdir()] == [run_id]
     finally:
         team.set_flag("go")
@@ -436,13 +448,16 @@ def test_a_replaced_control_path_fails_the_run(ws: Path, tmp_path: Path, what: s
     path = team.saved("swapped")
     assert path in proc.stderr
     assert "replaced or linked" in proc.stderr
-    failed = [e for e in events(ws) if e["kind"] == "run_failed"]
+    evs = events(ws)
+    failed = [e for e in evs if e["kind"] == "run_failed"]
     assert len(failed) == 1 and path in failed[0]["payload"]["message"]
     st = status(ws)
     assert st["status"] == "failed"
     assert path in st["last_error"]
-    # That lane never took another turn there.
+    # That lane never took another turn there, and the check ran before the next write:
+    # no turn ended after the swap (the swapping one included) was recorded.
     assert [e["turn"] for e in team.lane_log(lane)] == [1]
+    assert turn_events(evs) == []
 
 
 # ---- large copies ----------------------------------------------------------------------------

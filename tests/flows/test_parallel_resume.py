@@ -103,6 +103,28 @@ def test_continue_with_a_changed_task_md_replans_in_a_fresh_snapshot(
     assert lane2["consecutive_failures"] == 0 and lane2["last_status"] == "blocked"
 
 
+def test_the_large_copy_check_counts_only_the_copies_a_resume_makes(
+        ws: Path, tmp_path: Path, state_home: Path) -> None:
+    (ws / "TASK.md").write_text("first objective\n")
+    team = Team(tmp_path / "team", 'return c.ok("blocked", "stop here")')
+    assert team.run(ws, task="continue").returncode == 3
+    run_id = status(ws)["id"]
+    big = ("workspace_file_warning_threshold=1", "confirm_large_workspace_copies=true")
+    # A plain resume makes no copy: no warning, nothing to confirm.
+    proc = team.run(ws, *big, task="continue")
+    assert proc.returncode == 3, proc.stderr
+    assert "WARNING" not in proc.stderr
+    # A changed objective makes one planning copy: warned, and refused without a terminal.
+    (ws / "TASK.md").write_text("second objective\n")
+    proc = team.run(ws, *big, task="continue")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("WARNING") and "1 workspace snapshot" in proc.stderr
+    assert not (run_dir(state_home, ws) / "planning" / "2").exists()
+    assert len(team.coordinator_log()) == 1
+    st = status(ws)
+    assert st["id"] == run_id and st["task"] == "first objective"
+
+
 def test_a_different_task_or_fresh_mode_starts_a_new_run(ws: Path, tmp_path: Path) -> None:
     team = Team(tmp_path / "team", 'return c.ok("blocked", "stop here")')
     ids = []

@@ -60,9 +60,10 @@ def sim_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 @pytest.fixture(scope="session")
 def rough_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """A run with failures, repairs and a held lane: flaky lane 2, a blocked actor in lane 3."""
+    """A run with failures and a held lane: in lane 2 a flaky actor and one that never
+    reports (every one of its turns fails), in lane 3 an actor that reports blocked."""
     return simulate(tmp_path_factory.mktemp("rough"), "-a",
-                    "lane_2_actor_a=sim/flaky,lane_2_actor_b=sim/flaky,"
+                    "lane_2_actor_a=sim/flaky,lane_2_actor_b=sim/silent,"
                     "lane_3_actor_a=sim/blocked", "-p", "budget.turns=16")
 
 

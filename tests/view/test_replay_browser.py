@@ -277,18 +277,19 @@ def test_terminal_view_screenshot(page: Any, sim_run: Run) -> None:
 
     fold = RunFold.from_run(sim_run.run, sim_run.lanes)
     recent: list[str] = []
-    from flamechase.cli.observe import describe
+    from flamechase.view.live import event_line
 
     busy = 0
-    for k, ev in enumerate(sim_run.events):
+    upto = 0
+    for upto, ev in enumerate(sim_run.events, start=1):  # noqa: B007 (used after the loop)
         fold.apply(ev)
-        recent = [*recent[-5:], describe(ev)]
+        recent = [*recent[-5:], event_line(ev, fold)]
         if sum(1 for s in fold.lanes.values() if s.actor) == 3 and fold.turns >= 4:
             busy += 1
             if busy == 2:
                 break
     # The moment just before the next event: turns under way show how long they have run.
-    now = parse_at(sim_run.events[k + 1]["at"])
+    now = parse_at(sim_run.events[upto]["at"])
     console = Console(record=True, width=110, file=StringIO(), force_terminal=True)
     console.print(dashboard(fold.snapshot(now), now, recent,
                             workspace=str(sim_run.run["workspace"])))

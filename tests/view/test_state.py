@@ -168,3 +168,20 @@ def test_lane_row_and_snapshot_have_the_same_fields_in_order() -> None:
     snap = row.freeze()
     assert (snap.name, snap.actor, snap.turn, snap.held, snap.state) == ("lane-1", "a", 3,
                                                                          True, "turn")
+
+
+def test_active_time_skips_the_time_a_crashed_run_was_down() -> None:
+    fold = RunFold(lanes=[("lane-1", ("a", "b"))])
+    for seq, (at, kind) in enumerate([
+            ("2026-01-01T00:00:00.000Z", "run_created"),
+            ("2026-01-01T00:00:10.000Z", "turn_started"),  # then the engine is killed
+            ("2026-01-01T05:00:00.000Z", "turn_interrupted"),
+            ("2026-01-01T05:00:00.000Z", "run_resumed"),
+            ("2026-01-01T05:00:05.000Z", "run_finished")], start=1):
+        fold.apply({"seq": seq, "at": at, "kind": kind, "lane": "lane-1" if "turn" in kind
+                    else None, "actor": "a", "payload": {}})
+    # The cut turn is recorded by the resumed engine, after the outage; the dead session
+    # was active until its own last event.
+    assert fold.active_seconds() == 10 + 5
+    assert fold.lanes["lane-1"].actor is None
+    assert fold.status == "finished"

@@ -5,10 +5,15 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from flamechase.cli import EXIT_CODES_HELP
+
+if TYPE_CHECKING:
+    from flamechase.engine.loop import Observer
+    from flamechase.engine.prepare import Prepared
 
 
 @click.command("exec", epilog=EXIT_CODES_HELP)
@@ -61,7 +66,7 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
     return end.exit_code
 
 
-def _live_or_lines(prepared: object) -> object:
+def _live_or_lines(prepared: Prepared) -> Observer:
     from flamechase.cli.observe import LineObserver
 
     if sys.stdout.isatty():

@@ -6,9 +6,11 @@ stack loads only when serving.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,19 @@ from flamechase.cli import EXIT_CODES_HELP
 
 def _say(text: str) -> None:
     click.echo(text, err=True)
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """An output file that cannot be written is a one-line error, not a traceback."""
+    from flamechase.fsutil import FileRefused
+
+    try:
+        yield
+    except FileRefused as exc:
+        raise click.ClickException(f"will not write {path}: {exc.reason}") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _progress_observer(prepared: Any) -> Any:
@@ -57,7 +72,8 @@ def show_command(run: str, html_out: Path | None) -> int:
         from flamechase.view.replay import write_replay
 
         t0 = time.monotonic()
-        doc = write_replay(run_dir, html_out)
+        with _writing(html_out):
+            doc = write_replay(run_dir, html_out)
         click.echo(f"wrote the replay of run {run_dir.name} ({len(doc['points'])} events) to "
                    f"{html_out} in {time.monotonic() - t0:.2f} s")
         return 0
@@ -114,7 +130,8 @@ def simulate_command(*, flow_ref: str, params: tuple[str, ...], agents: tuple[st
             copy_workspace(workspace, ws)
         outcome = run_sim(flow, ws, settings, task=task, agents=split_agent_args(list(agents)),
                           state=None if keep else tmp / "home", warn=_say)
-        doc = write_replay(outcome.run_dir, out)
+        with _writing(out):
+            doc = write_replay(outcome.run_dir, out)
         summary = summarize(outcome.run_dir)
     for line in summary.lines():
         click.echo(line)
@@ -159,13 +176,14 @@ def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path |
     settings = sim_settings(flow, dict(split_kv(list(params))), sample=True, rest=0.2)
     outcome = run_sim(flow, dest, settings, observer=_progress_observer, warn=_say)
     out = html_out or dest.with_name(dest.name + ".html")
-    write_replay(outcome.run_dir, out)
+    with _writing(out):
+        write_replay(outcome.run_dir, out)
     click.echo("")
     for line in summarize(outcome.run_dir).lines():
         click.echo(line)
     click.echo(f"replay: {out} (open it in a browser)")
-    click.echo(f"next: cd {dest} && flamechase status last · flamechase show last "
-               "--html replay.html · flamechase serve")
+    click.echo(f"the tree lane 1 improved: {dest}")
+    click.echo("next: flamechase status last · flamechase events last · flamechase serve")
     return outcome.exit_code
 
 
@@ -174,7 +192,11 @@ def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path |
               help="port on 127.0.0.1 (0: any free port)")
 def serve_command(port: int) -> int:
     """A local page listing runs and replaying them live (127.0.0.1 only, token in the URL)."""
-    from flamechase.view.serve import serve
+    try:
+        from flamechase.view.serve import serve
+    except ImportError as exc:  # the web stack is only needed here
+        raise click.ClickException(f"flamechase serve needs starlette and uvicorn ({exc}); "
+                                   "pip install starlette uvicorn") from None
 
     def ready(url: str) -> None:
         click.echo(f"flamechase serve: open {url}", err=False)
@@ -205,7 +227,8 @@ def trace_command(run: str, out: Path) -> int:
 
     run_dir = resolve(run)
     trace = build_trace(*load_run(run_dir))
-    atomic_write(out, json.dumps(trace, ensure_ascii=False).encode(), mode=0o644)
+    with _writing(out):
+        atomic_write(out, json.dumps(trace, ensure_ascii=False).encode(), mode=0o644)
     slices = sum(1 for e in trace["traceEvents"] if e.get("cat") == "turn")
     click.echo(f"wrote {slices} turn slices of run {run_dir.name} to {out}; open it in "
                "Perfetto (ui.perfetto.dev) or chrome://tracing")

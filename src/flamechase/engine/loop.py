@@ -316,6 +316,12 @@ class Engine:
             for notice in self.prep.notices:
                 self._say("notice", message=notice)
             self._make_dirs()
+            if self.prep.revised and not self.flow.planner:
+                with self._tx():
+                    self.writer.update_run(task=self.prep.objective,
+                                           task_fingerprint=self.prep.task_fingerprint)
+                    self._emit("objective_revised",
+                               task_fingerprint=self.prep.task_fingerprint)
             if self.flow.planner and (self.plan is None or self.prep.revised):
                 if not await self._plan():
                     if self.stopping:
@@ -391,7 +397,8 @@ class Engine:
         run = self.reader.run()
         n = int(run["replans"]) + 1
         ws = self.layout.planning_workspace(n)
-        ws.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for d in (ws.parent.parent, ws.parent, self.layout.planning_attempt(n, 1).parent):
+            d.mkdir(exist_ok=True, mode=0o700)  # private like the run directory (not umask)
         clean_partials(ws.parent)
         snapshot(self.prep.workspace, ws)
         lanes = [st.d for st in self.lanes.values()]
@@ -627,6 +634,7 @@ class Engine:
         counted = out.status in ("valid", "failed")
         hold: str | None = None
         self._fault("collect")
+        self.guard.verify()  # before every write: nothing read through a swapped path lands
         with self._tx():
             report_dict = out.result.model_dump(mode="json") if out.status == "valid" else None
             turn_id = self.writer.insert_turn(
@@ -729,7 +737,7 @@ class Engine:
         sub = report.submission
         assert sub is not None
         before = self.board()["best"]
-        row = {"report_id": report_id, "lane": st.d.name, "at": out.ended,
+        row: dict[str, Any] = {"report_id": report_id, "lane": st.d.name, "at": out.ended,
                "metric": sub.metric, "direction": sub.direction, "claimed": sub.value,
                "measured": out.extra.get("measured"),
                "verified": bool(out.extra.get("verified")),

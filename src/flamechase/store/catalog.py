@@ -43,7 +43,8 @@ def resolve(ref: str) -> Path:
         runs = list_runs()
         if not runs:
             raise RunNotFound("no readable runs; start one with flamechase exec")
-        return home.runs_dir() / runs[-1]["id"]
+        last: str = runs[-1]["id"]
+        return home.runs_dir() / last
     exact = [d for d in dirs if d.name == ref]
     if exact:
         return exact[0]

@@ -12,6 +12,7 @@ checked against the events it was built from.
     trace.py        Chrome trace-event JSON (Perfetto)
     renderables.py  rich renderables over a snapshot (pure)
     live.py         the `exec` TTY observer (rich Live)
+    summary.py      what a run amounted to, in a few lines (`demo`, `simulate`, `show`)
     simulate.py     `simulate` and `demo`: a flow run in-process with `sim` actors
     serve.py        `serve`: starlette app, token-guarded, live over server-sent events
 """

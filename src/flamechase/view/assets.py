@@ -129,7 +129,8 @@ const LANE0 = [null, null, 0, null, 0, 0, 0, 0, null, 0, null, null, null, null]
 const P = [], S = [], B = [], PB = [], R = [], RA = Object.create(null), open = [];
 const rows = [], labels = [], laneRows = [];
 let cur = 0, timer = null, queued = false, hi = null, planRow = null, lastTs = 0;
-let S0 = {ln: [], pub: [], cur: [], sp: [0, 0, 0, 0, 0], spT: 0,
+const shown = {pub: null, cur: null, bd: undefined};
+const S0 = {ln: [], pub: [], cur: [], sp: [0, 0, 0, 0, 0], spT: 0,
   lim: [null, null, null, null], bd: null, st: "starting"};
 const el = (tag, cls, text) => {
   const e = document.createElement(tag);
@@ -176,6 +177,7 @@ function addLane(name, roles) {
   tr.firstChild.textContent = name;
   $("lanes").tBodies[0].appendChild(tr); rows[li] = tr;
 }
+// addLane() appends to `lanes` as it builds each lane's DOM: start it from empty.
 lanes.splice(0).forEach((l) => addLane(l.name, l.roles));
 S0.ln = lanes.map(() => LANE0); S0.pub = lanes.map(() => 0);
 S0.cur = lanes.map(() => lanes.map(() => 0));
@@ -322,11 +324,12 @@ function go(i, ts) {
   if (!queued) { queued = true; requestAnimationFrame(render); }
 }
 
+// Writes only what differs: an unchanged cell costs no layout.
 function cell(tr, k, text, cls, title) {
-  const td = tr.cells[k];
-  td.textContent = text === null || text === undefined ? "" : String(text);
-  if (cls !== undefined) td.className = cls;
-  td.title = title || "";
+  const td = tr.cells[k], t = text === null || text === undefined ? "" : String(text);
+  if (td.textContent !== t) td.textContent = t;
+  if (cls !== undefined && td.className !== cls) td.className = cls;
+  if (td.title !== (title || "")) td.title = title || "";
 }
 
 function render() {
@@ -369,8 +372,11 @@ function render() {
     cell(tr, 6, r[7], "num");
     labels[li].className = "tl-label" + (p.l === li ? " cur" : "");
   });
-  pending(s);
-  board(s);
+  // States share unchanged parts, so identity says whether a panel needs redrawing.
+  if (s.pub !== shown.pub || s.cur !== shown.cur) {
+    pending(s); shown.pub = s.pub; shown.cur = s.cur;
+  }
+  if (s.bd !== shown.bd) { board(s); shown.bd = s.bd; }
   spend(s, p);
   story();
 }

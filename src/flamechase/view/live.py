@@ -21,12 +21,17 @@ from typing import Any
 from rich.console import Console, RenderableType
 from rich.live import Live
 
-from flamechase.cli.observe import describe
 from flamechase.errors import StoreError
+from flamechase.view.narrate import narrate
 from flamechase.view.renderables import dashboard
 from flamechase.view.state import RunFold
 
-__all__ = ["LiveObserver", "fold_for"]
+__all__ = ["LiveObserver", "event_line", "fold_for"]
+
+
+def event_line(ev: dict[str, Any], fold: RunFold) -> str:
+    """`HH:MM:SS sentence`: the replay's narration of `ev`, already folded into `fold`."""
+    return f"{str(ev.get('at') or '')[11:19]} {narrate(ev, fold)[0]}"
 
 
 def fold_for(prepared: Any) -> RunFold:
@@ -94,7 +99,7 @@ class LiveObserver:
         with self._lock:
             self.fold.apply(ev)
             self._seen = max(self._seen, seq)
-            self.recent.append(describe(ev))
+            self.recent.append(event_line(ev, self.fold))
             if not self.fold.run_id and ev.get("kind") == "run_created":
                 self.fold.run_id = self._run_id()
         if self._started and ev.get("kind") != "turn_started":

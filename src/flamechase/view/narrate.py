@@ -99,6 +99,8 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
         who = _and(missions) if missions else "every lane"
         return (f"{actor or 'The planner'} hands each lane its mission as words: {who}; "
                 "then leaves.", "plan")
+    if kind == "objective_revised":
+        return "The objective changed (TASK.md was revised); the lanes go on toward it.", "plan"
     if kind == "objective_replanned":
         return f"The objective changed: re-planned (revision {p.get('revision')}).", "plan"
     if kind == "run_running":

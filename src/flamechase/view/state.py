@@ -261,6 +261,7 @@ class RunFold:
         self._open_at: datetime | None = None
         self.started: str | None = None
         self.at: str | None = None
+        self._alive_at: str | None = None  # the last event a running session recorded
         self.events = 0
 
     # ---- construction ----------------------------------------------------------------------
@@ -305,6 +306,11 @@ class RunFold:
         at = str(ev.get("at") or "")
         ch = Change()
         self.events += 1
+        before = self._alive_at
+        # A resumed engine first records the turns the dead one left cut (turn_interrupted
+        # without a duration): those say nothing about when the old session was alive.
+        if at and not (kind == "turn_interrupted" and "duration" not in p):
+            self._alive_at = at
         if at:
             self.at = at
             if self.started is None:
@@ -316,7 +322,12 @@ class RunFold:
             if isinstance(p.get("budget"), Mapping):
                 self._set_limits(p["budget"])
                 ch.budget = True
-            if at and self._open_at is None:
+            if self._open_at is not None and before:
+                # The previous session ended without an end event (a crash or a kill): it
+                # was active until its last event, not through the time the run was down.
+                self._active_closed += (parse_at(before) - self._open_at).total_seconds()
+                self._open_at = None
+            if at:
                 self._open_at = parse_at(at)
             self._status("starting" if kind == "run_created" else "resumed", ch)
         elif kind == "planning_started":
