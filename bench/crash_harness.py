@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.engine.crash_harness import kill_points  # noqa: E402
+from tests.engine.crash_harness import kill_points
 
 
 def main() -> None:

@@ -88,7 +88,7 @@ def main() -> None:
         _fail(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")
     os.close(ruleset)
     try:
-        os.execvp(argv[0], argv)
+        os.execvp(argv[0], argv)  # noqa: S606 -- the agent's own argv, never a shell
     except OSError as exc:
         sys.stderr.write(f"flamechase sandbox: cannot run {argv[0]}: {exc.strerror}\n")
         os._exit(127)

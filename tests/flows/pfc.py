@@ -136,7 +136,8 @@ def lane_of(st: dict[str, Any], lane: str) -> dict[str, Any]:
 
 
 def run_dir(state_home: Path, ws: Path) -> Path:
-    return state_home / "runs" / status(ws)["id"]
+    run_id: str = status(ws)["id"]
+    return state_home / "runs" / run_id
 
 
 def db_rows(state_home: Path, ws: Path, sql: str) -> list[sqlite3.Row]:

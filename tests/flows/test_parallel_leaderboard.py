@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,10 +37,11 @@ def _sub(value: float, metric: str = "score", direction: str = "minimize") -> st
             '"evidence": ["ran it"]}')
 
 
-def _board_in(prompt: str) -> dict:
+def _board_in(prompt: str) -> dict[str, Any]:
     """The leaderboard JSON printed in a lane prompt."""
     text = prompt.split("Current leaderboard:\n", 1)[1]
-    return json.JSONDecoder().raw_decode(text)[0]
+    board: dict[str, Any] = json.JSONDecoder().raw_decode(text)[0]
+    return board
 
 
 def test_the_evaluator_measures_and_ranks_strictly_better(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,11 +19,11 @@ def ws(source_tree: Path) -> Path:
     return source_tree
 
 
-def _ids(entry: dict, lane: str) -> list[str]:
+def _ids(entry: dict[str, Any], lane: str) -> list[str]:
     return [d["id"] for d in entry["inbox"] if d["lane"] == lane]
 
 
-def _turn(team: Team, lane: str, turn: int) -> dict:
+def _turn(team: Team, lane: str, turn: int) -> dict[str, Any]:
     return next(e for e in team.lane_log(lane) if e["turn"] == turn)
 
 

@@ -80,10 +80,13 @@ def test_simulate_keep_records_the_run(tmp_path: Path, state_home: Path) -> None
     del state_home
 
 
-def test_simulate_refuses_an_unknown_flow(tmp_path: Path) -> None:
+def test_simulate_refuses_an_unknown_flow_and_real_agents(tmp_path: Path) -> None:
     proc = cli("simulate", "no_such_flow", cwd=tmp_path)
     assert proc.returncode == 2
     assert "no flow called" in proc.stderr
+    proc = cli("simulate", "flame_chase", "-a", "first_chaser=claude/opus:high", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "sim/PROFILE only" in proc.stderr
 
 
 def test_demo_runs_the_sample_and_summarises(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
             config: Path | None, resume: bool, as_json: bool, task: str) -> int:
     """Run FLOW on the current directory toward TASK (`continue` reads TASK.md)."""
     from flamechase.agents.spec import split_agent_args
-    from flamechase.cli.observe import JsonObserver, LineObserver
+    from flamechase.cli.observe import JsonObserver
     from flamechase.config import load_config, split_kv
     from flamechase.engine.loop import Engine
     from flamechase.engine.prepare import RunRequest, prepare

@@ -143,6 +143,7 @@ def events_command(run: str, as_json: bool, follow: bool) -> int:
     run_dir = resolve(run)
     after = 0
     ended = {"run_finished", "run_stopped", "run_failed", "run_held"}
+    over = False  # the run was seen over: one more read takes what it committed meanwhile
     with Reader(run_dir / "run.db") as r:
         while True:
             batch = r.events(after=after, limit=1000)
@@ -157,7 +158,10 @@ def events_command(run: str, as_json: bool, follow: bool) -> int:
                 if st["status"] not in ("running", "starting"):
                     return 0
             if not batch:
+                if over:
+                    return 0
                 st = run_status(run_dir)
                 if st["status"] not in ("running", "starting"):
-                    return 0
+                    over = True
+                    continue
                 time.sleep(0.2)

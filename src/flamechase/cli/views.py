@@ -119,6 +119,12 @@ def simulate_command(*, flow_ref: str, params: tuple[str, ...], agents: tuple[st
     from flamechase.view.summary import summarize
 
     t0 = time.monotonic()
+    items = split_agent_args(list(agents))
+    for role, spec in items:
+        # A simulation must never spend anything: only simulated actors are accepted.
+        if role is None or not spec.startswith("sim/"):
+            raise click.UsageError(f"-a {role + '=' if role else ''}{spec}: simulate takes "
+                                   "ROLE=sim/PROFILE only (steady, flaky, blocked, silent)")
     flow = load_flow(flow_ref)
     settings = sim_settings(flow, dict(split_kv(list(params))), sample=workspace is None)
     out = html_out or Path(f"{flow.name}-simulation.html")
@@ -128,7 +134,7 @@ def simulate_command(*, flow_ref: str, params: tuple[str, ...], agents: tuple[st
             copy_sample(ws)
         else:
             copy_workspace(workspace, ws)
-        outcome = run_sim(flow, ws, settings, task=task, agents=split_agent_args(list(agents)),
+        outcome = run_sim(flow, ws, settings, task=task, agents=items,
                           state=None if keep else tmp / "home", warn=_say)
         with _writing(out):
             doc = write_replay(outcome.run_dir, out)

@@ -9,7 +9,6 @@ ranked. Without an evaluator, claims are ranked as the reference runtime does, l
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import math

@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from flamechase import procs
 from flamechase.agents.backend import TurnRequest
 from flamechase.agents.registry import state_paths
-from flamechase import procs
 from flamechase.engine import inbox as inbox_mod
 from flamechase.engine import leaderboard as lb
 from flamechase.engine.budget import BudgetTracker, Spend
@@ -322,14 +322,14 @@ class Engine:
                                            task_fingerprint=self.prep.task_fingerprint)
                     self._emit("objective_revised",
                                task_fingerprint=self.prep.task_fingerprint)
-            if self.flow.planner and (self.plan is None or self.prep.revised):
-                if not await self._plan():
-                    if self.stopping:
-                        return self._finish("stopped", EXIT_SIGNAL, "stopped by a signal")
-                    if self.budget.spent() is not None:
-                        return self._finish("finished", EXIT_OK,
-                                            f"budget {self.budget.spent()} is spent")
-                    return self._finish("failed", EXIT_FAILED, self._last_error)
+            needs_plan = self.flow.planner and (self.plan is None or self.prep.revised)
+            if needs_plan and not await self._plan():
+                if self.stopping:
+                    return self._finish("stopped", EXIT_SIGNAL, "stopped by a signal")
+                if self.budget.spent() is not None:
+                    return self._finish("finished", EXIT_OK,
+                                        f"budget {self.budget.spent()} is spent")
+                return self._finish("failed", EXIT_FAILED, self._last_error)
             with self._tx():
                 self.writer.update_run(status="running", last_error=None)
                 self._emit("run_running", lanes=list(self.lanes))
@@ -552,7 +552,8 @@ class Engine:
             self._emit("turn_started", lane, role, turn=number, attempt=attempt,
                        backend=self.prep.agents[role].text,
                        delivered=[d["report_id"] for d in batch.deliveries])
-        st.number, st.attempt, st.role, st.acks, st.io_dir = number, attempt, role, batch.acks, io_dir
+        st.number, st.attempt, st.role = number, attempt, role
+        st.acks, st.io_dir = batch.acks, io_dir
 
         def set_cut(cut: Callable[[], Awaitable[None]] | None) -> None:
             st.cut = cut
@@ -760,7 +761,7 @@ class Engine:
                        metric=sub.metric, direction=sub.direction, value=after["value"]
                        if after else None)
 
-    # ---- the loop ----------------------------------------------------------------------------------
+    # ---- the loop ------------------------------------------------------------------------
 
     def _on_signal(self) -> None:
         self.stopping += 1
@@ -854,7 +855,7 @@ def _env_fault_hook() -> Callable[[str], None] | None:
     seen = {"n": 0}
 
     def hook(at: str) -> None:
-        if at == label or label == "any":
+        if label in (at, "any"):
             seen["n"] += 1
             if seen["n"] == target:
                 os.kill(os.getpid(), signal.SIGKILL)

@@ -30,7 +30,9 @@ def read_task_file(workspace: Path) -> str | None:
         data = path.read_bytes()[:TASK_LIMIT]
         text = data.decode("utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
-        raise TaskError(f"cannot read {path}: {exc}; fix the file or pass the task inline")
+        raise TaskError(
+            f"cannot read {path}: {exc}; fix the file or pass the task inline"
+        ) from None
     if not text:
         raise TaskError(f"{path} is empty; write the objective in it or pass the task inline")
     return text

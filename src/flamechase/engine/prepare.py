@@ -218,7 +218,8 @@ def prepare(req: RunRequest) -> Prepared:
                            "copies (they are asked to stay there); set sandbox=off to silence")
 
     return Prepared(
-        flow=flow, params=params, sandboxed=sandboxed, budget=budget, agents=agents, backends=backends,
+        flow=flow, params=params, sandboxed=sandboxed, budget=budget, agents=agents,
+        backends=backends,
         objective=objective, task_fingerprint=fp, workspace=ws, resume_from=resume_dir,
         revised=revised, notices=tuple(notices),
     )

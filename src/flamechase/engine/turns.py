@@ -35,7 +35,7 @@ class TurnOutcome:
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # artifacts, receipts
     error: str | None = None
     exit_code: int | None = None
-    usage: Usage = Usage()
+    usage: Usage = dataclasses.field(default_factory=Usage)
     recovered_from_checkpoint: bool = False
     resets_at: datetime | None = None
     transcript: Path | None = None
