@@ -141,7 +141,11 @@ def test_readers_never_block_or_corrupt_a_live_run(tmp_path: Path, state_home: P
     seen: set[str] = set()
     html = tmp_path / "live.html"
     shown = None
+    start_times: list[float] = []  # `flamechase --version`: the interpreter starting alone
     while run.poll() is None:
+        t0 = time.monotonic()
+        assert cli("--version", cwd=ws, timeout=20).returncode == 0
+        start_times.append(time.monotonic() - t0)
         t0 = time.monotonic()
         st = cli("status", "--json", cwd=ws, timeout=20)
         status_times.append(time.monotonic() - t0)
@@ -179,16 +183,14 @@ def test_readers_never_block_or_corrupt_a_live_run(tmp_path: Path, state_home: P
     # Readers answered quickly while the run was busy, and saw it running.
     assert "running" in seen
     assert len(status_times) >= 2
-    # `status` answers in ~0.8 s on a quiet machine, nearly all of it Python starting, and
-    # in ~2 s on a loaded 2-CPU box running this suite; the read itself takes milliseconds.
-    # It is no slower against the live run than against the same run finished.
-    finished = []
-    for _ in range(3):
-        t0 = time.monotonic()
-        assert cli("status", "--json", cwd=ws, timeout=20).returncode == 0
-        finished.append(time.monotonic() - t0)
-    live = sorted(status_times)[len(status_times) // 2]
-    assert live < 4.0 and live < 1.5 * max(finished) + 0.5, (status_times, finished)
+    # `status` answers in ~0.8 s on a quiet machine, nearly all of it Python starting, and in
+    # 2-3 s on a loaded 2-CPU box running this suite and the run. What the live run could add
+    # (a lock wait, a busy database) shows beside `--version` measured at the same moments;
+    # the read itself, in this process, takes milliseconds.
+    def median(xs: list[float]) -> float:
+        return sorted(xs)[len(xs) // 2]
+
+    assert median(status_times) < 2.0 + median(start_times), (status_times, start_times)
     assert max(read_times) < 0.5, read_times
     # Scheduling was not held up by them: rest_seconds is 0.05.
     gaps = _gaps(evs)

@@ -126,7 +126,9 @@ def test_a_mixed_parallel_run_works_end_to_end(env: dict[str, str], workspace: P
             "-a",
             "lane_3_actor_a=claude/opus,lane_3_actor_b=codex/gpt-5",
             "-p",
-            "budget.turns=6,rest_seconds=0.05",
+            # The fakes keep their own state outside the lanes' directories; the sandbox
+            # (tested in tests/engine/test_sandbox.py) would refuse those writes.
+            "budget.turns=6,rest_seconds=0.05,sandbox=off",
             "improve it",
         ],
         env,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
 from flamechase.agents.backend import Backend
@@ -51,5 +52,15 @@ STATE_PATHS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Environment variables that move a CLI's state elsewhere; honoured when set.
+STATE_ENV: dict[str, tuple[str, ...]] = {
+    "claude": ("CLAUDE_CONFIG_DIR",),
+    "codex": ("CODEX_HOME",),
+    "gemini": ("GEMINI_CLI_HOME",),
+}
+
+
 def state_paths(cli: str) -> list[Path]:
-    return [Path(p).expanduser() for p in STATE_PATHS.get(cli, ())]
+    paths = [Path(p).expanduser() for p in STATE_PATHS.get(cli, ())]
+    paths += [Path(os.environ[v]) for v in STATE_ENV.get(cli, ()) if os.environ.get(v)]
+    return paths
