@@ -591,6 +591,8 @@ for real in (art, pkg, os.path.join(pkg, "secret.txt")):  # undo a swap cut half
         os.unlink(real)
     if os.path.lexists(real + ".real"):
         os.rename(real + ".real", real)
+# Lane 1 may stop now: this lane races until it is held (two refusals in a row) or done.
+open(os.path.join(ws, "DONE"), "w").write("1")
 if turn <= 6:
     os.makedirs(pkg, exist_ok=True)
     with open(os.path.join(pkg, "secret.txt"), "w") as f:

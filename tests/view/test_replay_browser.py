@@ -225,6 +225,9 @@ def test_hostile_summary_is_shown_as_text(page: Any, tmp_path: Path) -> None:
 def _png_stats(page: Any, png: bytes) -> dict[str, float]:
     """Distinct colours and the share of non-white pixels, measured by the browser itself."""
     url = "data:image/png;base64," + base64.b64encode(png).decode()
+    # A page of its own: replacing the replay's document under its pending frame callbacks
+    # would make them fail on elements that are gone.
+    page = page.context.new_page()
     page.set_content("<canvas id=c></canvas>")
     result: dict[str, float] = page.evaluate("""async (url) => {
       const img = new Image(); img.src = url; await img.decode();
@@ -238,6 +241,7 @@ def _png_stats(page: Any, png: bytes) -> dict[str, float]:
       }
       return {colours: seen.size, ink: ink / (d.length / 16), w: c.width, h: c.height};
     }""", url)
+    page.close()
     return result
 
 

@@ -422,6 +422,7 @@ class Engine:
                                 input_tokens=out.usage.input_tokens)
                 self._emit("plan_attempt", actor=planner, attempt=attempt,
                            status=out.status, error=out.error, cost_usd=out.usage.cost_usd,
+                           output_tokens=out.usage.output_tokens,
                            duration=round(out.duration, 3))
 
         result = await run_planning(
@@ -665,8 +666,8 @@ class Engine:
                     **report_dict,  # type: ignore[dict-item]
                     "artifacts": out.extra.get("artifacts", []),
                 }
-                self.writer.publish_report(report_id=report_id, lane=lane, turn_id=turn_id,
-                                           kind="report", record=record)
+                seq = self.writer.publish_report(report_id=report_id, lane=lane,
+                                                 turn_id=turn_id, kind="report", record=record)
                 for a in out.extra.get("artifacts", []):
                     self.writer.add_artifact(report_id, a["path"], a["sha256"], a["size"],
                                              a["description"])
@@ -682,7 +683,7 @@ class Engine:
                            report_status=report.status, summary=report.summary[:500],
                            recovered_from_checkpoint=out.recovered_from_checkpoint,
                            acknowledged=st.acks, repairs=out.repairs, **turn_payload)
-                self._emit("report_published", lane, role, report_id=report_id,
+                self._emit("report_published", lane, role, report_id=report_id, seq=seq,
                            report_status=report.status,
                            artifacts=[{k: a[k] for k in ("path", "sha256", "size")}
                                       for a in out.extra.get("artifacts", [])])
