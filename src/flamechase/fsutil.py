@@ -26,7 +26,7 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_
 _BLOCK = 1024 * 1024
 
 
-class FileRefused(ValueError):  # noqa: N818 (reads as what happened)
+class FileRefused(ValueError):
     """A file was refused: a link, not a regular file, too large, missing or unreadable.
 
     `path` is the path at fault and `reason` the short reason; `str()` is one line.

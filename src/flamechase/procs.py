@@ -36,11 +36,11 @@ _READ_CHUNK = 1 << 16
 _STDERR_SETTLE = 1.0  # after the group is dead, how long to wait for the last stderr bytes
 
 
-class TurnTimeout(Exception):  # noqa: N818 -- API name
+class TurnTimeout(Exception):
     """The whole turn ran past turn_timeout."""
 
 
-class SilenceTimeout(Exception):  # noqa: N818 -- API name
+class SilenceTimeout(Exception):
     """Nothing arrived on stdout or stderr for silence_timeout seconds."""
 
 

@@ -257,7 +257,7 @@ class Verdict:
     retry: bool = False
 
 
-class _ProcessGone(Exception):  # noqa: N818 -- internal signal, not an error
+class _ProcessGone(Exception):
     """The CLI process closed stdout (exited or died) before the exchange finished."""
 
 

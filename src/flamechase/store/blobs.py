@@ -54,7 +54,7 @@ _FANOUT_MODE = 0o555
 _INSTALL_LOCK = threading.Lock()
 
 
-class ArtifactRefused(ValueError):  # noqa: N818 (the name the engine uses)
+class ArtifactRefused(ValueError):
     """A declared artifact was refused at publication; `str()` is one line naming it."""
 
     def __init__(self, message: str, path: str | None = None) -> None:
