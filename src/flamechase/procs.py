@@ -523,24 +523,47 @@ def _group_empty(pgid: int) -> bool:
     return False
 
 
-_SWEEPS: set[asyncio.Task[None]] = set()
+# Tokens of finished agents still to be swept for escaped descendants, swept together in
+# one pass over /proc every SWEEP_PERIOD seconds by a single background task: a pass per turn
+# would cost every turn milliseconds of CPU beside the control loop.
+SWEEP_PERIOD = 1.0
+_PENDING: dict[str, tuple[int, float]] = {}
+_SWEEPER: list[asyncio.Task[None]] = []
 
 
 def _sweep_later(token: str, since: int, grace: float) -> None:
-    async def sweep() -> None:
-        members, _ = await asyncio.to_thread(_scan, None, token, False, since)
-        if members:
-            await end_group(None, token, grace=grace, since=since)
+    _PENDING[token] = (since, grace)
+    if not _SWEEPER or _SWEEPER[0].done():
+        _SWEEPER[:] = [asyncio.ensure_future(_sweeper())]
 
-    task = asyncio.ensure_future(sweep())
-    _SWEEPS.add(task)
-    task.add_done_callback(_SWEEPS.discard)
+
+async def _sweep_pending() -> None:
+    # Tokens leave the queue only once swept, so a cancelled pass loses none of them.
+    batch = dict(_PENDING)
+    if not batch:
+        return
+    carriers = await asyncio.to_thread(find_carriers, set(batch))
+    for token in carriers:
+        since, grace = batch[token]
+        await end_group(None, token, grace=grace, since=since)
+    for token in batch:
+        _PENDING.pop(token, None)
+
+
+async def _sweeper() -> None:
+    while _PENDING:
+        await asyncio.sleep(SWEEP_PERIOD)
+        await _sweep_pending()
 
 
 async def settle() -> None:
-    """Wait for every background sweep of finished agents (call before the run ends)."""
-    while _SWEEPS:
-        await asyncio.gather(*list(_SWEEPS), return_exceptions=True)
+    """Sweep every finished agent now and wait for it (call before the run ends)."""
+    for task in list(_SWEEPER):
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    _SWEEPER.clear()
+    await _sweep_pending()
 
 
 def find_carriers(tokens: set[str]) -> dict[str, list[int]]:
