@@ -556,6 +556,11 @@ async def _sweeper() -> None:
         await _sweep_pending()
 
 
+def pending_tokens() -> set[str]:
+    """Tokens of finished agents not yet swept."""
+    return set(_PENDING)
+
+
 async def settle() -> None:
     """Sweep every finished agent now and wait for it (call before the run ends)."""
     for task in list(_SWEEPER):

@@ -731,6 +731,13 @@ class Engine:
                 last_status=st.last_status, paused_until=_fmt_time(st.paused_until))
             self.writer.end_inflight(lane)
             self.writer.update_run(active_seconds=self.budget.active_seconds())
+            # Forget agents whose leftovers are swept, so the table stays as small as the
+            # turns under way (a resume sweeps whatever is still listed).
+            pending = procs.pending_tokens()
+            swept = [p["token"] for p in self.reader.procs()
+                     if p["lane"] == lane and p["token"] not in pending]
+            if swept:
+                self.writer.forget_procs(swept)
         st.task, st.cut, st.io_dir = None, None, None
         st.eligible_at = time.monotonic() + self.params.rest_seconds
 
