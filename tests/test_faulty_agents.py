@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import resource
 import signal
 import subprocess
 import time
@@ -111,18 +110,21 @@ def _survivors(marker: str, engine: int | None = None) -> list[str]:
 
 
 def _run_engine(ws: Path, args: list[str], timeout: float) -> tuple[int, str, int]:
-    """Run `flamechase ARGS`; (exit code, stderr, peak RSS in KiB of it and what it reaped).
+    """Run `flamechase ARGS`; (exit code, stderr, peak RSS in KiB of the engine).
 
-    `os.wait4` on the one child gives its own rusage, not that of the test process's other
-    children (which RUSAGE_CHILDREN would mix in).
+    The peak is the engine's own VmHWM, sampled while it runs: rusage's ru_maxrss would
+    count the test worker's memory too (Linux charges the pre-exec copy of the parent's
+    address space to the child), which made the figure depend on what the worker ran before.
     """
     err_path = ws.parent / f"stderr-{time.time_ns()}.txt"
     with open(err_path, "wb") as err:
         p = subprocess.Popen([*FLAMECHASE, *args], cwd=ws, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + timeout
+    peak = 0
     while True:
-        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+        peak = max(peak, _hwm_kb(p.pid))
+        pid, status, _usage = os.wait4(p.pid, os.WNOHANG)
         if pid:
             break
         if time.monotonic() > deadline:
@@ -133,8 +135,19 @@ def _run_engine(ws: Path, args: list[str], timeout: float) -> tuple[int, str, in
                                  f"{err_path.read_text()[-2000:]}")
         time.sleep(0.05)
     p.returncode = os.waitstatus_to_exitcode(status)
-    assert usage.ru_maxrss <= resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return p.returncode, err_path.read_text(), usage.ru_maxrss
+    return p.returncode, err_path.read_text(), peak
+
+
+def _hwm_kb(pid: int) -> int:
+    """The process's peak resident set (VmHWM) in KiB, 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _lane_turns(evs: list[dict[str, Any]], lane: str) -> list[dict[str, Any]]:
