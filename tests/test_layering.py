@@ -20,7 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "reports": set(),
     "flow": {"reports"},
     "config": {"errors", "flow"},  # validates -p against a flow's params model
-    "store": {"errors"},
+    "store": {"errors", "fsutil"},
     "workspace": {"errors", "fsutil"},
     "agents": {"procs", "sandbox", "errors", "fsutil", "reports", "store"},
     "flows": {"flow", "reports", "errors"},

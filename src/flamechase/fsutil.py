@@ -38,7 +38,8 @@ class FileRefused(ValueError):
         super().__init__(f"{self.path}: {reason}")
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, for messages: 'a symbolic link', 'a FIFO', ..."""
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISDIR(mode):
@@ -83,7 +84,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
             pass
         else:
             if not stat.S_ISREG(st.st_mode):
-                raise FileRefused(target, f"is {_kind(st.st_mode)}; refusing to replace it")
+                raise FileRefused(target, f"is {kind_of(st.st_mode)}; refusing to replace it")
         tmp = f".{name}.{uuid.uuid4().hex}.tmp"
         fd = os.open(
             tmp,
@@ -126,7 +127,7 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
     except OSError as exc:
         raise FileRefused(path, f"cannot be read ({exc.strerror or exc})") from None
     if not stat.S_ISREG(before.st_mode):
-        raise FileRefused(path, f"is {_kind(before.st_mode)}, not a regular file")
+        raise FileRefused(path, f"is {kind_of(before.st_mode)}, not a regular file")
     try:
         fd = os.open(path, _READ_FLAGS)
     except OSError as exc:
@@ -138,7 +139,7 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise FileRefused(path, f"is {_kind(st.st_mode)}, not a regular file")
+            raise FileRefused(path, f"is {kind_of(st.st_mode)}, not a regular file")
         if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
             raise FileRefused(path, "was replaced while being opened")
         if st.st_size > limit:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from flamechase.errors import ArtifactError, ControlPathViolation
+from flamechase.fsutil import kind_of
 
 __all__ = [
     "ARTIFACT_FILE_LIMIT",
@@ -139,18 +140,6 @@ def _split(path: object) -> tuple[str, ...]:
     return kept
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
 
 
 def _lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
@@ -353,7 +342,7 @@ class BlobStore:
             if stat.S_ISLNK(before.st_mode):
                 raise _refused(canonical, "is a symbolic link; publish the file itself")
             if not stat.S_ISREG(before.st_mode):
-                raise _refused(canonical, f"is {_kind(before.st_mode)}, not a regular file")
+                raise _refused(canonical, f"is {kind_of(before.st_mode)}, not a regular file")
             if before.st_size > self.file_limit:
                 raise _refused(canonical, f"exceeds {self.file_limit} bytes")
             try:
@@ -424,7 +413,8 @@ class BlobStore:
             try:
                 existing = _lstat_at(fan_fd, rest)
                 if existing is not None and stat.S_ISDIR(existing.st_mode):
-                    raise _TamperedError(f"blob {self.blob_path(sha)} is {_kind(existing.st_mode)}")
+                    what = kind_of(existing.st_mode)
+                    raise _TamperedError(f"blob {self.blob_path(sha)} is {what}")
                 # rename replaces a corrupt blob or a planted link; it never writes through one.
                 os.rename(tmp_name, rest, src_dir_fd=tmp_fd, dst_dir_fd=fan_fd)
                 os.fsync(fan_fd)
@@ -601,7 +591,7 @@ class BlobStore:
                 ) from None
         elif not stat.S_ISDIR(st.st_mode):
             raise ArtifactError(
-                f"extraction target {dest} is {_kind(st.st_mode)}; give a real directory"
+                f"extraction target {dest} is {kind_of(st.st_mode)}; give a real directory"
             )
         try:
             return os.open(dest, _DIR_FLAGS)
@@ -674,7 +664,7 @@ def _open_dest_dir(parent_fd: int, name: str, shown: Path) -> int:
             found = _lstat_at(parent_fd, name)
         if found is None and exc.errno == errno.ENOENT:
             raise
-        what = _kind(found.st_mode) if found else f"unusable ({exc.strerror})"
+        what = kind_of(found.st_mode) if found else f"unusable ({exc.strerror})"
         raise ArtifactError(
             f"{shown} is {what}, not a directory; refusing to write through it"
         ) from None
@@ -684,7 +674,7 @@ def _check_dest_file(dir_fd: int, name: str, target: Path) -> None:
     existing = _lstat_at(dir_fd, name)
     if existing is not None and not stat.S_ISREG(existing.st_mode):
         raise ArtifactError(
-            f"{target} already exists as {_kind(existing.st_mode)}; "
+            f"{target} already exists as {kind_of(existing.st_mode)}; "
             "refusing to overwrite it, remove it or extract elsewhere"
         )
 
