@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"errors", "flow"},  # validates -p against a flow's params model
     "store": {"errors", "fsutil"},
     "workspace": {"errors", "fsutil"},
-    "agents": {"procs", "sandbox", "errors", "fsutil", "reports", "store"},
+    "agents": {"procs", "sandbox", "errors", "fsutil", "reports"},
     "flows": {"flow", "reports", "errors"},
     "engine": {"store", "agents", "workspace", "procs", "flow", "flows", "reports", "config",
                "errors", "fsutil", "sandbox"},
