@@ -47,6 +47,8 @@ class FlowParams(BaseModel):
                                 description="seconds a turn may take before it is cut")
     silence_timeout: float = Field(default=900.0, gt=0, le=86400,
                                    description="seconds without output before a turn is cut")
+    kill_grace: float = Field(default=5.0, ge=0.1, le=300,
+                              description="seconds between SIGTERM and SIGKILL for an agent")
     sandbox: Literal["auto", "landlock", "off"] = Field(
         default="auto", description="confine lanes 2..N to their own copy where the kernel can")
 

@@ -285,3 +285,13 @@ def test_state_home_and_run_dirs_are_private(ws: Path, tmp_path: Path, state_hom
 def test_procs_live_members_sees_nothing_of_a_finished_run() -> None:
     assert procs.live_members(None, "no-such-token") == []
     assert sys.executable
+
+
+def test_kill_grace_bounds_how_long_a_term_deaf_agent_lives(ws: Path, tmp_path: Path) -> None:
+    deaf = actor(tmp_path, "deaf.sh", "trap '' TERM\nwhile :; do sleep 0.2; done\n")
+    proc = _exec(ws, deaf, deaf, "budget.turns=1,silence_timeout=0.5,kill_grace=0.3")
+    assert proc.returncode == 0, proc.stderr
+    failed = [e for e in events(ws) if e["kind"] == "turn_failed"][0]["payload"]
+    assert "no output" in failed["error"]
+    # 0.5 s of silence + 0.3 s of grace; the default grace alone would be 5 s.
+    assert failed["duration"] < 3.5

@@ -58,6 +58,8 @@ class TurnRequest:
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     turn_timeout: float = 14400.0
     silence_timeout: float = 900.0
+    # Seconds between SIGTERM and SIGKILL when the agent's processes are ended.
+    kill_grace: float = 5.0
     # JSON schema of the structured result, for CLIs that can enforce one (codex outputSchema).
     result_schema: Mapping[str, Any] | None = None
     # Directories this turn may write when sandboxed; None = no sandbox for this turn.

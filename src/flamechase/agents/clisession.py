@@ -325,7 +325,7 @@ class CliSession(Session):
     async def cut(self) -> None:
         self._cut = True
         if self.proc is not None:
-            await self.proc.kill()
+            await self.proc.kill(self.request.kill_grace)
 
     async def close(self) -> None:
         if self._closed:
@@ -335,7 +335,7 @@ class CliSession(Session):
             if self.proc is not None:
                 with contextlib.suppress(Exception):
                     await self._goodbye(self.proc)
-                await self.proc.kill()
+                await self.proc.kill(self.request.kill_grace)
                 self.proc = None
         finally:
             self.transcript.close()
@@ -371,7 +371,7 @@ class CliSession(Session):
         )
         self.proc = proc
         if self._cut:  # cut() ran while we were starting: it could not see this process
-            await proc.kill()
+            await proc.kill(self.request.kill_grace)
             raise _ProcessGone
         return proc
 
@@ -406,7 +406,7 @@ class CliSession(Session):
         """End the process (if any) so the next attempt starts a fresh one."""
         if self.proc is not None:
             proc, self.proc = self.proc, None
-            await proc.kill()
+            await proc.kill(self.request.kill_grace)
 
     def _ended_early(self, code: int | None, what: str = "before the turn ended") -> str:
         """'claude exited with code 1 before the turn ended: <stderr tail>'."""

@@ -107,7 +107,7 @@ class ExecBackend(Backend):
 
     self_reported = True
 
-    def __init__(self, spec: AgentSpec, *, kill_grace: float = procs.KILL_GRACE) -> None:
+    def __init__(self, spec: AgentSpec, *, kill_grace: float | None = None) -> None:
         self.spec = spec
         self.path: Path | None = Path(spec.path) if spec.path else None
         self.kill_grace = kill_grace
@@ -130,7 +130,8 @@ class ExecBackend(Backend):
         if self.path is None:
             self.check()  # raises
         assert self.path is not None
-        return ExecSession(self.path, request, on_spawn, kill_grace=self.kill_grace)
+        grace = self.kill_grace if self.kill_grace is not None else request.kill_grace
+        return ExecSession(self.path, request, on_spawn, kill_grace=grace)
 
 
 class ExecSession(Session):

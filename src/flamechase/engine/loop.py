@@ -470,7 +470,7 @@ class Engine:
             run_id=self.run_id, run_dir=self.layout.root, flow=self.flow.name, role=role,
             lane=lane, turn=number, attempt=attempt, workspace=workspace, io_dir=io_dir,
             prompt=prompt, env=env, turn_timeout=p.turn_timeout,
-            silence_timeout=p.silence_timeout,
+            silence_timeout=p.silence_timeout, kill_grace=p.kill_grace,
         )
 
     def _workspace_map(self) -> dict[str, Any]:
