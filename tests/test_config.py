@@ -367,8 +367,8 @@ def test_unknown_param_lists_the_valid_ones() -> None:
         parse_settings({"foo": "1"}, FlowParams, "flame_chase")
     assert str(info.value) == (
         "flame_chase has no param 'foo'; valid params are budget.cost, budget.duration, "
-        "budget.graceful, budget.output_tokens, budget.turns, rest_seconds, resume_mode, "
-        "sandbox, silence_timeout, turn_timeout"
+        "budget.graceful, budget.output_tokens, budget.turns, kill_grace, rest_seconds, "
+        "resume_mode, sandbox, silence_timeout, turn_timeout"
     )
 
 
