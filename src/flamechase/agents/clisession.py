@@ -14,6 +14,7 @@ misbehaviour: whatever a CLI prints becomes an `Answer`.
 from __future__ import annotations
 
 import abc
+import asyncio
 import contextlib
 import dataclasses
 import gzip
@@ -21,7 +22,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -390,6 +391,25 @@ class CliSession(Session):
             await self.proc.write(data.encode())
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise _ProcessGone from exc
+
+    async def _run_once(
+        self, argv: list[str], prompt: str, deadline: float, on_line: Callable[[bytes], None]
+    ) -> int | None:
+        """One process per ask (gemini, opencode): start `argv` with `prompt` on stdin, hand
+        every stdout line to `on_line`, and return the exit code."""
+        proc = await self._start(argv, stdin=True)
+        feeder = asyncio.ensure_future(feed_stdin(proc, prompt.encode()))
+        try:
+            while True:
+                line = await self._read(deadline)
+                if line is None:
+                    break
+                on_line(line)
+            return await self._exit_code()
+        finally:
+            feeder.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await feeder
 
     async def _exit_code(self) -> int | None:
         """The exit code of a process whose stdout ended, waiting a little; None if it lingers."""

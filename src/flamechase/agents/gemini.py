@@ -20,8 +20,6 @@ that reopens at midnight Pacific; other 429s are retried. Must not touch run sta
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections import deque
 from typing import Any
 
@@ -34,7 +32,6 @@ from flamechase.agents.clisession import (
     as_int,
     as_str,
     clip,
-    feed_stdin,
     loads,
 )
 from flamechase.agents.efforts import SpecLike
@@ -230,21 +227,9 @@ class GeminiSession(CliSession):
     async def _attempt(self, prompt: str, deadline: float) -> Verdict:
         await self._drop_proc()
         run = self._run = GeminiRun(self.spec.model)
-        proc = await self._start(self.argv(), stdin=True)
-        feeder = asyncio.ensure_future(feed_stdin(proc, prompt.encode()))
-        try:
-            while True:
-                line = await self._read(deadline)
-                if line is None:
-                    break
-                run.feed_line(line)
-            run.finish()
-            code = await self._exit_code()
-            stderr = self.stderr_tail() if not (run.done and code == 0) else ""
-        finally:
-            feeder.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await feeder
+        code = await self._run_once(self.argv(), prompt, deadline, run.feed_line)
+        run.finish()
+        stderr = self.stderr_tail() if not (run.done and code == 0) else ""
         self.session_id = run.session_id or self.session_id
         self.continues = self.session_id is not None
         if not run.done and code is not None and code < 0:

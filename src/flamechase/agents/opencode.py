@@ -19,8 +19,6 @@ provider-specific reasoning effort. Must not touch run state.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections import deque
 from typing import Any
 
@@ -34,7 +32,6 @@ from flamechase.agents.clisession import (
     as_int,
     as_str,
     clip,
-    feed_stdin,
     loads,
 )
 from flamechase.agents.efforts import SpecLike
@@ -165,22 +162,14 @@ class OpencodeSession(CliSession):
     async def _attempt(self, prompt: str, deadline: float) -> Verdict:
         await self._drop_proc()
         run = self._run = OpencodeRun(self.spec.model)
-        proc = await self._start(self.argv(), stdin=True)
-        feeder = asyncio.ensure_future(feed_stdin(proc, prompt.encode()))
-        try:
-            while True:
-                line = await self._read(deadline)
-                if line is None:
-                    break
-                obj = loads(line)
-                if obj is not None:
-                    run.feed(obj)
-            code = await self._exit_code()
-            stderr = self.stderr_tail() if (code != 0 or run.errors) else ""
-        finally:
-            feeder.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await feeder
+
+        def feed(line: bytes) -> None:
+            obj = loads(line)
+            if obj is not None:
+                run.feed(obj)
+
+        code = await self._run_once(self.argv(), prompt, deadline, feed)
+        stderr = self.stderr_tail() if (code != 0 or run.errors) else ""
         self.session_id = run.session_id or self.session_id
         self.continues = self.session_id is not None
         if code is not None and code < 0:
