@@ -39,6 +39,7 @@ from flamechase.agents.backend import (
 )
 from flamechase.agents.efforts import SpecLike, check_effort, check_installed, check_provider
 from flamechase.agents.limits import RetryPolicy
+from flamechase.agents.turnio import agent_env, prepare_io
 from flamechase.agents.usage import load_prices, price_for
 from flamechase.errors import BackendUnavailable
 from flamechase.procs import Proc, SilenceTimeout, TurnTimeout
@@ -122,61 +123,6 @@ def clip(text: str, limit: int = _ERROR_CHARS) -> str:
 
 
 # ---- environment and transcript -------------------------------------------------------------
-
-
-# Turn variables an engine running *inside* an agent turn must not pass on from its own turn
-# (the same list as the exec backend's).
-_INHERITED_TURN_VARS = (
-    "FLAMECHASE_REPAIR",
-    "FLAMECHASE_INBOX",
-    "FLAMECHASE_ARTIFACTS",
-    "FLAMECHASE_CHECKPOINT",
-)
-
-
-def agent_env(
-    request: TurnRequest, extra: Mapping[str, str] | None = None, repair: str | None = None
-) -> dict[str, str]:
-    """The CLI's environment: ours, `extra` (CLI settings), the turn's FLAMECHASE_* variables
-    (the same as an `exec:` agent gets), then `request.env`, which wins."""
-    env = {k: v for k, v in os.environ.items() if k not in _INHERITED_TURN_VARS}
-    if extra:
-        env.update(extra)
-    env.update(
-        {
-            "FLAMECHASE_RUN_ID": request.run_id,
-            "FLAMECHASE_RUN_DIR": str(request.run_dir),
-            "FLAMECHASE_FLOW": request.flow,
-            "FLAMECHASE_ROLE": request.role,
-            "FLAMECHASE_LANE": request.lane,
-            "FLAMECHASE_TURN": str(request.turn),
-            "FLAMECHASE_ATTEMPT": str(request.attempt),
-            "FLAMECHASE_WORKSPACE": str(request.workspace),
-            "FLAMECHASE_PROMPT": str(request.prompt_path),
-            "FLAMECHASE_REPORT": str(request.report_path),
-            "FLAMECHASE_USAGE": str(request.usage_path),
-        }
-    )
-    env.update(request.env)
-    if repair is not None:
-        env["FLAMECHASE_REPAIR"] = repair
-    return env
-
-
-def prepare_io(request: TurnRequest, prompt: str) -> None:
-    """Before an ask: make io_dir, remove a stale report (so a repair must write a new one)
-    and usage file, and write the prompt where $FLAMECHASE_PROMPT says (0600, never through
-    a planted link)."""
-    request.io_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for stale in (request.report_path, request.usage_path, request.prompt_path):
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-            stale.unlink()
-    tmp = request.prompt_path.with_name(f".{request.prompt_path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(tmp, flags, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(prompt.encode())
-    os.replace(tmp, request.prompt_path)
 
 
 class Transcript:

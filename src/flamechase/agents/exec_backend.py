@@ -69,20 +69,18 @@ A minimal agent::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import json
 import math
 import os
-import shutil
 import signal
 import stat
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flamechase import procs, sandbox
 from flamechase.agents.backend import Answer, Backend, Session, SpawnHook, TurnRequest, Usage
+from flamechase.agents.turnio import agent_env, prepare_io
 from flamechase.errors import BackendUnavailable
 
 if TYPE_CHECKING:
@@ -93,13 +91,6 @@ MAX_ERROR = 2048  # bytes of Answer.error for a failed run, stderr tail included
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 _USAGE_FIELDS = ("cost_usd", *_TOKEN_FIELDS)
 _MAX_TOKENS = (1 << 63) - 1  # what the run database can store
-# Turn variables an engine running *inside* an agent turn must not pass on from its own turn.
-_INHERITED_TURN_VARS = (
-    "FLAMECHASE_REPAIR",
-    "FLAMECHASE_INBOX",
-    "FLAMECHASE_ARTIFACTS",
-    "FLAMECHASE_CHECKPOINT",
-)
 
 
 class ExecBackend(Backend):
@@ -160,7 +151,7 @@ class ExecSession(Session):
         if self._cut:
             return _interrupted(Usage(self_reported=True), "")
         req = self.request
-        _prepare_io(req, prompt)
+        prepare_io(req, prompt)
         env = self._environment(repair)
         try:
             argv = [str(self.path)]
@@ -233,28 +224,7 @@ class ExecSession(Session):
         )
 
     def _environment(self, repair: str | None) -> dict[str, str]:
-        req = self.request
-        env = {k: v for k, v in os.environ.items() if k not in _INHERITED_TURN_VARS}
-        env.update(
-            {
-                "FLAMECHASE_RUN_ID": req.run_id,
-                "FLAMECHASE_RUN_DIR": str(req.run_dir),
-                "FLAMECHASE_FLOW": req.flow,
-                "FLAMECHASE_ROLE": req.role,
-                "FLAMECHASE_LANE": req.lane,
-                "FLAMECHASE_TURN": str(req.turn),
-                "FLAMECHASE_ATTEMPT": str(req.attempt),
-                "FLAMECHASE_WORKSPACE": str(req.workspace),
-                "FLAMECHASE_PROMPT": str(req.prompt_path),
-                "FLAMECHASE_REPORT": str(req.report_path),
-                "FLAMECHASE_USAGE": str(req.usage_path),
-            }
-        )
-        env.update(req.env)
-        if repair is not None:
-            # The reason may quote agent output; an environment value cannot hold NUL.
-            env["FLAMECHASE_REPAIR"] = repair.replace("\0", "\\0")
-        return env
+        return agent_env(self.request, repair=repair)
 
     async def cut(self) -> None:
         """Kill the running program now; the pending ask returns status interrupted.
@@ -304,40 +274,6 @@ def _with_stderr(what: str, tail: str) -> str:
 
 
 # ---- files -----------------------------------------------------------------------------
-
-
-def _prepare_io(req: TurnRequest, prompt: str) -> None:
-    """Make io_dir, remove a stale report and usage file, write the prompt (mode 0600)."""
-    req.io_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    # The prompt is rewritten; removing it first also clears anything odd planted there.
-    for stale in (req.report_path, req.usage_path, req.prompt_path):
-        _remove(stale)
-    _write_private(req.prompt_path, prompt.encode("utf-8", "replace"))
-
-
-def _remove(path: Path) -> None:
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(mode):
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write `data` to `path` as a fresh 0600 file (never through a planted link)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def read_usage(path: Path) -> tuple[Usage, str | None]:
