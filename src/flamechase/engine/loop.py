@@ -114,6 +114,8 @@ class Engine:
         self.wake = asyncio.Event()
         self._pending: list[dict[str, Any]] = []
         self.submissions: list[dict[str, Any]] = []
+        # Agent tokens recorded in `procs` this session, per lane, until their sweep is done.
+        self._tokens: dict[str, list[str]] = {}
         self.run_id = ""
         self.layout: RunLayout
         self.writer: Writer
@@ -460,6 +462,7 @@ class Engine:
         def hook(pgid: int, token: str) -> None:
             # Recorded before the agent can do anything durable: a resume can end it.
             self.writer.record_spawn(lane, pgid, token)
+            self._tokens.setdefault(lane, []).append(token)
 
         return hook
 
@@ -734,10 +737,10 @@ class Engine:
             # Forget agents whose leftovers are swept, so the table stays as small as the
             # turns under way (a resume sweeps whatever is still listed).
             pending = procs.pending_tokens()
-            swept = [p["token"] for p in self.reader.procs()
-                     if p["lane"] == lane and p["token"] not in pending]
+            swept = [t for t in self._tokens.get(lane, []) if t not in pending]
             if swept:
                 self.writer.forget_procs(swept)
+                self._tokens[lane] = [t for t in self._tokens[lane] if t in pending]
         st.task, st.cut, st.io_dir = None, None, None
         st.eligible_at = time.monotonic() + self.params.rest_seconds
 
