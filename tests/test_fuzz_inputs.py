@@ -42,7 +42,7 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.function_scoped_fixture],
 )
-LANES = FLOW.lanes(FLOW.Params())
+LANES = [lane.name for lane in FLOW.lanes(FLOW.Params())]
 
 
 def one_line(text: str) -> bool:
@@ -115,7 +115,7 @@ PLAN_KEYS = st.sampled_from([
     "lanes", "lane", "mission", "title", "objective", "success_criteria", "kind",
     "approach_class", "change_scale", "information_question", "dependencies",
 ]) | NASTY
-LANE_NAMES = st.sampled_from([ln.name for ln in LANES] + ["lane-9", "", "lane-1\nlane-2"]) | NASTY
+LANE_NAMES = st.sampled_from([*LANES, "lane-9", "", "lane-1\nlane-2"]) | NASTY
 MISSION = st.fixed_dictionaries(
     {"title": NASTY, "objective": NASTY, "success_criteria": st.lists(NASTY, max_size=3)},
     optional={"kind": st.sampled_from(["research", "implementation", "other"]),
@@ -133,7 +133,7 @@ def test_validate_plan_returns_a_plan_or_one_line(data: Any) -> None:
     except ValueError as exc:
         assert one_line(str(exc)), repr(str(exc))
         return
-    assert [b["lane"] for b in plan["lanes"]] == [ln.name for ln in LANES]
+    assert [b["lane"] for b in plan["lanes"]] == LANES
 
 
 # ---- files an agent writes -------------------------------------------------------------------

@@ -12,9 +12,11 @@
     │   ├── LockHeld                    another run owns this source tree
     │   ├── LargeCopyRefused            oversized copy needs a confirmation nobody gave
     │   ├── BackendUnavailable          the CLI is not installed / effort unknown / no price
-    │   └── RunNotFound                 RUN names no run
+    │   ├── RunNotFound                 RUN names no run
+    │   └── FlowChanged                 a resume would run other flow code than the run's
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
-    │   └── ControlPathViolation        a control path was replaced or linked
+    │   ├── ControlPathViolation        a control path was replaced or linked
+    │   └── FlowError                   the flow broke its contract (a flow bug)
     ├── StoreError                      the run database is unreadable / wrong schema
     ├── ArtifactError                   an artifact failed verification on extraction
     └── SnapshotFailed                  a workspace snapshot could not be made
@@ -92,12 +94,20 @@ class RunNotFound(UsageError):
     """RUN matched no run id, prefix, or `last`."""
 
 
+class FlowChanged(UsageError):
+    """The run was made by other flow code; resume with --refresh to run the new code."""
+
+
 class RunFailed(FlamechaseError):
     """The run ended with status `failed`; `flamechase status RUN` shows why."""
 
 
 class ControlPathViolation(RunFailed):
     """A run-directory control path was replaced, linked or swapped; the run stops."""
+
+
+class FlowError(RunFailed):
+    """The flow broke its contract (asked for nothing and did not end, or never settled)."""
 
 
 class StoreError(FlamechaseError):

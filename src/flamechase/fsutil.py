@@ -20,7 +20,15 @@ import stat
 import uuid
 from pathlib import Path
 
-__all__ = ["FileRefused", "atomic_write", "fsync_dir", "read_regular_file", "real_dir", "write_new"]
+__all__ = [
+    "FileRefused",
+    "atomic_write",
+    "fsync_dir",
+    "private_dirs",
+    "read_regular_file",
+    "real_dir",
+    "write_new",
+]
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _BLOCK = 1024 * 1024
@@ -176,6 +184,15 @@ def real_dir(path: str | os.PathLike[str], mode: int = 0o700) -> None:
     if st is not None and not stat.S_ISDIR(st.st_mode):
         os.unlink(target)
     target.mkdir(mode=mode, parents=True, exist_ok=True)
+
+
+def private_dirs(path: str | os.PathLike[str], top: str | os.PathLike[str]) -> None:
+    """`mkdir -p path` below `top` with every missing directory owner-only (0700), not just
+    the last (`mkdir(parents=True)` gives the parents the umask's mode)."""
+    target, root = Path(path), Path(top)
+    missing = [p for p in (target, *target.parents) if root in p.parents and not p.exists()]
+    for d in reversed(missing):
+        d.mkdir(mode=0o700, exist_ok=True)
 
 
 def write_new(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> None:

@@ -111,15 +111,21 @@ class TurnReport(_Strict):
             raise ValueError("a submission requires a deliverable with its artifacts")
         return self
 
+    def declared_artifacts(self) -> list[tuple[str, str]]:
+        """(path, description) of the files the runtime freezes with this report."""
+        if self.deliverable is None:
+            return []
+        return [(a.path, a.description) for a in self.deliverable.artifacts]
 
-def one_line(exc: ValidationError) -> str:
-    """A pydantic error as one line: `field.path: message; ...`."""
+
+def one_line(exc: ValidationError, noun: str = "report") -> str:
+    """A pydantic error as one line: `field.path: message; ...` (`noun` when no field)."""
     parts = []
     for err in exc.errors()[:5]:
         # A key of the agent's JSON may hold a newline: show such a key quoted.
         loc = ".".join(str(p) if str(p).isprintable() else repr(p) for p in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
-        parts.append(f"{loc or 'report'}: {msg}")
+        parts.append(f"{loc or noun}: {msg}")
     more = len(exc.errors()) - 5
     if more > 0:
         parts.append(f"and {more} more")
@@ -144,3 +150,30 @@ def report_schema() -> dict[str, Any]:
     if not _SCHEMA:
         _SCHEMA.update(TurnReport.model_json_schema())
     return _SCHEMA
+
+
+def turn_record(*, run_id: str, report_id: str, lane: str, role: str, actor: str, turn: int,
+                attempt: int, at: str, report: dict[str, Any],
+                artifacts: list[dict[str, Any]],
+                recovered_from_checkpoint: bool) -> dict[str, Any]:
+    """The published record of a valid turn: who, when, the report and its frozen files."""
+    return {
+        "report_id": report_id, "run_id": run_id, "lane": lane, "role": role, "actor": actor,
+        "turn": turn, "attempt": attempt, "at": at,
+        "recovered_from_checkpoint": recovered_from_checkpoint,
+        **report,
+        "artifacts": artifacts,
+    }
+
+
+def failed_turn_record(*, run_id: str, report_id: str, lane: str, role: str, actor: str,
+                       turn: int, attempt: int, at: str, error: str) -> dict[str, Any]:
+    """The report published for a failed turn, so the partner and other lanes see it."""
+    return {
+        "report_id": report_id, "run_id": run_id, "lane": lane, "role": role, "actor": actor,
+        "turn": turn, "attempt": attempt, "at": at,
+        "status": "turn_failed", "summary": (error or "turn failed")[:2000],
+        "changes": [], "evidence": [], "tests": [], "risks": [],
+        "next_step": "Retry with the alternating partner or report a concrete blocker.",
+        "deliverable": None, "submission": None, "artifacts": [],
+    }

@@ -32,7 +32,6 @@ from flamechase.agents.sim import (
 from flamechase.agents.sim_ladder import RUNGS, TOP, rung_of
 from flamechase.agents.spec import parse_spec
 from flamechase.errors import BackendUnavailable
-from flamechase.flow import LaneDef
 from flamechase.flows.plans import validate_plan
 from flamechase.reports import parse_report
 
@@ -225,8 +224,7 @@ def test_planner_writes_a_valid_plan(tmp_path: Path, lanes: int) -> None:
     assert answer.usage.self_reported
     assert set(plan) == {"lanes"}
     # The plan passes the flow's own plan validation, as the engine will run it.
-    defs = [LaneDef(name, ("a", "b"), in_source=name == "lane-1") for name in names]
-    assert [e["lane"] for e in validate_plan(plan, defs)["lanes"]] == names
+    assert [e["lane"] for e in validate_plan(plan, names)["lanes"]] == names
     assert [entry["lane"] for entry in plan["lanes"]] == names
     for entry in plan["lanes"]:
         mission = entry["mission"]

@@ -121,8 +121,9 @@ def _lanes_in(params: Iterable[str]) -> int:
 
 
 def turn_events(evs: list[dict[str, Any]], lane: str | None = None) -> list[dict[str, Any]]:
-    """turn_valid/turn_failed events of `evs` (in order), optionally of one lane."""
-    return [e for e in evs if e["kind"] in ("turn_valid", "turn_failed")
+    """Lane turns' turn_valid/turn_failed events of `evs` (in order), optionally of one lane
+    (planning sessions, turns outside lanes, are `plan_attempt`s)."""
+    return [e for e in evs if e["kind"] in ("turn_valid", "turn_failed") and e["lane"]
             and (lane is None or e["lane"] == lane)]
 
 

@@ -84,7 +84,7 @@ def test_the_evaluator_measures_and_ranks_strictly_better(
     assert _board_in((root / "lanes/lane-1/pfc/prompt-1.txt").read_text())["best"] is None
     assert _board_in((root / "lanes/lane-1/pfc/prompt-7.txt").read_text()) == board
     # The receipt of each measurement.
-    rows = db_rows(state_home, ws, "SELECT report_id, receipt FROM submissions")
+    rows = db_rows(state_home, ws, "SELECT key AS report_id, receipt FROM measurements")
     receipt = json.loads(next(r["receipt"] for r in rows if r["report_id"] == ids[1]))
     assert receipt["command"] == "python3 eval.py"
     assert receipt["exit_code"] == 0 and receipt["value"] == 9.0
@@ -120,7 +120,7 @@ def test_the_evaluator_runs_in_the_submitting_lanes_workspace(
     root = run_dir(state_home, ws)
     shown = _board_in((root / "lanes/lane-1/pfc/prompt.txt").read_text())
     assert shown["best"]["lane"] == "lane-2" and shown["best"]["value"] == 7.0
-    rows = db_rows(state_home, ws, "SELECT lane, receipt FROM submissions")
+    rows = db_rows(state_home, ws, "SELECT lane, receipt FROM measurements")
     cwd = {r["lane"]: json.loads(r["receipt"])["cwd"] for r in rows}
     assert cwd == {"lane-1": str(ws), "lane-2": str(root / "lanes/lane-2/workspace"),
                    "lane-3": str(root / "lanes/lane-3/workspace")}

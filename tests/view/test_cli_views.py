@@ -38,7 +38,8 @@ def test_simulate_every_builtin_flow(flow: str, tmp_path: Path, state_home: Path
     doc = _doc(html)
     kinds = [p["k"] for p in doc["points"]]
     assert kinds[0] == "run_created" and kinds[-1] == "run_finished"
-    assert kinds.count("turn_valid") == 12
+    # Twelve lane turns, and the planning sessions (turns outside lanes) of flows that plan.
+    assert kinds.count("turn_valid") == 12 + kinds.count("plan_attempt")
     assert doc["run"]["flow"] == flow
     assert f"replay: {html.name}" in proc.stdout
     assert "turns per lane: lane-1 " in proc.stdout

@@ -64,7 +64,8 @@ def test_dashboard_at_the_end_of_a_run(sim_run: Run) -> None:
 
 
 def test_dashboard_mid_turn_shows_actor_and_elapsed(sim_run: Run) -> None:
-    start = next(i for i, e in enumerate(sim_run.events) if e["kind"] == "turn_started")
+    start = next(i for i, e in enumerate(sim_run.events)
+                 if e["kind"] == "turn_started" and e["lane"])
     fold = _fold_until(sim_run, start + 1)
     ev = sim_run.events[start]
     now = parse_at(ev["at"]) + timedelta(seconds=75)

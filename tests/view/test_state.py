@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from flamechase.engine import leaderboard as lb
 from flamechase.store.db import DB_NAME, Reader
 from flamechase.view.narrate import narrate
 from flamechase.view.replay import load_run
@@ -31,7 +30,7 @@ def test_fold_agrees_with_the_run_tables(which: str, request: pytest.FixtureRequ
         reports = r.reports()
         spend = r.spend()
         cursors = {name: r.cursors(name) for name in lanes}
-        subs = r.submissions()
+        stored = r.flow_state()
     # Report sequence numbers derived from the order of turn events are the table's.
     assert [rep.report_id for rep in fold.reports] == [d.report_id for d in reports]
     assert [rep.seq for rep in fold.reports] == [d.seq for d in reports]
@@ -53,10 +52,9 @@ def test_fold_agrees_with_the_run_tables(which: str, request: pytest.FixtureRequ
         assert sorted(fold.pending(name)) == sorted(unread), name
     assert fold.turns == spend["turns"]
     assert math.isclose(fold.cost, spend["cost"], abs_tol=1e-5)
-    evaluator = bool(run.run["params"].get("evaluator"))
-    declared = ({"metric": run.run["params"]["metric"],
-                 "direction": run.run["params"]["direction"]} if evaluator else None)
-    board = lb.board(subs, declared, evaluator=evaluator)
+    # The leaderboard the flow keeps (and `status` shows) is the one the views fold.
+    assert stored is not None
+    board = stored["summary"]["leaderboard"]
     if board["best"] is None:
         assert fold.best is None
     else:
@@ -82,7 +80,7 @@ def test_pending_grows_with_publishing_and_shrinks_with_acknowledging(sim_run: R
         fold.apply(ev)
         after = {n: len(fold.pending(n)) for n in fold.order}
         p = ev["payload"]
-        if ev["kind"] in ("turn_valid", "turn_failed"):
+        if ev["kind"] == "report_published":
             for n in fold.order:
                 if n != ev["lane"]:
                     assert after[n] == before[n] + 1  # every other lane has one more
@@ -110,7 +108,7 @@ def test_narration_names_every_handoff(sim_run: Run) -> None:
             assert text.startswith(f"{ev['actor']} hands {others[0]}")
             n = len(p["artifacts"])
             assert (f"{n} artifact" in text) == bool(n)
-        if ev["kind"] == "turn_valid":
+        if ev["kind"] == "turn_valid" and ev["lane"]:  # lane turns (not planning sessions)
             partner = fold.lanes[ev["lane"]].partner(ev["actor"])
             assert f"hands {partner} the tree" in text
     assert received and handed
@@ -125,8 +123,10 @@ def test_integration_is_recognised(sim_run: Run) -> None:
 
 
 def test_leaderboard_top_is_sorted_and_keeps_the_incumbent_on_ties(tmp_path: Path) -> None:
-    fold = RunFold(lanes=[("lane-1", ("a", "b"))],
-                   params={"evaluator": "x", "metric": "steps", "direction": "minimize"})
+    fold = RunFold(lanes=[("lane-1", ("a", "b"))])
+    fold.apply({"seq": 1, "at": "2026-01-01T00:00:00.000Z", "kind": "leaderboard_declared",
+                "payload": {"metric": "steps", "direction": "minimize",
+                            "measured_by_runtime": True, "command": "x"}})
     for i, value in enumerate([50, 30, 30, 70, 10, 20, 60]):
         fold.apply({"seq": i + 1, "at": "2026-01-01T00:00:00.000Z",
                     "kind": "candidate_submitted", "lane": "lane-1", "actor": "a",

@@ -15,8 +15,10 @@ def test_trace_command_writes_one_slice_per_turn(sim_run: Run, tmp_path: Path) -
     out = tmp_path / "run.trace.json"
     proc = cli("trace", "last", "-o", str(out), cwd=tmp_path,
                env={"FLAMECHASE_HOME": str(sim_run.home)}, check=True)
+    # Lane turns: planning sessions (turns outside lanes) are drawn on the planning row.
     ends = [e for e in sim_run.events if e["kind"] in ("turn_valid", "turn_failed",
-                                                       "turn_interrupted", "lane_paused")]
+                                                       "turn_interrupted", "lane_paused")
+            and e["lane"]]
     assert f"wrote {len(ends)} turn slices" in proc.stdout
     trace = json.loads(out.read_text())
     events = trace["traceEvents"]
@@ -49,7 +51,8 @@ def test_trace_command_writes_one_slice_per_turn(sim_run: Run, tmp_path: Path) -
 
 def test_trace_of_a_live_run_closes_open_turns(sim_run: Run) -> None:
     # Cut the log right after the first turn started: that turn is drawn up to the end.
-    first = next(i for i, e in enumerate(sim_run.events) if e["kind"] == "turn_started")
+    first = next(i for i, e in enumerate(sim_run.events)
+                 if e["kind"] == "turn_started" and e["lane"])
     trace = build_trace(sim_run.run, sim_run.lanes, sim_run.events[: first + 3])
     opened = [e for e in trace["traceEvents"] if e.get("args", {}).get("status") == "open"]
     assert opened

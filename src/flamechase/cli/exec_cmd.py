@@ -26,10 +26,12 @@ if TYPE_CHECKING:
 @click.option("-c", "--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               metavar="CONFIG.yaml", help="the same keys as -p, from YAML; -p wins")
 @click.option("--resume", is_flag=True, help="pick up the newest compatible run; refuse if none")
+@click.option("--refresh", is_flag=True,
+              help="resume even though the flow's code changed since the run was made")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per event on stdout")
 @click.argument("task", metavar="TASK")
 def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
-            config: Path | None, resume: bool, as_json: bool, task: str) -> int:
+            config: Path | None, resume: bool, refresh: bool, as_json: bool, task: str) -> int:
     """Run FLOW on the current directory toward TASK (`continue` reads TASK.md)."""
     from flamechase.agents.spec import split_agent_args
     from flamechase.cli.observe import JsonObserver
@@ -54,7 +56,8 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
             return click.confirm(question, default=False, err=True)
 
     request = RunRequest(flow=flow, agents=items, settings=settings, task=task,
-                         workspace=Path.cwd(), resume=resume, confirm=confirm, warn=warn)
+                         workspace=Path.cwd(), resume=resume, confirm=confirm, warn=warn,
+                         flow_ref=flow_ref, refresh=refresh)
     prepared = prepare(request)
     observer = JsonObserver() if as_json else _live_or_lines(prepared)
     engine = Engine(prepared, observer)

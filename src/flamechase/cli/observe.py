@@ -6,6 +6,8 @@ import json
 import sys
 from typing import Any, TextIO
 
+from flamechase import events as ev
+
 
 class JsonObserver:
     """One JSON object per event on stdout, nothing else."""
@@ -19,50 +21,10 @@ class JsonObserver:
 
 
 def describe(event: dict[str, Any]) -> str:
-    """One human line for an event."""
-    p = event.get("payload", {})
-    kind = event["kind"]
-    who = " ".join(x for x in (event.get("lane"), event.get("actor")) if x)
-    at = str(event.get("at", ""))[11:19]
-    bits: list[str] = []
-    if kind == "turn_started":
-        bits = [f"turn {p.get('turn')} starts ({p.get('backend')})"]
-        if p.get("delivered"):
-            bits.append(f"with {len(p['delivered'])} report(s) in its inbox")
-    elif kind == "turn_valid":
-        bits = [f"turn {p.get('turn')} {p.get('report_status')}: {p.get('summary', '')[:120]}"]
-        if p.get("cost_usd"):
-            bits.append(f"${p['cost_usd']:.4f}")
-        bits.append(f"{p.get('duration', 0):.1f}s")
-    elif kind == "turn_failed":
-        bits = [f"turn {p.get('turn')} FAILED: {str(p.get('error', ''))[:160]}"]
-    elif kind == "turn_interrupted":
-        bits = [f"turn {p.get('turn')} cut: {p.get('reason')}"]
-    elif kind == "lane_held":
-        bits = [f"HELD: {str(p.get('reason', ''))[:160]}"]
-    elif kind == "lane_paused":
-        bits = [f"paused until {p.get('until')}: {p.get('reason')}"]
-    elif kind == "candidate_best_updated":
-        bits = [f"new best {p.get('metric')} = {p.get('value')} ({p.get('report_id')})"]
-    elif kind == "candidate_submitted":
-        v = "verified" if p.get("verified") else f"unverified ({p.get('unverified_reason')})"
-        bits = [f"submitted {p.get('metric')}={p.get('claimed')} {v}"]
-    elif kind == "report_published":
-        n = len(p.get("artifacts", []))
-        bits = [f"report {p.get('report_id')} published"
-                + (f" with {n} frozen artifact(s)" if n else "")]
-    elif kind == "plan_attempt":
-        bits = [f"planning attempt {p.get('attempt')}: {p.get('status')}"
-                + (f" ({p.get('error')})" if p.get("error") else "")]
-    elif kind in ("run_finished", "run_stopped", "run_failed", "run_held"):
-        bits = [f"run {kind[4:]}: {p.get('message')}"]
-    elif kind == "budget_spent":
-        bits = [f"budget {p.get('key')} spent; no new turns"]
-    elif kind == "notice":
-        bits = [str(p.get("message"))]
-    else:
-        bits = [kind.replace("_", " ")]
-    return f"{at} {who + ' ' if who else ''}{' · '.join(bits)}"
+    """One human line for an event: its time, lane and actor, and what the kind says."""
+    e = ev.parse(event)
+    who = " ".join(x for x in (e.lane, e.actor) if x)
+    return f"{e.at[11:19]} {who + ' ' if who else ''}{e.describe()}"
 
 
 class LineObserver:

@@ -29,9 +29,13 @@ def runs_command(as_json: bool) -> int:
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:
-    """What `status --json` prints for the run in `run_dir`."""
+    """What `status --json` prints for the run in `run_dir`.
+
+    Generic rows (lanes, budget, spend) come from the engine's tables; what only the flow
+    knows (a plan, a leaderboard, whose turn is next) from the summary the flow's `describe`
+    left with its state: top-level keys as they are, `lanes` merged into each lane's row.
+    """
     from flamechase.config import Budget
-    from flamechase.engine import leaderboard as lb
     from flamechase.store.db import Reader
     from flamechase.store.home import locks_dir
     from flamechase.workspace.locks import owner
@@ -40,8 +44,13 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         run = r.run()
         lanes = r.lanes()
         spend = r.spend()
-        subs = r.submissions()
         inflight = {row["lane"]: row for row in r.inflight()}
+        try:
+            stored = r.flow_state()
+        except Exception:  # a run of an older flamechase: no flow state table
+            stored = None
+    summary: dict[str, Any] = dict(stored["summary"]) if stored else {}
+    lane_extra: dict[str, Any] = summary.pop("lanes", None) or {}
     status = run["status"]
     engine_alive = None
     if status in ("starting", "running"):
@@ -50,13 +59,11 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         if not engine_alive:
             status = "stopped"
     budget = Budget.from_json(run["budget"])
-    params = run["params"]
-    declared = None
-    if params.get("evaluator") and params.get("direction"):
-        declared = {"metric": params.get("metric") or "score", "direction": params["direction"]}
-    return {
+    out: dict[str, Any] = {
         "id": run["id"],
         "flow": run["flow"],
+        "flow_source": run.get("flow_source") or None,
+        "flow_hash": run.get("flow_hash") or None,
         "workspace": run["workspace"],
         "status": status,
         "engine_running": engine_alive,
@@ -75,9 +82,9 @@ def run_status(run_dir: Path) -> dict[str, Any]:
             {
                 "lane": ln["lane"],
                 "workspace": ln["workspace"],
+                "roles": ln["roles"],
                 "turns": ln["turns"],
                 "valid_turns": ln["valid_turns"],
-                "next_role": ln["roles"][ln["next_actor"] % 2],
                 "consecutive_failures": ln["consecutive_failures"],
                 "held": ln["held"],
                 "held_reason": ln["held_reason"],
@@ -88,13 +95,15 @@ def run_status(run_dir: Path) -> dict[str, Any]:
                                "role": inflight[ln["lane"]]["role"],
                                "started": inflight[ln["lane"]]["started"]}
                               if ln["lane"] in inflight else None),
+                **(lane_extra.get(ln["lane"]) or {}),
             }
             for ln in lanes
         ],
-        "plan": run["plan"],
-        "leaderboard": lb.board(subs, declared, evaluator=bool(params.get("evaluator"))),
         "last_error": run["last_error"],
     }
+    for key, value in summary.items():
+        out.setdefault(key, value)
+    return out
 
 
 @click.command("status")
@@ -119,9 +128,10 @@ def status_command(run: str, as_json: bool) -> int:
     click.echo("budget: " + ", ".join(parts))
     for ln in st["lanes"]:
         state = "HELD" if ln["held"] else ("paused" if ln["paused_until"] else "ok")
-        click.echo(f"  {ln['lane']}: {ln['turns']} turns, next {ln['next_role']}, {state}"
+        nxt = f", next {ln['next_role']}" if ln.get("next_role") else ""
+        click.echo(f"  {ln['lane']}: {ln['turns']} turns{nxt}, {state}"
                    + (f", last error: {ln['last_error'][:100]}" if ln["last_error"] else ""))
-    best = st["leaderboard"]["best"]
+    best = (st.get("leaderboard") or {}).get("best")
     if best:
         click.echo(f"best: {best['metric']} = {best['value']} from {best['lane']} "
                    f"({best['report_id']})")

@@ -1,8 +1,8 @@
-"""Engine: the control loop, the single writer of run state.
+"""Engine: everything generic about a run, around a flow that only decides.
 
-Owns run preparation (objective, resume decision, budgets, lock, run directory), the asyncio
-control loop that schedules turns, collects them and commits each in one transaction, the turn
-runner (session, repair, checkpoint recovery, artifact freezing, evaluator receipts), report
-delivery between lanes, budgets and stopping. Flows and backends only return values; views
-only read. Nothing else may open a `store.db.Writer`.
+Owns preparation (refusals before anything is written), opening and crash recovery, the
+control loop (admission against budgets, rests, holds, pauses, signals), the single writer of
+run state (`ledger`), places, the blob store, measurements, and the executor seam that turns
+run behind. Must not name a flow, a role or a flow-specific param: it knows flows only through
+`flamechase.flow` and `flamechase.events`. Nothing else may open a `store.db.Writer`.
 """

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+SOURCE = "source"  # the place that is the user's tree
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RunLayout:
@@ -25,9 +27,13 @@ class RunLayout:
     def lane_dir(self, lane: str) -> Path:
         return self.lanes / lane
 
-    def lane_workspace(self, lane: str) -> Path:
-        """The private copy of a lane that does not work in the source."""
-        return self.lane_dir(lane) / "workspace"
+    def place_dir(self, name: str) -> Path:
+        """The directory of a private place (`lanes/lane-2`, `planning/1`): it holds the
+        copy itself (`workspace/`) beside whatever the engine keeps of it."""
+        return self.root / name
+
+    def place(self, name: str) -> Path:
+        return self.place_dir(name) / "workspace"
 
     def artifact_root(self, lane: str) -> Path:
         return self.lane_dir(lane) / "artifacts"
@@ -35,17 +41,15 @@ class RunLayout:
     def checkpoint(self, lane: str) -> Path:
         return self.lane_dir(lane) / "checkpoint.json"
 
+    def lane_tmp(self, lane: str) -> Path:
+        return self.lane_dir(lane) / "tmp"
+
     def turn_dir(self, lane: str, number: int, attempt: int) -> Path:
         return self.lane_dir(lane) / "turns" / f"{number:05d}-{attempt}"
 
-    def planning_dir(self, n: int) -> Path:
-        return self.root / "planning" / str(n)
-
-    def planning_workspace(self, n: int) -> Path:
-        return self.planning_dir(n) / "workspace"
-
-    def planning_attempt(self, n: int, attempt: int) -> Path:
-        return self.planning_dir(n) / "attempts" / str(attempt)
-
-    def evaluations(self) -> Path:
-        return self.root / "evaluations"
+    def solo_turn_dir(self, place: str, role: str, number: int, attempt: int) -> Path:
+        """A turn outside lanes keeps its files beside its place (`planning/1/attempts/1-2`),
+        or, in the source, under `roles/ROLE/`."""
+        if place == SOURCE:
+            return self.root / "roles" / role / f"{number:05d}-{attempt}"
+        return self.place_dir(place) / "attempts" / f"{number}-{attempt}"

@@ -7,7 +7,6 @@ the budget and the large-copy check. Writes nothing: a refusal leaves no trace.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from flamechase.config import Budget, budget_required_message, parse_settings
 from flamechase.engine import objective as obj
 from flamechase.errors import (
     BackendUnavailable,
+    FlowChanged,
     LargeCopyRefused,
     NothingToResume,
     ParamError,
@@ -26,26 +26,28 @@ from flamechase.errors import (
     TaskError,
     WorkspaceInvalid,
 )
-from flamechase.flow import Flow, FlowParams
+from flamechase.flow import CopyParams, Flow, FlowParams
+from flamechase.flows import flow_identity
 from flamechase.sandbox import landlock_abi
 from flamechase.store import home
 from flamechase.store.db import Reader
 from flamechase.workspace.stats import large_copy_warning, measure
-
-# Params that shape the run's structure: a resume must not change them.
-STRUCTURAL_PARAMS = ("lanes",)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RunRequest:
     """What the command line asked for, parsed but not yet judged."""
 
-    flow: Flow
+    flow: Flow[Any]
     agents: list[tuple[str | None, str]]
     settings: Mapping[str, object]
     task: str
     workspace: Path
     resume: bool = False
+    # How -f named the flow (for the run's record of where its code came from).
+    flow_ref: str = ""
+    # Resume even if the flow's code changed since the run was made.
+    refresh: bool = False
     # Asked when a confirmation is needed; None when nobody can answer (no TTY).
     confirm: Callable[[str], bool] | None = None
     warn: Callable[[str], None] = print
@@ -53,7 +55,7 @@ class RunRequest:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Prepared:
-    flow: Flow
+    flow: Flow[Any]
     params: FlowParams
     budget: Budget
     agents: dict[str, AgentSpec]
@@ -65,6 +67,8 @@ class Prepared:
     revised: bool  # resuming with a changed objective: re-plan
     notices: tuple[str, ...]
     sandboxed: bool = False  # lanes outside the source run under Landlock
+    flow_source: str = ""
+    flow_hash: str = ""
 
 
 def _runs_of(flow: str, workspace: Path) -> list[tuple[str, Path, dict[str, Any]]]:
@@ -95,6 +99,7 @@ def prepare(req: RunRequest) -> Prepared:
                                "repository")
     ws = ws.resolve()
     flow = req.flow
+    flow_source, flow_hash = flow_identity(flow, req.flow_ref or flow.name)
     budget_given, given = parse_settings(dict(req.settings), flow.Params, flow.name)
     given_keys = set(given.model_fields_set)
 
@@ -135,8 +140,9 @@ def prepare(req: RunRequest) -> Prepared:
 
     # Params: on resume, what is given replaces what was stored.
     if resume_row is not None:
+        _same_flow_code(resume_row, flow_hash, req.refresh)
         stored = dict(resume_row["params"])
-        for key in STRUCTURAL_PARAMS:
+        for key in flow.structural_params:
             if key in given_keys and stored.get(key) != getattr(given, key):
                 raise ParamError(
                     f"run {resume_row['id']} was started with {key}={stored.get(key)}; it "
@@ -180,18 +186,18 @@ def prepare(req: RunRequest) -> Prepared:
 
     # Large copies: measured before anything exists.
     copies = flow.copies_needed(params, fresh=resume_row is None, revised=revised)
+    limits = params if isinstance(params, CopyParams) else CopyParams()
     if copies:
-        file_limit = int(getattr(params, "workspace_file_warning_threshold", 5000))
-        byte_limit = int(getattr(params, "workspace_copy_warning_threshold_bytes", 1 << 30))
-        private = [ln.name for ln in flow.lanes(params) if not ln.in_source]
-        what = (["planning"] if flow.planner else []) + (private if resume_row is None else [])
+        file_limit = limits.workspace_file_warning_threshold
+        byte_limit = limits.workspace_copy_warning_threshold_bytes
+        what = flow.copy_names(params, fresh=resume_row is None, revised=revised)
         warning = large_copy_warning(
             measure(ws), copies, file_limit, byte_limit, source=ws,
             description=f"{copies} workspace snapshot{'s' if copies != 1 else ''} "
                         f"({', '.join(what)})")
         if warning is not None:
             req.warn(warning)
-            if getattr(params, "confirm_large_workspace_copies", False):
+            if limits.confirm_large_workspace_copies:
                 if req.confirm is None:
                     raise LargeCopyRefused(
                         "large copies need a confirmation and nobody can answer here (no "
@@ -221,9 +227,17 @@ def prepare(req: RunRequest) -> Prepared:
         flow=flow, params=params, sandboxed=sandboxed, budget=budget, agents=agents,
         backends=backends,
         objective=objective, task_fingerprint=fp, workspace=ws, resume_from=resume_dir,
-        revised=revised, notices=tuple(notices),
+        revised=revised, notices=tuple(notices), flow_source=flow_source, flow_hash=flow_hash,
     )
 
 
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0", "false", "no")
+def _same_flow_code(row: Mapping[str, Any], flow_hash: str, refresh: bool) -> None:
+    """Refuse to resume a run with flow code other than its own, unless asked to."""
+    stored = row.get("flow_hash") or ""
+    if not stored:
+        raise FlowChanged(f"run {row['id']} was made by an older flamechase that did not "
+                          "record its flow code; start fresh with -p resume_mode=fresh")
+    if stored != flow_hash and not refresh:
+        raise FlowChanged(f"run {row['id']} was made with other code of flow {row['flow']} "
+                          f"({stored[:12]}, now {flow_hash[:12]}); pass --refresh to resume "
+                          "it with the new code, or -p resume_mode=fresh to start anew")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from flamechase import procs
 
 
-def sweep_leftovers(groups: list[tuple[int, str]]) -> int:
+def sweep_leftovers(groups: list[tuple[int | None, str]]) -> int:
     """SIGKILL every leftover process of `groups` ((pgid, token)); how many were found."""
     if not groups:
         return 0

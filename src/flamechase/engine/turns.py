@@ -1,51 +1,27 @@
-"""One turn, start to end: open a fresh session, ask, repair, recover, finalize.
+"""One turn job, start to end, where the executor runs it: open a fresh session, ask, repair
+in the same session, fall back on a checkpoint. Returns a `TurnResult`; writes no run state.
 
-Runs as an asyncio task beside the control loop and returns a `TurnOutcome` value; it writes
-no run state. Files it writes (prompt, inbox, frozen blobs) are either inputs for the agent
-or content-addressed and idempotent, so a crash between them and the commit loses nothing.
+Files it writes (the prompt, agent inputs) are inputs for the agent and are rewritten if the
+turn is taken again, so a crash between them and the loop's commit loses nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import dataclasses
 import json
 import time
-from collections.abc import Awaitable, Callable
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from flamechase.agents.backend import Answer, Backend, SpawnHook, TurnRequest, Usage
+from flamechase.agents.backend import Answer, Backend, Usage
+from flamechase.engine.clock import iso
+from flamechase.engine.executor import TurnJob, TurnResult
 from flamechase.fsutil import FileRefused, read_regular_file
-from flamechase.store.db import now_iso
+from flamechase.procs import boot_ticks
+from flamechase.workspace.checkpoints import read_checkpoint
 
-OutcomeStatus = Literal["valid", "failed", "interrupted", "limited"]
-MAX_REPAIRS = 2
 REPORT_LIMIT = 4 * 1024 * 1024
-
-
-@dataclasses.dataclass(slots=True)
-class TurnOutcome:
-    status: OutcomeStatus
-    started: str
-    ended: str = ""
-    duration: float = 0.0
-    result: Any = None  # the validated, normalised result (report or plan)
-    extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # artifacts, receipts
-    error: str | None = None
-    exit_code: int | None = None
-    usage: Usage = dataclasses.field(default_factory=Usage)
-    recovered_from_checkpoint: bool = False
-    resets_at: datetime | None = None
-    transcript: Path | None = None
-    repairs: int = 0
-
-
-Validator = Callable[[Any], Any]  # raises ValueError (one line) when invalid
-Finalizer = Callable[[Any], Awaitable[tuple[dict[str, Any], str | None]]]
-Recover = Callable[[], Any]  # a checkpointed result, or None
-RepairPrompt = Callable[[str], str]
 
 
 def read_result_file(path: Path) -> tuple[Any, str | None]:
@@ -70,85 +46,91 @@ def read_result_file(path: Path) -> tuple[Any, str | None]:
         return None, "report is not usable JSON: nested too deeply"
 
 
-def _take_result(answer: Answer, request: TurnRequest, validate: Validator) -> tuple[Any, str]:
+def _take(answer: Answer, job: TurnJob) -> tuple[dict[str, Any] | None, str]:
     """(validated result, "") or (None, why not)."""
     data: Any
     if answer.structured is not None:
         data, problem = answer.structured, None
     else:
-        data, problem = read_result_file(request.report_path)
+        data, problem = read_result_file(job.request.report_path)
     if problem is not None:
         return None, problem
     try:
-        return validate(data), ""
+        return job.result.validate(data), ""
     except ValueError as exc:
-        return None, f"report rejected: {exc}"
+        return None, f"{job.result.noun} rejected: {exc}"
 
 
-async def run_turn(
-    backend: Backend,
-    request: TurnRequest,
-    *,
-    on_spawn: SpawnHook,
-    validate: Validator,
-    repair_prompt: RepairPrompt,
-    recover: Recover | None = None,
-    finalize: Finalizer | None = None,
-    register_cut: Callable[[Callable[[], Awaitable[None]] | None], None] | None = None,
-) -> TurnOutcome:
+def _recover(job: TurnJob) -> dict[str, Any] | None:
+    if job.checkpoint is None:
+        return None
+    data = read_checkpoint(job.checkpoint, dict(job.checkpoint_identity))
+    if data is None:
+        return None
+    try:
+        return job.result.validate(data)
+    except ValueError:
+        return None
+
+
+async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnResult:
     """Run one turn to its outcome. Never raises for agent misbehaviour."""
-    started_wall = now_iso()
+    started = iso(time.time())
     t0 = time.monotonic()
-    out = TurnOutcome(status="failed", started=started_wall)
+    since = boot_ticks()
+    spawned: list[tuple[int, str]] = []
+    request = job.request
     request.io_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    session = backend.open(request, on_spawn)
-    if register_cut is not None:
-        register_cut(session.cut)
+    session = backend.open(request, lambda pgid, token: spawned.append((pgid, token)))
+
+    async def watch_cut() -> None:
+        await cut.wait()
+        await session.cut()
+
+    watcher = asyncio.ensure_future(watch_cut())
     usage = Usage()
+    repairs = 0
+    fields: dict[str, Any] = {"status": "failed"}
     try:
         answer = await session.ask(request.prompt)
         usage = usage + answer.usage
         result, problem = None, ""
         if answer.status == "finished":
-            result, problem = _take_result(answer, request, validate)
-            while result is None and out.repairs < MAX_REPAIRS:
-                out.repairs += 1
-                answer = await session.ask(repair_prompt(problem), repair=problem)
+            result, problem = _take(answer, job)
+            while result is None and repairs < job.max_repairs:
+                repairs += 1
+                before, after = job.repair
+                answer = await session.ask(before + problem + after, repair=problem)
                 usage = usage + answer.usage
                 if answer.status != "finished":
                     break
-                result, problem = _take_result(answer, request, validate)
-        out.exit_code = answer.exit_code
-        out.transcript = answer.transcript
+                result, problem = _take(answer, job)
+        fields.update(exit_code=answer.exit_code,
+                      transcript=str(answer.transcript) if answer.transcript else None)
         if answer.status == "interrupted":
-            out.status, out.error = "interrupted", answer.error or "turn cut by a stop"
+            fields.update(status="interrupted", error=answer.error or "turn cut by a stop")
         elif answer.status == "limited":
-            out.status, out.resets_at = "limited", answer.resets_at
-            out.error = answer.error or "usage limit reached"
+            fields.update(status="limited", error=answer.error or "usage limit reached",
+                          resets_at=iso(answer.resets_at.timestamp()) if answer.resets_at
+                          else None)
         elif result is not None:
-            out.status, out.result = "valid", result
+            fields.update(status="valid", result=result)
         else:
-            recovered = recover() if recover is not None else None
+            recovered = _recover(job)
             if recovered is not None:
-                out.status, out.result, out.recovered_from_checkpoint = "valid", recovered, True
+                fields.update(status="valid", result=recovered, recovered_from_checkpoint=True)
             elif answer.status == "finished":
-                out.error = problem or "the agent returned no report"
+                fields["error"] = problem or "the agent returned no report"
             else:
-                out.error = answer.error or f"the agent {answer.status}"
-        if out.status == "valid" and finalize is not None:
-            extra, refusal = await finalize(out.result)
-            if refusal is not None:
-                out.status, out.error, out.result = "failed", refusal, None
-            else:
-                out.extra = extra
+                fields["error"] = answer.error or f"the agent {answer.status}"
     finally:
-        if register_cut is not None:
-            register_cut(None)
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
         with contextlib.suppress(Exception):
             await session.close()
-        out.usage = usage
-        out.ended = now_iso()
-        out.duration = time.monotonic() - t0
-    if out.error is not None:
-        out.error = out.error[:4000]
-    return out
+    if fields.get("error") is not None:
+        fields["error"] = str(fields["error"])[:4000]
+    return TurnResult(started=started, ended=iso(time.time()),
+                      duration=time.monotonic() - t0, usage=usage, repairs=repairs,
+                      spawned=tuple(spawned), since=since, **fields)

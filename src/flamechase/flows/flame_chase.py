@@ -11,33 +11,75 @@ takes it again. No planner and no holding: a failed turn passes the baton like a
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
-from flamechase.flow import Flow, FlowParams, LaneDef, LaneView
+from pydantic import BaseModel, ConfigDict
+
+from flamechase.flow import (
+    Command,
+    Event,
+    Flow,
+    FlowParams,
+    LaneDef,
+    Outbox,
+    RunSetup,
+    TurnContext,
+)
+from flamechase.flow.lanes import LaneBook
+
+ROLES = ("first_chaser", "second_chaser")
 
 
-class FlameChase(Flow):
+class ChaseState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    book: LaneBook
+    outbox: Outbox = Outbox()
+
+
+class FlameChase(Flow[ChaseState]):
     name = "flame_chase"
     summary = "Two actors take turns in fresh sessions on one repository."
+    version = "2"
     Params = FlowParams
-    shares_reports = False
+    State = ChaseState
+
+    def roles(self, params: FlowParams) -> list[str]:
+        return list(ROLES)
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
-        return [LaneDef("lane-1", ("first_chaser", "second_chaser"), in_source=True)]
+        return [LaneDef("lane-1", ROLES, "source")]
 
-    def lane_prompt(self, view: LaneView) -> str:
-        partner = view.lane.actors[1 - (0 if view.actor == "a" else 1)]
+    def start(self, setup: RunSetup) -> ChaseState:
+        return ChaseState(book=LaneBook.open(setup.run_id, setup.lanes, holds=False,
+                                             shares_reports=False))
+
+    def evolve(self, state: ChaseState, event: Event) -> ChaseState:
+        book, owed = state.book.evolve(event)
+        return ChaseState(book=book, outbox=state.outbox.settle(event).add(*owed))
+
+    def decide(self, state: ChaseState, now: float) -> Sequence[Command]:
+        return [*state.outbox.pending(), *state.book.turns_to_start()]
+
+    def describe(self, state: ChaseState) -> dict[str, object]:
+        return {"lanes": state.book.describe()}
+
+    def prompt(self, state: ChaseState, ctx: TurnContext) -> str:
+        lane = state.book.get(ctx.turn.lane or "")
+        role = ctx.turn.role
+        partner = lane.actors[1] if role == lane.actors[0] else lane.actors[0]
         previous = ""
-        if view.last_error:
-            previous = f"\nThe previous turn failed: {view.last_error}\n"
+        if lane.last_error:
+            previous = f"\nThe previous turn failed: {lane.last_error}\n"
         return (
-            f"You are {view.role}, taking turn {view.turn} of a flame chase on this "
-            f"repository ({view.workspace}). You and {partner} take turns, each in a fresh "
+            f"You are {role}, taking turn {ctx.turn.number} of a flame chase on this "
+            f"repository ({ctx.workspace}). You and {partner} take turns, each in a fresh "
             "session: nothing of this conversation reaches the next turn, so leave your work "
             "in the repository and your evidence in the report.\n"
             "Read the repository (and TASK.md if present) first, then do substantial, "
             "tested work toward the objective. Do not invent success.\n"
-            f"{previous}\nObjective:\n{view.objective}\n\n"
-            f"Finish by writing your turn report as JSON to {view.report_path}:\n"
+            f"{previous}\nObjective:\n{ctx.objective}\n\n"
+            f"Finish by writing your turn report as JSON to {ctx.report_path}:\n"
             + json.dumps({"status": "progress | deliverable_ready | no_result | blocked",
                           "summary": "what you did and found (required)",
                           "changes": ["files changed"], "evidence": ["observed results"],

@@ -5,31 +5,47 @@
         -p budget.duration=12h "$(cat TASK.md)"
 
 Lane 1 works in your tree and is the only lane that writes it; lanes 2..N work in private
-copies and reach lane 1 through reports and frozen, hashed artifact packages. State kept on
-resume: the plan (the coordinator is not called again unless TASK.md changed), each lane's
-turn counter and next actor, undelivered reports, the leaderboard.
+copies and reach lane 1 through reports and frozen, hashed artifact packages. Kept on resume:
+the plan (the coordinator is not called again unless TASK.md changed), each lane's turn count
+and next actor, undelivered reports, the leaderboard, submissions still to be measured.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from flamechase.flow import Flow, FlowParams, LaneDef, LaneView, PlanView
-from flamechase.flows.plans import validate_plan
-from flamechase.reports import report_schema
+from flamechase import events as ev
+from flamechase.flow import (
+    Command,
+    CopyParams,
+    Emit,
+    FinishRun,
+    Flow,
+    FlowParams,
+    LaneDef,
+    MakePlace,
+    Measure,
+    Outbox,
+    ReleaseLane,
+    ResultSpec,
+    RunSetup,
+    StartTurn,
+    TurnContext,
+)
+from flamechase.flow.lanes import LaneBook, report_id
+from flamechase.flows import candidates, pfc_prompts
+from flamechase.flows.plans import PlanResult
+
+PLANNER = "coordinator"
+PLAN_ATTEMPTS = 3  # fresh planning sessions before the run fails
 
 
-class ParallelParams(FlowParams):
+class ParallelParams(CopyParams):
     lanes: int = Field(default=3, ge=1, le=8, description="number of lanes")
-    confirm_large_workspace_copies: bool = Field(
-        default=False, description="ask before making copies over the thresholds")
-    workspace_file_warning_threshold: int = Field(default=5000, ge=1, le=100_000_000)
-    workspace_copy_warning_threshold_bytes: int = Field(
-        default=1024**3, ge=1, le=1_000_000_000_000_000_000)
     evaluator: str | None = Field(
         default=None, min_length=1, max_length=1000,
         description="shell command the runtime runs to measure a submission")
@@ -42,8 +58,6 @@ class ParallelParams(FlowParams):
 
     @model_validator(mode="after")
     def _pattern_compiles(self) -> ParallelParams:
-        import re
-
         try:
             compiled = re.compile(self.metric_pattern)
         except re.error as exc:
@@ -53,110 +67,241 @@ class ParallelParams(FlowParams):
         return self
 
 
-def _j(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+class Planning(BaseModel):
+    """A plan being made: revision n, in its own copy, up to PLAN_ATTEMPTS sessions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    revision: int = 1
+    announced: bool = False
+    busy: bool = False
+    errors: tuple[str, ...] = ()
 
 
-class ParallelFlameChase(Flow):
+class PfcState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    params: ParallelParams
+    book: LaneBook
+    outbox: Outbox = Outbox()
+    places: dict[str, str] = {}  # place name -> path, once made
+    plan: dict[str, Any] | None = None
+    revision: int = 0  # the last revision planned
+    planning: Planning | None = Planning()
+    fingerprint: str = ""  # of the objective being planned for
+    candidates: tuple[dict[str, Any], ...] = ()
+    measuring: dict[str, dict[str, Any]] = {}  # report id -> its submission, until measured
+
+
+def lane_place(n: int) -> str:
+    return "source" if n == 1 else f"lanes/lane-{n}"
+
+
+class ParallelFlameChase(Flow[PfcState]):
     name = "parallel_flame_chase"
     summary = ("A coordinator plans N lanes and leaves; two actors alternate in each lane; "
                "only lane 1 writes your tree.")
+    version = "2"
     Params = ParallelParams
-    planner = "coordinator"
-    holds_lanes = True
+    State = PfcState
+    structural_params = ("lanes",)
+
+    # ---- declarations ----------------------------------------------------------------------
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
-        n = int(getattr(params, "lanes", 3))
-        return [LaneDef(f"lane-{i}", (f"lane_{i}_actor_a", f"lane_{i}_actor_b"),
-                        in_source=(i == 1)) for i in range(1, n + 1)]
+        n = params.lanes if isinstance(params, ParallelParams) else 3
+        return [LaneDef(f"lane-{i}", (f"lane_{i}_actor_a", f"lane_{i}_actor_b"), lane_place(i))
+                for i in range(1, n + 1)]
 
-    def validate_plan(self, data: Any, lanes: Sequence[LaneDef]) -> dict[str, Any]:
-        return validate_plan(data, lanes)
+    def roles(self, params: FlowParams) -> list[str]:
+        return [PLANNER, *(r for lane in self.lanes(params) for r in lane.roles)]
 
-    def plan_prompt(self, view: PlanView) -> str:
-        n = len(view.lanes)
-        names = ", ".join(ln.name for ln in view.lanes)
-        retry = ""
-        if view.previous_errors:
-            retry = ("\nEarlier planning sessions failed: " + "; ".join(view.previous_errors)
-                     + "\n")
-        return (
-            "You are the planning coordinator of a parallel flame chase. Read the repository "
-            "first. Plan only: no edits, no remote actions, no implementation.\n"
-            f"Split the objective into exactly {n} materially different lanes ({names}). "
-            "lane-1 is the sole integration owner and the only lane that edits the original "
-            "source; every other lane works in a private snapshot and must publish "
-            "reconstructable artifact packages for lane-1. Every lane may run the task's local "
-            "evaluators and submit measured candidates to the shared leaderboard. Missions "
-            "must be falsifiable, information-seeking and independently useful, not cosmetic "
-            "variants. This is the only coordinator turn: lanes coordinate through reports.\n"
-            f"{retry}\nObjective:\n{view.objective}\n\nWorkspace map:\n{_j(view.workspace_map)}"
-            f"\n\nWrite the plan as JSON to {view.report_path}:\n"
-            + _j({"lanes": [{"lane": ln.name, "mission": {
-                "title": "…", "objective": "…", "success_criteria": ["…"],
-                "kind": "research|implementation|validation|integration",
-                "approach_class": "…"}} for ln in view.lanes]})
-            + "\nExactly one entry per lane. Optional mission fields: change_scale, "
-            "information_question, dependencies.\n"
-        )
+    def copies_needed(self, params: FlowParams, *, fresh: bool, revised: bool) -> int:
+        return len(self.copy_names(params, fresh=fresh, revised=revised))
 
-    def lane_prompt(self, view: LaneView) -> str:
-        lane1 = view.lane.in_source
-        ownership = (
-            "You own integration: you alone edit the original source. Integrate other lanes' "
-            "work only from runtime-validated artifact packages (listed with sha256 in the "
-            "reports below; each artifact's `blob` is a read-only frozen copy, or extract a "
-            f"package with `flamechase artifacts {view.run_id} REPORT_ID --extract DIR`). "
-            "Recheck their assumptions in the source; integration is new work, not copying. "
-            "Keep the source coherent and tested."
-            if lane1 else
-            f"Work only in your private snapshot ({view.workspace}); never edit the original "
-            "source. Publish every deliverable as explicit files under your artifact root "
-            f"({view.artifact_root}) with integration notes lane-1 can follow."
-        )
-        partner = view.lane.actors[1 if view.actor == "a" else 0]
-        return "\n".join([
-            f"You are {view.role} (actor {view.actor} of {view.lane.name}), taking turn "
-            f"{view.turn} of {view.lane.name} in a parallel flame chase. This is a fresh "
-            f"session; {partner} takes the next turn. Read the repository and TASK.md first; "
-            "leave durable work and evidence, not conversational memory.",
-            "",
-            ownership,
-            "",
-            "Do substantive work now; test claims in proportion; no remote release, deployment,"
-            " purchase or messaging; do not invent success. Status: progress = work landed; "
-            "deliverable_ready = declared artifact files exist and another lane can rebuild the"
-            " result; no_result = a falsifiable direction was exhausted; blocked = a concrete "
-            "blocker (this holds the lane).",
-            "",
-            "Candidates: with a deliverable_ready package you may add a `submission` with the "
-            "value the task's evaluator printed. The runtime re-runs the evaluator itself and "
-            "ranks only what it measures. Use new artifact paths per candidate; never alter "
-            "published files.",
-            "",
-            f"Current leaderboard:\n{_j(view.leaderboard)}",
-            "",
-            f"Objective:\n{view.objective}",
-            "",
-            f"Your lane's mission:\n{_j(view.mission)}",
-            "",
-            "Lane status from the preceding attempt: " + _j(
-                {"consecutive_failures": view.consecutive_failures,
-                 "last_error": view.last_error}),
-            "",
-            f"Workspace map:\n{_j(view.workspace_map)}",
-            "",
-            f"Reports from other lanes not yet acknowledged by this lane (also in "
-            f"{view.inbox_path}):\n{_j(list(view.inbox))}",
-            "",
-            f"Artifact paths are relative to {view.artifact_root}. You may write a checkpoint "
-            f"to {view.checkpoint_path} as {{\"identity\": {_j(dict(view.checkpoint_identity))}"
-            " + \"phase\": \"terminal\", \"report\": <your report>}; it is used only if your "
-            "session dies before the report is written.",
-            "",
-            f"Finish by writing your turn report as JSON to {view.report_path}, matching this "
-            f"schema:\n{json.dumps(report_schema(), separators=(',', ':'))}",
-        ])
+    def copy_names(self, params: FlowParams, *, fresh: bool, revised: bool) -> list[str]:
+        private = [ln.name for ln in self.lanes(params) if not ln.in_source]
+        if fresh:
+            return ["planning", *private]
+        return ["planning"] if revised else []
+
+    def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
+        # The bundled sample's bench.py prints `STEPS: <int>`, lower is better.
+        return {"evaluator": evaluator, "metric_pattern": r"STEPS: (\d+)", "metric": "steps",
+                "direction": "minimize"}
+
+    # ---- folding ---------------------------------------------------------------------------
+
+    def start(self, setup: RunSetup) -> PfcState:
+        params = ParallelParams.model_validate(setup.params.model_dump())
+        book = LaneBook.open(setup.run_id, setup.lanes, holds=True, shares_reports=True)
+        state = PfcState(params=params, book=book)
+        declared = candidates.declared(params.model_dump())
+        if declared:
+            state = state.model_copy(update={"outbox": state.outbox.add(Emit(
+                ev.LeaderboardDeclared(metric=declared["metric"],
+                                       direction=declared["direction"],
+                                       measured_by_runtime=True,
+                                       command=params.evaluator)))})
+        return state
+
+    def evolve(self, state: PfcState, event: ev.Event) -> PfcState:
+        book, owed = state.book.evolve(event)
+        out = state.outbox.settle(event).add(*owed)
+        state = state.model_copy(update={"book": book, "outbox": out})
+        if isinstance(event, ev.PlaceMade):
+            return state.model_copy(update={"places": {**state.places,
+                                                       event.place: event.path}})
+        if isinstance(event, ev.RunResumed) and event.params:
+            params = ParallelParams.model_validate(event.params)
+            return state.model_copy(update={"params": params})
+        if isinstance(event, ev.ObjectiveRevised):
+            return state.model_copy(update={
+                "planning": Planning(revision=state.revision + 1),
+                "fingerprint": event.task_fingerprint})
+        if event.lane is None and event.actor == PLANNER:
+            return self._planning(state, event)
+        if isinstance(event, ev.TurnValid) and event.result.get("submission"):
+            return self._submitted(state, event)
+        if isinstance(event, ev.Measured) and event.key in state.measuring:
+            return self._measured(state, event)
+        return state
+
+    def _planning(self, state: PfcState, event: ev.Event) -> PfcState:
+        p = state.planning
+        if p is None:
+            return state
+        if isinstance(event, ev.PlanningStarted):
+            return state.model_copy(update={"planning": p.model_copy(update={"announced": True})})
+        if isinstance(event, ev.TurnStarted):
+            return state.model_copy(update={"planning": p.model_copy(update={"busy": True})})
+        if isinstance(event, ev.TurnInterrupted | ev.LanePaused):
+            return state.model_copy(update={"planning": p.model_copy(update={"busy": False})})
+        if not isinstance(event, ev.TurnValid | ev.TurnFailed):
+            return state
+        attempt = ev.PlanAttempt(actor=PLANNER, attempt=event.attempt, status=event.status,
+                                 error=getattr(event, "error", None),
+                                 cost_usd=event.cost_usd, output_tokens=event.output_tokens,
+                                 duration=round(event.duration, 3))
+        if isinstance(event, ev.TurnFailed):
+            errors = (*p.errors, f"attempt {event.attempt}: {event.error or 'failed'}")
+            return state.model_copy(update={
+                "planning": p.model_copy(update={"busy": False, "errors": errors}),
+                "outbox": state.outbox.add(Emit(attempt))})
+        held = [n for n, ln in state.book.lanes.items() if ln.held]
+        owed: list[Command] = [Emit(attempt), Emit(ev.Planned(
+            actor=PLANNER, revision=p.revision, plan=event.result, released=held))]
+        if p.revision > 1:
+            owed.append(Emit(ev.ObjectiveReplanned(revision=p.revision,
+                                                   task_fingerprint=state.fingerprint,
+                                                   released=held)))
+        # A new plan gives every lane a clean slate: held lanes go again, streaks restart.
+        owed += [ReleaseLane(n, "a new plan") for n, ln in state.book.lanes.items()
+                 if ln.held or ln.consecutive_failures]
+        return state.model_copy(update={"plan": event.result, "revision": p.revision,
+                                        "planning": None, "outbox": state.outbox.add(*owed)})
+
+    def _submitted(self, state: PfcState, event: ev.TurnValid) -> PfcState:
+        lane = event.lane or ""
+        rid = report_id(state.book.run_id, lane, event.turn, event.attempt)
+        sub = dict(event.result["submission"])
+        if state.params.evaluator:
+            return state.model_copy(update={
+                "book": state.book.wait_for(lane, rid),
+                "measuring": {**state.measuring, rid: {"sub": sub, "role": event.actor,
+                                                       "lane": lane, "at": event.at}}})
+        return self._add_candidate(state, rid, lane, event.actor, event.at, sub, None)
+
+    def _measured(self, state: PfcState, event: ev.Measured) -> PfcState:
+        info = state.measuring[event.key]
+        rest = {k: v for k, v in state.measuring.items() if k != event.key}
+        state = state.model_copy(update={"measuring": rest,
+                                         "book": state.book.done_waiting(event.key)})
+        return self._add_candidate(state, event.key, info["lane"], info["role"], info["at"],
+                                   info["sub"], event.receipt)
+
+    def _add_candidate(self, state: PfcState, rid: str, lane: str, role: str | None, at: str,
+                       sub: Mapping[str, Any], receipt: Mapping[str, Any] | None) -> PfcState:
+        row, announce = candidates.record(state.candidates, state.params.model_dump(),
+                                          report_id=rid, lane=lane, role=role, at=at,
+                                          sub=sub, receipt=receipt)
+        return state.model_copy(update={
+            "candidates": (*state.candidates, row),
+            "outbox": state.outbox.add(*(Emit(e) for e in announce))})
+
+    # ---- deciding --------------------------------------------------------------------------
+
+    def decide(self, state: PfcState, now: float) -> Sequence[Command]:
+        out: list[Command] = list(state.outbox.pending())
+        private = [ln for ln in state.book.lanes.values() if not ln.in_source]
+        out += [MakePlace(ln.place) for ln in private if ln.place not in state.places]
+        if state.planning is not None:
+            return out + self._plan(state, state.planning)
+        p = state.params
+        for key, info in state.measuring.items():
+            lane = state.book.get(info["lane"])
+            out.append(Measure(key=key, place=lane.place, command=p.evaluator or "",
+                               pattern=p.metric_pattern, timeout=p.evaluator_timeout,
+                               lane=lane.name))
+        if any(ln.place not in state.places for ln in private):
+            return out
+        if state.book.all_held() and not state.measuring and not state.outbox:
+            return [*out, FinishRun("held", state.book.held_message())]
+        return out + state.book.turns_to_start()
+
+    def _plan(self, state: PfcState, p: Planning) -> list[Command]:
+        place = f"planning/{p.revision}"
+        if place not in state.places:
+            return [MakePlace(place)]
+        if len(p.errors) >= PLAN_ATTEMPTS:
+            return [FinishRun("failed", f"planning failed after {len(p.errors)} fresh "
+                              "sessions: " + " | ".join(p.errors))]
+        out: list[Command] = []
+        if not p.announced:
+            # Announced once per revision; the outbox carries it through a crash.
+            out.append(Emit(ev.PlanningStarted(actor=PLANNER, revision=p.revision,
+                                               workspace=state.places[place])))
+        spec = ResultSpec(PlanResult, noun="plan",
+                          context={"lanes": list(state.book.lanes)})
+        out.append(StartTurn(role=PLANNER, lane=None, number=p.revision, place=place,
+                             result=spec, counted=False,
+                             env={"FLAMECHASE_LANES": ",".join(state.book.lanes)}))
+        return out
+
+    # ---- words -----------------------------------------------------------------------------
+
+    def prompt(self, state: PfcState, ctx: TurnContext) -> str:
+        if ctx.turn.lane is None:
+            errors = state.planning.errors if state.planning else ()
+            return pfc_prompts.plan_prompt(
+                objective=ctx.objective, lanes=list(state.book.lanes), previous_errors=errors,
+                workspace_map=ctx.workspace_map, report_path=ctx.report_path)
+        lane = state.book.get(ctx.turn.lane)
+        letter = "a" if ctx.turn.role == lane.actors[0] else "b"
+        mission = None
+        for entry in (state.plan or {}).get("lanes", []):
+            if entry.get("lane") == lane.name and isinstance(entry.get("mission"), dict):
+                mission = entry["mission"]
+        return pfc_prompts.lane_prompt(
+            run_id=ctx.run_id, lane=lane.name, in_source=lane.in_source, role=ctx.turn.role,
+            actor=letter, partner=lane.actors[1 if letter == "a" else 0],
+            turn=ctx.turn.number, workspace=ctx.workspace, artifact_root=ctx.artifact_root,
+            leaderboard=candidates.board(state.candidates, state.params.model_dump()),
+            objective=ctx.objective, mission=mission,
+            consecutive_failures=lane.consecutive_failures, last_error=lane.last_error,
+            workspace_map=ctx.workspace_map, inbox=ctx.inbox, inbox_path=ctx.inbox_path,
+            checkpoint_path=ctx.checkpoint_path, checkpoint_identity=ctx.checkpoint_identity,
+            report_path=ctx.report_path)
+
+    def repair_prompt(self, state: PfcState, ctx: TurnContext, reason: str) -> str:
+        if ctx.turn.lane is None:
+            return pfc_prompts.plan_repair_prompt(reason, ctx.report_path)
+        return super().repair_prompt(state, ctx, reason)
+
+    def describe(self, state: PfcState) -> dict[str, Any]:
+        return {"plan": state.plan,
+                "leaderboard": candidates.board(state.candidates, state.params.model_dump()),
+                "lanes": state.book.describe()}
 
 
 FLOW = ParallelFlameChase()

@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    model_validator,
+)
 
-from flamechase.flow import LaneDef
 from flamechase.reports import one_line
 
 
@@ -43,7 +50,7 @@ def _show(name: str) -> str:
     return name if name.isprintable() and name.strip() == name and name else repr(name)
 
 
-def validate_plan(data: Any, lanes: Sequence[LaneDef]) -> dict[str, Any]:
+def validate_plan(data: Any, lanes: Sequence[str]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"plan must be a JSON object, got {type(data).__name__}")
     try:
@@ -51,7 +58,7 @@ def validate_plan(data: Any, lanes: Sequence[LaneDef]) -> dict[str, Any]:
     except ValidationError as exc:
         raise ValueError(one_line(exc)) from None
     names = [b.lane for b in plan.lanes]
-    wanted = [ln.name for ln in lanes]
+    wanted = list(lanes)
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise ValueError(f"plan repeats {', '.join(map(_show, repeated))}; "
@@ -67,3 +74,19 @@ def validate_plan(data: Any, lanes: Sequence[LaneDef]) -> dict[str, Any]:
     order = {n: i for i, n in enumerate(wanted)}
     return {"lanes": [b.model_dump(mode="json")
                       for b in sorted(plan.lanes, key=lambda b: order[b.lane])]}
+
+
+class PlanResult(BaseModel):
+    """A coordinator's plan as a turn result: `Plan`, checked against the run's lanes
+    (the validation context's `lanes`), in lane order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lanes: list[dict[str, Any]]
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _against_the_run(cls, data: Any, handler: ValidatorFunctionWrapHandler,
+                         info: ValidationInfo) -> Any:
+        names = list((info.context or {}).get("lanes", ()))
+        return handler(validate_plan(data, names))

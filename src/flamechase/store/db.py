@@ -132,18 +132,21 @@ class Writer:
     def create_run(
         self, *, run_id: str, flow: str, workspace: str, task: str, fingerprint: str,
         params: dict[str, Any], budget: dict[str, Any], agents: dict[str, Any], run_dir: str,
+        flow_source: str = "", flow_hash: str = "", flow_version: str = "",
     ) -> None:
         t = now_iso()
         self._x(
             "INSERT INTO run (id, flow, workspace, task, task_fingerprint, status, created,"
-            " updated, params, budget, agents, run_dir) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            " updated, params, budget, agents, run_dir, flow_source, flow_hash, flow_version)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, flow, workspace, task, fingerprint, "starting", t, t, _dumps(params),
-             _dumps(budget), _dumps(agents), run_dir),
+             _dumps(budget), _dumps(agents), run_dir, flow_source, flow_hash, flow_version),
         )
 
     def update_run(self, **fields: Any) -> None:
         allowed = {"status", "last_error", "plan", "replans", "budget", "agents", "task",
-                   "task_fingerprint", "active_seconds", "params"}
+                   "task_fingerprint", "active_seconds", "params", "flow_hash",
+                   "flow_version", "flow_source"}
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"unknown run fields {sorted(bad)}")
@@ -185,23 +188,16 @@ class Writer:
     # ---- turns ---------------------------------------------------------------------------
 
     def begin_turn(self, *, lane: str, number: int, attempt: int, role: str, backend: str,
-                   io_dir: str, acks: dict[str, int]) -> str:
-        started = now_iso()
+                   io_dir: str, acks: dict[str, int], started: str, token: str,
+                   counted: bool, place: str) -> None:
+        """A turn under way (`lane`: its slot); its token finds its processes after a crash."""
         self._x(
-            "INSERT INTO inflight (lane, number, attempt, role, backend, started, io_dir, acks)"
-            " VALUES (?,?,?,?,?,?,?,?)",
-            (lane, number, attempt, role, backend, started, io_dir, _dumps(acks)),
+            "INSERT INTO inflight (lane, number, attempt, role, backend, started, io_dir, acks,"
+            " token, counted, place) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (lane, number, attempt, role, backend, started, io_dir, _dumps(acks), token,
+             int(counted), place),
         )
-        return started
-
-    def record_spawn(self, lane: str, pgid: int, token: str) -> None:
-        # Survives a crash of the engine (the case that leaves orphans); power loss ends the
-        # agent too, so no fsync is needed here.
-        with self.transaction(durable=False):
-            self.conn.execute("UPDATE inflight SET pgid = ?, token = ? WHERE lane = ?",
-                              (pgid, token, lane))
-            self.conn.execute("INSERT OR REPLACE INTO procs VALUES (?,?,?,?)",
-                              (token, pgid, lane, now_iso()))
+        self._x("INSERT OR REPLACE INTO procs VALUES (?,?,?,?)", (token, 0, lane, started))
 
     def forget_procs(self, tokens: list[str]) -> None:
         for t in tokens:
@@ -224,6 +220,10 @@ class Writer:
 
     def publish_report(self, *, report_id: str, lane: str, turn_id: int, kind: str,
                        record: dict[str, Any]) -> int:
+        """Its seq in the report log; 0 (nothing written) if `report_id` is there already."""
+        if self.conn.execute("SELECT 1 FROM reports WHERE report_id = ?",
+                             (report_id,)).fetchone():
+            return 0
         text = _dumps(record)
         cur = self._x(
             "INSERT INTO reports (report_id, lane, turn_id, kind, record, bytes)"
@@ -245,28 +245,29 @@ class Writer:
         self._x("INSERT INTO artifacts VALUES (?,?,?,?,?)",
                 (report_id, path, sha256, size, description))
 
-    def add_submission(self, *, report_id: str, lane: str, at: str, metric: str,
-                       direction: str, claimed: float, measured: float | None, verified: bool,
-                       receipt: dict[str, Any] | None, best: bool) -> None:
-        if best:
-            self._x("UPDATE submissions SET best = 0 WHERE best = 1")
-        self._x(
-            "INSERT INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (report_id, lane, at, metric, direction, claimed, measured, int(verified),
-             _dumps(receipt) if receipt is not None else None, int(best)),
-        )
+    def add_measurement(self, *, key: str, lane: str | None, at: str, place: str,
+                        receipt: dict[str, Any]) -> None:
+        self._x("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?)",
+                (key, lane, at, place, _dumps(receipt)))
+
+    def add_place(self, name: str, path: str, how: str) -> None:
+        self._x("INSERT OR REPLACE INTO places VALUES (?,?,?,?)", (name, path, how, now_iso()))
+
+    def save_flow_state(self, *, flow: str, state: str, summary: dict[str, Any],
+                        seq: int) -> None:
+        self._x("INSERT OR REPLACE INTO flow_state VALUES (1,?,?,?,?)",
+                (flow, state, _dumps(summary), seq))
 
     # ---- events --------------------------------------------------------------------------
 
     def event(self, kind: str, *, lane: str | None = None, actor: str | None = None,
-              payload: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Append one event; returns it as views see it."""
-        at = now_iso()
-        body = payload or {}
-        cur = self._x("INSERT INTO events (at, kind, lane, actor, payload) VALUES (?,?,?,?,?)",
-                      (at, kind, lane, actor, _dumps(body)))
-        return {"seq": int(cur.lastrowid or 0), "at": at, "kind": kind, "lane": lane,
-                "actor": actor, "payload": body}
+              payload: dict[str, Any] | None = None, at: str | None = None,
+              version: int = 1) -> int:
+        """Append one event; its seq."""
+        cur = self._x(
+            "INSERT INTO events (at, kind, lane, actor, payload, v) VALUES (?,?,?,?,?,?)",
+            (at or now_iso(), kind, lane, actor, _dumps(payload or {}), version))
+        return int(cur.lastrowid or 0)
 
     def set_meta(self, key: str, value: Any) -> None:
         self._x("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, _dumps(value)))
@@ -341,7 +342,8 @@ class Reader:
 
     def spend(self) -> dict[str, float]:
         r = self._q(
-            "SELECT count(*) FILTER (WHERE status IN ('valid','failed')) AS turns,"
+            "SELECT count(*) FILTER (WHERE status IN ('valid','failed') AND counted = 1)"
+            " AS turns,"
             " coalesce(sum(cost_usd),0) AS cost, coalesce(sum(output_tokens),0) AS out_tok,"
             " coalesce(sum(input_tokens),0) AS in_tok FROM turns"
         )[0]
@@ -375,16 +377,24 @@ class Reader:
         return [dict(r) for r in
                 self._q("SELECT * FROM artifacts WHERE report_id = ? ORDER BY path", (report_id,))]
 
-    def submissions(self) -> list[dict[str, Any]]:
+    def measurements(self) -> list[dict[str, Any]]:
         out = []
-        for r in self._q("SELECT * FROM submissions ORDER BY at"):
+        for r in self._q("SELECT * FROM measurements ORDER BY at"):
             d = dict(r)
-            d["verified"] = bool(d["verified"])
-            d["best"] = bool(d["best"])
-            if d["receipt"] is not None:
-                d["receipt"] = json.loads(d["receipt"])
+            d["receipt"] = json.loads(d["receipt"])
             out.append(d)
         return out
+
+    def places(self) -> dict[str, dict[str, Any]]:
+        return {r["name"]: dict(r) for r in self._q("SELECT * FROM places")}
+
+    def flow_state(self) -> dict[str, Any] | None:
+        rows = self._q("SELECT * FROM flow_state WHERE id = 1")
+        if not rows:
+            return None
+        d = dict(rows[0])
+        d["summary"] = json.loads(d["summary"])
+        return d
 
     def events(self, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         out = []
@@ -398,9 +408,6 @@ class Reader:
     def meta(self, key: str) -> Any:
         rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
         return json.loads(rows[0]["value"]) if rows else None
-
-    def last_event_seq(self) -> int:
-        return int(self._q("SELECT coalesce(max(seq), 0) AS m FROM events")[0]["m"])
 
     def sessions(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self._q("SELECT * FROM sessions ORDER BY n")]

@@ -138,4 +138,37 @@ MIGRATIONS: list[str] = [
         agents TEXT NOT NULL
     );
     """,
+    # 2: the engine core of flows as deciders: the flow's identity and stored state, places,
+    # the runtime's measurements, whether a turn counts toward budget.turns, event versions.
+    """
+    ALTER TABLE run ADD COLUMN flow_source TEXT NOT NULL DEFAULT '';
+    ALTER TABLE run ADD COLUMN flow_hash TEXT NOT NULL DEFAULT '';
+    ALTER TABLE run ADD COLUMN flow_version TEXT NOT NULL DEFAULT '';
+    ALTER TABLE turns ADD COLUMN counted INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE turns ADD COLUMN place TEXT;
+    ALTER TABLE inflight ADD COLUMN counted INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE inflight ADD COLUMN place TEXT;
+    ALTER TABLE events ADD COLUMN v INTEGER NOT NULL DEFAULT 1;
+    -- The flow's state after the last committed event (`seq`), and its summary for views.
+    CREATE TABLE flow_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        flow TEXT NOT NULL,
+        state TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        seq INTEGER NOT NULL
+    );
+    CREATE TABLE places (
+        name TEXT PRIMARY KEY,
+        path TEXT NOT NULL,
+        how TEXT NOT NULL,
+        made TEXT NOT NULL
+    );
+    CREATE TABLE measurements (
+        key TEXT PRIMARY KEY,
+        lane TEXT,
+        at TEXT NOT NULL,
+        place TEXT NOT NULL,
+        receipt TEXT NOT NULL
+    );
+    """,
 ]

@@ -35,15 +35,13 @@ def event_line(ev: dict[str, Any], fold: RunFold) -> str:
 
 
 def fold_for(prepared: Any) -> RunFold:
-    """A fold shaped by what `prepare` decided: lanes, roles, budget, params."""
+    """A fold shaped by what `prepare` decided: lanes, roles, budget."""
     flow = prepared.flow
     params = prepared.params
     return RunFold(
         flow=str(flow.name),
-        lanes=[(ln.name, ln.actors) for ln in flow.lanes(params)],
+        lanes=[(ln.name, ln.roles) for ln in flow.lanes(params)],
         budget=prepared.budget.to_json(),
-        params=params.model_dump(mode="json"),
-        shares_reports=bool(getattr(flow, "shares_reports", True)),
         run_id=prepared.resume_from.name if prepared.resume_from is not None else "",
     )
 

@@ -57,6 +57,8 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
     actor = str(ev.get("actor") or "")
     p: Mapping[str, Any] = ev.get("payload") or {}
     snap = fold.lanes.get(lane)
+    if not lane and kind in _SOLO:
+        return _solo(kind, actor, p)
     # The frequent kinds first: a long run has thousands of each.
     if kind == "turn_started":
         return _turn_started(lane, actor, p, fold), "receive" if p.get("delivered") else "turn"
@@ -79,8 +81,8 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
         return (f"Run created: {p.get('flow') or fold.flow} with "
                 f"{_plural(len(lanes), 'lane')} ({', '.join(lanes)})"
                 + (f"; budget {limits}" if limits else "") + ".", "run")
-    if kind == "snapshot_made":
-        return f"{lane} gets its own private copy of the source tree.", "info"
+    if kind == "place_made":
+        return f"{lane or p.get('place')} gets its own private copy of the source tree.", "info"
     if kind == "planning_started":
         return (f"{actor or 'The planner'} starts planning (revision {p.get('revision', 1)}) "
                 "in a fresh session on a copy of the tree.", "turn")
@@ -119,6 +121,17 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
                 f"(a usage window closed for {actor}).", "warn")
     if kind == "lane_held":
         return f"{lane} is HELD: {_clip(p.get('reason'), 200)}.", "fail"
+    if kind == "lane_released":
+        return f"{lane} goes on: {_clip(p.get('reason'), 200)}.", "plan"
+    if kind == "measured":
+        receipt = p.get("receipt") or {}
+        value, error = receipt.get("value"), receipt.get("error")
+        got = f"{value:g}" if isinstance(value, int | float) else "no value"
+        return (f"The runtime measures {p.get('key')}: {got}"
+                + (f" ({_clip(error, 160)})" if error else "") + ".", "info")
+    if kind == "leaderboard_declared":
+        return (f"Candidates are ranked by {p.get('metric')} ({p.get('direction')}), "
+                f"measured by the runtime with `{_clip(p.get('command'), 120)}`.", "info")
     if kind == "candidate_submitted":
         measured = p.get("measured")
         how = ("verified by the runtime" if p.get("verified") else
@@ -135,6 +148,26 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
         return (f"Run {kind[4:]}: {_clip(p.get('message'), 300)}. Spent {_money(fold.cost)} "
                 f"over {_plural(fold.turns, 'turn')}.", "run")
     return kind.replace("_", " ").capitalize() + ".", "info"
+
+
+_SOLO = frozenset({"turn_started", "turn_valid", "turn_failed", "turn_interrupted",
+                   "lane_paused"})
+
+
+def _solo(kind: str, actor: str, p: Mapping[str, Any]) -> tuple[str, str]:
+    """A turn outside lanes (a planner's session)."""
+    who = f"{actor or 'An actor'}'s session {p.get('turn')}"
+    if kind == "turn_started":
+        attempt = int(p.get("attempt") or 1)
+        return (f"{who} opens, attempt {attempt} ({p.get('backend')}).", "turn")
+    if kind == "turn_valid":
+        return (f"{who} ends valid ({_secs(p.get('duration'))}, "
+                f"{_money(p.get('cost_usd'))}).", "end")
+    if kind == "turn_failed":
+        return f"{who} FAILED: {_clip(p.get('error'), 200)}.", "fail"
+    if kind == "lane_paused":
+        return f"{who} pauses until {p.get('until')}: {_clip(p.get('reason'), 160)}.", "warn"
+    return f"{who} was cut ({_clip(p.get('reason'), 160)}); it is taken again.", "fail"
 
 
 def _turn_started(lane: str, actor: str, p: Mapping[str, Any], fold: RunFold) -> str:

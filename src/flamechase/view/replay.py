@@ -83,16 +83,16 @@ class ReplayBuilder:
         self._since: dict[str, int] = {}
         self.points: list[dict[str, Any]] = []
         self.last_seq = 0
-        params = run.get("params") or {}
         self.header: dict[str, Any] = {
             "id": run.get("id"), "flow": run.get("flow"), "status": run.get("status"),
             "workspace": run.get("workspace"), "created": run.get("created"),
             "updated": run.get("updated"),
             "objective": str(run.get("task") or "")[:_OBJECTIVE],
             "agents": run.get("agents") or {},
-            "metric": params.get("metric") if params.get("evaluator") else None,
-            "direction": params.get("direction") if params.get("evaluator") else None,
-            "evaluator": params.get("evaluator"),
+            # What the run ranks by, once its flow declared it (`leaderboard_declared`).
+            "metric": None,
+            "direction": None,
+            "evaluator": None,
             "shares": self.fold.shares_reports,
             "last_error": run.get("last_error"),
         }
@@ -171,6 +171,9 @@ class ReplayBuilder:
     def document(self) -> dict[str, Any]:
         header = dict(self.header)
         header["final"] = self.fold.status
+        if self.fold.measured_by is not None and self.fold.primary is not None:
+            header["metric"], header["direction"] = self.fold.primary
+            header["evaluator"] = self.fold.measured_by
         return {
             "v": 1,
             "run": header,

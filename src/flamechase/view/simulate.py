@@ -44,8 +44,6 @@ __all__ = [
 # for lane 1 to integrate what the others published; short enough to finish in seconds.
 DEFAULT_TURNS = 12
 DEFAULT_REST = 0.05  # the smallest rest_seconds a flow accepts
-# What the bundled sample measures: `bench.py` prints `STEPS: <int>`, lower is better.
-SAMPLE_METRIC = {"metric_pattern": r"STEPS: (\d+)", "metric": "steps", "direction": "minimize"}
 # Never copied into a throw-away workspace: history and caches no simulated actor reads.
 _SKIP = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_cache", ".ruff_cache",
          ".pytest_cache", ".tox"}
@@ -106,7 +104,7 @@ def _python() -> str:
     return "python3" if found else shutil.which("python") or "python3"
 
 
-def sim_settings(flow: Flow, given: Mapping[str, str], *, sample: bool,
+def sim_settings(flow: Flow[Any], given: Mapping[str, str], *, sample: bool,
                  turns: int = DEFAULT_TURNS, rest: float = DEFAULT_REST) -> dict[str, object]:
     """The settings of a simulated run: short defaults, then what the user gave (which wins).
 
@@ -118,9 +116,8 @@ def sim_settings(flow: Flow, given: Mapping[str, str], *, sample: bool,
     if not any(k.startswith("budget.") for k in given):
         out["budget.turns"] = str(turns)
     fields = flow.Params.model_fields
-    if sample and "evaluator" in fields:
-        out["evaluator"] = f"{_python()} bench.py"
-        out.update({k: v for k, v in SAMPLE_METRIC.items() if k in fields})
+    if sample:
+        out.update(flow.demo_params(fields, f"{_python()} bench.py"))
     out = {k: v for k, v in out.items() if k.startswith("budget.") or k in fields}
     out.update(given)
     return out
@@ -136,7 +133,7 @@ class SimOutcome:
     workspace: Path
 
 
-def run_sim(flow: Flow, workspace: Path, settings: Mapping[str, object], *,
+def run_sim(flow: Flow[Any], workspace: Path, settings: Mapping[str, object], *,
             task: str | None = None, agents: Sequence[tuple[str | None, str]] = (),
             profile: str = "steady", observer: Any = None, state: Path | None = None,
             warn: Callable[[str], None] = print) -> SimOutcome:

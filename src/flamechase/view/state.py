@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from flamechase.engine.leaderboard import better, metric_key
+from flamechase import events as ev
+from flamechase.flow.leaderboard import better, metric_key
 
 __all__ = [
     "BUDGET_KEYS",
@@ -222,7 +223,6 @@ class RunFold:
         flow: str = "",
         lanes: Sequence[tuple[str, Sequence[str]]] = (),
         budget: Mapping[str, Any] | None = None,
-        params: Mapping[str, Any] | None = None,
         shares_reports: bool = True,
         status: str = "starting",
     ) -> None:
@@ -238,13 +238,11 @@ class RunFold:
         if budget:
             self._set_limits(budget)
         self.shares_reports = shares_reports
-        p = dict(params or {})
-        self.evaluator = bool(p.get("evaluator"))
-        # Mirrors `leaderboard.board`: a declared metric when the run measures, else the first
-        # ranked submission fixes the primary metric.
+        # Mirrors `flow.leaderboard.board`: a declared metric when the run measures (the flow
+        # says so with `leaderboard_declared`), else the first ranked submission fixes it.
+        self.evaluator = False
+        self.measured_by: str | None = None  # the command the runtime measures with
         self.primary: tuple[str, str] | None = None
-        if self.evaluator and p.get("direction"):
-            self.primary = (metric_key(str(p.get("metric") or "score")), str(p["direction"]))
         self.leaders: dict[tuple[str, str], Entry] = {}
         self._top: list[tuple[float, int, Entry]] = []
         self.submissions = 0
@@ -263,6 +261,7 @@ class RunFold:
         self.at: str | None = None
         self._alive_at: str | None = None  # the last event a running session recorded
         self.events = 0
+        self._solo_turns = 0  # turns outside lanes (planning) seen
 
     # ---- construction ----------------------------------------------------------------------
 
@@ -278,8 +277,7 @@ class RunFold:
         return cls(
             run_id=str(run.get("id", "")), flow=str(run.get("flow", "")),
             lanes=[(str(ln["lane"]), list(ln.get("roles") or ())) for ln in lanes],
-            budget=run.get("budget") or {}, params=run.get("params") or {},
-            shares_reports=shares_reports,
+            budget=run.get("budget") or {}, shares_reports=shares_reports,
         )
 
     def _lane(self, name: str, roles: Sequence[str] = ()) -> LaneRow:
@@ -298,115 +296,165 @@ class RunFold:
 
     # ---- folding ---------------------------------------------------------------------------
 
-    def apply(self, ev: Mapping[str, Any]) -> Change:
-        kind = str(ev.get("kind", ""))
-        lane = ev.get("lane") or None
-        actor = ev.get("actor") or None
-        p: Mapping[str, Any] = ev.get("payload") or {}
-        at = str(ev.get("at") or "")
+    def apply(self, event: Mapping[str, Any] | ev.Event) -> Change:
+        """Fold one event (a stored row or an `events.Event`); what it changed."""
+        e = event if isinstance(event, ev.Event) else ev.parse(event)
         ch = Change()
         self.events += 1
         before = self._alive_at
-        # A resumed engine first records the turns the dead one left cut (turn_interrupted
-        # without a duration): those say nothing about when the old session was alive.
-        if at and not (kind == "turn_interrupted" and "duration" not in p):
+        at = e.at
+        # A resumed engine first records the turns the dead one left cut: those say nothing
+        # about when the old session was alive (flamechase 0.1 wrote them without a duration).
+        recovered = isinstance(e, ev.TurnInterrupted) and (e.recovered or (
+            not isinstance(event, ev.Event) and "duration" not in (event.get("payload") or {})))
+        if at and not recovered:
             self._alive_at = at
         if at:
             self.at = at
             if self.started is None:
                 self.started = at
-        if kind in ("run_created", "run_resumed"):
-            if kind == "run_created":
-                for name in p.get("lanes") or ():
-                    self._lane(str(name))
-            if isinstance(p.get("budget"), Mapping):
-                self._set_limits(p["budget"])
-                ch.budget = True
-            if self._open_at is not None and before:
-                # The previous session ended without an end event (a crash or a kill): it
-                # was active until its last event, not through the time the run was down.
-                self._active_closed += (parse_at(before) - self._open_at).total_seconds()
-                self._open_at = None
-            if at:
-                self._open_at = parse_at(at)
-            self._status("starting" if kind == "run_created" else "resumed", ch)
-        elif kind == "planning_started":
-            self._status("planning", ch)
-        elif kind == "plan_attempt":
-            self.cost += float(p.get("cost_usd") or 0.0)
-            ch.spend = True
-        elif kind == "planned":
-            for name in p.get("released") or ():
-                if name in self.lanes:
-                    self._set(str(name), ch, held=False, held_reason=None, failures=0)
-        elif kind == "run_running":
-            self._status("running", ch)
-        elif kind == "turn_started" and lane:
-            self._lane(lane)
-            self._set(lane, ch, actor=actor, turn=_int(p.get("turn")),
-                      attempt=_int(p.get("attempt")) or 1, since=at or None,
-                      backend=p.get("backend"), paused_until=None)
-            delivered = [str(r) for r in p.get("delivered") or ()]
-            self.delivered += len(delivered)
-            box = self.received.setdefault(lane, {})
-            for rid in delivered:
-                rep = self.by_id.get(rid)
-                if rep is not None and rep.artifacts:
-                    box[rid] = None
-        elif kind == "turn_valid" and lane:
-            snap = self._lane(lane)
-            self._count_turn(p, ch)
-            self._set(lane, ch, actor=None, turn=None, since=None, turns=snap.turns + 1,
-                      valid=snap.valid + 1, failures=0, last_status=p.get("report_status"),
-                      last_actor=actor)
-            self._publish(str(p.get("report_id") or ""), lane, actor, p.get("report_status"),
-                          ch)
-            for source, seq in (p.get("acknowledged") or {}).items():
-                self._ack(lane, str(source), _int(seq), ch)
-            self._note_integration(lane, actor, str(p.get("summary") or ""))
-        elif kind == "turn_failed" and lane:
-            snap = self._lane(lane)
-            self._count_turn(p, ch)
-            self._set(lane, ch, actor=None, turn=None, since=None, turns=snap.turns + 1,
-                      failed=snap.failed + 1, failures=snap.failures + 1,
-                      last_status="turn_failed", last_actor=actor)
-            self._publish(str(p.get("report_id") or ""), lane, actor, "turn_failed", ch)
-        elif kind in ("turn_interrupted", "lane_paused") and lane:
-            self._lane(lane)
-            self.cost += float(p.get("cost_usd") or 0.0)
-            self.output_tokens += _int(p.get("output_tokens"))
-            ch.spend = True
-            extra: dict[str, Any] = {}
-            if kind == "lane_paused":
-                extra["paused_until"] = p.get("until")
-            self._set(lane, ch, actor=None, turn=None, since=None, **extra)
-        elif kind == "lane_held" and lane:
-            self._lane(lane)
-            self._set(lane, ch, held=True, held_reason=p.get("reason"))
-        elif kind == "report_published" and lane:
-            rid = str(p.get("report_id") or "")
-            self._publish(rid, lane, actor, p.get("report_status"), ch)
-            rep = self.by_id.get(rid)
-            n = len(p.get("artifacts") or ())
-            if rep is not None and n != rep.artifacts:
-                rep = dataclasses.replace(rep, artifacts=n)
-                self.by_id[rid] = rep
-                self.reports[rep.seq - 1] = rep
-                ch.artifacts = rep
-        elif kind == "candidate_submitted":
-            self._submit(p, lane or "", ch)
-        elif kind == "budget_spent":
-            self._sync_budget(p.get("budget"), at, ch)
-        elif kind in END_KINDS:
-            self._sync_budget(p.get("budget"), at, ch)
-            if self._open_at is not None and at:
-                self._active_closed += (parse_at(at) - self._open_at).total_seconds()
-                self._open_at = None
-            for name, snap in self.lanes.items():
-                if snap.actor is not None:
-                    self._set(name, ch, actor=None, turn=None, since=None)
-            self._status(kind[4:], ch)
+        handler = _HANDLERS.get(type(e))
+        if handler is not None:
+            handler(self, e, ch, before)
         return ch
+
+    # ---- one handler per kind (the table `_HANDLERS` below maps kinds to them) -------------
+
+    def _opened(self, e: ev.RunCreated | ev.RunResumed, ch: Change, before: str | None) -> None:
+        if isinstance(e, ev.RunCreated):
+            for name in e.lanes:
+                self._lane(str(name))
+        if isinstance(e.budget, Mapping) and e.budget:
+            self._set_limits(e.budget)
+            ch.budget = True
+        if self._open_at is not None and before:
+            # The previous session ended without an end event (a crash or a kill): it was
+            # active until its last event, not through the time the run was down.
+            self._active_closed += (parse_at(before) - self._open_at).total_seconds()
+            self._open_at = None
+        if e.at:
+            self._open_at = parse_at(e.at)
+        self._status("starting" if isinstance(e, ev.RunCreated) else "resumed", ch)
+
+    def _planning(self, e: ev.PlanningStarted, ch: Change, before: str | None) -> None:
+        self._status("planning", ch)
+
+    def _plan_attempt(self, e: ev.PlanAttempt, ch: Change, before: str | None) -> None:
+        # flamechase 0.1 journaled planning sessions only as plan_attempt; later journals
+        # count their spend from the session's own turn event.
+        if not self._solo_turns:
+            self.cost += e.cost_usd
+            ch.spend = True
+
+    def _planned(self, e: ev.Planned, ch: Change, before: str | None) -> None:
+        for name in e.released:
+            if name in self.lanes:
+                self._set(str(name), ch, held=False, held_reason=None, failures=0)
+
+    def _running(self, e: ev.RunRunning, ch: Change, before: str | None) -> None:
+        self._status("running", ch)
+
+    def _turn_started(self, e: ev.TurnStarted, ch: Change, before: str | None) -> None:
+        if not e.lane:
+            return
+        self._lane(e.lane)
+        self._set(e.lane, ch, actor=e.actor, turn=e.turn, attempt=e.attempt or 1,
+                  since=e.at or None, backend=e.backend, paused_until=None)
+        self.delivered += len(e.delivered)
+        box = self.received.setdefault(e.lane, {})
+        for rid in e.delivered:
+            rep = self.by_id.get(rid)
+            if rep is not None and rep.artifacts:
+                box[rid] = None
+
+    def _turn_valid(self, e: ev.TurnValid, ch: Change, before: str | None) -> None:
+        if not e.lane:
+            self._solo_turns += 1
+            self._count_spend(e, ch, counted=False)
+            return
+        snap = self._lane(e.lane)
+        self._count_spend(e, ch, counted=e.counted)
+        self._set(e.lane, ch, actor=None, turn=None, since=None, turns=snap.turns + 1,
+                  valid=snap.valid + 1, failures=0, last_status=e.report_status,
+                  last_actor=e.actor)
+        if e.report_id:  # journals of flamechase 0.1 published the report with the turn
+            self._publish(e.report_id, e.lane, e.actor, e.report_status, ch)
+        for source, seq in e.acknowledged.items():
+            self._ack(e.lane, str(source), _int(seq), ch)
+        self._note_integration(e.lane, e.actor, e.summary)
+
+    def _turn_failed(self, e: ev.TurnFailed, ch: Change, before: str | None) -> None:
+        if not e.lane:
+            self._solo_turns += 1
+            self._count_spend(e, ch, counted=False)
+            return
+        snap = self._lane(e.lane)
+        self._count_spend(e, ch, counted=e.counted)
+        self._set(e.lane, ch, actor=None, turn=None, since=None, turns=snap.turns + 1,
+                  failed=snap.failed + 1, failures=snap.failures + 1,
+                  last_status="turn_failed", last_actor=e.actor)
+        if e.report_id:
+            self._publish(e.report_id, e.lane, e.actor, "turn_failed", ch)
+
+    def _turn_cut(self, e: ev.TurnInterrupted | ev.LanePaused, ch: Change,
+                  before: str | None) -> None:
+        self.cost += e.cost_usd
+        self.output_tokens += e.output_tokens
+        ch.spend = True
+        if not e.lane:
+            return
+        self._lane(e.lane)
+        extra: dict[str, Any] = {}
+        if isinstance(e, ev.LanePaused):
+            extra["paused_until"] = e.until
+        self._set(e.lane, ch, actor=None, turn=None, since=None, **extra)
+
+    def _held(self, e: ev.LaneHeld, ch: Change, before: str | None) -> None:
+        if e.lane:
+            self._lane(e.lane)
+            self._set(e.lane, ch, held=True, held_reason=e.reason)
+
+    def _released(self, e: ev.LaneReleased, ch: Change, before: str | None) -> None:
+        if e.lane and e.lane in self.lanes:
+            self._set(e.lane, ch, held=False, held_reason=None, failures=0)
+
+    def _published(self, e: ev.ReportPublished, ch: Change, before: str | None) -> None:
+        if not e.lane:
+            return
+        self._publish(e.report_id, e.lane, e.actor, e.report_status, ch)
+        rep = self.by_id.get(e.report_id)
+        n = len(e.artifacts)
+        if rep is not None and n != rep.artifacts:
+            rep = dataclasses.replace(rep, artifacts=n)
+            self.by_id[e.report_id] = rep
+            self.reports[rep.seq - 1] = rep
+            ch.artifacts = rep
+
+    def _declared(self, e: ev.LeaderboardDeclared, ch: Change, before: str | None) -> None:
+        self.evaluator = e.measured_by_runtime
+        self.measured_by = e.command
+        if e.metric and e.direction:
+            self.primary = (metric_key(e.metric), e.direction)
+        ch.board = True
+
+    def _submitted(self, e: ev.CandidateSubmitted, ch: Change, before: str | None) -> None:
+        self._submit(e, ch)
+
+    def _budget_spent(self, e: ev.BudgetSpent, ch: Change, before: str | None) -> None:
+        self._sync_budget(e.budget, e.at, ch)
+
+    def _ended(self, e: ev.RunEnded, ch: Change, before: str | None) -> None:
+        self._sync_budget(e.budget, e.at, ch)
+        if self._open_at is not None and e.at:
+            self._active_closed += (parse_at(e.at) - self._open_at).total_seconds()
+            self._open_at = None
+        for name, snap in self.lanes.items():
+            if snap.actor is not None:
+                self._set(name, ch, actor=None, turn=None, since=None)
+        self._status(e.status, ch)
+
+    def _nothing(self, e: ev.Event, ch: Change, before: str | None) -> None:
+        """Kinds that change nothing a view draws (they are narrated, not folded)."""
 
     def _status(self, status: str, ch: Change) -> None:
         if status != self.status:
@@ -420,10 +468,11 @@ class RunFold:
         if lane not in ch.lanes:
             ch.lanes.append(lane)
 
-    def _count_turn(self, p: Mapping[str, Any], ch: Change) -> None:
-        self.turns += 1
-        self.cost += float(p.get("cost_usd") or 0.0)
-        self.output_tokens += _int(p.get("output_tokens"))
+    def _count_spend(self, e: ev.TurnEnded, ch: Change, *, counted: bool) -> None:
+        if counted:
+            self.turns += 1
+        self.cost += e.cost_usd
+        self.output_tokens += e.output_tokens
         ch.spend = True
 
     def _publish(self, rid: str, lane: str, actor: str | None, status: Any,
@@ -463,27 +512,27 @@ class RunFold:
                 del box[word]
                 self.integrated.append((lane, word, actor))
 
-    def _submit(self, p: Mapping[str, Any], lane: str, ch: Change) -> None:
+    def _submit(self, e: ev.CandidateSubmitted, ch: Change) -> None:
         self.submissions += 1
         ch.board = True
-        claimed = _float(p.get("claimed"))
-        measured = p.get("measured")
-        value = _float(measured) if measured is not None else claimed
-        verified = bool(p.get("verified"))
-        ranked = verified if self.evaluator else True
-        entry = Entry(report_id=str(p.get("report_id") or ""), lane=lane,
-                      metric=str(p.get("metric") or ""), direction=str(p.get("direction") or ""),
-                      value=value, claimed=claimed, verified=verified, ranked=ranked)
+        value = e.measured if e.measured is not None else e.claimed
+        # `ranked` says whether this run ranks the entry (measured by the runtime, or claims
+        # when it has no evaluator); journals of flamechase 0.1 did not say: a verified entry
+        # ranks, and so does any entry of a run that declared no measurement.
+        ranked = e.ranked and (e.verified or not self.evaluator)
+        entry = Entry(report_id=e.report_id, lane=e.lane or "", metric=e.metric,
+                      direction=e.direction, value=float(value), claimed=float(e.claimed),
+                      verified=e.verified, ranked=ranked)
         if not ranked:
             return
         ident = (metric_key(entry.metric), entry.direction)
         if self.primary is None:
             self.primary = ident
         cur = self.leaders.get(ident)
-        if cur is None or better(value, cur.value, entry.direction):
+        if cur is None or better(entry.value, cur.value, entry.direction):
             self.leaders[ident] = entry
         if ident == self.primary:
-            key = value if entry.direction == "minimize" else -value
+            key = entry.value if entry.direction == "minimize" else -entry.value
             # Ties keep the earlier entry first, as the leaderboard keeps the incumbent.
             bisect.insort(self._top, (key, self.submissions, entry), key=lambda t: t[:2])
             del self._top[TOP_N:]
@@ -557,6 +606,44 @@ class RunFold:
             pending={n: tuple(self.pending(n)) for n in self.order},
             reports=len(self.reports), acknowledged=self.acknowledged(), events=self.events,
         )
+
+
+_Handler = Any  # RunFold method taking (event, change, time of the previous event)
+_HANDLERS: dict[type[ev.Event], _Handler] = {
+    ev.RunCreated: RunFold._opened,
+    ev.RunResumed: RunFold._opened,
+    ev.PlanningStarted: RunFold._planning,
+    ev.PlanAttempt: RunFold._plan_attempt,
+    ev.Planned: RunFold._planned,
+    ev.RunRunning: RunFold._running,
+    ev.TurnStarted: RunFold._turn_started,
+    ev.TurnValid: RunFold._turn_valid,
+    ev.TurnFailed: RunFold._turn_failed,
+    ev.TurnInterrupted: RunFold._turn_cut,
+    ev.LanePaused: RunFold._turn_cut,
+    ev.LaneHeld: RunFold._held,
+    ev.LaneReleased: RunFold._released,
+    ev.ReportPublished: RunFold._published,
+    ev.LeaderboardDeclared: RunFold._declared,
+    ev.CandidateSubmitted: RunFold._submitted,
+    ev.BudgetSpent: RunFold._budget_spent,
+    ev.RunFinished: RunFold._ended,
+    ev.RunStopped: RunFold._ended,
+    ev.RunFailed: RunFold._ended,
+    ev.RunHeld: RunFold._ended,
+    # Narrated, not folded:
+    ev.Notice: RunFold._nothing,
+    ev.ObjectiveRevised: RunFold._nothing,
+    ev.ObjectiveReplanned: RunFold._nothing,
+    ev.PlaceMade: RunFold._nothing,
+    ev.Measured: RunFold._nothing,
+    ev.CandidateBestUpdated: RunFold._nothing,
+}
+
+
+def handles(kind: type[ev.Event]) -> bool:
+    """Whether the fold knows `kind` (every built-in kind must be known)."""
+    return kind in _HANDLERS
 
 
 def _int(value: Any) -> int:

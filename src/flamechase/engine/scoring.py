@@ -1,10 +1,8 @@
-"""Candidate submissions: measured by the runtime, ranked per (metric, direction).
+"""Measurements the runtime runs itself: a shell command in a place, and its receipt.
 
-With an `evaluator` param the runtime runs it itself in the submitting lane's workspace
-after the turn, keeps a receipt (command, exit code, duration, output hash, value) and ranks
-the measured value; a claim it cannot reproduce is kept but marked unverified and never
-ranked. Without an evaluator, claims are ranked as the reference runtime does, labelled
-`verified: false`. Strictly better replaces the incumbent; ties keep it.
+The receipt (command, cwd, exit code, duration, output hash, value or error) is what a score
+rests on: agents claim, the runtime measures. The command runs confined like the turns of its
+place (it runs the place's code).
 """
 
 from __future__ import annotations
@@ -22,14 +20,6 @@ from typing import Any
 from flamechase import procs, sandbox
 
 OUTPUT_LIMIT = 8 * 1024 * 1024
-
-
-def metric_key(metric: str) -> str:
-    return " ".join(metric.casefold().split())
-
-
-def better(new: float, old: float, direction: str) -> bool:
-    return new < old if direction == "minimize" else new > old
 
 
 async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
@@ -68,6 +58,8 @@ async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
     finally:
         with contextlib.suppress(Exception):
             await proc.kill(grace=1.0)
+        with contextlib.suppress(Exception):  # and whatever of it left the group (setsid)
+            await procs.end_group(None, proc.token, grace=1.0, since=proc.since)
     receipt["duration"] = round(time.monotonic() - t0, 3)
     receipt["output_sha256"] = digest.hexdigest()
     if receipt["error"] is None and receipt["exit_code"] != 0:
@@ -89,42 +81,3 @@ async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
                 else:
                     receipt["error"] = "evaluator printed a non-finite value"
     return receipt
-
-
-def claim_matches(claimed: float, measured: float) -> bool:
-    return math.isclose(claimed, measured, rel_tol=1e-6, abs_tol=1e-9)
-
-
-def board(submissions: Sequence[dict[str, Any]], declared: dict[str, str] | None,
-          *, evaluator: bool) -> dict[str, Any]:
-    """The leaderboard derived from submission rows (oldest first).
-
-    `declared` ({metric, direction}) fixes the primary metric; otherwise the first ranked
-    submission does (as in the reference).
-    """
-    leaders: dict[tuple[str, str], dict[str, Any]] = {}
-    primary: tuple[str, str] | None = None
-    if declared:
-        primary = (metric_key(declared["metric"]), declared["direction"])
-    for s in submissions:
-        ranked = s["verified"] if evaluator else True
-        if not ranked:
-            continue
-        value = s["measured"] if s["measured"] is not None else s["claimed"]
-        ident = (metric_key(s["metric"]), s["direction"])
-        if primary is None:
-            primary = ident
-        cur = leaders.get(ident)
-        if cur is None or better(value, cur["value"], s["direction"]):
-            leaders[ident] = {"report_id": s["report_id"], "lane": s["lane"],
-                              "metric": s["metric"], "direction": s["direction"],
-                              "value": value, "claimed": s["claimed"],
-                              "verified": s["verified"], "at": s["at"]}
-    best = leaders.get(primary) if primary else None
-    return {
-        "submission_count": len(submissions),
-        "measured_by_runtime": evaluator,
-        "primary": ({"metric": primary[0], "direction": primary[1]} if primary else None),
-        "best": best,
-        "leaders": list(leaders.values()),
-    }

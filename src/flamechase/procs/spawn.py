@@ -1,10 +1,11 @@
-"""Agent processes: own process group, streamed output, liveness timeouts, certain death.
+"""The spawner: an agent process in its own process group, streamed output, liveness
+timeouts, and an end that leaves nothing of its group behind.
 
 Every agent process starts in a new session (so it leads its own process group) with a
-unique `FLAMECHASE_PROC_TOKEN` in its environment. Ending a process means SIGTERM to its
-group, a grace period, SIGKILL, and then a sweep of /proc for anything still carrying the
-token: a daemon that called setsid() left the group but not its environment. (A process that
-both left the group and exec'd with a scrubbed environment cannot be found; nothing can.)
+`FLAMECHASE_PROC_TOKEN` in its environment: the caller's (every process of one turn shares
+its turn's token, recorded before the turn starts) or a fresh one. Ending a process means
+SIGTERM to its group, a grace period, SIGKILL. A daemon that called setsid() left the group
+but not its environment: once the group is gone, `reap.Reaper` finds it by the token.
 
 Output is streamed, never slurped: stdout arrives as bounded lines through a queue bounded in
 bytes, stderr is kept as a short tail. Memory stays flat whatever an agent prints.
@@ -20,17 +21,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-TOKEN_VAR = "FLAMECHASE_PROC_TOKEN"  # noqa: S105 -- a variable name, not a secret
+from flamechase.procs.reap import (
+    KILL_GRACE,
+    TOKEN_VAR,
+    _group_empty,
+    boot_ticks,
+    end_group,
+    end_group_now,
+)
+
 MAX_LINE = 1 << 20  # a stdout line longer than this is cut; the rest up to the newline dropped
 STDERR_TAIL = 2048
-KILL_GRACE = 5.0
 _QUEUE_BYTES = 4 * MAX_LINE  # stdout lines held for a slow reader (plus at most one line)
 _READ_CHUNK = 1 << 16
 _STDERR_SETTLE = 1.0  # after the group is dead, how long to wait for the last stderr bytes
@@ -151,13 +158,15 @@ class Proc:
         stdin_pipe: bool = False,
         stdin_file: Path | None = None,
         on_spawn: Callable[[int, str], None] | None = None,
+        token: str | None = None,
     ) -> Proc:
         """Start `argv` in its own session; `on_spawn(pgid, token)` runs before any await.
 
+        The token is `token`, else the one `env` carries (a turn's), else a new one.
         OSError when the program cannot be started (missing, not executable, bad cwd). If
         `on_spawn` raises, the process is killed and the error propagates.
         """
-        token = uuid.uuid4().hex
+        token = token or env.get(TOKEN_VAR) or uuid.uuid4().hex
         since = boot_ticks()
         full_env = dict(env)
         full_env[TOKEN_VAR] = token
@@ -349,8 +358,9 @@ class Proc:
         if not trusted and _group_empty(self.pgid):
             # The usual end of a turn: the agent exited and left nothing in its group. Only a
             # descendant that left the group (setsid) can remain; looking for it means reading
-            # every process's environment, so do that off the path between turns.
-            _sweep_later(self.token, self.since, grace)
+            # every process's environment, so the owner of the token sweeps for it later
+            # (`reap.Reaper`), off the path between turns.
+            pass
         else:
             await end_group(
                 self.pgid, self.token, grace=grace, trust_group=trusted, since=self.since
@@ -395,208 +405,3 @@ async def _abandon_spawn(
         spawn.add_done_callback(end)
         raise
     end(spawn)
-
-
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def boot_ticks() -> int:
-    """Now, in clock ticks since boot (the unit of /proc/PID/stat's start time)."""
-    try:
-        with open("/proc/uptime", "rb") as f:
-            return int(float(f.read().split()[0]) * _CLK_TCK)
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _proc_entries() -> list[tuple[int, int, str, int]]:
-    """(pid, pgid, state, start ticks) of every process we can see."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        rest = stat[stat.rfind(")") + 2 :].split()
-        if len(rest) < 20:
-            continue
-        out.append((int(name), int(rest[2]), rest[0], int(rest[19])))
-    return out
-
-
-def _has_token(pid: int, token: str) -> bool:
-    needle = f"{TOKEN_VAR}={token}".encode()
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return needle in f.read().split(b"\0")
-    except OSError:
-        return False
-
-
-def _scan(
-    pgid: int | None, token: str, trust_group: bool = False, since: int = 0
-) -> tuple[list[int], bool]:
-    """Live members, and whether group `pgid` is ours.
-
-    Unless `trust_group` (the caller knows the leader is not yet reaped, so the number cannot
-    have been reused), the group is ours only if one of its members carries the token: after
-    the leader was reaped, its number may belong to an unrelated group.
-    """
-    me = os.getpid()
-    found = []
-    group_ours = trust_group and pgid is not None
-    strangers = []
-    for pid, group, state, started in _proc_entries():
-        if pid == me or state in ("Z", "X"):
-            continue
-        # A process older than the token cannot carry it: skip reading its environment
-        # (reading every process's environment costs milliseconds per turn on a busy box).
-        if started + 1 >= since and _has_token(pid, token):
-            found.append(pid)
-            group_ours = group_ours or (pgid is not None and group == pgid)
-        elif pgid is not None and group == pgid:
-            strangers.append(pid)
-    if group_ours:
-        found.extend(strangers)
-    return found, group_ours
-
-
-def live_members(pgid: int | None, token: str) -> list[int]:
-    """Non-zombie processes carrying `token`, plus the rest of group `pgid` when that group
-    is ours (some member carries the token)."""
-    return _scan(pgid, token)[0]
-
-
-def _signal_all(pgid: int | None, pids: list[int], sig: int) -> None:
-    if pgid is not None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-async def end_group(
-    pgid: int | None,
-    token: str,
-    *,
-    grace: float = KILL_GRACE,
-    trust_group: bool = False,
-    since: int = 0,
-) -> bool:
-    """TERM, wait up to `grace`, KILL. Returns whether anything had to be signalled.
-
-    `trust_group`: signal group `pgid` even if no member carries the token (see `_scan`).
-    """
-    members, ours = _scan(pgid, token, trust_group, since)
-    if not members:
-        return False
-    group = pgid if ours else None
-    _signal_all(group, members, signal.SIGTERM)
-    _signal_all(group, members, signal.SIGCONT)  # a stopped process cannot act on TERM
-    end = time.monotonic() + grace
-    while time.monotonic() < end:
-        await asyncio.sleep(min(0.05, max(end - time.monotonic(), 0.0)))
-        members, ours = _scan(pgid, token, trust_group, since)
-        if not members:
-            return True
-    # KILL until nothing is left: a process may fork between a scan and a signal.
-    for _ in range(100):
-        members, ours = _scan(pgid, token, trust_group, since)
-        if not members:
-            break
-        _signal_all(pgid if ours else None, members, signal.SIGKILL)
-        await asyncio.sleep(0.02)
-    return True
-
-
-def _group_empty(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
-# Tokens of finished agents still to be swept for escaped descendants, swept together in
-# one pass over /proc every SWEEP_PERIOD seconds by a single background task: a pass per turn
-# would cost every turn milliseconds of CPU beside the control loop.
-SWEEP_PERIOD = 1.0
-_PENDING: dict[str, tuple[int, float]] = {}
-_SWEEPER: list[asyncio.Task[None]] = []
-
-
-def _sweep_later(token: str, since: int, grace: float) -> None:
-    _PENDING[token] = (since, grace)
-    if not _SWEEPER or _SWEEPER[0].done():
-        _SWEEPER[:] = [asyncio.ensure_future(_sweeper())]
-
-
-async def _sweep_pending() -> None:
-    # Tokens leave the queue only once swept, so a cancelled pass loses none of them.
-    batch = dict(_PENDING)
-    if not batch:
-        return
-    carriers = await asyncio.to_thread(find_carriers, set(batch))
-    for token in carriers:
-        since, grace = batch[token]
-        await end_group(None, token, grace=grace, since=since)
-    for token in batch:
-        _PENDING.pop(token, None)
-
-
-async def _sweeper() -> None:
-    while _PENDING:
-        await asyncio.sleep(SWEEP_PERIOD)
-        await _sweep_pending()
-
-
-def pending_tokens() -> set[str]:
-    """Tokens of finished agents not yet swept."""
-    return set(_PENDING)
-
-
-async def settle() -> None:
-    """Sweep every finished agent now and wait for it (call before the run ends)."""
-    for task in list(_SWEEPER):
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-    _SWEEPER.clear()
-    await _sweep_pending()
-
-
-def find_carriers(tokens: set[str]) -> dict[str, list[int]]:
-    """Live processes carrying any of `tokens`, in one pass over /proc."""
-    me = os.getpid()
-    found: dict[str, list[int]] = {}
-    prefix = f"{TOKEN_VAR}=".encode()
-    for pid, _group, state, _started in _proc_entries():
-        if pid == me or state in ("Z", "X"):
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        for item in env:
-            if item.startswith(prefix):
-                tok = item[len(prefix) :].decode("ascii", "replace")
-                if tok in tokens:
-                    found.setdefault(tok, []).append(pid)
-    return found
-
-
-def end_group_now(pgid: int | None, token: str) -> None:
-    """Synchronous hard kill, for resume clean-up of a crashed engine's leftovers."""
-    for _ in range(10):
-        members, ours = _scan(pgid, token)
-        if not members:
-            return
-        _signal_all(pgid if ours else None, members, signal.SIGKILL)
-        time.sleep(0.02)

@@ -1,0 +1,152 @@
+"""Opening a run: the lock, the run directory and database, a new run's first state, a stored
+run's state back, and what a crashed engine left behind (its processes ended, its cut turns
+recorded and reserved for a retake by the same role with the same number).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from flamechase import events as ev
+from flamechase.engine.admission import BudgetTracker, Spend
+from flamechase.engine.clock import Clock
+from flamechase.engine.layout import RunLayout
+from flamechase.engine.ledger import LaneRow, Ledger, Observer
+from flamechase.engine.prepare import Prepared
+from flamechase.engine.recovery import sweep_leftovers
+from flamechase.errors import ControlPathViolation, StoreError
+from flamechase.flow.api import RunSetup
+from flamechase.store import home
+from flamechase.store.db import Reader
+from flamechase.workspace.locks import SourceLock
+
+
+def new_run_id(clock: Clock) -> str:
+    stamp = datetime.fromtimestamp(clock.time(), UTC).strftime("%Y%m%dT%H%M%SZ")
+    return stamp + "-" + secrets.token_hex(5)
+
+
+@dataclasses.dataclass(slots=True)
+class Opened:
+    run_id: str
+    layout: RunLayout
+    ledger: Ledger
+    reader: Reader
+    lock: SourceLock
+    fresh: bool
+
+
+def open_run(prep: Prepared, clock: Clock, observer: Observer | None,
+             fault: Callable[[str], None]) -> Opened:
+    """Take the source lock and open (or create) the run's directory and database."""
+    fresh = prep.resume_from is None
+    run_id = new_run_id(clock) if fresh else prep.resume_from.name  # type: ignore[union-attr]
+    lock = SourceLock(home.ensure_private_dir(home.locks_dir()), prep.workspace)
+    lock.acquire(run_id)
+    try:
+        home.ensure_private_dir(home.state_home())
+        runs = home.ensure_private_dir(home.runs_dir())
+        root = runs / run_id
+        if fresh:
+            root.mkdir(mode=0o700)
+        elif root.is_symlink() or not root.is_dir():
+            raise ControlPathViolation(f"run directory {root} was replaced or linked; "
+                                       "the run cannot be resumed safely")
+        layout = RunLayout(root)
+        ledger = Ledger.open(layout.db, prep.flow, clock, observer, fault)
+        reader = Reader(layout.db)
+        ledger.reader = reader
+    except BaseException:
+        lock.release()
+        raise
+    return Opened(run_id, layout, ledger, reader, lock, fresh)
+
+
+def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
+    """A new run: its row, its lanes, its first event and the flow's first state."""
+    flow, params = prep.flow, prep.params
+    lanes = flow.lanes(params)
+    agents = {r: s.text for r, s in prep.agents.items()}
+    ledger.state = flow.start(RunSetup(run_id=opened.run_id, objective=prep.objective,
+                                       params=params, lanes=lanes))
+    with ledger.tx():
+        ledger.writer.create_run(
+            run_id=opened.run_id, flow=flow.name, workspace=str(prep.workspace),
+            task=prep.objective, fingerprint=prep.task_fingerprint,
+            params=params.model_dump(mode="json"), budget=prep.budget.to_json(),
+            agents=agents, run_dir=str(opened.layout.root), flow_source=prep.flow_source,
+            flow_hash=prep.flow_hash, flow_version=flow.version)
+        for pos, lane in enumerate(lanes):
+            ws = prep.workspace if lane.in_source else opened.layout.place(lane.place)
+            ledger.writer.add_lane(lane.name, pos, list(lane.roles), str(ws))
+            ledger.lanes[lane.name] = LaneRow(lane.name)
+        ledger.journal(ev.RunCreated(
+            flow=flow.name, flow_source=prep.flow_source, flow_hash=prep.flow_hash,
+            workspace=str(prep.workspace), objective=prep.objective,
+            lanes=[ln.name for ln in lanes], agents=agents, budget=prep.budget.to_json()))
+
+
+def load(ledger: Ledger, prep: Prepared, reader: Reader) -> None:
+    """A stored run's flow state and lane rows back."""
+    stored = reader.flow_state()
+    run = reader.run()
+    if stored is None:
+        raise StoreError(f"run {run['id']} was made by an older flamechase and has no flow "
+                         "state this one can resume; start fresh with -p resume_mode=fresh")
+    ledger.state = prep.flow.load_state(stored["state"])
+    ledger.last_seq = int(stored["seq"])
+    for row in reader.lanes():
+        ledger.lanes[row["lane"]] = LaneRow(
+            name=row["lane"], turns=row["turns"], valid_turns=row["valid_turns"],
+            consecutive_failures=row["consecutive_failures"], held=row["held"],
+            held_reason=row["held_reason"], last_error=row["last_error"],
+            last_status=row["last_status"], paused_until=row["paused_until"])
+    ledger.mark_stored()
+
+
+def budget_of(prep: Prepared, reader: Reader, clock: Clock) -> BudgetTracker:
+    spend = reader.spend()
+    tracker = BudgetTracker(
+        prep.budget,
+        Spend(turns=int(spend["turns"]), cost=float(spend["cost"]),
+              output_tokens=int(spend["output_tokens"]),
+              input_tokens=int(spend["input_tokens"])),
+        float(reader.run()["active_seconds"]), clock)
+    tracker.reserved = owed_retakes(reader)
+    return tracker
+
+
+def owed_retakes(reader: Reader) -> set[str]:
+    """Slots of counted turns that were cut (interrupted, limited) and not yet taken again."""
+    done: set[tuple[str, int]] = set()
+    cut: dict[str, int] = {}
+    for t in reader.turns():
+        if not t["lane"] or not t.get("counted", 1):
+            continue
+        key = (t["lane"], t["number"])
+        if t["status"] in ("valid", "failed"):
+            done.add(key)
+        elif t["status"] in ("interrupted", "limited"):
+            cut[t["lane"]] = t["number"]
+    return {lane for lane, number in cut.items() if (lane, number) not in done}
+
+
+def recover(ledger: Ledger, reader: Reader, budget: BudgetTracker) -> list[dict[str, Any]]:
+    """End what a crashed engine left running; record its cut turns, reserve their slots."""
+    leftovers = reader.procs()
+    if leftovers:
+        sweep_leftovers([(p["pgid"] or None, p["token"]) for p in leftovers])
+    inflight = reader.inflight()
+    with ledger.tx():
+        for row in inflight:
+            ledger.interrupted_before(row, "engine crash or kill")
+            slot = str(row["lane"])
+            if row["counted"] and slot and not slot.startswith("@"):
+                budget.reserved.add(slot)
+        if leftovers:
+            ledger.writer.forget_procs([p["token"] for p in leftovers])
+    return inflight

@@ -1,0 +1,148 @@
+"""Turning a flow's `StartTurn` into a job: its slot, attempt, files, prompt, confinement.
+
+Pure apart from writing the turn's own inputs (its directory and inbox file), which are
+rewritten if the turn is taken again. The loop decides *whether* a turn starts (admission,
+rest, holds, pauses); this module decides *what* starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from flamechase import events as ev
+from flamechase.agents.backend import TurnRequest
+from flamechase.agents.registry import state_paths
+from flamechase.engine import inbox as inbox_mod
+from flamechase.engine.executor import TurnJob
+from flamechase.engine.layout import SOURCE, RunLayout
+from flamechase.engine.prepare import Prepared
+from flamechase.flow.api import REASON, TurnContext
+from flamechase.flow.commands import StartTurn
+from flamechase.fsutil import private_dirs, real_dir, write_new
+from flamechase.procs import TOKEN_VAR
+from flamechase.sandbox import safe_grants
+from flamechase.store import home
+from flamechase.store.db import Reader
+
+
+def slot_of(cmd: StartTurn) -> str:
+    """The key under which at most one turn runs at a time: its lane, or `@role`."""
+    return cmd.lane if cmd.lane is not None else f"@{cmd.role}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Planned:
+    """A turn ready to start: the job, its start event, and what the loop records."""
+
+    slot: str
+    job: TurnJob
+    started: ev.TurnStarted
+    acks: Mapping[str, int]
+    token: str
+    io_dir: Path
+    artifact_root: Path | None
+
+
+class TurnBuilder:
+    def __init__(self, prep: Prepared, layout: RunLayout, reader: Reader, run_id: str) -> None:
+        self.prep = prep
+        self.layout = layout
+        self.reader = reader
+        self.run_id = run_id
+
+    def place_path(self, place: str) -> Path:
+        return self.prep.workspace if place == SOURCE else self.layout.place(place)
+
+    def confined(self, cmd_lane: str | None, place: str) -> bool:
+        """Lanes that work in a private place run confined to it where the kernel can."""
+        return self.prep.sandboxed and cmd_lane is not None and place != SOURCE
+
+    def grants(self, lane: str, extra: Sequence[Path] = ()) -> tuple[Path, ...]:
+        return tuple(safe_grants([self.layout.lane_dir(lane), *extra],
+                                 protected=[self.prep.workspace, home.state_home()]))
+
+    def workspace_map(self, lanes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        lay = self.layout
+        return {
+            "run_id": self.run_id,
+            "source": str(self.prep.workspace),
+            "lanes": {
+                ln["lane"]: {
+                    "workspace": ln["workspace"],
+                    "ownership": ("original-source-and-integration"
+                                  if ln["workspace"] == str(self.prep.workspace)
+                                  else "private-snapshot"),
+                    "actors": list(ln["roles"]),
+                    "artifact_root": str(lay.artifact_root(ln["lane"])),
+                    "checkpoint": str(lay.checkpoint(ln["lane"])),
+                }
+                for ln in lanes
+            },
+        }
+
+    def build(self, cmd: StartTurn, *, attempt: int, objective: str, flow_state: Any,
+              lanes: Sequence[Mapping[str, Any]]) -> Planned:
+        prep, lay = self.prep, self.layout
+        slot = slot_of(cmd)
+        lane = cmd.lane
+        if lane is not None:
+            io_dir = lay.turn_dir(lane, cmd.number, attempt)
+        else:
+            io_dir = lay.solo_turn_dir(cmd.place, cmd.role, cmd.number, attempt)
+        private_dirs(io_dir.parent, lay.root)
+        real_dir(io_dir)  # the agent may have planted a link here: never write through it
+        batch = (inbox_mod.unread(self.reader, lane, list(cmd.inbox_from))
+                 if lane is not None and cmd.inbox_from else inbox_mod.Batch([], {}))
+        inbox_path = io_dir / "inbox.json"
+        # An input for the agent, rebuilt if the turn is taken again: no fsync needed.
+        write_new(inbox_path, json.dumps(batch.deliveries, ensure_ascii=False,
+                                         indent=1).encode("utf-8"))
+        artifact_root = lay.artifact_root(lane) if lane is not None and cmd.artifacts else None
+        checkpoint = lay.checkpoint(lane) if lane is not None and cmd.checkpoint else None
+        identity = {"run_id": self.run_id, "lane": lane or "", "turn": cmd.number,
+                    "attempt": attempt}
+        workspace = self.place_path(cmd.place)
+        ctx = TurnContext(
+            run_id=self.run_id, flow=prep.flow.name, objective=objective, turn=cmd,
+            attempt=attempt, workspace=workspace, io_dir=io_dir,
+            report_path=io_dir / "report.json", inbox_path=inbox_path,
+            inbox=batch.deliveries, artifact_root=artifact_root, checkpoint_path=checkpoint,
+            checkpoint_identity=identity, workspace_map=self.workspace_map(lanes))
+        token = secrets.token_hex(16)
+        env = {"FLAMECHASE_LANES": ",".join(ln["lane"] for ln in lanes), TOKEN_VAR: token}
+        if lane is not None:
+            env["FLAMECHASE_INBOX"] = str(inbox_path)
+        if artifact_root is not None:
+            env["FLAMECHASE_ARTIFACTS"] = str(artifact_root)
+        if checkpoint is not None:
+            env["FLAMECHASE_CHECKPOINT"] = str(checkpoint)
+        env.update(cmd.env)
+        writable = None
+        if lane is not None and self.confined(lane, cmd.place):
+            tmp = lay.lane_tmp(lane)
+            tmp.mkdir(mode=0o700, exist_ok=True)
+            env["TMPDIR"] = str(tmp)
+            writable = self.grants(lane, state_paths(prep.agents[cmd.role].cli))
+        flow = prep.flow
+        repair = flow.repair_prompt(flow_state, ctx, REASON)
+        before, _, after = repair.partition(REASON)
+        request = TurnRequest(
+            run_id=self.run_id, run_dir=lay.root, flow=flow.name, role=cmd.role,
+            lane=lane or "", turn=cmd.number, attempt=attempt, workspace=workspace,
+            io_dir=io_dir, prompt=flow.prompt(flow_state, ctx), env=env,
+            turn_timeout=prep.params.turn_timeout, silence_timeout=prep.params.silence_timeout,
+            kill_grace=prep.params.kill_grace, writable=writable)
+        agent = prep.agents[cmd.role].text
+        job = TurnJob(job_id=f"{slot}:{cmd.number}:{attempt}", agent=agent, request=request,
+                      result=cmd.result, repair=(before, after), checkpoint=checkpoint,
+                      checkpoint_identity=identity)
+        started = ev.TurnStarted(lane=lane, actor=cmd.role, turn=cmd.number, attempt=attempt,
+                                 backend=agent, place=cmd.place,
+                                 delivered=[d["report_id"] for d in batch.deliveries])
+        return Planned(slot=slot, job=job, started=started, acks=batch.acks, token=token,
+                       io_dir=io_dir, artifact_root=artifact_root)

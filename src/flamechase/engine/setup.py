@@ -1,0 +1,152 @@
+"""The run's directories and places: made, guarded, and checked again on every resume.
+
+Owns the control-path guard (the identities of the run directory, the database, the blob
+store, lane directories and places: a swapped path stops the run rather than being written
+through), the blob store, private places (snapshots of the source), the rest between a
+lane's turns and usage pauses, and what a measurement needs to run confined.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from flamechase.engine.executor import MeasureJob, measurement_env
+from flamechase.engine.layout import SOURCE, RunLayout
+from flamechase.engine.ledger import LaneRow, Ledger
+from flamechase.engine.prepare import Prepared
+from flamechase.errors import SnapshotFailed
+from flamechase.flow import commands as cm
+from flamechase.fsutil import private_dirs
+from flamechase.procs import Reaper
+from flamechase.sandbox import safe_grants
+from flamechase.store import home
+from flamechase.store.blobs import BlobStore
+from flamechase.store.db import Reader
+from flamechase.workspace.guard import ControlPaths
+from flamechase.workspace.snapshots import clean_partials, snapshot
+
+
+class RunDirs:
+    def __init__(self, prep: Prepared, layout: RunLayout, reader: Reader,
+                 ledger: Ledger) -> None:
+        self.prep = prep
+        self.layout = layout
+        self.reader = reader
+        self.ledger = ledger
+        self.guard = ControlPaths()
+        self.blobs = BlobStore(layout.blobs)
+        self._lanes: list[dict[str, Any]] = []
+        self._places: dict[str, dict[str, Any]] = {}
+        self._rest_until: dict[str, float] = {}
+        self._tokens: list[str] = []
+
+    # ---- making ------------------------------------------------------------------------------
+
+    def make(self) -> None:
+        """Create (idempotently) the run's directories, check what must still exist, guard."""
+        lay, guard = self.layout, self.guard
+        for d in (lay.root, lay.lanes, lay.blobs):
+            d.mkdir(mode=0o700, exist_ok=True)
+            guard.record(d, "dir")
+        guard.record(lay.db, "file")
+        clean_partials(lay.lanes)
+        self._lanes = self.reader.lanes()
+        for row in self._lanes:
+            name = row["lane"]
+            for d in (lay.lane_dir(name), lay.artifact_root(name), lay.lane_dir(name) / "turns"):
+                d.mkdir(mode=0o700, exist_ok=True)
+                guard.record(d, "dir")
+        self._places = self.reader.places()
+        for name, place in self._places.items():
+            path = Path(place["path"])
+            if not path.is_dir():
+                raise SnapshotFailed(
+                    f"the private copy {name} ({path}) is gone; its work is lost, so the run "
+                    "will not recreate it; start fresh with -p resume_mode=fresh")
+            guard.record(path, "dir")
+        stored = self.reader.meta("control_paths")
+        if stored is not None:
+            # Identities recorded before must still hold after a resume.
+            ControlPaths.from_json(stored).verify()
+        with self.ledger.tx():
+            self.ledger.writer.set_meta("control_paths", guard.to_json())
+
+    def has_place(self, name: str) -> bool:
+        return name == SOURCE or name in self._places
+
+    def make_place(self, name: str) -> Path:
+        """A snapshot of the source at the place's path (runs in a worker thread)."""
+        parts = name.split("/")
+        if name == SOURCE or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise SnapshotFailed(f"{name!r} is not a place a flow may make: use a relative "
+                                 "name like lanes/lane-2")
+        parent = self.layout.place_dir(name)
+        private_dirs(parent, self.layout.root)
+        dest = self.layout.place(name)
+        clean_partials(parent)
+        if not dest.exists():
+            snapshot(self.prep.workspace, dest)
+        return dest
+
+    def place_recorded(self, name: str) -> None:
+        path = self.layout.place(name)
+        self._places[name] = {"name": name, "path": str(path)}
+        self.guard.record(path, "dir")
+        with self.ledger.tx():
+            self.ledger.writer.set_meta("control_paths", self.guard.to_json())
+
+    def lane_of_place(self, name: str) -> str | None:
+        path = str(self.layout.place(name))
+        return next((ln["lane"] for ln in self._lanes if ln["workspace"] == path), None)
+
+    def lane_rows(self) -> list[dict[str, Any]]:
+        return self._lanes
+
+    # ---- when a slot may take its next turn --------------------------------------------------
+
+    def rested(self, slot: str, now: float, lane: bool) -> None:
+        if lane:
+            self._rest_until[slot] = now + self.prep.params.rest_seconds
+
+    def not_before(self, slot: str, row: LaneRow | None, now: float) -> float:
+        """The earliest wall time the slot may start a turn (its rest, its usage pause)."""
+        at = self._rest_until.get(slot, 0.0)
+        if row is not None and row.paused_until:
+            try:
+                paused = datetime.fromisoformat(row.paused_until.replace("Z", "+00:00"))
+            except ValueError:
+                paused = None
+            if paused is not None:
+                at = max(at, paused.timestamp())
+        return at
+
+    # ---- measurements -------------------------------------------------------------------------
+
+    def measure_job(self, c: cm.Measure) -> MeasureJob:
+        cwd = self.prep.workspace if c.place == SOURCE else self.layout.place(c.place)
+        env = measurement_env()
+        writable = None
+        if self.prep.sandboxed and c.place != SOURCE and c.lane is not None:
+            # It runs the lane's code: confined like the lane's turns.
+            lane_dir = self.layout.lane_dir(c.lane)
+            tmp = self.layout.lane_tmp(c.lane)
+            tmp.mkdir(mode=0o700, exist_ok=True)
+            env["TMPDIR"] = str(tmp)
+            writable = tuple(safe_grants([lane_dir],
+                                         protected=[self.prep.workspace, home.state_home()]))
+        return MeasureJob(key=c.key, command=c.command, cwd=cwd, pattern=c.pattern,
+                          timeout=c.timeout, env=env, writable=writable)
+
+    # ---- processes -----------------------------------------------------------------------------
+
+    def swept(self, token: str | None, reaper: Reaper) -> list[str]:
+        """Note a finished turn's token; the tokens whose sweep is over, to forget: the
+        `procs` table stays as small as the turns under way (a resume sweeps what it lists)."""
+        if token is not None:
+            self._tokens.append(token)
+        pending = reaper.pending()
+        done = [t for t in self._tokens if t not in pending]
+        self._tokens = [t for t in self._tokens if t in pending]
+        return done

@@ -1,0 +1,559 @@
+"""Every kind of event a run journals: one frozen class per kind, with a version.
+
+The control loop journals events in the same transaction as the state they change; flows fold
+them into their state (`Flow.evolve`); views fold them into pictures (`view.state.RunFold`).
+All three use these classes, so a kind cannot mean one thing to the engine and another to a
+view. A stored event is a row `{seq, at, kind, v, lane, actor, payload}`; `parse` turns a row
+back into its class, ignoring payload keys it does not know (newer writers) and filling the
+ones it lacks with defaults (older writers). A kind nobody registered comes back as `Unknown`.
+
+Flows outside flamechase register their own kinds with `register` (a subclass of
+`FlowEvent`); views show those with `Event.describe()`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar
+
+__all__ = [
+    "REGISTRY",
+    "BudgetSpent",
+    "CandidateBestUpdated",
+    "CandidateSubmitted",
+    "Event",
+    "FlowEvent",
+    "LaneHeld",
+    "LanePaused",
+    "LaneReleased",
+    "Measured",
+    "Notice",
+    "ObjectiveReplanned",
+    "ObjectiveRevised",
+    "PlaceMade",
+    "PlanAttempt",
+    "Planned",
+    "PlanningStarted",
+    "ReportPublished",
+    "RunCreated",
+    "RunEnded",
+    "RunFailed",
+    "RunFinished",
+    "RunHeld",
+    "RunResumed",
+    "RunRunning",
+    "RunStopped",
+    "TurnEnded",
+    "TurnFailed",
+    "TurnInterrupted",
+    "TurnStarted",
+    "TurnValid",
+    "Unknown",
+    "parse",
+    "register",
+]
+
+REGISTRY: dict[str, type[Event]] = {}
+_BASE_FIELDS = frozenset({"lane", "actor", "seq", "at"})
+
+EventT = TypeVar("EventT", bound="Event")
+
+
+def register(cls: type[EventT]) -> type[EventT]:
+    """Make `cls` (an Event subclass with a unique `kind`) parseable from stored rows."""
+    kind = cls.kind
+    if not kind:
+        raise ValueError(f"{cls.__qualname__} has no kind")
+    have = REGISTRY.get(kind)
+    if have is not None and have is not cls:
+        raise ValueError(f"event kind {kind!r} is registered twice ({have.__qualname__}, "
+                         f"{cls.__qualname__})")
+    REGISTRY[kind] = cls
+    return cls
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """What happened, when (`at`, ISO 8601 UTC), where (`lane`) and who did it (`actor`).
+
+    `seq` and `at` are given by the journal when the event is written; an event built by the
+    engine or a flow before that has seq 0.
+    """
+
+    kind: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+    lane: str | None = None
+    actor: str | None = None
+    seq: int = 0
+    at: str = ""
+
+    def payload(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name not in _BASE_FIELDS}
+
+    def row(self) -> dict[str, Any]:
+        """The event as stored and as views and `--json` show it."""
+        return {"seq": self.seq, "at": self.at, "kind": self.kind, "v": self.version,
+                "lane": self.lane, "actor": self.actor, "payload": self.payload()}
+
+    def describe(self) -> str:
+        """One human line (without time or lane); kinds with more to say override it."""
+        return self.kind.replace("_", " ")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class FlowEvent(Event):
+    """Base of the events a flow asks the engine to journal (`Emit`)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Unknown(Event):
+    """A stored kind this version does not know; kept so that folds can count it."""
+
+    unknown_kind: str = ""
+    data: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        return {"seq": self.seq, "at": self.at, "kind": self.unknown_kind, "v": 0,
+                "lane": self.lane, "actor": self.actor, "payload": dict(self.data)}
+
+    def describe(self) -> str:
+        return self.unknown_kind.replace("_", " ")
+
+
+def parse(row: Mapping[str, Any]) -> Event:
+    """The event a stored row holds (see the module docstring for what is tolerated)."""
+    kind = str(row.get("kind") or "")
+    payload = row.get("payload") or {}
+    base: dict[str, Any] = {
+        "lane": row.get("lane") or None,
+        "actor": row.get("actor") or None,
+        "seq": int(row.get("seq") or 0),
+        "at": str(row.get("at") or ""),
+    }
+    cls = REGISTRY.get(kind)
+    if cls is None:
+        return Unknown(unknown_kind=kind, data=dict(payload), **base)
+    names = _field_names(cls)
+    try:
+        return cls(**base, **{k: v for k, v in payload.items() if k in names})
+    except TypeError:  # a payload written by hand or by a broken writer
+        return Unknown(unknown_kind=kind, data=dict(payload), **base)
+
+
+_NAMES: dict[type[Event], frozenset[str]] = {}
+
+
+def _field_names(cls: type[Event]) -> frozenset[str]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = frozenset(f.name for f in dataclasses.fields(cls)) - _BASE_FIELDS
+        _NAMES[cls] = names
+    return names
+
+
+# ---- the run -----------------------------------------------------------------------------------
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunCreated(Event):
+    kind: ClassVar[str] = "run_created"
+    flow: str = ""
+    flow_source: str = ""
+    flow_hash: str = ""
+    workspace: str = ""
+    objective: str = ""
+    lanes: list[str] = dataclasses.field(default_factory=list)
+    agents: dict[str, str] = dataclasses.field(default_factory=dict)
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"run of {self.flow} created on {self.workspace}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunResumed(Event):
+    kind: ClassVar[str] = "run_resumed"
+    session: int = 0
+    agents: dict[str, str] = dataclasses.field(default_factory=dict)
+    changed_agents: dict[str, list[str | None]] = dataclasses.field(default_factory=dict)
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    revised: bool = False
+
+    def describe(self) -> str:
+        return f"run resumed (session {self.session})"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Notice(Event):
+    kind: ClassVar[str] = "notice"
+    message: str = ""
+
+    def describe(self) -> str:
+        return self.message
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ObjectiveRevised(Event):
+    """TASK.md changed between sessions; the run goes on toward the new text."""
+
+    kind: ClassVar[str] = "objective_revised"
+    task_fingerprint: str = ""
+    objective: str = ""
+
+    def describe(self) -> str:
+        return "the objective was revised (TASK.md changed)"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PlaceMade(Event):
+    """A place to work in exists: a private snapshot, a planning copy, a clone."""
+
+    kind: ClassVar[str] = "place_made"
+    place: str = ""
+    path: str = ""
+    how: str = "snapshot"
+
+    def describe(self) -> str:
+        return f"{self.how} {self.place} made at {self.path}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunRunning(Event):
+    kind: ClassVar[str] = "run_running"
+    lanes: list[str] = dataclasses.field(default_factory=list)
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetSpent(Event):
+    kind: ClassVar[str] = "budget_spent"
+    key: str = ""
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"budget {self.key} spent; no new turns"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunEnded(Event):
+    """The last event of an engine session (each kind names how it ended)."""
+
+    message: str = ""
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+    valid_turns: int | None = None
+
+    @property
+    def status(self) -> str:
+        return self.kind.removeprefix("run_")
+
+    def describe(self) -> str:
+        return f"run {self.status}: {self.message}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunFinished(RunEnded):
+    kind: ClassVar[str] = "run_finished"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunStopped(RunEnded):
+    kind: ClassVar[str] = "run_stopped"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunFailed(RunEnded):
+    kind: ClassVar[str] = "run_failed"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunHeld(RunEnded):
+    kind: ClassVar[str] = "run_held"
+
+
+END_KINDS: frozenset[str] = frozenset(
+    c.kind for c in (RunFinished, RunStopped, RunFailed, RunHeld))
+
+# ---- turns -------------------------------------------------------------------------------------
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStarted(Event):
+    """A turn of `actor` (its role) in `lane` (None: a turn outside lanes, e.g. planning)."""
+
+    kind: ClassVar[str] = "turn_started"
+    turn: int = 0
+    attempt: int = 1
+    backend: str = ""
+    place: str = ""
+    delivered: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        text = f"turn {self.turn} starts ({self.backend})"
+        if self.delivered:
+            text += f" · with {len(self.delivered)} report(s) in its inbox"
+        return text
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TurnEnded(Event):
+    """How a turn ended; each subclass is one outcome. Spend is per turn, never a total."""
+
+    turn: int = 0
+    attempt: int = 1
+    duration: float = 0.0
+    cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    transcript: str | None = None
+    repairs: int = 0
+    exit_code: int | None = None
+    counted: bool = True  # counts toward budget.turns (planning sessions do not)
+
+    @property
+    def status(self) -> str:
+        return {"lane_paused": "limited"}.get(self.kind, self.kind.removeprefix("turn_"))
+
+    def payload(self) -> dict[str, Any]:
+        # The outcome in one word as well as in the kind (readers of the JSON lines use it).
+        return {**Event.payload(self), "status": self.status}
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TurnValid(TurnEnded):
+    """The turn's result validated. `result` is the validated JSON object."""
+
+    kind: ClassVar[str] = "turn_valid"
+    result: dict[str, Any] = dataclasses.field(default_factory=dict)
+    report_status: str | None = None
+    summary: str = ""
+    artifacts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    acknowledged: dict[str, int] = dataclasses.field(default_factory=dict)
+    recovered_from_checkpoint: bool = False
+    report_id: str | None = None  # set by flamechase 0.1, which published with the turn
+
+    def describe(self) -> str:
+        text = f"turn {self.turn} {self.report_status or 'valid'}"
+        if self.summary:
+            text += f": {self.summary[:120]}"
+        if self.cost_usd:
+            text += f" · ${self.cost_usd:.4f}"
+        return text + f" · {self.duration:.1f}s"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TurnFailed(TurnEnded):
+    kind: ClassVar[str] = "turn_failed"
+    error: str = ""
+    report_id: str | None = None  # set by flamechase 0.1, which published with the turn
+
+    def describe(self) -> str:
+        return f"turn {self.turn} FAILED: {self.error[:160]}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TurnInterrupted(TurnEnded):
+    """Cut by a stop or a crash: the same role takes the same turn again."""
+
+    kind: ClassVar[str] = "turn_interrupted"
+    reason: str = ""
+    counted: bool = False
+    # Recorded by a resumed engine for a turn a dead one left under way.
+    recovered: bool = False
+
+    def describe(self) -> str:
+        return f"turn {self.turn} cut: {self.reason}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LanePaused(TurnEnded):
+    """A usage window closed: the lane waits until `until`, then retakes the turn."""
+
+    kind: ClassVar[str] = "lane_paused"
+    until: str | None = None
+    reason: str = ""
+    counted: bool = False
+
+    def describe(self) -> str:
+        return f"paused until {self.until}: {self.reason}"
+
+
+# ---- lanes, reports, measurements ---------------------------------------------------------------
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LaneHeld(Event):
+    kind: ClassVar[str] = "lane_held"
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"HELD: {self.reason[:160]}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LaneReleased(Event):
+    kind: ClassVar[str] = "lane_released"
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"released: {self.reason[:160]}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ReportPublished(Event):
+    """A report entered the run's report log (seq = its position), with frozen artifacts."""
+
+    kind: ClassVar[str] = "report_published"
+    report_id: str = ""
+    report_seq: int = 0
+    report_status: str | None = None
+    report_kind: str = "report"
+    artifacts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        n = len(self.artifacts)
+        return (f"report {self.report_id} published"
+                + (f" with {n} frozen artifact(s)" if n else ""))
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Measured(Event):
+    """The runtime ran a measurement (an evaluator, a gate) and kept its receipt."""
+
+    kind: ClassVar[str] = "measured"
+    key: str = ""
+    receipt: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def value(self) -> float | None:
+        v = self.receipt.get("value")
+        return float(v) if isinstance(v, int | float) else None
+
+    @property
+    def error(self) -> str | None:
+        e = self.receipt.get("error")
+        return str(e) if e else None
+
+    def describe(self) -> str:
+        if self.error:
+            return f"measured {self.key}: {self.error[:160]}"
+        return f"measured {self.key}: {self.value:g}" if self.value is not None else (
+            f"measured {self.key}")
+
+
+# ---- parallel_flame_chase: planning and the leaderboard ---------------------------------------
+# Flow-level kinds of the built-in flows live here too, so that views know every built-in kind.
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PlanningStarted(FlowEvent):
+    kind: ClassVar[str] = "planning_started"
+    revision: int = 1
+    workspace: str = ""
+
+    def describe(self) -> str:
+        return f"planning (revision {self.revision})"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PlanAttempt(FlowEvent):
+    kind: ClassVar[str] = "plan_attempt"
+    attempt: int = 1
+    status: str = ""
+    error: str | None = None
+    cost_usd: float = 0.0
+    output_tokens: int = 0
+    duration: float = 0.0
+
+    def describe(self) -> str:
+        return (f"planning attempt {self.attempt}: {self.status}"
+                + (f" ({self.error})" if self.error else ""))
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Planned(FlowEvent):
+    kind: ClassVar[str] = "planned"
+    revision: int = 1
+    plan: dict[str, Any] = dataclasses.field(default_factory=dict)
+    released: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"planned (revision {self.revision})"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ObjectiveReplanned(FlowEvent):
+    kind: ClassVar[str] = "objective_replanned"
+    revision: int = 1
+    task_fingerprint: str = ""
+    released: list[str] = dataclasses.field(default_factory=list)
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderboardDeclared(FlowEvent):
+    """The metric a run ranks by, and whether the runtime measures it (else claims rank)."""
+
+    kind: ClassVar[str] = "leaderboard_declared"
+    metric: str | None = None
+    direction: str | None = None
+    measured_by_runtime: bool = False
+    command: str | None = None  # what the runtime measures with
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CandidateSubmitted(FlowEvent):
+    kind: ClassVar[str] = "candidate_submitted"
+    report_id: str = ""
+    metric: str = ""
+    direction: str = ""
+    claimed: float = 0.0
+    measured: float | None = None
+    verified: bool = False
+    ranked: bool = True
+    unverified_reason: str | None = None
+
+    def describe(self) -> str:
+        v = "verified" if self.verified else f"unverified ({self.unverified_reason})"
+        return f"submitted {self.metric}={self.claimed} {v}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CandidateBestUpdated(FlowEvent):
+    kind: ClassVar[str] = "candidate_best_updated"
+    report_id: str = ""
+    metric: str = ""
+    direction: str = ""
+    value: float | None = None
+
+    def describe(self) -> str:
+        return f"new best {self.metric} = {self.value} ({self.report_id})"

@@ -1,0 +1,69 @@
+"""PUBLIC: the one import a flow needs. The built-in flows use exactly this API.
+
+A flow is a pure decider over the run's events: it declares roles, params and lanes, folds
+events into its own state (`evolve`), says what should happen next (`decide` returns
+commands), and writes the prompts of the turns it asked for (`prompt`). It never does I/O,
+never reads a clock and never writes run state; the engine does all of that and stores the
+flow's state with every transaction. docs/writing-a-flow.md walks through a complete flow.
+
+    class MyFlow(Flow[MyState]):
+        name = "my_flow"
+        summary = "..."
+        State = MyState
+
+        def roles(self, params): return ["author", "reviewer"]
+        def start(self, setup): return MyState()
+        def evolve(self, state, event): ...
+        def decide(self, state, now): return [StartTurn(role="author", lane=None, number=1)]
+        def prompt(self, state, ctx): return f"Objective: {ctx.objective} ..."
+
+    FLOW = MyFlow()   # what `-f path/to/flow.py` loads
+
+Must not import the engine, the store, agents or views: a flow sees the run only through
+events, and acts only through commands.
+"""
+
+from flamechase import events
+from flamechase.events import Event, FlowEvent
+from flamechase.flow.api import REASON, CopyParams, Flow, FlowParams, LaneDef, RunSetup, TurnContext
+from flamechase.flow.commands import (
+    REPORT,
+    Command,
+    Emit,
+    FinishRun,
+    HoldLane,
+    MakePlace,
+    Measure,
+    PublishReport,
+    ReleaseLane,
+    ResultSpec,
+    StartTurn,
+    WaitUntil,
+)
+from flamechase.flow.outbox import Outbox
+
+__all__ = [
+    "REASON",
+    "REPORT",
+    "Command",
+    "CopyParams",
+    "Emit",
+    "Event",
+    "FinishRun",
+    "Flow",
+    "FlowEvent",
+    "FlowParams",
+    "HoldLane",
+    "LaneDef",
+    "MakePlace",
+    "Measure",
+    "Outbox",
+    "PublishReport",
+    "ReleaseLane",
+    "ResultSpec",
+    "RunSetup",
+    "StartTurn",
+    "TurnContext",
+    "WaitUntil",
+    "events",
+]

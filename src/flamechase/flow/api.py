@@ -1,0 +1,190 @@
+"""The flow contract: declarations (roles, params, lanes), and a pure decider over events.
+
+A flow never does I/O and never reads a clock: the engine hands it events (`evolve`) and the
+time (`decide`), and carries out the commands it returns. Its state is a pydantic model the
+engine stores (as JSON) with every transaction, so a resumed run asks `decide` again where it
+stopped, with no flow-specific engine code.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from flamechase.events import Event
+from flamechase.flow.commands import Command, StartTurn
+
+__all__ = [
+    "REASON",
+    "CopyParams",
+    "Flow",
+    "FlowParams",
+    "LaneDef",
+    "RunSetup",
+    "TurnContext",
+]
+
+
+class FlowParams(BaseModel):
+    """Params every flow accepts. Subclass to add a flow's own (with ranges)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rest_seconds: float = Field(default=1.0, ge=0.05, le=60.0,
+                                description="pause between a lane's turns, seconds")
+    resume_mode: Literal["auto", "fresh"] = Field(
+        default="auto", description="auto: pick up a compatible run; fresh: always start anew")
+    turn_timeout: float = Field(default=14400.0, gt=0, le=7 * 86400,
+                                description="seconds a turn may take before it is cut")
+    silence_timeout: float = Field(default=900.0, gt=0, le=86400,
+                                   description="seconds without output before a turn is cut")
+    kill_grace: float = Field(default=5.0, ge=0.1, le=300,
+                              description="seconds between SIGTERM and SIGKILL for an agent")
+    sandbox: Literal["auto", "landlock", "off"] = Field(
+        default="auto", description="confine lanes 2..N to their own copy where the kernel can")
+
+
+class CopyParams(FlowParams):
+    """Params of flows that copy the source (private places): when a copy is large enough to
+    ask first. Flows that make no copies take plain `FlowParams`."""
+
+    confirm_large_workspace_copies: bool = Field(
+        default=False, description="ask before making copies over the thresholds")
+    workspace_file_warning_threshold: int = Field(
+        default=5000, ge=1, le=100_000_000,
+        description="warn before copying a source tree with more files than this")
+    workspace_copy_warning_threshold_bytes: int = Field(
+        default=1024**3, ge=1, le=1_000_000_000_000_000_000,
+        description="warn before copying more bytes than this")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LaneDef:
+    """A lane the run opens at its start: a sequence of turns in one place.
+
+    `place` is "source" (the user's tree) or the name of a private copy the flow asks for
+    with `MakePlace`. Roles are listed for views and for `status`.
+    """
+
+    name: str
+    roles: tuple[str, ...]
+    place: str = "source"
+
+    @property
+    def in_source(self) -> bool:
+        return self.place == "source"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunSetup:
+    """What a flow's first state may depend on."""
+
+    run_id: str
+    objective: str
+    params: FlowParams
+    lanes: Sequence[LaneDef]
+
+
+# `repair_prompt` is called with this in place of the reason; the engine splits the text at
+# it, so a repair prompt crosses to an executor as plain text.
+REASON = "\x00reason\x00"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What the engine knows of a turn when it starts it: paths, attempt, delivered reports."""
+
+    run_id: str
+    flow: str
+    objective: str
+    turn: StartTurn
+    attempt: int
+    workspace: Path
+    io_dir: Path
+    report_path: Path
+    inbox_path: Path
+    inbox: Sequence[Mapping[str, Any]]
+    artifact_root: Path | None
+    checkpoint_path: Path | None
+    checkpoint_identity: Mapping[str, Any]
+    workspace_map: Mapping[str, Any]
+
+
+S = TypeVar("S", bound=BaseModel)
+
+
+class Flow(abc.ABC, Generic[S]):
+    """A flow: declarations plus a pure decider. Subclass and instantiate once as `FLOW`."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    version: ClassVar[str] = "1"
+    Params: ClassVar[type[FlowParams]] = FlowParams
+    State: ClassVar[type[BaseModel]]
+    #: Params a resume may not change (they shape the run: e.g. the number of lanes).
+    structural_params: ClassVar[tuple[str, ...]] = ()
+
+    # ---- declarations (read before anything runs) --------------------------------------------
+
+    @abc.abstractmethod
+    def roles(self, params: FlowParams) -> list[str]:
+        """Every role, in the order positional `-a` fills them."""
+
+    def lanes(self, params: FlowParams) -> list[LaneDef]:
+        """Lanes opened when the run is created (their places are made by the flow)."""
+        return []
+
+    def copies_needed(self, params: FlowParams, *, fresh: bool, revised: bool) -> int:
+        """How many copies of the source a start makes (for the large-copy warning)."""
+        return 0 if not fresh else sum(1 for ln in self.lanes(params) if not ln.in_source)
+
+    def copy_names(self, params: FlowParams, *, fresh: bool, revised: bool) -> list[str]:
+        """What those copies are for, named for the warning."""
+        return [ln.name for ln in self.lanes(params) if not ln.in_source] if fresh else []
+
+    def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
+        """Params for a simulated run on the bundled sample (whose `evaluator` is given)."""
+        return {}
+
+    # ---- the decider (pure) -------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def start(self, setup: RunSetup) -> S:
+        """The state of a new run."""
+
+    @abc.abstractmethod
+    def evolve(self, state: S, event: Event) -> S:
+        """The state after `event` (ignore kinds you do not know)."""
+
+    @abc.abstractmethod
+    def decide(self, state: S, now: float) -> Sequence[Command]:
+        """What should happen now (seconds since the epoch), given `state`."""
+
+    @abc.abstractmethod
+    def prompt(self, state: S, ctx: TurnContext) -> str:
+        """The prompt of a turn `decide` asked for (`ctx.turn`), now that it starts."""
+
+    def repair_prompt(self, state: S, ctx: TurnContext, reason: str) -> str:
+        """Ask the same session for a corrected result."""
+        return (
+            f"Your turn report was rejected: {reason}\n"
+            f"Write a corrected JSON report for the work you just did to {ctx.report_path} "
+            "(do not start new work). Required: status (progress, deliverable_ready, "
+            "no_result or blocked) and a non-empty summary; optional lists changes, evidence, "
+            "tests, risks; next_step; deliverable only with status deliverable_ready; "
+            "submission only with a deliverable. No other keys."
+        )
+
+    def describe(self, state: S) -> dict[str, Any]:
+        """A JSON summary for `status` and the views: top-level keys are shown as they are;
+        `lanes` ({lane: {field: value}}) adds fields to each lane's row."""
+        return {}
+
+    def load_state(self, text: str) -> S:
+        """A stored state back (the engine stores `state.model_dump_json()`)."""
+        return self.State.model_validate_json(text)  # type: ignore[return-value]

@@ -1,0 +1,213 @@
+"""What a flow may ask of the engine: the commands `Flow.decide` returns.
+
+`decide` is asked again after every change, so it returns what *should* happen given the
+state, not a one-off order: the engine starts what is not under way yet and ignores what is.
+Commands fall in two groups:
+
+- **Under way until an event says so** (`StartTurn`, `MakePlace`, `Measure`, `WaitUntil`): the
+  engine runs them beside the loop; the event that ends them (`TurnValid`/`TurnFailed`/...,
+  `PlaceMade`, `Measured`) reaches `evolve`. The same command returned again while it runs is
+  not started twice.
+- **Done at once** (`PublishReport`, `HoldLane`, `ReleaseLane`, `Emit`): journaled in the same
+  transaction as the event that led to them. A flow keeps them in an `Outbox` until the event
+  they cause arrives, so it never asks twice (the engine also ignores a report id it already
+  has, a hold of a held lane and a release of a free one).
+
+`FinishRun` ends the run once no turn is under way; the engine ends it on its own when a budget
+is spent or the user stops it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from flamechase.events import Event, FlowEvent
+from flamechase.reports import TurnReport, one_line
+
+__all__ = [
+    "REPORT",
+    "Command",
+    "Emit",
+    "FinishRun",
+    "HoldLane",
+    "MakePlace",
+    "Measure",
+    "PublishReport",
+    "ReleaseLane",
+    "ResultSpec",
+    "StartTurn",
+    "WaitUntil",
+    "settles",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ResultSpec:
+    """The JSON object a turn must end with: a pydantic model, plus context for its validators.
+
+    Crosses to executors on other machines, so it holds only a model class (importable, or
+    pickled by value for flows loaded from a path) and plain data.
+    """
+
+    model: type[BaseModel]
+    noun: str = "report"
+    context: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def validate(self, data: Any) -> dict[str, Any]:
+        """The normalised object, or ValueError with one line naming what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{self.noun} must be a JSON object, got {type(data).__name__}")
+        try:
+            value = self.model.model_validate(data, context=dict(self.context))
+        except ValidationError as exc:
+            raise ValueError(one_line(exc, self.noun)) from None
+        dumped: dict[str, Any] = value.model_dump(mode="json")
+        return dumped
+
+    def declared_artifacts(self, data: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """(path, description) of the files a valid result asks the runtime to freeze."""
+        value = self.model.model_validate(dict(data), context=dict(self.context))
+        declared = getattr(value, "declared_artifacts", None)
+        return list(declared()) if callable(declared) else []
+
+
+#: The turn report every lane turn of the built-in flows ends with.
+REPORT = ResultSpec(TurnReport)
+
+
+class Command:
+    """Base of every command (a marker: commands are frozen dataclasses)."""
+
+    __slots__ = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StartTurn(Command):
+    """A fresh session of `role`, in `place`, ending with a `result`.
+
+    `lane`: the sequence the turn belongs to (one turn at a time per lane); None for a turn
+    outside lanes (a planner). `number`: the turn's number in its lane (for a turn outside lanes,
+    whatever the flow counts, e.g. a plan revision); the engine numbers attempts, so a turn cut
+    by a crash or a usage limit is taken again with the same number.
+    `counted`: counts toward `budget.turns`. `inbox_from`: lanes whose unread reports are
+    delivered with the turn and acknowledged when it is valid. `checkpoint`: the agent may
+    leave a checkpoint the runtime uses if its session dies before the report. `artifacts`:
+    freeze the files the result declares (see `ResultSpec.declared_artifacts`) from the lane's
+    artifact root; a refused package makes the turn failed. `note`: anything the flow wants
+    back in `TurnContext` when it writes the prompt.
+    """
+
+    role: str
+    lane: str | None
+    number: int
+    place: str = "source"
+    result: ResultSpec = REPORT
+    counted: bool = True
+    inbox_from: tuple[str, ...] = ()
+    checkpoint: bool = False
+    artifacts: bool = False
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    note: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"turn:{self.lane}" if self.lane is not None else f"turn::{self.role}"
+
+
+PlaceHow = Literal["snapshot"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MakePlace(Command):
+    """A private copy of the source called `name` (its path is the engine's choice)."""
+
+    name: str
+    how: PlaceHow = "snapshot"
+
+    @property
+    def key(self) -> str:
+        return f"place:{self.name}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Measure(Command):
+    """Run `command` (with /bin/sh) in `place`, confined like the place's turns; the value is
+    the last match of `pattern`'s one group in its output. Answered by `Measured(key)`."""
+
+    key: str
+    place: str
+    command: str
+    pattern: str
+    timeout: float = 600.0
+    lane: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PublishReport(Command):
+    """Add `record` to `lane`'s reports (delivered to lanes whose turns list it in
+    `inbox_from`), with the frozen artifacts it carries. Answered by `ReportPublished`."""
+
+    lane: str
+    report_id: str
+    record: Mapping[str, Any]
+    kind: str = "report"
+    artifacts: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HoldLane(Command):
+    """No new turn starts in `lane` until it is released. Answered by `LaneHeld`."""
+
+    lane: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReleaseLane(Command):
+    lane: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Emit(Command):
+    """Journal a flow event for the views (and for the flow's own `evolve`)."""
+
+    event: FlowEvent
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WaitUntil(Command):
+    """Ask `decide` again at `at` (seconds since the epoch) even if nothing else happens."""
+
+    at: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FinishRun(Command):
+    """End the run: `finished` (exit 0), `held` (exit 3) or `failed` (exit 1)."""
+
+    status: Literal["finished", "held", "failed"]
+    reason: str
+
+
+INSTANT: tuple[type[Command], ...] = (PublishReport, HoldLane, ReleaseLane, Emit)
+
+
+def settles(command: Command, event: Event) -> bool:
+    """Whether `event` is what doing `command` journaled (so an outbox can let it go)."""
+    from flamechase import events as ev
+
+    if isinstance(command, PublishReport):
+        return isinstance(event, ev.ReportPublished) and event.report_id == command.report_id
+    if isinstance(command, HoldLane):
+        return isinstance(event, ev.LaneHeld) and event.lane == command.lane
+    if isinstance(command, ReleaseLane):
+        return isinstance(event, ev.LaneReleased) and event.lane == command.lane
+    if isinstance(command, Emit):
+        return (type(event) is type(command.event)
+                and dataclasses.replace(event, seq=0, at="") == command.event)
+    return False

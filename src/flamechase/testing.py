@@ -1,0 +1,195 @@
+"""PUBLIC: run a flow through the real engine with scripted turns and a clock that jumps.
+
+For flow authors' tests and ours: the engine, its store (real SQLite), its places (real
+copies) and the flow are the real ones; only the agents and time are not. A `ScriptedExecutor`
+answers each turn job with what a script says (a report, a failure, a usage limit...) after
+a simulated duration; a `FakeClock` jumps straight to the next thing due, so a run of hours
+takes milliseconds and never depends on how busy the machine is.
+
+    clock = FakeClock()
+    executor = ScriptedExecutor(clock, lambda job: FakeTurn(report={"status": "progress",
+                                                                    "summary": "did it"}))
+    end = run_engine("flame_chase", workspace, settings={"budget.turns": "4"},
+                     executor=executor, clock=clock)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import heapq
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from flamechase.agents.backend import Usage
+from flamechase.engine.clock import iso
+from flamechase.engine.executor import Executor, MeasureJob, TurnJob, TurnResult
+from flamechase.engine.jobs import inline
+from flamechase.engine.ledger import Observer
+from flamechase.engine.loop import Engine, RunEnd
+
+__all__ = ["FakeClock", "FakeTurn", "ScriptedExecutor", "run_engine"]
+
+
+class FakeClock:
+    """Time that passes only when the engine waits, and then jumps to the next thing due."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+        self._origin = start
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._count = itertools.count()
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now - self._origin + 1000.0
+
+    def call_at(self, at: float, callback: Callable[[], None]) -> None:
+        heapq.heappush(self._timers, (at, next(self._count), callback))
+
+    def advance(self, seconds: float) -> None:
+        """Move time on by hand (firing what falls due)."""
+        self._fire(self.now + seconds)
+
+    def _fire(self, until: float) -> None:
+        while self._timers and self._timers[0][0] <= until:
+            at, _, callback = heapq.heappop(self._timers)
+            self.now = max(self.now, at)
+            callback()
+        self.now = max(self.now, until)
+
+    async def wait(self, wake: asyncio.Event, timeout: float) -> None:
+        # What is ready to run runs first; only a loop with nothing left to do moves time on.
+        # (`run_engine` runs the engine's blocking file work inline, so nothing real is
+        # pending in another thread while time jumps.)
+        for _ in range(10):
+            if wake.is_set():
+                return
+            await asyncio.sleep(0)
+        target = self.now + max(0.0, timeout)
+        if self._timers:
+            target = min(target, self._timers[0][0])
+        self._fire(target)
+        for _ in range(10):  # let what the timers resolved run up to the loop's wake-up
+            if wake.is_set():
+                return
+            await asyncio.sleep(0)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FakeTurn:
+    """What a scripted turn does: end valid with `report`, fail with `error`, hit a usage
+    limit (`limited_for` seconds), or run until cut (`hang`); after `duration` seconds."""
+
+    report: Mapping[str, Any] | None = None
+    error: str | None = None
+    duration: float = 60.0
+    cost: float = 0.0
+    output_tokens: int = 0
+    limited_for: float | None = None
+    hang: bool = False
+    repaired: Mapping[str, Any] | None = None  # the report a repair ask gets, if any
+
+
+Script = Callable[[TurnJob], FakeTurn]
+
+
+class ScriptedExecutor(Executor):
+    """Answers turn jobs from a script, on a `FakeClock`; records every job it saw."""
+
+    def __init__(self, clock: FakeClock, script: Script,
+                 measure: Callable[[MeasureJob], Mapping[str, Any]] | None = None) -> None:
+        self.clock = clock
+        self.script = script
+        self.measure_script = measure
+        self.jobs: list[TurnJob] = []
+        self.measured: list[MeasureJob] = []
+        self._cuts: dict[str, asyncio.Future[str]] = {}
+
+    async def run(self, job: TurnJob) -> TurnResult:
+        self.jobs.append(job)
+        turn = self.script(job)
+        started = self.clock.time()
+        done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._cuts[job.job_id] = done
+        def end() -> None:
+            if not done.done():
+                done.set_result("ended")
+
+        if not turn.hang:
+            self.clock.call_at(started + turn.duration, end)
+        how = await done
+        self._cuts.pop(job.job_id, None)
+        usage = Usage(cost_usd=turn.cost, output_tokens=turn.output_tokens)
+        common: dict[str, Any] = dict(started=iso(started), ended=iso(self.clock.time()),
+                                      duration=self.clock.time() - started, usage=usage)
+        if how == "cut":
+            return TurnResult(status="interrupted", error="turn cut by a stop", **common)
+        if turn.limited_for is not None:
+            return TurnResult(status="limited", error="usage limit reached",
+                              resets_at=iso(self.clock.time() + turn.limited_for), **common)
+        if turn.report is None:
+            return TurnResult(status="failed", error=turn.error or "the agent failed",
+                              exit_code=1, **common)
+        return self._validated(job, turn, common)
+
+    @staticmethod
+    def _validated(job: TurnJob, turn: FakeTurn, common: dict[str, Any]) -> TurnResult:
+        try:
+            return TurnResult(status="valid", result=job.result.validate(dict(turn.report or {})),
+                              **common)
+        except ValueError as exc:
+            problem = f"{job.result.noun} rejected: {exc}"
+        if turn.repaired is not None:
+            try:
+                return TurnResult(status="valid", repairs=1,
+                                  result=job.result.validate(dict(turn.repaired)), **common)
+            except ValueError as exc:
+                problem = f"{job.result.noun} rejected: {exc}"
+        return TurnResult(status="failed", error=problem, repairs=job.max_repairs, **common)
+
+    async def cut(self, job_id: str) -> None:
+        done = self._cuts.get(job_id)
+        if done is not None and not done.done():
+            done.set_result("cut")
+
+    async def measure(self, job: MeasureJob) -> dict[str, Any]:
+        self.measured.append(job)
+        if self.measure_script is None:
+            return {"command": job.command, "cwd": str(job.cwd), "exit_code": None,
+                    "value": None, "error": "no measurement scripted"}
+        return {"command": job.command, "cwd": str(job.cwd), **self.measure_script(job)}
+
+
+def run_engine(flow: str, workspace: Path, *, executor: Executor, clock: FakeClock,
+               settings: Mapping[str, object] | None = None,
+               agents: Sequence[tuple[str | None, str]] = (), task: str = "make it better",
+               resume: bool = False, observer: Observer | None = None,
+               engine_hook: Callable[[Engine], None] | None = None) -> RunEnd:
+    """Prepare and run `flow` on `workspace` as `exec` would, with `executor` and `clock`.
+
+    Roles without an agent in `agents` get `sim/steady` (never started: the executor answers).
+    `engine_hook` sees the engine before it runs (e.g. to schedule a stop on the clock).
+    """
+    from flamechase.engine.prepare import RunRequest, prepare
+    from flamechase.flows import load_flow
+
+    loaded = load_flow(flow)
+    named = {role for role, _ in agents if role}
+    given = dict(settings or {})
+    given.setdefault("rest_seconds", "0.05")
+    from flamechase.config import parse_settings
+
+    _, params = parse_settings(dict(given), loaded.Params, loaded.name)
+    items = [*agents, *((r, "sim/steady") for r in loaded.roles(params) if r not in named)]
+    request = RunRequest(flow=loaded, agents=list(items), settings=given, task=task,
+                         workspace=workspace, resume=resume, confirm=None,
+                         warn=lambda _text: None, flow_ref=flow)
+    engine = Engine(prepare(request), observer, executor=executor, clock=clock, offload=inline)
+    if engine_hook is not None:
+        engine_hook(engine)
+    return asyncio.run(engine.run())
