@@ -232,6 +232,7 @@ class RunFold:
         self.order: list[str] = []
         self.lanes: dict[str, LaneRow] = {}
         self.by_source: dict[str, list[str]] = {}  # source lane -> its report ids, in order
+        self.copies: set[str] = set()  # lanes working on a private copy, not the source tree
         for name, roles in lanes:
             self._lane(name, roles)
         self.limits: dict[str, float | None] = dict.fromkeys(BUDGET_KEYS)
@@ -330,6 +331,8 @@ class RunFold:
             if at:
                 self._open_at = parse_at(at)
             self._status("starting" if kind == "run_created" else "resumed", ch)
+        elif kind == "snapshot_made" and lane:
+            self.copies.add(str(lane))
         elif kind == "planning_started":
             self._status("planning", ch)
         elif kind == "plan_attempt":
