@@ -102,6 +102,7 @@ class LaneSnap(_LaneLogic):
     held: bool = False
     held_reason: str | None = None
     paused_until: str | None = None
+    last_error: str | None = None  # why the last counted turn failed, if it did
 
 
 @dataclasses.dataclass(slots=True)
@@ -124,6 +125,7 @@ class LaneRow(_LaneLogic):
     held: bool = False
     held_reason: str | None = None
     paused_until: str | None = None
+    last_error: str | None = None  # why the last counted turn failed, if it did
 
     def freeze(self) -> LaneSnap:
         return LaneSnap(*(getattr(self, f) for f in _LANE_FIELDS))
@@ -361,7 +363,7 @@ class RunFold:
             self._count_turn(p, ch)
             self._set(lane, ch, actor=None, turn=None, since=None, turns=snap.turns + 1,
                       valid=snap.valid + 1, failures=0, last_status=p.get("report_status"),
-                      last_actor=actor)
+                      last_actor=actor, last_error=None)
             self._publish(str(p.get("report_id") or ""), lane, actor, p.get("report_status"),
                           ch)
             for source, seq in (p.get("acknowledged") or {}).items():
@@ -372,7 +374,8 @@ class RunFold:
             self._count_turn(p, ch)
             self._set(lane, ch, actor=None, turn=None, since=None, turns=snap.turns + 1,
                       failed=snap.failed + 1, failures=snap.failures + 1,
-                      last_status="turn_failed", last_actor=actor)
+                      last_status="turn_failed", last_actor=actor,
+                      last_error=str(p.get("error") or "no reason recorded"))
             self._publish(str(p.get("report_id") or ""), lane, actor, "turn_failed", ch)
         elif kind in ("turn_interrupted", "lane_paused") and lane:
             self._lane(lane)
