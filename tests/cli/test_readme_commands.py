@@ -57,8 +57,6 @@ def test_a_readme_without_two_commands_fails_ci(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.skipif(not (SYSTEM_PYTHON.parent / "pip").exists()
-                    and not SYSTEM_PYTHON.exists(), reason="no system python3 here")
 def test_the_demo_command_runs_as_written_on_an_externally_managed_python(
         tmp_path: Path) -> None:
     """The first command, literally, with Debian's own python3 first on PATH."""
