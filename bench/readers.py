@@ -36,9 +36,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.test_concurrency import PFC_ACTOR
+
 from flamechase.cli.runs import run_status
 from flamechase.store.db import Reader
-from tests.test_concurrency import PFC_ACTOR
 
 FLAMECHASE = [sys.executable, "-m", "flamechase"]
 
