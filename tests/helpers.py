@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +47,38 @@ def status(cwd: Path, run: str = "last") -> dict[str, Any]:
 def events(cwd: Path, run: str = "last") -> list[dict[str, Any]]:
     out = cli("events", run, "--json", cwd=cwd, check=True)
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def _pending(pid: int) -> int:
+    """Signals pending for `pid` (its main thread's and the process's), as a bit mask."""
+    mask = 0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(("SigPnd:", "ShdPnd:")):
+                    mask |= int(line.split()[1], 16)
+    except FileNotFoundError:
+        return 0
+    return mask
+
+
+def send_signal(proc: subprocess.Popen[Any], sig: int, timeout: float = 20) -> None:
+    """Send `sig` and return once the kernel has delivered it, so a signal sent next counts
+    as a second one rather than merging into a first still pending (waits for the event,
+    not for a fixed time)."""
+    proc.send_signal(sig)
+    bit = 1 << (sig - 1)
+    deadline = time.monotonic() + timeout
+    while _pending(proc.pid) & bit and proc.poll() is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"signal {sig} still pending for {proc.pid} after {timeout}s")
+        time.sleep(0.01)
+
+
+def wait_for_process(pattern: str, timeout: float = 20) -> None:
+    """Wait until a process whose command line matches `pattern` (pgrep -f) exists."""
+    deadline = time.monotonic() + timeout
+    while subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode != 0:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no process matching {pattern!r} after {timeout}s")
+        time.sleep(0.05)

@@ -3,7 +3,9 @@
 Issue 6, point 7. Through the real CLI: two `flamechase exec` on one source started together
 (exactly one runs, the other exits 2 naming the owner's run id), and `status`, `events
 --follow`, `show --html`, `runs` and `artifacts` hammering a live run, which must finish with
-every turn it was budgeted, its scheduling undisturbed and its invariants intact.
+every turn it was budgeted and its invariants intact, while a reader holding a read open
+neither stops the engine committing nor sees anything but its snapshot. How quickly readers
+answer and how little they delay scheduling is measured by `bench/readers.py`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -96,24 +98,24 @@ def _events_in(db: Path) -> list[dict[str, Any]]:
         return []
 
 
-def _parse(at: str) -> datetime:
-    return datetime.fromisoformat(at.replace("Z", "+00:00"))
+def _wait_live(state_home: Path) -> Path:
+    """The live run's database, once its turns have started."""
+    deadline = time.monotonic() + 60  # a hang guard, not a speed requirement
+    while time.monotonic() < deadline:
+        dbs = list((state_home / "runs").glob("*/run.db"))
+        if dbs and any(e["kind"] == "turn_started" for e in _events_in(dbs[0])):
+            return dbs[0]
+        time.sleep(0.05)
+    raise AssertionError("the run never started turns")
 
 
-def _gaps(evs: list[dict[str, Any]]) -> list[float]:
-    """Per lane: seconds from a turn's end to the next turn's start."""
-    last_end: dict[str, datetime] = {}
-    gaps = []
-    for e in evs:
-        lane = e["lane"]
-        if e["kind"] == "turn_started" and lane in last_end:
-            gaps.append((_parse(e["at"]) - last_end.pop(lane)).total_seconds())
-        elif e["kind"] in ("turn_valid", "turn_failed"):
-            last_end[lane] = _parse(e["at"])
-    return gaps
+def _count(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT count(*) FROM events").fetchone()
+    return int(row[0])
 
 
 def test_readers_never_block_or_corrupt_a_live_run(tmp_path: Path, state_home: Path) -> None:
+    """Behaviour only: how fast readers answer is measured by bench/readers.py."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "f.txt").write_text("source\n")
@@ -124,47 +126,47 @@ def test_readers_never_block_or_corrupt_a_live_run(tmp_path: Path, state_home: P
     run = _popen(ws, "exec", "-f", "parallel_flame_chase", *(["-a", f"exec:{a}"] * 5),
                  "-p", f"lanes=2,budget.turns={turns},rest_seconds=0.05,sandbox=off",
                  "readers")
-    # Wait until the run is live (its database exists and turns have started).
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        dbs = list((state_home / "runs").glob("*/run.db"))
-        if dbs and '"turn_started"' in json.dumps(_events_in(dbs[0])):
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError("the run never started turns")
+    db = _wait_live(state_home)
+    run_dir = db.parent
     follow = _popen(ws, "events", "--follow", "--json")
-    run_dir = dbs[0].parent
-    run_status(run_dir)  # imports what it needs once, outside the measurement
-    status_times: list[float] = []  # `flamechase status --json`, a fresh interpreter each
-    read_times: list[float] = []  # what it does once started: `run_status` in this process
+
+    # A reader holding a read transaction open does not stop the engine committing, and
+    # keeps seeing the one consistent snapshot it started with.
+    held = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None)
+    fresh = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None)
+    try:
+        held.execute("BEGIN")
+        frozen = _count(held)
+        deadline = time.monotonic() + 60
+        while _count(fresh) < frozen + 5 and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _count(fresh) >= frozen + 5, "the engine stopped committing under a read"
+        assert _count(held) == frozen
+        held.execute("COMMIT")
+    finally:
+        held.close()
+        fresh.close()
+
+    # Every reader command, over and over while the run goes on: each answers, none fails.
     seen: set[str] = set()
     html = tmp_path / "live.html"
     shown = None
-    start_times: list[float] = []  # `flamechase --version`: the interpreter starting alone
     while run.poll() is None:
-        t0 = time.monotonic()
-        assert cli("--version", cwd=ws, timeout=20).returncode == 0
-        start_times.append(time.monotonic() - t0)
-        t0 = time.monotonic()
-        st = cli("status", "--json", cwd=ws, timeout=20)
-        status_times.append(time.monotonic() - t0)
+        st = cli("status", "--json", cwd=ws, timeout=60)
         assert st.returncode == 0, st.stderr
         doc = json.loads(st.stdout)
         seen.add(doc["status"])
         if doc["status"] == "running":
             assert doc["engine_running"] is True
         for _ in range(5):
-            t0 = time.monotonic()
             seen.add(run_status(run_dir)["status"])
-            read_times.append(time.monotonic() - t0)
         if shown is None:
-            shown = cli("show", "last", "--html", str(html), cwd=ws, timeout=30)
-            assert cli("runs", "--json", cwd=ws, timeout=20).returncode == 0
-            assert cli("artifacts", "--json", cwd=ws, timeout=20).returncode == 0
+            shown = cli("show", "last", "--html", str(html), cwd=ws, timeout=60)
+            assert cli("runs", "--json", cwd=ws, timeout=60).returncode == 0
+            assert cli("artifacts", "--json", cwd=ws, timeout=60).returncode == 0
     _, err = run.communicate(timeout=60)
     assert run.returncode == 0, err
-    followed, ferr = follow.communicate(timeout=30)  # ends on its own with the run
+    followed, ferr = follow.communicate(timeout=60)  # ends on its own with the run
     assert follow.returncode == 0, ferr
 
     # The run got every turn it was budgeted, and its record is sound.
@@ -179,22 +181,7 @@ def test_readers_never_block_or_corrupt_a_live_run(tmp_path: Path, state_home: P
     evs = events(ws)
     assert [json.loads(line) for line in followed.splitlines()] == evs
     assert evs[-1]["kind"] == "run_finished"
-
-    # Readers answered quickly while the run was busy, and saw it running.
     assert "running" in seen
-    assert len(status_times) >= 2
-    # `status` answers in ~0.8 s on a quiet machine, nearly all of it Python starting, and in
-    # 2-3 s on a loaded 2-CPU box running this suite and the run. What the live run could add
-    # (a lock wait, a busy database) shows beside `--version` measured at the same moments;
-    # the read itself, in this process, takes milliseconds.
-    def median(xs: list[float]) -> float:
-        return sorted(xs)[len(xs) // 2]
-
-    assert median(status_times) < 2.0 + median(start_times), (status_times, start_times)
-    assert max(read_times) < 0.5, read_times
-    # Scheduling was not held up by them: rest_seconds is 0.05.
-    gaps = _gaps(evs)
-    assert gaps and max(gaps) < 1.0, gaps
     assert shown is not None and shown.returncode == 0, shown.stderr if shown else None
     assert html.stat().st_size > 1000
 

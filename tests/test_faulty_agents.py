@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from flamechase.procs import KILL_GRACE
-from tests.helpers import FLAMECHASE, events
+from tests.helpers import FLAMECHASE, events, send_signal
 
 TURN_TIMEOUT = 3.0
 SILENCE_TIMEOUT = 1.5
@@ -301,9 +301,8 @@ def test_a_stopped_engine_leaves_no_faulty_agent_behind(tmp_path: Path) -> None:
     while not _survivors(marker, p.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _survivors(marker, p.pid), "lane 2 never started"
-    p.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
-    p.send_signal(signal.SIGTERM)  # the second signal cuts the turns under way
+    send_signal(p, signal.SIGTERM)
+    send_signal(p, signal.SIGTERM)  # the second signal cuts the turns under way
     _, err = p.communicate(timeout=KILL_GRACE + 20)
     assert p.returncode == 130, err
     assert _survivors(marker) == []

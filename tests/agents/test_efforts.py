@@ -111,13 +111,43 @@ def test_a_bad_price_file_is_refused_at_check(
         ("opencode/some/model", True),  # reports each step's cost
         ("acp:fake-acp", True),  # self-reported
         ("codex/gpt-5", True),  # priced from the table
-        ("codex/gpt-unknown", False),
+        ("codex/gpt-unknown", True),  # tokens counted at the highest openai rates listed
         ("gemini/gemini-2.5-flash", True),
-        ("gemini/auto", False),
+        ("gemini/auto", True),
     ],
 )
 def test_which_backends_can_bound_cost(fake_bin: Path, text: str, bounded: bool) -> None:
     assert backend_for(parse_spec(text)).can_bound_cost() is bounded
+
+
+def test_only_an_empty_price_table_leaves_token_counts_unpriced(
+    fake_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "prices.json"
+    empty.write_text('{"date": "2026-01-01", "models": {}}')
+    monkeypatch.setenv("FLAMECHASE_PRICES", str(empty))
+    assert backend_for(parse_spec("codex/gpt-5")).can_bound_cost() is False
+    assert backend_for(parse_spec("claude/anything")).can_bound_cost() is True
+
+
+@pytest.mark.parametrize(
+    ("text", "noticed"),
+    [
+        ("codex/gpt-5.6-sol:max", True),
+        ("gemini/gemini-9-pro", True),
+        ("codex/gpt-5", False),  # listed
+        ("claude/claude-opus-5:max", False),  # the CLI reports its cost
+        ("opencode/anthropic/claude-opus-5", False),
+        ("acp:fake-acp", False),
+    ],
+)
+def test_a_backend_announces_an_unlisted_model_it_prices(
+    fake_bin: Path, text: str, noticed: bool
+) -> None:
+    notice = backend_for(parse_spec(text)).price_notice()
+    assert (notice is not None) is noticed
+    if notice is not None:
+        assert "has no price; counting it at" in notice and "FLAMECHASE_PRICES" in notice
 
 
 def test_only_acp_among_the_clis_is_self_reported(fake_bin: Path) -> None:

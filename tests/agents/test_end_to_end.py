@@ -231,7 +231,13 @@ def test_a_missing_cli_is_refused_with_its_install_hint(
     assert "claude is not installed: npm install -g @anthropic-ai/claude-code" in done.stderr
 
 
-def test_a_cost_budget_nothing_can_see_is_refused(env: dict[str, str], workspace: Path) -> None:
+def test_a_cost_budget_nothing_can_see_is_refused(
+    env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    # codex reports tokens only, and a price table with no models cannot count them.
+    empty = tmp_path / "prices.json"
+    empty.write_text('{"date": "2026-01-01", "models": {}}')
+    env = {**env, "FLAMECHASE_PRICES": str(empty)}
     done = flamechase(
         [
             "exec",

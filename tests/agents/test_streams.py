@@ -11,6 +11,7 @@ import pytest
 
 from flamechase.agents import claude, codex, gemini, opencode
 from flamechase.agents.clisession import Verdict
+from flamechase.agents.usage import TokenCounts, cost_bound
 from tests.agents.fakes import STREAMS_DIR
 
 
@@ -200,10 +201,16 @@ def test_codex_turn_text_is_the_last_agent_message() -> None:
     assert verdict.text == "hello"
 
 
-def test_codex_unknown_model_costs_nothing_but_counts_tokens() -> None:
-    [verdict] = codex.parse_stream(lines("codex-exec-json-success-hello.jsonl"), "no-such-model")
-    assert verdict.usage.cost_usd == 0.0
+def test_codex_unknown_model_is_counted_at_the_highest_openai_rates() -> None:
+    [verdict] = codex.parse_stream(lines("codex-exec-json-success-hello.jsonl"), "gpt-no-such")
     assert verdict.usage.output_tokens == 32
+    tokens = TokenCounts(
+        verdict.usage.input_tokens, verdict.usage.output_tokens, verdict.usage.cache_read_tokens
+    )
+    bound = cost_bound("gpt-no-such")
+    assert bound is not None and bound.vendor == "openai"
+    assert verdict.usage.cost_usd == pytest.approx(bound.price.cost(tokens))
+    assert verdict.usage.cost_usd > 0
 
 
 GEMINI: dict[str, list[tuple[str, float, int, int, int, int]]] = {

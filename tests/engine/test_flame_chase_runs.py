@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FLAMECHASE, REPORT_OK, actor, cli, events, status
+from tests.helpers import (
+    FLAMECHASE,
+    REPORT_OK,
+    actor,
+    cli,
+    events,
+    send_signal,
+    status,
+    wait_for_process,
+)
 
 
 def _exec(ws: Path, a: Path, b: Path, *params: str, task: str = "make notes",
@@ -123,7 +132,7 @@ def test_crash_mid_turn_then_resume_gives_cut_turn_to_same_actor(
         if (ws / "NOTES").exists() and "start 2" in (ws / "NOTES").read_text():
             break
         time.sleep(0.05)
-    time.sleep(0.2)
+    wait_for_process(marker)  # the cut turn's own child is running: the resume must end it
     p.kill()
     p.wait()
     st = status(ws)
@@ -176,9 +185,8 @@ def test_second_sigint_cuts_the_turn(ws: Path, tmp_path: Path) -> None:
                           "-a", f"exec:{slow}", "-p", "budget.turns=10", "t"], cwd=ws,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     _wait_for(ws / "NOTES", "start")
-    p.send_signal(signal.SIGINT)
-    time.sleep(0.3)
-    p.send_signal(signal.SIGINT)
+    send_signal(p, signal.SIGINT)
+    send_signal(p, signal.SIGINT)
     p.communicate(timeout=20)
     assert p.returncode == 130
     kinds = [e["kind"] for e in events(ws)]

@@ -1,9 +1,10 @@
 """A synthetic run database of any size, shaped like a parallel_flame_chase run.
 
 For what a real run cannot give cheaply: 10,000 events, hostile summaries, spread-out
-timestamps. The run and lanes rows go through the store's Writer; events are inserted with
-chosen `at` times (the Writer stamps the wall clock), and each valid/failed turn also gets a
-`reports` row so the report sequence the views derive can be checked against the table.
+timestamps, a run stopped for a night and resumed, every lane waiting out a usage limit.
+The run and lanes rows go through the store's Writer; events are inserted with chosen `at`
+times (the Writer stamps the wall clock), and each valid/failed turn also gets a `reports`
+row so the report sequence the views derive can be checked against the table.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import bisect
 import json
 import random
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,8 +25,14 @@ def _iso(t: datetime) -> str:
 
 
 def make_run(home: Path, events: int = 10_000, *, lanes: int = 3, seed: int = 7,
-             summary: str | None = None, run_id: str = "20260101T000000Z-synthetic") -> Path:
-    """Write a finished run of about `events` events under `home`; returns its directory."""
+             summary: str | None = None, run_id: str = "20260101T000000Z-synthetic",
+             gaps: Sequence[tuple[float, str, float]] = ()) -> Path:
+    """Write a finished run of about `events` events under `home`; returns its directory.
+
+    `gaps`: (share of the events, "stop" or "pause", seconds). At that share of the run every
+    turn under way ends and the run is stopped then resumed that many seconds later ("stop"),
+    or every lane is paused by a usage limit for that long ("pause").
+    """
     rng = random.Random(seed)
     run_dir = home / "runs" / run_id
     run_dir.mkdir(parents=True)
@@ -61,7 +69,27 @@ def make_run(home: Path, events: int = 10_000, *, lanes: int = 3, seed: int = 7,
     cost = 0.0
     turns = 0
     tokens = 0
+    pending_gaps = sorted(gaps)
     while len(rows) < events - 1:
+        if pending_gaps and len(rows) >= pending_gaps[0][0] * events:
+            _, how, seconds = pending_gaps.pop(0)
+            t += timedelta(milliseconds=300)
+            until = t + timedelta(seconds=seconds)
+            for lane, (actor, number, _acks) in sorted(inflight.items()):
+                if how == "stop":
+                    ev("turn_interrupted", lane, actor, turn=number, attempt=1,
+                       status="interrupted", reason="stopped by a signal", duration=1.0)
+                else:
+                    ev("lane_paused", lane, actor, turn=number, attempt=1, status="limited",
+                       until=_iso(until), reason="usage limit", duration=1.0)
+                turn_no[lane] -= 1  # the same turn is taken again
+            inflight.clear()
+            if how == "stop":
+                ev("run_stopped", message="stopped by a signal")
+            t = until
+            if how == "stop":
+                ev("run_resumed", session=2, budget=budget)
+            continue
         lane = rng.choice(names)
         t += timedelta(milliseconds=rng.randrange(50, 4000))
         if lane not in inflight:

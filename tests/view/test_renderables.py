@@ -18,7 +18,7 @@ from flamechase.agents.spec import split_agent_args
 from flamechase.engine.prepare import RunRequest, prepare
 from flamechase.flows import load_flow
 from flamechase.view.live import LiveObserver
-from flamechase.view.renderables import dashboard, fmt_duration, lanes_table
+from flamechase.view.renderables import dashboard, fmt_duration, lanes_table, short_actor
 from flamechase.view.simulate import copy_sample, sim_settings
 from flamechase.view.state import RunFold, parse_at
 from tests.helpers import FLAMECHASE
@@ -71,7 +71,7 @@ def test_dashboard_mid_turn_shows_actor_and_elapsed(sim_run: Run) -> None:
     now = parse_at(ev["at"]) + timedelta(seconds=75)
     text = _render(lanes_table(fold.snapshot(now), now))
     row = next(line for line in text.splitlines() if line.startswith(ev["lane"]))
-    assert f"{ev['actor']} · turn 1" in row
+    assert f"{short_actor(ev['actor'])} · turn 1" in row
     assert "1m15s" in row
     assert "working" in row
 
@@ -82,6 +82,74 @@ def test_held_lane_and_failures_show(rough_run: Run) -> None:
     text = _render(lanes_table(fold.snapshot(now), now), width=140)
     row = next(line for line in text.splitlines() if line.startswith("lane-3"))
     assert "HELD" in row
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _rows(text: str) -> dict[str, str]:
+    """Each lane's row of the table, with its wrapped continuation lines joined on."""
+    rows: dict[str, str] = {}
+    name = ""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("lane "))
+    for line in lines[start + 1:]:
+        if not line.strip() or (not line.startswith(" ") and not line.startswith("lane-")):
+            break
+        if line.startswith("lane-") and " HELD: " not in line and " failed: " not in line:
+            name = line.split()[0]
+            rows[name] = line
+        elif line.startswith(" ") and name:
+            rows[name] += "\n" + line
+        else:
+            break
+    return rows
+
+
+def test_at_80_columns_each_lane_says_its_state_and_why(rough_run: Run) -> None:
+    """Every moment of a run with failures and a hold, drawn 80 columns wide."""
+    fold = RunFold.from_run(rough_run.run, rough_run.lanes)
+    held_seen = failed_seen = 0
+    for ev in rough_run.events:
+        fold.apply(ev)
+        now = parse_at(ev["at"])
+        snap = fold.snapshot(now)
+        text = _render(dashboard(snap, now, ["x" * 200],
+                                 workspace=str(rough_run.run["workspace"])), width=80)
+        assert max(len(line) for line in text.splitlines()) <= 80
+        # Status and active time come first, whole.
+        assert text.splitlines()[0].endswith(f" · {snap.status} · "
+                                             f"{fmt_duration(snap.active_seconds)} active")
+        # A budget item is never split from its figure.
+        assert not any(line.rstrip().endswith(("output tokens", "duration", "cost", "turns"))
+                       for line in text.splitlines())
+        rows = _rows(text)
+        assert set(rows) == set(fold.order)
+        # Long words (paths) fold across lines: compare without any whitespace.
+        bare = "".join(text.split())
+        for lane in snap.lanes:
+            word = {"turn": "working", "held": "HELD", "paused": "paused", "idle": "idle"}
+            assert word[lane.state] in rows[lane.name]  # the state word, not cut
+            if lane.held:
+                held_seen += 1
+                assert "".join(f"{lane.name} HELD: {lane.held_reason}".split()) in bare
+            elif lane.failures:
+                failed_seen += 1
+                assert "".join(f"{lane.name} last turn failed: {lane.last_error}".split()) in bare
+            assert "…" not in rows[lane.name]
+    assert held_seen and failed_seen
+
+
+def test_a_long_reason_is_clipped_not_lost(rough_run: Run) -> None:
+    fold = _fold_until(rough_run, len(rough_run.events))
+    fold.lanes["lane-3"].held_reason = "why " * 500
+    now = parse_at(fold.at or "")
+    text = _render(dashboard(fold.snapshot(now), now), width=80)
+    note = _flat(text[text.index("lane-3 HELD: "):])
+    assert note.startswith("lane-3 HELD: why why")
+    assert "why …" in note or "w…" in note or "…" in note
+    assert max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_narrow_terminal_still_renders(sim_run: Run) -> None:

@@ -51,6 +51,19 @@ def _panels(page: Any) -> dict[str, Any]:
     return result
 
 
+def _state_cell(lane: Any) -> str:
+    """What the lanes table's State cell says: the state, then why (a hold's reason, a pause's
+    end, the last turn's error while the lane has failures)."""
+    word = {"turn": "on turn"}.get(lane.state, lane.state)
+    if lane.held:
+        return word + (lane.held_reason or "no reason recorded")
+    if lane.paused_until and lane.state == "paused":
+        return word + "until " + lane.paused_until
+    if lane.failures and lane.last_error:
+        return word + "last turn failed: " + lane.last_error
+    return word
+
+
 def _check_point(panels: dict[str, Any], i: int, points: list[dict[str, Any]],
                  fold: RunFold) -> None:
     """The page at point i says what the events up to i say."""
@@ -63,7 +76,7 @@ def _check_point(panels: dict[str, Any], i: int, points: list[dict[str, Any]],
     for row, name in zip(panels["lanes"], fold.order, strict=True):
         lane = fold.lanes[name]
         assert row[0] == name
-        assert row[1] == {"turn": "on turn"}.get(lane.state, lane.state)
+        assert row[1] == _state_cell(lane)
         assert row[2] == (f"{lane.actor} · turn {lane.turn}" if lane.actor else "")
         assert row[5] == str(lane.turns)
         assert row[6] == str(lane.failures)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -190,3 +191,26 @@ def test_live_page_follows_a_running_flow(browser: Any, tmp_path: Path) -> None:
             run.kill()
             run.wait()
         srv.close()
+
+
+def test_the_list_shows_each_runs_task(server: Server, sim_run: Run, browser: Any) -> None:
+    first = str(sim_run.run["task"]).strip().splitlines()[0]
+    runs = json.loads(server.get("/api/runs")[1])
+    assert [r["task_line"] for r in runs] == [first]
+    status, body = server.get("/")
+    assert status == 200 and f'<td class="task">{html.escape(first)}</td>' in body
+    # The list redraws itself every few seconds: the task survives the redraw.
+    ctx = browser.new_context()
+    try:
+        page = ctx.new_page()
+        page.goto(server.url)
+        cell = page.locator("#runs td.task")
+        assert cell.text_content() == first
+        page.evaluate("() => document.querySelector('#runs tr').dataset.old = '1'")
+        page.wait_for_function("() => !document.querySelector('#runs tr').dataset.old",
+                               timeout=20_000)
+        assert cell.text_content() == first and cell.is_visible()
+        headers = page.locator("thead th").all_text_contents()
+        assert headers[:2] == ["run", "task"]
+    finally:
+        ctx.close()

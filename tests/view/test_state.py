@@ -110,16 +110,39 @@ def test_narration_names_every_handoff(sim_run: Run) -> None:
             assert (f"{n} artifact" in text) == bool(n)
         if ev["kind"] == "turn_valid" and ev["lane"]:  # lane turns (not planning sessions)
             partner = fold.lanes[ev["lane"]].partner(ev["actor"])
-            assert f"hands {partner} the tree" in text
+            # The seeds' words: lane 1 hands over the tree, lanes 2..N their copy.
+            handed_over = "the tree" if ev["lane"] == "lane-1" else "the copy"
+            assert text.endswith(f"; hands {partner} {handed_over}.")
     assert received and handed
 
 
-def test_integration_is_recognised(sim_run: Run) -> None:
-    fold = _fold(sim_run)
-    assert fold.integrated, "lane 1 integrates a package in a 12-turn simulation"
-    for lane, rid, _actor in fold.integrated:
-        assert lane == "lane-1"
-        assert fold.by_id[rid].artifacts >= 1
+def test_integration_is_recognised() -> None:
+    """A valid lane-1 turn whose summary names a package it was delivered integrated it.
+
+    Built from events rather than a simulation: whether a simulated lane 1 takes a package in
+    depends on which lane's turns end first, which depends on how busy the machine is.
+    """
+    fold = RunFold(lanes=[("lane-1", ("a", "b")), ("lane-2", ("c", "d"))])
+    at = "2026-01-01T00:00:00Z"
+
+    def ev(kind: str, lane: str, actor: str, **p: object) -> dict[str, object]:
+        return {"seq": fold.events + 1, "at": at, "kind": kind, "lane": lane, "actor": actor,
+                "payload": p}
+
+    for e in (
+        ev("turn_started", "lane-2", "c", turn=1, delivered=[]),
+        ev("turn_valid", "lane-2", "c", turn=1, report_id="lane-2.0001.aa",
+           report_status="deliverable_ready", summary="package", acknowledged={}),
+        ev("report_published", "lane-2", "c", report_id="lane-2.0001.aa",
+           report_status="deliverable_ready", artifacts=[{"path": "solver.py"}]),
+        ev("turn_started", "lane-1", "a", turn=1, delivered=["lane-2.0001.aa"]),
+        ev("turn_valid", "lane-1", "a", turn=1, report_id="lane-1.0001.bb",
+           report_status="progress", summary="Integrated report lane-2.0001.aa: faster.",
+           acknowledged={"lane-2": 1}),
+    ):
+        fold.apply(e)
+    assert fold.integrated == [("lane-1", "lane-2.0001.aa", "a")]
+    assert fold.by_id["lane-2.0001.aa"].artifacts == 1
 
 
 def test_leaderboard_top_is_sorted_and_keeps_the_incumbent_on_ties(tmp_path: Path) -> None:

@@ -213,6 +213,7 @@ class AcpSession(RpcSession):
 
 class AcpBackend(CliBackend):
     cli = "acp"
+    reports_cost = True  # self-reported: counted as the agent reports it
     # ACP agents report their own spend, if any (the run says so once at start).
     self_reported = True
 
@@ -234,9 +235,6 @@ class AcpBackend(CliBackend):
                 f"{self.spec.text!r}: {program!r} is not found on PATH or not executable"
             )
         load_prices()
-
-    def can_bound_cost(self) -> bool:
-        return True  # self-reported: counted as the agent reports it
 
     def open(self, request: TurnRequest, on_spawn: SpawnHook) -> Session:
         return AcpSession(request, on_spawn, self.retry, self.spec, self.argv)

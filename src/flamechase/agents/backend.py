@@ -134,3 +134,7 @@ class Backend(abc.ABC):
     def can_bound_cost(self) -> bool:
         """Whether budget.cost can see this agent's spend (reported cost or a known price)."""
         return True
+
+    def price_notice(self) -> str | None:
+        """One line for the start of a run when spend is counted at an upper bound."""
+        return None

@@ -300,9 +300,7 @@ class ClaudeSession(CliSession):
 
 class ClaudeBackend(CliBackend):
     cli = "claude"
+    reports_cost = True  # every result carries total_cost_usd
 
     def open(self, request: TurnRequest, on_spawn: SpawnHook) -> Session:
         return ClaudeSession(request, on_spawn, self.retry, self.spec)
-
-    def can_bound_cost(self) -> bool:
-        return True  # every result carries total_cost_usd

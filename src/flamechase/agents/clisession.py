@@ -40,7 +40,7 @@ from flamechase.agents.backend import (
 from flamechase.agents.efforts import SpecLike, check_effort, check_installed, check_provider
 from flamechase.agents.limits import RetryPolicy
 from flamechase.agents.turnio import agent_env, prepare_io
-from flamechase.agents.usage import load_prices, price_for
+from flamechase.agents.usage import load_prices, unpriced_notice
 from flamechase.errors import BackendUnavailable
 from flamechase.procs import Proc, SilenceTimeout, TurnTimeout
 
@@ -529,6 +529,8 @@ class CliBackend(Backend):
 
     #: The CLI's name in specs and on PATH.
     cli: str = ""
+    #: Whether every answer carries its cost (then the price table plays no part).
+    reports_cost: bool = False
 
     def __init__(self, spec: SpecLike, *, retry: RetryPolicy | None = None) -> None:
         self.spec = spec
@@ -541,8 +543,21 @@ class CliBackend(Backend):
         load_prices()  # a bad FLAMECHASE_PRICES file is refused now, not mid-run
 
     def can_bound_cost(self) -> bool:
-        """Default for CLIs that report no cost: only a known price for the model helps."""
+        """A CLI that reports no cost reports tokens, priced from the table (an unlisted model
+        at an upper bound): only an empty price table leaves them uncounted."""
+        if self.reports_cost:
+            return True
         try:
-            return price_for(self.spec.model) is not None
+            table = load_prices()
         except BackendUnavailable:
             return False
+        model = self.spec.model
+        return table.lookup(model) is not None or table.bound(model) is not None
+
+    def price_notice(self) -> str | None:
+        if self.reports_cost:
+            return None
+        try:
+            return unpriced_notice(self.spec.model)
+        except BackendUnavailable:
+            return None  # check() refuses the bad price file with its own message

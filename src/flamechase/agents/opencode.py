@@ -186,9 +186,7 @@ class OpencodeSession(CliSession):
 
 class OpencodeBackend(CliBackend):
     cli = "opencode"
+    reports_cost = True  # every step_finish carries the step's cost
 
     def open(self, request: TurnRequest, on_spawn: SpawnHook) -> Session:
         return OpencodeSession(request, on_spawn, self.retry, self.spec)
-
-    def can_bound_cost(self) -> bool:
-        return True  # every step_finish carries the step's cost

@@ -6,9 +6,13 @@ override, the lookup of a model's price under the names CLIs report (`claude-son
 which turns the per-session running totals some CLIs report (claude `total_cost_usd` and
 `modelUsage`, codex `tokenUsage.total`) into per-turn figures.
 
-The rule every backend follows: a CLI's own reported cost wins; otherwise tokens × price;
-otherwise zero, and `Backend.can_bound_cost()` says so before the run starts. Must not touch
-run state or budgets: it only computes numbers.
+The rule every backend follows: a CLI's own reported cost wins; otherwise tokens × price.
+A model the table does not list (a model newer than the table) is priced at an upper bound:
+the highest rates the table lists for its vendor (recognised by the model's name, per the
+table's `vendors`), or for any vendor when the name says none. So a cost budget stops early
+rather than never; `unpriced_notice` is the one line that says so at start. Only a table with
+no models at all leaves tokens unpriced, and `Backend.can_bound_cost()` says so before the run
+starts. Must not touch run state or budgets: it only computes numbers.
 """
 
 from __future__ import annotations
@@ -29,13 +33,16 @@ from flamechase.errors import BackendUnavailable
 
 __all__ = [
     "PRICES_VAR",
+    "Bound",
     "Price",
     "PriceTable",
     "RunningTotals",
     "TokenCounts",
+    "cost_bound",
     "load_prices",
     "price_for",
     "priced",
+    "unpriced_notice",
 ]
 
 PRICES_VAR = "FLAMECHASE_PRICES"
@@ -91,10 +98,22 @@ class TokenCounts:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Bound:
+    """What a model the table does not list is counted at: an upper bound, not its price."""
+
+    price: Price
+    vendor: str  # "" when the model's name names no vendor the table knows
+    models: tuple[str, ...]  # the listed models whose rates set it
+    date: str  # the table's date
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class PriceTable:
     date: str
     models: Mapping[str, Price]
     source: str  # "bundled" or the override file's path, for messages
+    # vendor -> the starts of its models' names (`claude`, `gpt`), for pricing unlisted models
+    vendors: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     def lookup(self, model: str) -> Price | None:
         """The price of `model` under any of the names a CLI may report for it."""
@@ -103,6 +122,27 @@ class PriceTable:
             if price is not None:
                 return price
         return None
+
+    def vendor_of(self, model: str) -> str:
+        name = _candidates(model)[-1]
+        return next((v for v, starts in self.vendors.items() if name.startswith(starts)), "")
+
+    def bound(self, model: str) -> Bound | None:
+        """The highest rates listed for `model`'s vendor (any vendor's when its name names
+        none, or the table lists none of its vendor's models); None for an empty table."""
+        vendor = self.vendor_of(model)
+        listed: dict[str, Price] = {}
+        for name, price in self.models.items():
+            listed.setdefault(_candidates(name)[-1], price)  # each model once
+        own = {n: p for n, p in listed.items() if vendor and self.vendor_of(n) == vendor}
+        if not own:
+            vendor, own = "", listed
+        if not own:
+            return None
+        top = Price(*(max(getattr(p, f) for p in own.values()) for f in _PRICE_FIELDS))
+        setters = [next(n for n, p in own.items() if getattr(p, f) == getattr(top, f))
+                   for f in ("input", "output")]
+        return Bound(top, vendor, tuple(dict.fromkeys(setters)), self.date)
 
 
 # A date or "latest" suffix (`-20250929`, `@20250929`, `-2025-08-07`, `-latest`) and a
@@ -128,17 +168,21 @@ def _candidates(model: str) -> list[str]:
 _cache: dict[tuple[str, float, int], PriceTable] = {}
 
 
+def _bundled() -> PriceTable:
+    key = ("", 0.0, 0)
+    table = _cache.get(key)
+    if table is None:
+        raw = resources.files("flamechase.agents").joinpath("prices.json").read_bytes()
+        table = _parse(raw, "bundled")
+        _cache[key] = table
+    return table
+
+
 def load_prices() -> PriceTable:
     """The bundled table, or the `FLAMECHASE_PRICES` file; BackendUnavailable when that is bad."""
     override = os.environ.get(PRICES_VAR, "").strip()
     if not override:
-        key = ("", 0.0, 0)
-        table = _cache.get(key)
-        if table is None:
-            raw = resources.files("flamechase.agents").joinpath("prices.json").read_bytes()
-            table = _parse(raw, "bundled")
-            _cache[key] = table
-        return table
+        return _bundled()
     path = Path(override).expanduser()
     try:
         st = path.stat()
@@ -154,6 +198,9 @@ def load_prices() -> PriceTable:
     except OSError as exc:
         raise _bad(override, exc.strerror or type(exc).__name__) from None
     table = _parse(raw, str(path))
+    if not table.vendors:
+        # Which names belong to which vendor is not a price: an override need not repeat it.
+        table = dataclasses.replace(table, vendors=_bundled().vendors)
     _cache[key] = table
     return table
 
@@ -199,7 +246,20 @@ def _parse(raw: bytes, source: str) -> PriceTable:
         table[name] = Price(**values)
         # Also index the normalised name, so a file may say `Claude-Opus-4-5` or a dated id.
         table.setdefault(_candidates(name)[-1], table[name])
-    return PriceTable(date=date, models=table, source=source)
+    return PriceTable(date=date, models=table, source=source,
+                      vendors=_vendors(data.get("vendors", {}), source))
+
+
+def _vendors(raw: Any, source: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(raw, dict):
+        raise _bad(source, "'vendors' is not an object")
+    out: dict[str, tuple[str, ...]] = {}
+    for vendor, starts in raw.items():
+        if not (isinstance(starts, list) and starts
+                and all(isinstance(x, str) and x.strip() for x in starts)):
+            raise _bad(source, f"vendor {vendor[:60]!r}: expected a list of model-name starts")
+        out[vendor] = tuple(x.strip().lower() for x in starts)
+    return out
 
 
 def price_for(model: str) -> Price | None:
@@ -209,14 +269,42 @@ def price_for(model: str) -> Price | None:
     return load_prices().lookup(model)
 
 
+def cost_bound(model: str) -> Bound | None:
+    """The upper bound `model` is counted at, or None when it has a price (or the table is
+    empty). BackendUnavailable on a bad override."""
+    table = load_prices()
+    if not model or table.lookup(model) is not None:
+        return None
+    return table.bound(model)
+
+
+def unpriced_notice(model: str) -> str | None:
+    """One line for the start of a run when `model` is counted at an upper bound."""
+    bound = cost_bound(model)
+    if bound is None:
+        return None
+    who = f"{bound.vendor} " if bound.vendor else ""
+    return (f"{model} has no price; counting it at {'/'.join(bound.models)} rates "
+            f"(${bound.price.input:g}/M tokens in, ${bound.price.output:g}/M out: the highest "
+            f"{who}rates in the price table of {bound.date}), an upper bound: set "
+            f"{PRICES_VAR} to correct")
+
+
 def priced(model: str, tokens: TokenCounts) -> float | None:
-    """tokens × price of `model`, or None when no price is known (never raises)."""
+    """tokens × price of `model` (an unlisted model at its upper bound), or None when the
+    table has nothing to price it with (never raises)."""
+    if not model:
+        return None
     try:
-        price = price_for(model)
+        table = load_prices()
     except BackendUnavailable:
         # A bad override is refused before the run by Backend.check(); mid-run it means the
         # file changed under us, and a turn must not fail for that.
         return None
+    price = table.lookup(model)
+    if price is None:
+        bound = table.bound(model)
+        price = bound.price if bound is not None else None
     return None if price is None else price.cost(tokens)
 
 

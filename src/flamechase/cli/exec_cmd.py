@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from flamechase.cli import EXIT_CODES_HELP
+from flamechase.errors import UsageError
 
 if TYPE_CHECKING:
     from flamechase.engine.loop import Observer
     from flamechase.engine.prepare import Prepared
+
+NO_ENVIRONMENTS = (
+    "-e {given}: flamechase has no environments to choose: every agent runs on this machine, "
+    "in the directory you start in (lanes 2..N on private copies of it), so cd to the tree "
+    "and drop -e"
+)
 
 
 @click.command("exec", epilog=EXIT_CODES_HELP)
@@ -29,10 +37,15 @@ if TYPE_CHECKING:
 @click.option("--refresh", is_flag=True,
               help="resume even though the flow's code changed since the run was made")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per event on stdout")
+# The published runtime's `-e ROLE=ENV` (ssh, docker, ...): taken only to answer it.
+@click.option("-e", "--env", "envs", multiple=True, hidden=True)
 @click.argument("task", metavar="TASK")
 def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
-            config: Path | None, resume: bool, refresh: bool, as_json: bool, task: str) -> int:
+            config: Path | None, resume: bool, refresh: bool, as_json: bool,
+            envs: tuple[str, ...], task: str) -> int:
     """Run FLOW on the current directory toward TASK (`continue` reads TASK.md)."""
+    if envs:
+        raise UsageError(NO_ENVIRONMENTS.format(given=envs[0]))
     from flamechase.agents.spec import split_agent_args
     from flamechase.cli.observe import JsonObserver
     from flamechase.config import load_config, split_kv
@@ -52,8 +65,7 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
 
     confirm = None
     if sys.stdin.isatty() and sys.stderr.isatty():
-        def confirm(question: str) -> bool:
-            return click.confirm(question, default=False, err=True)
+        confirm = ask_start_or_stop
 
     request = RunRequest(flow=flow, agents=items, settings=settings, task=task,
                          workspace=Path.cwd(), resume=resume, confirm=confirm, warn=warn,
@@ -67,6 +79,42 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
         close()
     click.echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
     return end.exit_code
+
+
+# The two choices the seeds offer, and the answers people give for each, as `start_or_stop`
+# normalises them ("A. Start anyway" as the menu shows it becomes "a start anyway").
+START = frozenset({"a", "a start anyway", "start anyway", "start", "1", "y", "yes", "proceed",
+                   "continue", "go", "ok", "是", "继续"})
+STOP = frozenset({"b", "b stop", "stop", "2", "n", "no", "cancel", "quit", "abort", "否",
+                  "停止"})
+CHOICES = "[A. Start anyway / B. Stop]"
+
+
+def start_or_stop(answer: str) -> bool | None:
+    """True to start, False to stop, None when `answer` is neither (then ask again)."""
+    text = " ".join(answer.casefold().replace(".", " ").replace("!", " ").split())
+    if text in START:
+        return True
+    if text in STOP:
+        return False
+    return None
+
+
+def ask_start_or_stop(question: str, *, read: Callable[[], str] | None = None,
+                      say: Callable[[str], None] | None = None) -> bool:
+    """Ask on the terminal until the answer is start or stop; end of input stops."""
+    read = read or sys.stdin.readline
+    say = say or (lambda text: click.echo(text, nl=False, err=True))
+    say(f"{question} {CHOICES} ")
+    while True:
+        line = read()
+        if not line:
+            say("\n")
+            return False  # end of input: nobody answers, so nothing is copied
+        verdict = start_or_stop(line)
+        if verdict is not None:
+            return verdict
+        say("Please answer A (start anyway) or B (stop): ")
 
 
 def _live_or_lines(prepared: Prepared) -> Observer:

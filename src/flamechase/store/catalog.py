@@ -27,9 +27,12 @@ def list_runs() -> list[dict[str, Any]]:
                 spend = r.spend()
         except StoreError:
             continue
+        task = str(run.get("task") or "").strip()
         out.append({"id": run["id"], "flow": run["flow"], "workspace": run["workspace"],
                     "status": run["status"], "created": run["created"],
-                    "turns": int(spend["turns"]), "cost_usd": round(float(spend["cost"]), 6)})
+                    "turns": int(spend["turns"]), "cost_usd": round(float(spend["cost"]), 6),
+                    # The objective's first line, to tell runs apart in a list.
+                    "task_line": task.splitlines()[0][:200] if task else ""})
     out.sort(key=lambda r: (r["created"], r["id"]))
     return out
 

@@ -1,7 +1,8 @@
 """One sentence per event: who took a turn, and who handed what to whom.
 
 A hand-off is one of: words (a report's summary), a report, an artifact (a frozen, hashed
-file package), or the tree (the lane's working copy, which the partner actor takes next).
+file package), or the lane's working tree, which the partner actor takes next: "the tree" in
+a lane that writes the source (lane 1), "the copy" in a lane on a private copy (lanes 2..N).
 Sentences are built from the event and the fold *after* it was applied, so they can name a
 report's source lane and artifacts and a lane's partner actor.
 """
@@ -64,13 +65,15 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
         return _turn_started(lane, actor, p, fold), "receive" if p.get("delivered") else "turn"
     if kind == "turn_valid":
         partner = snap.partner(actor) if snap else None
-        tree = f"; hands {partner} the tree" if partner and partner != actor else ""
+        tree = (f"; hands {partner} {_tree(lane, fold)}" if partner and partner != actor
+                else "")
         return (f"{actor} — turn {p.get('turn')} of {lane} ends {p.get('report_status')} "
                 f"({_secs(p.get('duration'))}, {_money(p.get('cost_usd'))}): "
                 f"“{_clip(p.get('summary'))}”{tree}.", "end")
     if kind == "turn_failed":
         partner = snap.partner(actor) if snap else None
-        nxt = f"; {partner} takes the tree next" if partner and partner != actor else ""
+        nxt = (f"; {partner} takes {_tree(lane, fold)} next" if partner and partner != actor
+               else "")
         return (f"{actor} — turn {p.get('turn')} of {lane} FAILED "
                 f"({_secs(p.get('duration'))}): {_clip(p.get('error'), 200)}{nxt}.", "fail")
     if kind == "report_published":
@@ -168,6 +171,11 @@ def _solo(kind: str, actor: str, p: Mapping[str, Any]) -> tuple[str, str]:
     if kind == "lane_paused":
         return f"{who} pauses until {p.get('until')}: {_clip(p.get('reason'), 160)}.", "warn"
     return f"{who} was cut ({_clip(p.get('reason'), 160)}); it is taken again.", "fail"
+
+
+def _tree(lane: str, fold: RunFold) -> str:
+    """What a lane's actors hand each other: the source tree, or the lane's private copy."""
+    return "the copy" if lane in fold.copies else "the tree"
 
 
 def _turn_started(lane: str, actor: str, p: Mapping[str, Any], fold: RunFold) -> str:

@@ -6,18 +6,22 @@ view redraws from whatever snapshot it holds, and tests render into a `StringIO`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
 from flamechase.view.state import BudgetLine, LaneSnap, RunSnapshot, parse_at
 
-__all__ = ["best_text", "budget_text", "dashboard", "fmt_duration", "header", "lanes_table"]
+__all__ = ["Flow", "best_text", "budget_text", "dashboard", "fmt_duration", "header",
+           "lane_notes", "lanes_table"]
 
 _STATE_STYLE = {"turn": "bold yellow", "held": "bold red", "paused": "magenta", "idle": "dim"}
+_LANE_ACTOR = re.compile(r"^lane_\d+_actor_")
+_REASON = 400  # characters of a hold's or failure's reason shown (agents write some of them)
 _REPORT_STYLE = {"progress": "green", "deliverable_ready": "bold blue", "no_result": "dim",
                  "blocked": "bold red", "turn_failed": "red"}
 
@@ -70,28 +74,56 @@ def best_text(snap: RunSnapshot) -> Text:
     return text
 
 
-def header(snap: RunSnapshot, *, workspace: str | None = None) -> Table:
-    """Run, status and active time; budget used/left for every key; the leaderboard's best."""
-    grid = Table.grid(padding=(0, 1), expand=True)
-    grid.add_column(ratio=1)
-    # One line whatever the width: a long workspace path is cut, not wrapped.
-    title = Text("flamechase ", style="bold", no_wrap=True, overflow="ellipsis")
+class Flow:
+    """Items laid out left to right, wrapping between items and never inside one, so a budget
+    line on a narrow terminal breaks at a `·` rather than between a name and its figure."""
+
+    def __init__(self, items: Sequence[Text], *, lead: Text | None = None,
+                 sep: str = " · ") -> None:
+        self.items = items
+        self.lead = lead or Text("")
+        self.sep = sep
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        indent = Text(" " * self.lead.cell_len)
+        line, empty = self.lead.copy(), True
+        for item in self.items:
+            if not empty and line.cell_len + len(self.sep) + item.cell_len > width:
+                yield line
+                line, empty = indent.copy(), True
+            if not empty:
+                line.append(self.sep, style="dim")
+            line.append_text(item)
+            empty = False
+        yield line
+
+
+def header(snap: RunSnapshot, *, workspace: str | None = None) -> Group:
+    """Run, status and active time; budget used/left for every key; the leaderboard's best.
+
+    What matters while watching (status, active time) comes first, so a narrow terminal
+    shows it whole; the run id and workspace path follow on their own line, cut if need be.
+    """
+    title = Text("flamechase ", style="bold")
     title.append(snap.flow or "run", style="bold cyan")
-    if snap.run_id:
-        title.append(f" · {snap.run_id}", style="dim")
     title.append(f" · {snap.status}", style="bold")
     title.append(f" · {fmt_duration(snap.active_seconds)} active")
-    if workspace:
-        title.append(f" · {workspace}", style="dim")
-    grid.add_row(title)
-    budget = Text("budget  ", style="dim")
-    for i, line in enumerate(snap.budget):
-        if i:
-            budget.append(" · ", style="dim")
-        budget.append_text(budget_text(line))
-    grid.add_row(budget)
-    grid.add_row(best_text(snap))
-    return grid
+    where = [part for part in (f"run {snap.run_id}" if snap.run_id else "", workspace or "")
+             if part]
+    parts: list[RenderableType] = [title]
+    if where:
+        parts.append(Text(" · ".join(where), style="dim", no_wrap=True, overflow="ellipsis"))
+    parts.append(Flow([budget_text(line) for line in snap.budget],
+                      lead=Text("budget  ", style="dim")))
+    parts.append(best_text(snap))
+    return Group(*parts)
+
+
+def short_actor(actor: str) -> str:
+    """`lane_2_actor_b` as `b` (the row names the lane already, as the replay does); other
+    roles whole."""
+    return _LANE_ACTOR.sub("", actor)
 
 
 def _elapsed(lane: LaneSnap, now: datetime) -> str:
@@ -100,47 +132,72 @@ def _elapsed(lane: LaneSnap, now: datetime) -> str:
     return fmt_duration((now - parse_at(lane.since)).total_seconds())
 
 
+def _state(lane: LaneSnap, pending: int) -> Text:
+    """The lane's state word first (never cut: the column wraps), then its inbox."""
+    word = {"turn": "working", "held": "HELD", "paused": "paused", "idle": "idle"}[lane.state]
+    if lane.state == "paused" and lane.paused_until:
+        word += f" until {lane.paused_until[11:16]}Z"
+    text = Text(word, style=_STATE_STYLE[lane.state])
+    if pending and lane.state != "held":
+        text.append(f" · {pending} in inbox", style="dim")
+    return text
+
+
 def lanes_table(snap: RunSnapshot, now: datetime) -> Table:
-    """One row per lane: actor on turn, elapsed, last report, turns, failures, state."""
-    table = Table(expand=True, box=None, pad_edge=False, header_style="bold dim")
+    """One row per lane: actor on turn, elapsed, last report, turns, failures, state.
+
+    Cells wrap rather than cut, and the state column is kept wide enough for its word, so
+    at 80 columns a row may take two lines but still says what the lane is doing.
+    """
+    table = Table(expand=True, box=None, pad_edge=False, collapse_padding=True,
+                  header_style="bold dim")
     table.add_column("lane", no_wrap=True)
-    table.add_column("on turn", ratio=3, no_wrap=True, overflow="ellipsis")
+    table.add_column("on turn", ratio=2, overflow="fold")
     table.add_column("elapsed", justify="right", no_wrap=True)
-    table.add_column("last report", ratio=2, no_wrap=True, overflow="ellipsis")
+    table.add_column("last report", overflow="fold")
     table.add_column("turns", justify="right", no_wrap=True)
     table.add_column("fail", justify="right", no_wrap=True)
-    table.add_column("state", ratio=2, no_wrap=True, overflow="ellipsis")
+    table.add_column("state", ratio=3, min_width=7, overflow="fold")
     for lane in snap.lanes:
-        state = lane.state
         on_turn = ""
         if lane.actor:
-            on_turn = f"{lane.actor} · turn {lane.turn}"
+            on_turn = f"{short_actor(lane.actor)} · turn {lane.turn}"
             if lane.attempt > 1:
                 on_turn += f" (attempt {lane.attempt})"
         last = Text(lane.last_status or "—", style=_REPORT_STYLE.get(lane.last_status or "", ""))
-        word = {"turn": "working", "held": "HELD", "paused": "paused",
-                "idle": "idle"}[state]
-        if state == "held" and lane.held_reason:
-            word += f": {lane.held_reason}"
-        elif state == "paused" and lane.paused_until:
-            word += f" until {lane.paused_until[11:16]}Z"
-        pending = len(snap.pending.get(lane.name, ()))
-        if pending and state != "held":
-            word += f" · {pending} in inbox"
         fails = Text(str(lane.failures), style="bold red" if lane.failures else "dim")
         table.add_row(lane.name, on_turn, _elapsed(lane, now), last,
                       f"{lane.turns}" + (f" ({lane.failed}✗)" if lane.failed else ""),
-                      fails, Text(word, style=_STATE_STYLE[state]))
+                      fails, _state(lane, len(snap.pending.get(lane.name, ()))))
     if not snap.lanes:
         table.add_row("—", "no lanes yet", "", "", "", "", "")
     return table
+
+
+def lane_notes(snap: RunSnapshot) -> list[Text]:
+    """Why a lane is held, or why its last turn failed: a line of its own per lane, wrapped
+    to the terminal's width (a reason is clipped only past `_REASON` characters)."""
+    notes = []
+    for lane in snap.lanes:
+        if lane.held:
+            why, style = f"{lane.name} HELD: {lane.held_reason or 'no reason recorded'}", "red"
+        elif lane.failures and lane.last_error:
+            why = f"{lane.name} last turn failed: {lane.last_error}"
+            style = "yellow"
+        else:
+            continue
+        why = " ".join(why.split())
+        if len(why) > _REASON:
+            why = why[: _REASON - 1] + "…"
+        notes.append(Text(why, style=style, overflow="fold"))
+    return notes
 
 
 def dashboard(snap: RunSnapshot, now: datetime, recent: Sequence[str] = (),
               *, workspace: str | None = None) -> RenderableType:
     """The whole live view: header, lanes, and the last few events."""
     parts: list[RenderableType] = [header(snap, workspace=workspace), Text(""),
-                                   lanes_table(snap, now)]
+                                   lanes_table(snap, now), *lane_notes(snap)]
     if recent:
         parts.append(Text(""))
         for line in recent:

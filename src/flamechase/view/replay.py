@@ -117,7 +117,7 @@ class ReplayBuilder:
                 since = round((parse_at(s.since) - self.t0).total_seconds() * 1000)
         return [s.actor, s.turn, s.attempt, since, s.turns, s.valid, s.failed, s.failures,
                 s.last_status, int(s.held), s.held_reason, s.paused_until, s.last_actor,
-                s.backend]
+                s.backend, s.last_error]
 
     def add(self, ev: Mapping[str, Any]) -> dict[str, Any]:
         """Fold one event; return its point (also kept in `points`)."""

@@ -85,11 +85,12 @@ function row(r) {
   const a = document.createElement("a");
   a.href = "/run/" + encodeURIComponent(r.id) + "?token=" + encodeURIComponent(q);
   a.textContent = r.id;
-  const cells = [a, r.flow, r.status, r.created, r.turns, "$" + (+r.cost_usd).toFixed(4),
-    r.workspace];
+  const cells = [a, r.task_line || "", r.flow, r.status, r.created, r.turns,
+    "$" + (+r.cost_usd).toFixed(4), r.workspace];
   for (const c of cells) {
     const td = document.createElement("td");
     if (c instanceof Node) td.appendChild(c); else td.textContent = String(c);
+    if (tr.cells.length === 1) td.className = "task";
     tr.appendChild(td);
   }
   return tr;
@@ -107,7 +108,8 @@ setInterval(refresh, 3000);
 _INDEX_CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:18px;color:#1d232b}
 table{border-collapse:collapse}th,td{padding:3px 10px;border-bottom:1px solid #e3e7ec;
-text-align:left}th{color:#6b7480;font-weight:600}small{color:#6b7480}
+text-align:left;vertical-align:top}th{color:#6b7480;font-weight:600}small{color:#6b7480}
+td.task{max-width:36em}
 """
 
 
@@ -120,9 +122,12 @@ def _index_html(runs: list[dict[str, Any]], token: str) -> str:
     for r in reversed(runs):
         href = f"/run/{quote(str(r['id']))}?token={quote(token)}"
         cells = [f'<a href="{html.escape(href)}">{html.escape(str(r["id"]))}</a>'] + [
-            html.escape(str(v)) for v in (r["flow"], r["status"], r["created"], r["turns"],
+            html.escape(str(v)) for v in (r.get("task_line", ""), r["flow"], r["status"],
+                                           r["created"], r["turns"],
                                            f"${float(r['cost_usd']):.4f}", r["workspace"])]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        tds = [f'<td class="task">{c}</td>' if i == 1 else f"<td>{c}</td>"
+               for i, c in enumerate(cells)]
+        rows.append("<tr>" + "".join(tds) + "</tr>")
     csp = (f"default-src 'none'; script-src {_hash(_INDEX_JS)}; style-src {_hash(_INDEX_CSS)}; "
            "connect-src 'self'; base-uri 'none'; form-action 'none'")
     return (
@@ -131,7 +136,7 @@ def _index_html(runs: list[dict[str, Any]], token: str) -> str:
         "<meta name=\"referrer\" content=\"no-referrer\"><title>flamechase runs</title>"
         f"<style>{_INDEX_CSS}</style></head><body><h1>flamechase runs</h1>"
         "<p><small>newest first; the list refreshes itself; a run page follows the run live"
-        "</small></p><table><thead><tr><th>run</th><th>flow</th><th>status</th>"
+        "</small></p><table><thead><tr><th>run</th><th>task</th><th>flow</th><th>status</th>"
         "<th>created</th><th>turns</th><th>cost</th><th>workspace</th></tr></thead>"
         f"<tbody id=\"runs\">{''.join(rows)}</tbody></table>"
         f"<script>{_INDEX_JS}</script></body></html>"

@@ -103,6 +103,7 @@ class LaneSnap(_LaneLogic):
     held: bool = False
     held_reason: str | None = None
     paused_until: str | None = None
+    last_error: str | None = None  # why the last counted turn failed, if it did
 
 
 @dataclasses.dataclass(slots=True)
@@ -125,6 +126,7 @@ class LaneRow(_LaneLogic):
     held: bool = False
     held_reason: str | None = None
     paused_until: str | None = None
+    last_error: str | None = None  # why the last counted turn failed, if it did
 
     def freeze(self) -> LaneSnap:
         return LaneSnap(*(getattr(self, f) for f in _LANE_FIELDS))
@@ -232,6 +234,7 @@ class RunFold:
         self.order: list[str] = []
         self.lanes: dict[str, LaneRow] = {}
         self.by_source: dict[str, list[str]] = {}  # source lane -> its report ids, in order
+        self.copies: set[str] = set()  # lanes working on a private copy, not the source tree
         for name, roles in lanes:
             self._lane(name, roles)
         self.limits: dict[str, float | None] = dict.fromkeys(BUDGET_KEYS)
@@ -376,7 +379,7 @@ class RunFold:
         self._count_spend(e, ch, counted=e.counted)
         self._set(e.lane, ch, actor=None, turn=None, since=None, turns=snap.turns + 1,
                   valid=snap.valid + 1, failures=0, last_status=e.report_status,
-                  last_actor=e.actor)
+                  last_actor=e.actor, last_error=None)
         if e.report_id:  # journals of flamechase 0.1 published the report with the turn
             self._publish(e.report_id, e.lane, e.actor, e.report_status, ch)
         for source, seq in e.acknowledged.items():
@@ -392,7 +395,8 @@ class RunFold:
         self._count_spend(e, ch, counted=e.counted)
         self._set(e.lane, ch, actor=None, turn=None, since=None, turns=snap.turns + 1,
                   failed=snap.failed + 1, failures=snap.failures + 1,
-                  last_status="turn_failed", last_actor=e.actor)
+                  last_status="turn_failed", last_actor=e.actor,
+                  last_error=e.error or "no reason recorded")
         if e.report_id:
             self._publish(e.report_id, e.lane, e.actor, "turn_failed", ch)
 
@@ -452,6 +456,10 @@ class RunFold:
             if snap.actor is not None:
                 self._set(name, ch, actor=None, turn=None, since=None)
         self._status(e.status, ch)
+
+    def _place(self, e: ev.PlaceMade, ch: Change, before: str | None) -> None:
+        if e.lane:
+            self.copies.add(e.lane)
 
     def _nothing(self, e: ev.Event, ch: Change, before: str | None) -> None:
         """Kinds that change nothing a view draws (they are narrated, not folded)."""
@@ -635,7 +643,7 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.Notice: RunFold._nothing,
     ev.ObjectiveRevised: RunFold._nothing,
     ev.ObjectiveReplanned: RunFold._nothing,
-    ev.PlaceMade: RunFold._nothing,
+    ev.PlaceMade: RunFold._place,
     ev.Measured: RunFold._nothing,
     ev.CandidateBestUpdated: RunFold._nothing,
 }

@@ -1,0 +1,262 @@
+"""The replay script's first half: run data into a timeline and a chart.
+
+Reads the embedded document, builds one SVG track per lane and one block per turn, folds the
+points once into per-point states that share unchanged parts (`fold`), lays time out on the
+timeline (`X`: linear, with long idle stretches drawn as narrow breaks) and draws the spend
+and best-value chart. `replay_panels` is the second half; `assets.JS` joins the two inside
+one function, so they share its scope. Run data only ever reaches the page as `textContent`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["JS_TIMELINE"]
+
+JS_TIMELINE = r"""
+const $ = (id) => document.getElementById(id);
+const doc = JSON.parse($("fc-data").textContent);
+const run = doc.run || {};
+const lanes = (doc.lanes || []).map((l) => ({name: l.name, roles: l.roles || []}));
+const live = document.body.dataset.stream || "";
+const t0 = doc.t0 ? Date.parse(doc.t0) : 0;
+const ROW = 22;  // narration row height: fixed so the list can be virtual
+const LANE0 = [null, null, 0, null, 0, 0, 0, 0, null, 0, null, null, null, null, null];
+const P = [], S = [], B = [], PB = [], R = [], RA = Object.create(null), open = [];
+const rows = [], labels = [], laneRows = [];
+let cur = 0, timer = null, queued = false, hi = null, planRow = null, lastTs = 0;
+const shown = {pub: null, cur: null, bd: undefined};
+const S0 = {ln: [], pub: [], cur: [], sp: [0, 0, 0, 0, 0], spT: 0,
+  lim: [null, null, null, null], bd: null, st: "starting"};
+const el = (tag, cls, text) => {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+};
+const money = (v) => "$" + (+v || 0).toFixed(4);
+const num = (v) => (v === null || v === undefined) ? "—" : (+v).toLocaleString("en-US");
+function dur(s) {
+  s = Math.max(0, +s || 0);
+  if (s < 60) return s.toFixed(1) + " s";
+  const h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, r = Math.floor(s % 60);
+  return (h ? h + "h" + String(m).padStart(2, "0") + "m" : m + "m") + String(r).padStart(2, "0")
+    + "s";
+}
+const rel = (ms) => "+" + dur(ms / 1000);
+const clock = (ms) => t0 ? new Date(t0 + ms).toISOString().slice(11, 19) : "";
+const short = (a) => a ? String(a).replace(/^.*_actor_/, "") : "";
+const SVG = "http://www.w3.org/2000/svg";
+const svgEl = (tag, attrs) => {
+  const e = document.createElementNS(SVG, tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  return e;
+};
+
+// A track is one SVG of rects: thousands of turns stay a handful of paint chunks for the
+// browser, where thousands of positioned elements would make every repaint slow.
+function track(name) {
+  const row = el("div", "trow"), svg = svgEl("svg", {});
+  row.dataset.lane = name;
+  row.appendChild(svg);
+  return row;
+}
+function addLane(name, roles) {
+  lanes.push({name, roles: roles || []});
+  R.push([]); open.push(null);
+  const li = lanes.length - 1, lab = el("div", "tl-label", name), row = track(name);
+  lab.title = (roles || []).join(" ⇄ ");
+  $("tl-labels").appendChild(lab); $("tl-rows").appendChild(row);
+  labels[li] = lab; laneRows[li] = row;
+  const tr = el("tr");
+  for (let k = 0; k < 7; k++) tr.appendChild(el("td", k >= 5 ? "num" : ""));
+  tr.firstChild.textContent = name;
+  $("lanes").tBodies[0].appendChild(tr); rows[li] = tr;
+}
+// addLane() appends to `lanes` as it builds each lane's DOM: start it from empty.
+lanes.splice(0).forEach((l) => addLane(l.name, l.roles));
+S0.ln = lanes.map(() => LANE0); S0.pub = lanes.map(() => 0);
+S0.cur = lanes.map(() => lanes.map(() => 0));
+
+function planningRow() {
+  if (planRow) return planRow;
+  const lab = el("div", "tl-label", "planning"), row = track("planning");
+  $("tl-labels").prepend(lab); $("tl-rows").prepend(row);
+  planRow = row;
+  return row;
+}
+
+function block(b) {
+  const e = svgEl("rect", {y: 3, height: 20, rx: 3, "data-i": B.length});
+  b.tip = document.createElementNS(SVG, "title");
+  e.appendChild(b.tip);
+  b.el = e; b.label = null; B.push(b);
+  (b.l < 0 ? planningRow() : laneRows[b.l]).firstChild.appendChild(e);
+  dress(b);
+  return B.length - 1;
+}
+function dress(b) {
+  b.el.setAttribute("class", "blk s-" + b.st + (b.rs ? " r-" + b.rs : ""));
+  b.tip.textContent = b.a + (b.l < 0 ? " · planning" : " · turn " + b.n) + " · "
+    + (b.rs || b.st) + (b.t1 === null ? "" : " · " + (+b.du).toFixed(1) + " s · " + money(b.c));
+}
+
+function fold(p) {
+  const i = P.length, d = p.d || {}, prev = i ? S[i - 1] : S0;
+  const s = {ln: prev.ln, pub: prev.pub, cur: prev.cur, sp: prev.sp, spT: prev.spT,
+    lim: prev.lim, bd: prev.bd, st: prev.st};
+  if (d.N) {
+    addLane(d.N[0], d.N[1]);
+    s.ln = s.ln.concat([LANE0]); s.pub = s.pub.concat([0]);
+    s.cur = s.cur.map((r) => r.concat([0])).concat([lanes.map(() => 0)]);
+  }
+  if (d.L) { s.ln = s.ln.slice(); for (const [li, row] of d.L) s.ln[li] = row; }
+  if (d.S) { s.sp = d.S; s.spT = p.t; }
+  if (d.B) s.lim = d.B;
+  if (d.P) {
+    const [li, id, n] = d.P;
+    R[li].push(id); RA[id] = n; s.pub = s.pub.slice(); s.pub[li] = R[li].length;
+  }
+  if (d.R) RA[d.R[0]] = d.R[1];
+  if (d.A) {
+    s.cur = s.cur.slice();
+    for (const [c, src, n] of d.A) { s.cur[c] = s.cur[c].slice(); s.cur[c][src] = n; }
+  }
+  if (d.W) s.bd = d.W;
+  if (d.st) s.st = d.st;
+  PB[i] = -1;
+  if (d.o && p.l >= 0) {
+    open[p.l] = PB[i] = block({l: p.l, a: p.a, n: d.o[0], t0: p.t, t1: null, i0: i, i1: -1,
+      st: "open", rs: null, c: 0, du: 0});
+  }
+  if (d.e && p.l >= 0) {
+    let k = open[p.l];
+    if (k === null || k === undefined) {
+      k = block({l: p.l, a: p.a, n: "?", t0: p.t - d.e[2] * 1000, t1: null, i0: i, i1: -1,
+        st: "open", rs: null, c: 0, du: 0});
+    }
+    const b = B[k];
+    b.t1 = p.t; b.i1 = i; b.st = d.e[0]; b.c = d.e[1]; b.du = d.e[2]; b.rs = d.e[3];
+    dress(b); open[p.l] = null; PB[i] = k;
+  }
+  if (d.pa) {
+    PB[i] = block({l: -1, a: p.a, n: 0, t0: Math.max(0, p.t - d.pa[1] * 1000), t1: p.t, i0: i,
+      i1: i, st: d.pa[0] === "valid" ? "valid" : "failed", rs: "plan", c: d.pa[2], du: d.pa[1]});
+  }
+  P.push(p); S.push(s);
+}
+
+const span = () => Math.max(1, P.length ? P[P.length - 1].t : 1);
+
+// Time on the timeline and the chart: linear, except that a long stretch with nothing under
+// way (a run stopped for the night, or every lane waiting out a usage limit) is drawn as a
+// narrow break rather than as empty width. BR: [{t0, t1, down}], in time order.
+let BR = [], keep = 0, total = 1;
+const BREAK_MS = 60000, BREAK_SHARE = 0.05, KEEP_SHARE = 0.02;
+function busy(s) { return s.st === "planning" || s.ln.some((r) => r && r[0]); }
+function breaks() {
+  BR = [];
+  const w = span(), min = Math.max(BREAK_MS, BREAK_SHARE * w);
+  for (let i = 1; i < P.length; i++) {
+    const gap = P[i].t - P[i - 1].t, down = P[i].k === "run_resumed";
+    if (gap >= min && (down || !busy(S[i - 1]))) BR.push({t0: P[i - 1].t, t1: P[i].t, down});
+  }
+  const cut = BR.reduce((a, b) => a + (b.t1 - b.t0), 0);
+  keep = BR.length ? Math.max(1, KEEP_SHARE * (w - cut)) : 0;
+  total = Math.max(1, w - cut + keep * BR.length);
+}
+// t (ms since the first point) as a percentage of the timeline's width.
+function X(t) {
+  let off = 0;
+  for (const b of BR) {
+    if (t <= b.t0) break;
+    if (t < b.t1) { off += (t - b.t0) - keep * (t - b.t0) / (b.t1 - b.t0); break; }
+    off += (b.t1 - b.t0) - keep;
+  }
+  return 100 * (t - off) / total;
+}
+function breakMarks() {
+  const box = $("tl-brk");
+  box.replaceChildren();
+  // A strip above the tracks for the breaks' labels, which are wider than the breaks.
+  $("timeline").classList.toggle("brks", BR.length > 0);
+  for (const b of BR) {
+    const e = el("div", "brk"), what = b.down ? "run stopped" : "nothing under way";
+    e.style.left = X(b.t0) + "%";
+    e.style.width = (X(b.t1) - X(b.t0)) + "%";
+    e.title = what + " for " + dur((b.t1 - b.t0) / 1000) + " (" + clock(b.t0) + " → "
+      + clock(b.t1) + "), drawn narrow";
+    e.appendChild(el("span", "", (b.down ? "stopped " : "idle ") + dur((b.t1 - b.t0) / 1000)));
+    box.appendChild(e);
+  }
+}
+
+function layout() {
+  breaks();
+  breakMarks();
+  const end = P.length ? P[P.length - 1].t : 0;
+  const px = $("tl-rows").clientWidth || 1000, tops = new Map();
+  // Read every track's offset before writing anything, so the loop forces no layout.
+  for (const row of $("tl-rows").children) tops.set(row, row.offsetTop);
+  for (const b of B) {
+    b.top = tops.get(b.el.parentNode.parentNode) || 0;
+    const a = Math.max(0, b.t0), z = b.t1 === null ? end : b.t1;
+    const f = Math.max(0, X(z) - X(a)) / 100;
+    b.x = X(a) + "%"; b.w = (100 * f) + "%";
+    b.el.setAttribute("x", b.x); b.el.setAttribute("width", b.w);
+    // A label only where it fits: "a 12" needs about 30 px.
+    const fits = f * px >= 30;
+    if (fits && !b.label) {
+      b.label = svgEl("text", {"class": "bl", y: 17});
+      b.label.textContent = b.l < 0 ? "plan" : short(b.a) + " " + b.n;
+      b.el.parentNode.appendChild(b.label);
+    }
+    if (b.label) {
+      b.label.setAttribute("x", b.x); b.label.setAttribute("dx", 4);
+      b.label.style.display = fits ? "" : "none";
+    }
+  }
+  hi = undefined;  // blocks moved: place the current-turn frame again
+  chart();
+}
+
+let chartPh = null;
+function chart() {
+  const svg = $("chart"), cost = [], best = [];
+  let c0 = null, b0 = null;
+  for (let i = 0; i < P.length; i++) {
+    const s = S[i], x = 10 * X(P[i].t);
+    if (s.sp[0] !== c0) {  // a step: hold the old value up to x, then jump
+      if (c0 !== null) cost.push([x, c0]);
+      cost.push([x, s.sp[0]]); c0 = s.sp[0];
+    }
+    const bv = s.bd && s.bd.b ? s.bd.b[0] : null;
+    if (bv !== b0 && bv !== null) {
+      if (b0 !== null) best.push([x, b0]);
+      best.push([x, bv]); b0 = bv;
+    }
+  }
+  if (c0 !== null) cost.push([1000, c0]);
+  if (b0 !== null) best.push([1000, b0]);
+  svg.replaceChildren();
+  const line = (pts, cls, colour) => {
+    if (!pts.length) return;
+    const vs = pts.map((q) => q[1]), lo = Math.min(...vs), hi2 = Math.max(...vs);
+    const k = Math.max(1, Math.ceil(pts.length / 2000));
+    const keep = pts.filter((_, j) => j % k === 0 || j === pts.length - 1);
+    const y = (v) => hi2 === lo ? 80 : 150 - 140 * (v - lo) / (hi2 - lo);
+    svg.appendChild(svgEl("polyline", {"class": cls, fill: "none", stroke: colour,
+      "stroke-width": "2", "vector-effect": "non-scaling-stroke",
+      points: keep.map((q) => q[0].toFixed(1) + "," + y(q[1]).toFixed(1)).join(" ")}));
+  };
+  line(cost, "cost", "#1c7ed6");
+  line(best, "best", "#2f9e44");
+  chartPh = svgEl("line", {x1: 0, x2: 0, y1: 0, y2: 160, stroke: "#d9480f",
+    "stroke-width": "2", "vector-effect": "non-scaling-stroke"});
+  svg.appendChild(chartPh);
+  // Each line has its own scale, from its lowest to its highest value: say which.
+  const lg = $("legend"), last = S.length ? S[S.length - 1] : S0, bb = last.bd && last.bd.b;
+  lg.replaceChildren(el("span", "k-cost", "■ cumulative cost, $0 → " + money(last.sp[0])));
+  lg.appendChild(el("span", "k-best", bb ? "  ■ best " + bb[4] + " (" + bb[5] + "), "
+    + best[0][1] + " → " + bb[0] : "  ■ best: no ranked submission"));
+}
+
+"""
