@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from flamechase.engine.invariants import check_run
-from flamechase.sandbox import landlock_abi
+from flamechase.jail import landlock_abi
 from tests.helpers import cli, events, status
 
 SECRET = "SOURCE SECRET 7f3a"  # in the user's tree; must never reach the blob store

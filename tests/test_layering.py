@@ -14,18 +14,17 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "flamechase"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "procs": set(),
-    "sandbox": set(),
-    "sandbox_exec": set(),
+    "jail": {"errors"},  # a leaf but for its one typed refusal (SandboxUnavailable)
     "fsutil": set(),
     "reports": set(),
     "flow": {"reports"},
     "config": {"errors", "flow"},  # validates -p against a flow's params model
     "store": {"errors", "fsutil"},
     "workspace": {"errors", "fsutil"},
-    "agents": {"procs", "sandbox", "errors", "fsutil", "reports"},
+    "agents": {"procs", "jail", "errors", "fsutil", "reports"},
     "flows": {"flow", "reports", "errors"},
     "engine": {"store", "agents", "workspace", "procs", "flow", "flows", "reports", "config",
-               "errors", "fsutil", "sandbox"},
+               "errors", "fsutil", "jail"},
     "view": {"store", "errors", "engine", "flows", "agents", "config", "flow", "reports", "fsutil",
              "workspace"},
     "cli": {"*"},

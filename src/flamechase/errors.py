@@ -7,11 +7,14 @@
     │   ├── FlowNotFound                -f names no flow
     │   ├── RoleError                   unknown role, role given twice, role without an agent
     │   ├── TaskError                   empty task, `continue` without TASK.md
-    │   ├── WorkspaceInvalid            the workspace is not a directory
+    │   ├── WorkspaceInvalid            the workspace is not a directory, was deleted, or is
+    │   │                               /, a system directory or the home (--allow-workspace)
     │   ├── NothingToResume             --resume with no compatible run
     │   ├── LockHeld                    another run owns this source tree
     │   ├── LargeCopyRefused            oversized copy needs a confirmation nobody gave
     │   ├── BackendUnavailable          the CLI is not installed / effort unknown / no price
+    │   ├── SandboxUnavailable          -p sandbox=... cannot confine agents on this machine
+    │   ├── StateHomeInvalid            FLAMECHASE_HOME is a file, or inside the workspace
     │   └── RunNotFound                 RUN names no run
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
     │   └── ControlPathViolation        a control path was replaced or linked
@@ -69,7 +72,8 @@ class TaskError(UsageError):
 
 
 class WorkspaceInvalid(UsageError):
-    """The workspace (current directory) is not a usable directory."""
+    """The workspace (current directory) is not a usable directory: missing, deleted, or a
+    system directory or the user's home (which lane 1 would write; --allow-workspace)."""
 
 
 class NothingToResume(UsageError):
@@ -110,3 +114,13 @@ class ArtifactError(FlamechaseError):
 
 class SnapshotFailed(FlamechaseError):
     """A private copy of the source could not be made (disk full, unreadable file, ...)."""
+
+
+class SandboxUnavailable(UsageError):
+    """The confinement asked for (-p sandbox=...) cannot run here; the message says why and
+    which sandbox value would run (sandbox=off only when said explicitly)."""
+
+
+class StateHomeInvalid(UsageError):
+    """FLAMECHASE_HOME (or the default state home) is not a usable directory, or lies where
+    an agent could write it (inside the workspace)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flamechase.sandbox import landlock_abi, safe_grants
+from flamechase.jail import landlock_abi, safe_grants
 
 pytestmark = pytest.mark.skipif(landlock_abi() == 0, reason="kernel has no Landlock")
 

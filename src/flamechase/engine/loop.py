@@ -25,12 +25,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from flamechase import jail as jails
 from flamechase import procs
 from flamechase.agents.backend import TurnRequest
-from flamechase.agents.registry import state_paths
 from flamechase.engine import inbox as inbox_mod
 from flamechase.engine import leaderboard as lb
 from flamechase.engine.budget import BudgetTracker, Spend
+from flamechase.engine.confinement import lane_jail
 from flamechase.engine.layout import RunLayout
 from flamechase.engine.planning import plan as run_planning
 from flamechase.engine.prepare import Prepared
@@ -48,7 +49,6 @@ from flamechase.errors import (
 from flamechase.flow import LaneDef, LaneView
 from flamechase.fsutil import real_dir, write_new
 from flamechase.reports import TurnReport, parse_report
-from flamechase.sandbox import safe_grants
 from flamechase.store import home
 from flamechase.store.blobs import ArtifactRefused, BlobStore
 from flamechase.store.db import Reader, Writer, now_iso
@@ -540,14 +540,11 @@ class Engine:
         }
         request = self._request(role, lane, number, attempt, st.workspace, io_dir,
                                 self.flow.lane_prompt(view), env)
-        if self.prep.sandboxed and not st.d.in_source:
-            tmp = self.layout.lane_dir(lane) / "tmp"
-            tmp.mkdir(mode=0o700, exist_ok=True)
-            env["TMPDIR"] = str(tmp)
-            wanted = [self.layout.lane_dir(lane),
-                      *state_paths(self.prep.agents[role].cli)]
-            request = dataclasses.replace(request, writable=tuple(safe_grants(
-                wanted, protected=[self.prep.workspace, home.state_home()])))
+        if self.prep.jail_mode != "off" and not st.d.in_source:
+            spec = self._lane_jail(st, io_dir, role)
+            jails.ready(spec)
+            env["TMPDIR"] = str(spec.tmp)
+            request = dataclasses.replace(request, jail=spec)
         backend = self.prep.backends[role]
         with self._tx(durable=False):
             self.writer.begin_turn(lane=lane, number=number, attempt=attempt, role=role,
@@ -579,6 +576,12 @@ class Engine:
         ))
         st.task.add_done_callback(lambda _t: self.wake.set())
 
+    def _lane_jail(self, st: LaneState, io_dir: Path | None, role: str) -> jails.JailSpec:
+        cli = self.prep.agents[role].cli if role in self.prep.agents else None
+        return lane_jail(self.prep.jail_mode, self.layout, st.d.name, lanes=self.lanes,
+                         place=st.workspace, turn_dir=io_dir, cli=cli, role=role,
+                         source=self.prep.workspace, state_home=home.state_home())
+
     async def _finalize(self, st: LaneState, report: TurnReport) -> tuple[dict[str, Any],
                                                                           str | None]:
         """Freeze the deliverable and measure the submission, before the commit."""
@@ -599,17 +602,15 @@ class Engine:
         evaluator = getattr(self.params, "evaluator", None)
         if sub is not None and evaluator:
             self.guard.verify()  # the evaluator runs in the lane's workspace: still ours?
-            env, writable = None, None
-            if self.prep.sandboxed and not st.d.in_source:
+            env, spec = None, None
+            if self.prep.jail_mode != "off" and not st.d.in_source:
                 # It runs the lane's code: confined like the lane's turns.
-                lane_dir = self.layout.lane_dir(st.d.name)
-                env = dict(os.environ, TMPDIR=str(lane_dir / "tmp"))
-                writable = safe_grants([lane_dir],
-                                       protected=[self.prep.workspace, home.state_home()])
+                spec = self._lane_jail(st, None, "evaluator")
+                jails.ready(spec)
+                env = dict(os.environ, TMPDIR=str(spec.tmp))
             receipt = await lb.run_evaluator(
                 evaluator, st.workspace, self.params.metric_pattern,  # type: ignore[attr-defined]
-                float(getattr(self.params, "evaluator_timeout", 600.0)), env=env,
-                writable=writable)
+                float(getattr(self.params, "evaluator_timeout", 600.0)), env=env, jail=spec)
             measured = receipt["value"]
             declared = self.board()["primary"]
             problem = receipt["error"]
