@@ -6,7 +6,7 @@
     │   ├── ParamError                  unknown / out-of-range -p key, bad budget value
     │   ├── FlowNotFound                -f names no flow
     │   ├── RoleError                   unknown role, role given twice, role without an agent
-    │   ├── TaskError                   empty task, `continue` without TASK.md
+    │   ├── TaskError                   empty task, not UTF-8, `continue` without TASK.md
     │   ├── WorkspaceInvalid            the workspace is not a directory, was deleted, or is
     │   │                               /, a system directory or the home (--allow-workspace)
     │   ├── NothingToResume             --resume with no compatible run
@@ -68,7 +68,8 @@ class RoleError(UsageError):
 
 
 class TaskError(UsageError):
-    """The TASK is empty, or `continue` found neither TASK.md nor a run to resume."""
+    """The TASK is empty or not UTF-8, or `continue` found neither TASK.md nor a run to
+    resume."""
 
 
 class WorkspaceInvalid(UsageError):

@@ -27,9 +27,12 @@ if TYPE_CHECKING:
               metavar="CONFIG.yaml", help="the same keys as -p, from YAML; -p wins")
 @click.option("--resume", is_flag=True, help="pick up the newest compatible run; refuse if none")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per event on stdout")
+@click.option("--allow-workspace", is_flag=True,
+              help="run even when the current directory is /, a system directory or your home")
 @click.argument("task", metavar="TASK")
 def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
-            config: Path | None, resume: bool, as_json: bool, task: str) -> int:
+            config: Path | None, resume: bool, as_json: bool, allow_workspace: bool,
+            task: str) -> int:
     """Run FLOW on the current directory toward TASK (`continue` reads TASK.md)."""
     from flamechase.agents.spec import split_agent_args
     from flamechase.cli.observe import JsonObserver
@@ -38,6 +41,7 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
     from flamechase.engine.prepare import RunRequest, prepare
     from flamechase.flows import load_flow
 
+    workspace = _preflight(task, [*agents, *params, flow_ref], allow_workspace)
     flow = load_flow(flow_ref)
     settings: dict[str, object] = {}
     if config is not None:
@@ -54,7 +58,7 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
             return click.confirm(question, default=False, err=True)
 
     request = RunRequest(flow=flow, agents=items, settings=settings, task=task,
-                         workspace=Path.cwd(), resume=resume, confirm=confirm, warn=warn)
+                         workspace=workspace, resume=resume, confirm=confirm, warn=warn)
     prepared = prepare(request)
     observer = JsonObserver() if as_json else _live_or_lines(prepared)
     engine = Engine(prepared, observer)
@@ -64,6 +68,22 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
         close()
     click.echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
     return end.exit_code
+
+
+def _preflight(task: str, args: list[str], allow_workspace: bool) -> Path:
+    """The workspace, once the inputs a run must not start from are refused (exit 2)."""
+    import os
+
+    from flamechase.store.home import HOME_VAR, state_home
+    from flamechase.workspace import checks
+
+    workspace = checks.current_directory()
+    checks.check_utf8("TASK", task)
+    for arg in args:
+        checks.check_utf8(f"the argument {arg.encode('utf-8', 'replace').decode()!r}", arg)
+    checks.check_workspace(workspace, allow=allow_workspace)
+    checks.check_state_home(state_home(), workspace, from_env=bool(os.environ.get(HOME_VAR)))
+    return workspace
 
 
 def _live_or_lines(prepared: Prepared) -> Observer:
