@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 import click
 
@@ -87,12 +87,17 @@ def _preflight(task: str, args: list[str], allow_workspace: bool) -> Path:
 
 
 def _live_or_lines(prepared: Prepared) -> Observer:
-    from flamechase.cli.observe import LineObserver
+    from flamechase.cli.observe import LineObserver, QuietWhenGone
 
     if sys.stdout.isatty():
         try:
+            from rich.console import Console
+
             from flamechase.view.live import LiveObserver
         except ImportError:
             return LineObserver()
-        return LiveObserver(prepared)
+        # A closed terminal stops the dashboard, not the run. (The wrapper is the stream in
+        # all but its write and flush, which is all rich uses.)
+        out = cast(IO[str], QuietWhenGone(sys.stdout))
+        return LiveObserver(prepared, console=Console(file=out))
     return LineObserver()
