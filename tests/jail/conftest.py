@@ -67,6 +67,8 @@ def make_grounds(root: Path, state_home: Path) -> Grounds:
     for lane in LANES:
         layout.turn_dir(lane, 1, 1).mkdir(parents=True)
         layout.artifact_root(lane).mkdir()
+        (layout.lane_dir(lane) / "tmp").mkdir()
+        (layout.lane_dir(lane) / "tmp" / "scratch").write_text(f"{lane} scratch\n")
         if lane != "lane-1":
             (layout.lane_workspace(lane) / "pkg").mkdir(parents=True)
             (layout.lane_workspace(lane) / "secret.txt").write_text(f"{lane} secret\n")

@@ -18,8 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from flamechase import jail
+from flamechase.engine.confinement import lane_jail
 from flamechase.engine.invariants import check_run
-from flamechase.jail import Mode
+from flamechase.engine.layout import RunLayout
+from flamechase.jail import Mode, ready
 from tests.helpers import FLAMECHASE, events, status
 from tests.jail.attacks import METADATA_OPS, OPS, dir_attacks, escaped, file_attacks
 from tests.jail.conftest import needs_bwrap, needs_landlock, needs_scoping
@@ -49,7 +52,7 @@ def _file_attempts(src: Path) -> list[tuple[str, str, str, str]]:
         *dir_attacks("blobs", run / "blobs"), *dir_attacks("lane1_dir", run / "lanes/lane-1"),
         *file_attacks("other_copy", run / "lanes" / other / "workspace/secret.txt", ws),
         ("read:other_copy", "read", str(run / "lanes" / other / "workspace/secret.txt"), ""),
-        ("read:lane1_dir", "read", str(run / "lanes/lane-1/turns"), ""),
+        ("list:other_copy", "read", str(run / "lanes" / other / "workspace"), ""),
     ]
 
 
@@ -67,7 +70,8 @@ def test_hostile_lanes_change_nothing_outside_their_copies(
     leaks = escaped(tried)
     if mode == "landlock":  # what jail.coverage says Landlock leaves open
         leaks = {k: v for k, v in leaks.items()
-                 if k.rsplit(":", 1)[-1] not in METADATA_OPS and not k.startswith("read:")}
+                 if k.rsplit(":", 1)[-1] not in METADATA_OPS
+                 and not k.startswith(("read:", "list:"))}
     assert leaks == {}, leaks
     assert _tree(src) == before
     assert check_run(run_dir) == []
@@ -171,3 +175,36 @@ def test_without_a_jail_the_engine_still_starts_with_its_reason_said(
     notices = [e["payload"]["message"] for e in events(src) if e["kind"] == "notice"]
     assert any(n.startswith("lanes 2..N: no jail (sandbox=off)") for n in notices), notices
 
+
+
+DELIVER = r'''
+if turn == 1:
+    os.makedirs(os.path.join(art, "pkg"), exist_ok=True)
+    open(os.path.join(art, "pkg", "fix.py"), "w").write("FIX = 1\n")
+    deliver(["pkg/fix.py"])
+else:
+    done()
+'''
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lane_one_integrates_an_artifact_from_inside_its_jail(
+        tmp_path: Path, state_home: Path, mode: Mode) -> None:
+    """What the new engine's lane 1 does under its jail: read the run store and the frozen
+    blobs (read-only to it) and extract a package into the source (its place)."""
+    src = _source(tmp_path)
+    proc = _run(tmp_path, src, DELIVER, params=",sandbox=off")
+    assert proc.returncode == 3, proc.stderr
+    run_dir = _run_dir(state_home, src)
+    report = next(e["payload"]["report_id"] for e in events(src)
+                  if e["kind"] == "report_published" and e["lane"] == "lane-2")
+    layout = RunLayout(run_dir)
+    spec = lane_jail(mode, layout, "lane-1", lanes=("lane-1", "lane-2"), place=src,
+                     turn_dir=layout.turn_dir("lane-1", 1, 1), cli="exec",
+                     role="lane_1_actor_a", source=src, state_home=state_home)
+    ready(spec)
+    argv = [*FLAMECHASE, "artifacts", run_dir.name, report, "--extract", str(src / "got")]
+    done = subprocess.run(jail.wrap(argv, spec), cwd=src, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert (src / "got" / "pkg" / "fix.py").read_text() == "FIX = 1\n"

@@ -112,19 +112,23 @@ def test_the_coordinator_writes_its_planning_copy_and_nothing_of_the_source(
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("role", ["coordinator", "lane-1", "lane-2"])
-def test_other_lanes_places_are_hidden_under_bubblewrap_only(
+def test_other_lanes_places_and_tmpdirs_are_hidden_under_bubblewrap_only(
         grounds: Grounds, mode: Mode, role: str) -> None:
     spec = _coordinator(grounds, mode) if role == "coordinator" else _lane(grounds, mode, role)
     others = [ln for ln in ("lane-2", "lane-3") if ln != role]
     attempts: list[Attempt] = [(f"read:{ln}", "read", str(grounds.secret(ln)), "")
                                for ln in others]
-    attempts += [(f"list:{ln}", "read", str(grounds.layout.lane_dir(ln)), "") for ln in others]
+    attempts += [(f"list:{ln}", "read", str(grounds.layout.lane_workspace(ln)), "")
+                 for ln in others]
+    attempts += [(f"tmp:{ln}", "read", str(grounds.layout.lane_dir(ln) / "tmp"), "")
+                 for ln in others]
     attempts += [("read:blob", "read", str(grounds.blob), ""),
                  ("read:source", "read", str(grounds.solver), "")]
     results = attack(spec, attempts)
     assert results["read:blob"] == "done"  # frozen artifacts stay readable to integrate
     assert results["read:source"] == "done"
-    hidden = {k: v for k, v in results.items() if k.startswith(("read:lane", "list:"))}
+    hidden = {k: v for k, v in results.items()
+              if k.startswith(("read:lane", "list:", "tmp:"))}
     if mode == "bwrap":
         assert escaped(hidden) == {}, hidden
     else:  # Landlock cannot hide (said in jail.coverage)

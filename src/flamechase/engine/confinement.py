@@ -1,15 +1,16 @@
 """The jail of each role, from the run's layout: what it writes, what it cannot see.
 
     role         place (writable)      turn files       hidden
-    coordinator  the planning copy     its attempt dir  every lane's directory
-    lane 1       the source            its turn dir     other lanes' dirs, planning copies
-    lanes 2..N   its private copy      its turn dir     other lanes' dirs, planning copies
+    coordinator  the planning copy     its attempt dir  every lane's private parts
+    lane 1       the source            its turn dir     other lanes' private parts, planning
+    lanes 2..N   its private copy      its turn dir     other lanes' private parts, planning
     evaluator    the submitting lane's place, as that lane's turns (no turn files, no CLI)
 
-Every role also writes its own directory in the run (artifact root, checkpoint, a private
-TMPDIR) and its CLI's state; the state home (run store, blob store) is read-only to all, and
-the source is read-only to everyone but lane 1. Blobs stay readable: lanes integrate frozen
-artifacts from them.
+A lane's private parts are its place (private copy), its TMPDIR and its private homes; the
+rest of its directory (turn files, published reports' sources, checkpoint) is read-only to
+the others, like the run store and the blob store (lanes integrate frozen artifacts from
+blobs). Every role also writes its own directory in the run and its CLI's state; the source
+is read-only to everyone but lane 1.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def lane_jail(mode: Mode, layout: RunLayout, lane: str, *, lanes: Iterable[str],
     return JailSpec(
         mode=mode, place=place, tmp=lane_dir / "tmp", turn_dir=turn_dir, grants=(lane_dir,),
         state=state, home=lane_dir / "homes" / role if needs_home(state) else None,
-        hidden=(*(layout.lane_dir(o) for o in lanes if o != lane), layout.root / "planning"),
+        hidden=(*private_parts(layout, (o for o in lanes if o != lane)),
+                layout.root / "planning"),
         protected=protected)
 
 
@@ -48,5 +50,11 @@ def planning_jail(mode: Mode, layout: RunLayout, n: int, attempt: int, *, lanes:
         mode=mode, place=layout.planning_workspace(n), tmp=planning / "tmp",
         turn_dir=layout.planning_attempt(n, attempt), grants=(planning,), state=state,
         home=planning / "homes" / role if needs_home(state) else None,
-        hidden=tuple(layout.lane_dir(o) for o in lanes),
-        protected=(source, state_home))
+        hidden=private_parts(layout, lanes), protected=(source, state_home))
+
+
+def private_parts(layout: RunLayout, lanes: Iterable[str]) -> tuple[Path, ...]:
+    """What of `lanes` no other role may see: their copies, TMPDIRs and private homes."""
+    return tuple(p for lane in lanes for p in (
+        layout.lane_workspace(lane), layout.lane_dir(lane) / "tmp",
+        layout.lane_dir(lane) / "homes"))

@@ -15,7 +15,7 @@ STOPS: dict[Mode, tuple[str, ...]] = {
     "bwrap": (
         "writing, deleting or renaming anything outside its grants",
         "chmod, chown, utime and xattr changes outside its grants",
-        "reading other lanes' places (hidden)",
+        "reading other lanes' copies, TMPDIRs and private homes (hidden)",
         "seeing or signalling the engine, other lanes and other turns (own PID namespace)",
         "a process of the turn outliving it, daemons included (the namespace is torn down)",
     ),
