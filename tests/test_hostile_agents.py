@@ -23,12 +23,13 @@ from typing import Any
 import pytest
 
 from flamechase.engine.invariants import check_run
-from flamechase.sandbox import landlock_abi
+from flamechase.jail import probe
 from tests.helpers import cli, events, status
 
 SECRET = "SOURCE SECRET 7f3a"  # in the user's tree; must never reach the blob store
-HAS_LANDLOCK = landlock_abi() > 0
-needs_landlock = pytest.mark.skipif(not HAS_LANDLOCK, reason="kernel has no Landlock")
+JAILS = probe()  # sandbox=auto: bubblewrap where it runs, else Landlock
+needs_jail = pytest.mark.skipif(not (JAILS.bwrap_ok or JAILS.landlock_ok),
+                                reason="no jail runs here (neither bubblewrap nor Landlock)")
 
 LANE_ONE = r"""#!/bin/bash
 if [ -z "$FLAMECHASE_LANE" ]; then
@@ -181,7 +182,7 @@ progress()
     ("workspace", "etc", "off"),
     ("artifacts", "source", "off"),
     ("artifacts", "etc", "off"),
-    pytest.param("workspace", "source", "auto", marks=needs_landlock),
+    pytest.param("workspace", "source", "auto", marks=needs_jail),
 ])
 def test_control_path_swapped_for_a_link_stops_the_run(
         tmp_path: Path, state_home: Path, victim: str, target: str, sandbox: str) -> None:
@@ -347,7 +348,7 @@ else:
 
 
 @pytest.mark.parametrize("sandbox", [
-    "off", pytest.param("auto", marks=needs_landlock)])
+    "off", pytest.param("auto", marks=needs_jail)])
 def test_published_artifacts_cannot_be_changed_afterwards(
         tmp_path: Path, state_home: Path, sandbox: str) -> None:
     src = _source(tmp_path)
@@ -420,7 +421,7 @@ else:
 '''
 
 
-@pytest.mark.parametrize("sandbox", [pytest.param("auto", marks=needs_landlock), "off"])
+@pytest.mark.parametrize("sandbox", [pytest.param("auto", marks=needs_jail), "off"])
 def test_forged_reports_and_database_writes_never_show(
         tmp_path: Path, state_home: Path, sandbox: str) -> None:
     src = _source(tmp_path)
@@ -480,7 +481,7 @@ done() if turn >= 5 else progress()
 '''
 
 
-@pytest.mark.parametrize("sandbox", [pytest.param("auto", marks=needs_landlock), "off"])
+@pytest.mark.parametrize("sandbox", [pytest.param("auto", marks=needs_jail), "off"])
 def test_links_planted_for_the_next_turns_files_are_not_written_through(
         tmp_path: Path, state_home: Path, sandbox: str) -> None:
     src = _source(tmp_path)
@@ -538,7 +539,7 @@ else:
 '''
 
 
-@needs_landlock
+@needs_jail
 def test_the_evaluator_does_not_take_a_sandboxed_lane_out_of_its_sandbox(
         tmp_path: Path, state_home: Path) -> None:
     src = _source(tmp_path)

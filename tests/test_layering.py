@@ -15,18 +15,17 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "events": set(),  # the vocabulary every layer shares: a leaf
     "procs": set(),
-    "sandbox": set(),
-    "sandbox_exec": set(),
+    "jail": {"errors"},  # a leaf but for its one typed refusal (SandboxUnavailable)
     "fsutil": set(),
     "reports": set(),
     "flow": {"reports", "events"},  # the public flow API: deciders over events
     "config": {"errors", "flow"},  # validates -p against a flow's params model
     "store": {"errors", "fsutil"},
     "workspace": {"errors", "fsutil"},
-    "agents": {"procs", "sandbox", "errors", "fsutil", "reports"},
+    "agents": {"procs", "jail", "errors", "fsutil", "reports"},
     "flows": {"flow", "reports", "errors", "events"},
     "engine": {"store", "agents", "workspace", "procs", "flow", "flows", "reports", "config",
-               "errors", "fsutil", "sandbox", "events"},
+               "errors", "fsutil", "jail", "events"},
     "view": {"store", "errors", "engine", "flows", "agents", "config", "flow", "reports", "fsutil",
              "workspace", "events"},
     # PUBLIC harness for flow tests: the real engine with scripted turns and a fake clock.

@@ -6,12 +6,15 @@
     │   ├── ParamError                  unknown / out-of-range -p key, bad budget value
     │   ├── FlowNotFound                -f names no flow
     │   ├── RoleError                   unknown role, role given twice, role without an agent
-    │   ├── TaskError                   empty task, `continue` without TASK.md
-    │   ├── WorkspaceInvalid            the workspace is not a directory
+    │   ├── TaskError                   empty task, not UTF-8, `continue` without TASK.md
+    │   ├── WorkspaceInvalid            the workspace is not a directory, was deleted, or is
+    │   │                               /, a system directory or the home (--allow-workspace)
     │   ├── NothingToResume             --resume with no compatible run
     │   ├── LockHeld                    another run owns this source tree
     │   ├── LargeCopyRefused            oversized copy needs a confirmation nobody gave
     │   ├── BackendUnavailable          the CLI is not installed / effort unknown / no price
+    │   ├── SandboxUnavailable          -p sandbox=... cannot confine agents on this machine
+    │   ├── StateHomeInvalid            FLAMECHASE_HOME is a file, or inside the workspace
     │   ├── RunNotFound                 RUN names no run
     │   └── FlowChanged                 a resume would run other flow code than the run's
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
@@ -67,11 +70,13 @@ class RoleError(UsageError):
 
 
 class TaskError(UsageError):
-    """The TASK is empty, or `continue` found neither TASK.md nor a run to resume."""
+    """The TASK is empty or not UTF-8, or `continue` found neither TASK.md nor a run to
+    resume."""
 
 
 class WorkspaceInvalid(UsageError):
-    """The workspace (current directory) is not a usable directory."""
+    """The workspace (current directory) is not a usable directory: missing, deleted, or a
+    system directory or the user's home (which lane 1 would write; --allow-workspace)."""
 
 
 class NothingToResume(UsageError):
@@ -120,3 +125,13 @@ class ArtifactError(FlamechaseError):
 
 class SnapshotFailed(FlamechaseError):
     """A private copy of the source could not be made (disk full, unreadable file, ...)."""
+
+
+class SandboxUnavailable(UsageError):
+    """The confinement asked for (-p sandbox=...) cannot run here; the message says why and
+    which sandbox value would run (sandbox=off only when said explicitly)."""
+
+
+class StateHomeInvalid(UsageError):
+    """FLAMECHASE_HOME (or the default state home) is not a usable directory, or lies where
+    an agent could write it (inside the workspace)."""

@@ -13,6 +13,7 @@ import pytest
 
 from flamechase.agents.backend import TurnRequest
 from flamechase.agents.codex import CodexBackend
+from flamechase.jail import JailSpec
 from tests.agents.helpers import Spawns, ask_once, backend, run
 
 pytestmark = pytest.mark.usefixtures("fake_bin")
@@ -130,7 +131,8 @@ def test_writable_roots_use_codex_workspace_write_sandbox(
     # The turn also runs under flamechase's own Landlock wrapper: the fake's log and state
     # live under tmp_path, so that is the root granted here.
     roots = (tmp_path,)
-    [answer] = run(ask_once(codex(), request_for(writable=roots), spawns))
+    jail = JailSpec(mode="landlock", place=tmp_path / "ws", tmp=tmp_path, grants=roots)
+    [answer] = run(ask_once(codex(), request_for(jail=jail), spawns))
     assert answer.status == "finished", answer.error
     messages = sent(cli_log)
     assert messages[2]["params"]["sandbox"] == "workspace-write"

@@ -1,4 +1,5 @@
-"""Lanes 2..N run under Landlock: they write their own directory and nothing else of ours."""
+"""Lanes 2..N run in a jail (bubblewrap, or the Landlock fallback): they write their own
+directory and nothing else of ours."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from flamechase.sandbox import landlock_abi, safe_grants
+from flamechase.jail import probe, safe_grants
 
-pytestmark = pytest.mark.skipif(landlock_abi() == 0, reason="kernel has no Landlock")
+JAILS = probe()
+MODES = [pytest.param("bwrap", marks=pytest.mark.skipif(not JAILS.bwrap_ok,
+                                                        reason=str(JAILS.bwrap_reason))),
+         pytest.param("landlock", marks=pytest.mark.skipif(not JAILS.landlock_ok,
+                                                           reason="kernel has no Landlock"))]
 
 ACTOR = r'''#!/usr/bin/env python3
 import json, os, sys
@@ -44,7 +49,8 @@ open(report, "w").write(json.dumps({"status": "progress", "summary": json.dumps(
 '''
 
 
-def test_lane_two_cannot_write_source_database_or_other_lanes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_lane_two_cannot_write_source_database_or_other_lanes(tmp_path: Path, mode: str) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "src.txt").write_text("original\n")
@@ -63,7 +69,7 @@ def test_lane_two_cannot_write_source_database_or_other_lanes(tmp_path: Path) ->
     env = dict(os.environ, FLAMECHASE_HOME=str(tmp_path / "home"), ATTEMPTS=json.dumps(attempts))
     proc = subprocess.run(
         [sys.executable, "-m", "flamechase", "exec", "-f", "parallel_flame_chase",
-         *(["-a", f"exec:{actor}"] * 5), "-p", "lanes=2,budget.turns=2,sandbox=landlock",
+         *(["-a", f"exec:{actor}"] * 5), "-p", f"lanes=2,budget.turns=2,sandbox={mode}",
          "try to escape"], cwd=ws, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     run = next((tmp_path / "home" / "runs").iterdir())

@@ -142,10 +142,18 @@ class Ctx:
         return True
 
 
+def _process_id() -> str:
+    """This process among all: a jailed one is pid 2 of its own PID namespace, and namespace
+    numbers are reused, so the namespace, the pid and the start time (ticks since boot)."""
+    started = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]
+    return f"{os.readlink('/proc/self/ns/pid')}/{os.getpid()}@{started}"
+
+
 def _record(c: Ctx) -> None:
     entry = {
         "script": Path(sys.argv[0]).name, "role": c.role, "lane": c.lane, "turn": c.turn,
-        "attempt": c.attempt, "repair": c.repair, "cwd": str(c.ws), "pid": os.getpid(),
+        "attempt": c.attempt, "repair": c.repair, "cwd": str(c.ws),
+        "pid": _process_id(),
         "workspace": E.get("FLAMECHASE_WORKSPACE"), "artifacts": E.get("FLAMECHASE_ARTIFACTS"),
         "checkpoint": E.get("FLAMECHASE_CHECKPOINT"), "lanes": E.get("FLAMECHASE_LANES"),
         "prompt": E.get("FLAMECHASE_PROMPT"), "run_id": c.run_id,

@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from flamechase.jail import JailSpec
+
 AnswerStatus = Literal["finished", "failed", "timeout", "limited", "interrupted"]
 
 
@@ -62,8 +64,15 @@ class TurnRequest:
     kill_grace: float = 5.0
     # JSON schema of the structured result, for CLIs that can enforce one (codex outputSchema).
     result_schema: Mapping[str, Any] | None = None
-    # Directories this turn may write when sandboxed; None = no sandbox for this turn.
-    writable: tuple[Path, ...] | None = None
+    # The jail every process of this turn runs in; None = unconfined.
+    jail: JailSpec | None = None
+
+    @property
+    def writable(self) -> tuple[Path, ...] | None:
+        """The jail's writable roots (a CLI's own sandbox reads them); None unconfined."""
+        if self.jail is None or not self.jail.confined:
+            return None
+        return self.jail.writable()
 
     @property
     def report_path(self) -> Path:

@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from flamechase import sandbox
+from flamechase import jail
 from flamechase.agents.backend import (
     Answer,
     AnswerStatus,
@@ -307,8 +307,7 @@ class CliSession(Session):
         self, argv: list[str], *, stdin: bool, extra_env: Mapping[str, str] | None = None
     ) -> Proc:
         """Start the CLI in the workspace (OSError when it cannot start)."""
-        if self.request.writable is not None:
-            argv = sandbox.wrap(argv, self.request.writable)
+        argv = jail.wrap(argv, self.request.jail)
         proc = await Proc.start(
             argv,
             cwd=self.request.workspace,

@@ -78,7 +78,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flamechase import procs, sandbox
+from flamechase import jail, procs
 from flamechase.agents.backend import Answer, Backend, Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.turnio import agent_env, prepare_io
 from flamechase.errors import BackendUnavailable
@@ -154,9 +154,7 @@ class ExecSession(Session):
         prepare_io(req, prompt)
         env = self._environment(repair)
         try:
-            argv = [str(self.path)]
-            if req.writable is not None:
-                argv = sandbox.wrap(argv, req.writable)
+            argv = jail.wrap([str(self.path)], req.jail)
             proc = await procs.Proc.start(
                 argv,
                 cwd=req.workspace,
@@ -192,7 +190,8 @@ class ExecSession(Session):
         cut_reason: str | None = None
         code: int | None = None
         try:
-            code = await proc.wait_exit(deadline=deadline, silence=req.silence_timeout)
+            code = jail.decode_exit(
+                await proc.wait_exit(deadline=deadline, silence=req.silence_timeout), req.jail)
         except procs.SilenceTimeout:
             cut_reason = f"turn cut: no output for {req.silence_timeout:g}s (silence_timeout)"
         except procs.TurnTimeout:

@@ -6,7 +6,7 @@ import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 import click
 
@@ -37,12 +37,14 @@ NO_ENVIRONMENTS = (
 @click.option("--refresh", is_flag=True,
               help="resume even though the flow's code changed since the run was made")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per event on stdout")
+@click.option("--allow-workspace", is_flag=True,
+              help="run even when the current directory is /, a system directory or your home")
 # The published runtime's `-e ROLE=ENV` (ssh, docker, ...): taken only to answer it.
 @click.option("-e", "--env", "envs", multiple=True, hidden=True)
 @click.argument("task", metavar="TASK")
 def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
             config: Path | None, resume: bool, refresh: bool, as_json: bool,
-            envs: tuple[str, ...], task: str) -> int:
+            allow_workspace: bool, envs: tuple[str, ...], task: str) -> int:
     """Run FLOW on the current directory toward TASK (`continue` reads TASK.md)."""
     if envs:
         raise UsageError(NO_ENVIRONMENTS.format(given=envs[0]))
@@ -53,6 +55,7 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
     from flamechase.engine.prepare import RunRequest, prepare
     from flamechase.flows import load_flow
 
+    workspace = _preflight(task, [*agents, *params, flow_ref], allow_workspace)
     flow = load_flow(flow_ref)
     settings: dict[str, object] = {}
     if config is not None:
@@ -68,7 +71,7 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
         confirm = ask_start_or_stop
 
     request = RunRequest(flow=flow, agents=items, settings=settings, task=task,
-                         workspace=Path.cwd(), resume=resume, confirm=confirm, warn=warn,
+                         workspace=workspace, resume=resume, confirm=confirm, warn=warn,
                          flow_ref=flow_ref, refresh=refresh)
     prepared = prepare(request)
     observer = JsonObserver() if as_json else _live_or_lines(prepared)
@@ -115,15 +118,34 @@ def ask_start_or_stop(question: str, *, read: Callable[[], str] | None = None,
         if verdict is not None:
             return verdict
         say("Please answer A (start anyway) or B (stop): ")
+def _preflight(task: str, args: list[str], allow_workspace: bool) -> Path:
+    """The workspace, once the inputs a run must not start from are refused (exit 2)."""
+    import os
+
+    from flamechase.store.home import HOME_VAR, state_home
+    from flamechase.workspace import checks
+
+    workspace = checks.current_directory()
+    checks.check_utf8("TASK", task)
+    for arg in args:
+        checks.check_utf8(f"the argument {arg.encode('utf-8', 'replace').decode()!r}", arg)
+    checks.check_workspace(workspace, allow=allow_workspace)
+    checks.check_state_home(state_home(), workspace, from_env=bool(os.environ.get(HOME_VAR)))
+    return workspace
 
 
 def _live_or_lines(prepared: Prepared) -> Observer:
-    from flamechase.cli.observe import LineObserver
+    from flamechase.cli.observe import LineObserver, QuietWhenGone
 
     if sys.stdout.isatty():
         try:
+            from rich.console import Console
+
             from flamechase.view.live import LiveObserver
         except ImportError:
             return LineObserver()
-        return LiveObserver(prepared)
+        # A closed terminal stops the dashboard, not the run. (The wrapper is the stream in
+        # all but its write and flush, which is all rich uses.)
+        out = cast(IO[str], QuietWhenGone(sys.stdout))
+        return LiveObserver(prepared, console=Console(file=out))
     return LineObserver()

@@ -1,11 +1,60 @@
-"""How `exec` shows events as they happen: JSON lines, or one plain line per event."""
+"""How `exec` shows events as they happen: JSON lines, or one plain line per event.
+
+A view must never stop a run: when whoever reads stdout goes away (`| head -3`, a pager that
+quits, a dead `tee`, a closed terminal) the view goes quiet and the run goes on to its end.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from typing import Any, TextIO
 
+# A reader that is gone: a closed pipe (EPIPE), a hung-up terminal (EIO, ENXIO).
+GONE = frozenset({errno.EPIPE, errno.EIO, errno.ENXIO})
+
+
+class QuietWhenGone:
+    """A text stream that drops what it is given once its reader is gone.
+
+    Then the descriptor is pointed at /dev/null, so the interpreter's last flush at exit
+    fails no more than the writes did. Everything else is the wrapped stream's.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self._stream.write(text)
+            except OSError as exc:
+                self._went(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except OSError as exc:
+                self._went(exc)
+
+    def _went(self, exc: OSError) -> None:
+        if exc.errno not in GONE:
+            raise exc
+        self.gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass  # not a real descriptor (a test's StringIO): dropping the text is enough
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 from flamechase import events as ev
 
 
@@ -13,7 +62,7 @@ class JsonObserver:
     """One JSON object per event on stdout, nothing else."""
 
     def __init__(self, out: TextIO | None = None) -> None:
-        self.out = out or sys.stdout
+        self.out = QuietWhenGone(out or sys.stdout)
 
     def event(self, event: dict[str, Any]) -> None:
         self.out.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -29,7 +78,7 @@ def describe(event: dict[str, Any]) -> str:
 
 class LineObserver:
     def __init__(self, out: TextIO | None = None) -> None:
-        self.out = out or sys.stdout
+        self.out = QuietWhenGone(out or sys.stdout)
 
     def event(self, event: dict[str, Any]) -> None:
         self.out.write(describe(event) + "\n")

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from flamechase.agents.backend import Backend, TurnRequest, Usage
 from flamechase.flow.commands import ResultSpec
+from flamechase.jail import JailSpec
 
 OutcomeStatus = Literal["valid", "failed", "interrupted", "limited"]
 
@@ -67,7 +68,7 @@ class MeasureJob:
     pattern: str
     timeout: float
     env: Mapping[str, str]
-    writable: tuple[Path, ...] | None = None
+    jail: JailSpec | None = None
 
 
 class Executor(abc.ABC):
@@ -122,7 +123,7 @@ class LocalExecutor(Executor):
         from flamechase.engine.scoring import run_evaluator
 
         return await run_evaluator(job.command, job.cwd, job.pattern, job.timeout,
-                                   env=dict(job.env), writable=job.writable)
+                                   env=dict(job.env), jail=job.jail)
 
 
 def measurement_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -329,7 +329,7 @@ class Engine:
             elif isinstance(c, cm.MakePlace):
                 self.jobs.make_place(c, self.dirs)
             elif isinstance(c, cm.Measure):
-                self.jobs.measure(c, self.dirs.measure_job(c))
+                self.jobs.measure(c, self.dirs.measure_job(c, self.builder))
         if self.stopping or self._finish is not None:
             return deferred, wake_at
         for c in commands:
@@ -369,7 +369,7 @@ class Engine:
         assert self.ledger.state is not None
         planned = self.builder.build(c, attempt=attempt, objective=self.prep.objective,
                                      flow_state=self.ledger.state,
-                                     lanes=self.dirs.lane_rows())
+                                     lanes=self.dirs.lane_rows(), places=self.dirs.places())
         self.budget.reserved.discard(slot)
         with self.ledger.tx(durable=False):
             self.ledger.turn_started(planned.started, slot=slot, io_dir=str(planned.io_dir),

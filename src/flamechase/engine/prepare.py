@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from flamechase import jail as jails
 from flamechase.agents.backend import Backend
 from flamechase.agents.registry import backend_for
 from flamechase.agents.spec import AgentSpec, assign_roles
@@ -28,7 +29,6 @@ from flamechase.errors import (
 )
 from flamechase.flow import CopyParams, Flow, FlowParams
 from flamechase.flows import flow_identity
-from flamechase.sandbox import landlock_abi
 from flamechase.store import home
 from flamechase.store.db import Reader
 from flamechase.workspace.stats import large_copy_warning, measure
@@ -66,7 +66,7 @@ class Prepared:
     resume_from: Path | None  # run directory of the run to pick up
     revised: bool  # resuming with a changed objective: re-plan
     notices: tuple[str, ...]
-    sandboxed: bool = False  # lanes outside the source run under Landlock
+    jail_mode: jails.Mode = "off"  # the jail of lanes outside the source
     flow_source: str = ""
     flow_hash: str = ""
 
@@ -214,20 +214,15 @@ def prepare(req: RunRequest) -> Prepared:
 
     # Sandbox for lanes that must not write the source.
     confined = any(not ln.in_source for ln in flow.lanes(params))
-    sandboxed = False
-    if confined and params.sandbox != "off":
-        if landlock_abi() > 0:
-            sandboxed = True
-        elif params.sandbox == "landlock":
-            raise BackendUnavailable(
-                "sandbox=landlock: this kernel has no Landlock (Linux 5.13+ with landlock in "
-                "the LSM list); use -p sandbox=auto to run lanes unconfined, or sandbox=off")
-        else:
-            notices.append("this kernel has no Landlock: lanes 2..N are not confined to their "
-                           "copies (they are asked to stay there); set sandbox=off to silence")
+    jail_mode: jails.Mode = "off"
+    if confined:
+        choice = jails.choose(params.sandbox, jails.probe())
+        jail_mode = choice.mode
+        notices += [*choice.notices[:-1], f"lanes 2..N: {choice.notices[-1]}",
+                    "lane 1 and the coordinator run unconfined"]
 
     return Prepared(
-        flow=flow, params=params, sandboxed=sandboxed, budget=budget, agents=agents,
+        flow=flow, params=params, jail_mode=jail_mode, budget=budget, agents=agents,
         backends=backends,
         objective=objective, task_fingerprint=fp, workspace=ws, resume_from=resume_dir,
         revised=revised, notices=tuple(notices), flow_source=flow_source, flow_hash=flow_hash,

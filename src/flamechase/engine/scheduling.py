@@ -15,17 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from flamechase import events as ev
+from flamechase import jail as jails
 from flamechase.agents.backend import TurnRequest
-from flamechase.agents.registry import state_paths
 from flamechase.engine import inbox as inbox_mod
+from flamechase.engine.confinement import turn_jail
 from flamechase.engine.executor import TurnJob
 from flamechase.engine.layout import SOURCE, RunLayout
 from flamechase.engine.prepare import Prepared
 from flamechase.flow.api import REASON, TurnContext
 from flamechase.flow.commands import StartTurn
 from flamechase.fsutil import private_dirs, real_dir, write_new
+from flamechase.jail import JailSpec
 from flamechase.procs import TOKEN_VAR
-from flamechase.sandbox import safe_grants
 from flamechase.store import home
 from flamechase.store.db import Reader
 
@@ -58,13 +59,20 @@ class TurnBuilder:
     def place_path(self, place: str) -> Path:
         return self.prep.workspace if place == SOURCE else self.layout.place(place)
 
-    def confined(self, cmd_lane: str | None, place: str) -> bool:
-        """Lanes that work in a private place run confined to it where the kernel can."""
-        return self.prep.sandboxed and cmd_lane is not None and place != SOURCE
-
-    def grants(self, lane: str, extra: Sequence[Path] = ()) -> tuple[Path, ...]:
-        return tuple(safe_grants([self.layout.lane_dir(lane), *extra],
-                                 protected=[self.prep.workspace, home.state_home()]))
+    def jail(self, *, lane: str | None, place: str, turn_dir: Path | None, cli: str | None,
+             role: str, lanes: Sequence[str], places: Mapping[str, Path]) -> JailSpec | None:
+        """The jail of a turn (or, with `cli` None, a measurement) in `place`; None when the
+        run's jail is off or the turn is one that runs unconfined: only lanes that work in a
+        private place are jailed yet."""
+        mode = self.prep.jail_mode
+        if mode == "off" or lane is None or place == SOURCE:
+            return None
+        spec = turn_jail(mode, self.layout, lane=lane, place=place,
+                         place_path=self.place_path(place), turn_dir=turn_dir, cli=cli,
+                         role=role, source=self.prep.workspace, state_home=home.state_home(),
+                         lanes=lanes, places=places)
+        jails.ready(spec)
+        return spec
 
     def workspace_map(self, lanes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         lay = self.layout
@@ -86,7 +94,7 @@ class TurnBuilder:
         }
 
     def build(self, cmd: StartTurn, *, attempt: int, objective: str, flow_state: Any,
-              lanes: Sequence[Mapping[str, Any]]) -> Planned:
+              lanes: Sequence[Mapping[str, Any]], places: Mapping[str, Path]) -> Planned:
         prep, lay = self.prep, self.layout
         slot = slot_of(cmd)
         lane = cmd.lane
@@ -122,12 +130,11 @@ class TurnBuilder:
         if checkpoint is not None:
             env["FLAMECHASE_CHECKPOINT"] = str(checkpoint)
         env.update(cmd.env)
-        writable = None
-        if lane is not None and self.confined(lane, cmd.place):
-            tmp = lay.lane_tmp(lane)
-            tmp.mkdir(mode=0o700, exist_ok=True)
-            env["TMPDIR"] = str(tmp)
-            writable = self.grants(lane, state_paths(prep.agents[cmd.role].cli))
+        jail = self.jail(lane=lane, place=cmd.place, turn_dir=io_dir,
+                         cli=prep.agents[cmd.role].cli, role=cmd.role,
+                         lanes=[ln["lane"] for ln in lanes], places=places)
+        if jail is not None:
+            env["TMPDIR"] = str(jail.tmp)
         flow = prep.flow
         repair = flow.repair_prompt(flow_state, ctx, REASON)
         before, _, after = repair.partition(REASON)
@@ -136,7 +143,7 @@ class TurnBuilder:
             lane=lane or "", turn=cmd.number, attempt=attempt, workspace=workspace,
             io_dir=io_dir, prompt=flow.prompt(flow_state, ctx), env=env,
             turn_timeout=prep.params.turn_timeout, silence_timeout=prep.params.silence_timeout,
-            kill_grace=prep.params.kill_grace, writable=writable)
+            kill_grace=prep.params.kill_grace, jail=jail)
         agent = prep.agents[cmd.role].text
         job = TurnJob(job_id=f"{slot}:{cmd.number}:{attempt}", agent=agent, request=request,
                       result=cmd.result, repair=(before, after), checkpoint=checkpoint,

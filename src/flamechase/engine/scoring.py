@@ -13,29 +13,28 @@ import math
 import os
 import re
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from flamechase import procs, sandbox
+from flamechase import jail as jails
+from flamechase import procs
+from flamechase.jail import JailSpec
 
 OUTPUT_LIMIT = 8 * 1024 * 1024
 
 
 async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
                         env: dict[str, str] | None = None,
-                        writable: Sequence[Path] | None = None) -> dict[str, Any]:
+                        jail: JailSpec | None = None) -> dict[str, Any]:
     """Run `command` with /bin/sh in `cwd`; the receipt of what it printed.
 
-    `writable`: confine it as the submitting lane's turns are (it runs the lane's code).
+    `jail`: confine it as the submitting lane's turns are (it runs the lane's code).
     """
     t0 = time.monotonic()
     receipt: dict[str, Any] = {"command": command, "cwd": str(cwd), "exit_code": None,
                                "duration": 0.0, "output_sha256": None, "value": None,
                                "error": None}
-    argv = ["/bin/sh", "-c", command]
-    if writable is not None:
-        argv = sandbox.wrap(argv, writable)
+    argv = jails.wrap(["/bin/sh", "-c", command], jail)
     proc = await procs.Proc.start(argv, cwd=cwd,
                                   env=env if env is not None else dict(os.environ))
     digest = hashlib.sha256()
@@ -52,7 +51,7 @@ async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
                 digest.update(line + b"\n")
                 tail = (tail + line + b"\n")[-65536:]
         code = await proc.wait_exit(deadline=deadline, silence=timeout)
-        receipt["exit_code"] = code
+        receipt["exit_code"] = jails.decode_exit(code, jail)
     except (procs.TurnTimeout, procs.SilenceTimeout):
         receipt["error"] = f"evaluator ran past {timeout:g}s"
     finally:

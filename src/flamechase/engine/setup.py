@@ -16,12 +16,11 @@ from flamechase.engine.executor import MeasureJob, measurement_env
 from flamechase.engine.layout import SOURCE, RunLayout
 from flamechase.engine.ledger import LaneRow, Ledger
 from flamechase.engine.prepare import Prepared
+from flamechase.engine.scheduling import TurnBuilder
 from flamechase.errors import SnapshotFailed
 from flamechase.flow import commands as cm
 from flamechase.fsutil import private_dirs
 from flamechase.procs import Reaper
-from flamechase.sandbox import safe_grants
-from flamechase.store import home
 from flamechase.store.blobs import BlobStore
 from flamechase.store.db import Reader
 from flamechase.workspace.guard import ControlPaths
@@ -124,20 +123,21 @@ class RunDirs:
 
     # ---- measurements -------------------------------------------------------------------------
 
-    def measure_job(self, c: cm.Measure) -> MeasureJob:
-        cwd = self.prep.workspace if c.place == SOURCE else self.layout.place(c.place)
+    def places(self) -> dict[str, Path]:
+        """Every private place made so far, by name."""
+        return {name: Path(p["path"]) for name, p in self._places.items()}
+
+    def measure_job(self, c: cm.Measure, builder: TurnBuilder) -> MeasureJob:
+        """It runs the measured place's code: jailed like that lane's turns."""
+        cwd = builder.place_path(c.place)
         env = measurement_env()
-        writable = None
-        if self.prep.sandboxed and c.place != SOURCE and c.lane is not None:
-            # It runs the lane's code: confined like the lane's turns.
-            lane_dir = self.layout.lane_dir(c.lane)
-            tmp = self.layout.lane_tmp(c.lane)
-            tmp.mkdir(mode=0o700, exist_ok=True)
-            env["TMPDIR"] = str(tmp)
-            writable = tuple(safe_grants([lane_dir],
-                                         protected=[self.prep.workspace, home.state_home()]))
+        jail = builder.jail(lane=c.lane, place=c.place, turn_dir=None, cli=None,
+                            role="evaluator", lanes=[ln["lane"] for ln in self._lanes],
+                            places=self.places())
+        if jail is not None:
+            env["TMPDIR"] = str(jail.tmp)
         return MeasureJob(key=c.key, command=c.command, cwd=cwd, pattern=c.pattern,
-                          timeout=c.timeout, env=env, writable=writable)
+                          timeout=c.timeout, env=env, jail=jail)
 
     # ---- processes -----------------------------------------------------------------------------
 

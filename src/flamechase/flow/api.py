@@ -45,8 +45,9 @@ class FlowParams(BaseModel):
                                    description="seconds without output before a turn is cut")
     kill_grace: float = Field(default=5.0, ge=0.1, le=300,
                               description="seconds between SIGTERM and SIGKILL for an agent")
-    sandbox: Literal["auto", "landlock", "off"] = Field(
-        default="auto", description="confine lanes 2..N to their own copy where the kernel can")
+    sandbox: Literal["auto", "bwrap", "landlock", "off"] = Field(
+        default="auto", description="jail agents: bubblewrap where it runs, else Landlock; "
+                                    "off (said explicitly) runs them unconfined")
 
 
 class CopyParams(FlowParams):

@@ -1,0 +1,56 @@
+"""The jail of each turn and measurement, from the run's layout: what it writes, what it
+cannot see.
+
+    a turn of         place (writable)        its own directory         hidden
+    a lane            the lane's place        lanes/LANE (turn files,   every other private
+                      (source or its copy)    artifacts, checkpoint)    place, other lanes'
+                                                                        TMPDIRs and homes
+    outside lanes     its place               the place's directory     every lane's private
+    (a planner)       (e.g. planning/1)       (attempts, tmp)           parts
+    a measurement     the measured place, jailed as that lane's turns (no CLI state)
+
+A lane's private parts are its private place, its TMPDIR and its private homes; the rest of a
+lane's directory (turn files, checkpoint) is read-only to others, like the run store and the
+blob store (lanes integrate frozen artifacts from blobs). Every jail writes its CLI's state;
+the source is read-only to all but turns whose place it is; the state home is never writable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from flamechase.agents.registry import state_paths
+from flamechase.engine.layout import SOURCE, RunLayout
+from flamechase.jail import JailSpec, Mode, needs_home
+
+
+def turn_jail(mode: Mode, layout: RunLayout, *, lane: str | None, place: str,
+              place_path: Path, turn_dir: Path | None, cli: str | None, role: str,
+              source: Path, state_home: Path, lanes: Iterable[str],
+              places: Mapping[str, Path]) -> JailSpec:
+    """The jail of one turn (`cli` None: a measurement, which has no CLI state).
+
+    `lanes`: every lane of the run; `places`: every private place made so far, by name.
+    """
+    if lane is not None:
+        own = layout.lane_dir(lane)
+    elif place != SOURCE:
+        own = layout.place_dir(place)
+    else:
+        own = layout.root / "roles" / role
+    state = tuple(state_paths(cli)) if cli else ()
+    in_source = place == SOURCE
+    others = [p for name, p in places.items() if name != place]
+    hidden = (*others, *private_parts(layout, (o for o in lanes if o != lane)))
+    return JailSpec(
+        mode=mode, place=place_path, tmp=own / "tmp", turn_dir=turn_dir, grants=(own,),
+        state=state, home=own / "homes" / role if needs_home(state) else None,
+        hidden=tuple(dict.fromkeys(hidden)),
+        protected=(state_home,) if in_source else (source, state_home))
+
+
+def private_parts(layout: RunLayout, lanes: Iterable[str]) -> tuple[Path, ...]:
+    """What of `lanes`' directories no other role may see: their TMPDIRs and private homes."""
+    return tuple(p for lane in lanes for p in (
+        layout.lane_dir(lane) / "tmp", layout.lane_dir(lane) / "homes"))
