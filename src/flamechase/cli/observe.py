@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any, TextIO
 
+from flamechase import events as ev
+
 # A reader that is gone: a closed pipe (EPIPE), a hung-up terminal (EIO, ENXIO).
 GONE = frozenset({errno.EPIPE, errno.EIO, errno.ENXIO})
 
@@ -55,7 +57,7 @@ class QuietWhenGone:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
-from flamechase import events as ev
+
 
 
 class JsonObserver:
