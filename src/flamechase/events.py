@@ -324,6 +324,9 @@ class TurnEnded(Event):
     repairs: int = 0
     exit_code: int | None = None
     counted: bool = True  # counts toward budget.turns (planning sessions do not)
+    # What the agent asked the runtime for ($FLAMECHASE_REQUESTS), and lines refused.
+    requests: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    requests_refused: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -462,6 +465,28 @@ class Measured(Event):
             return f"measured {self.key}: {self.error[:160]}"
         return f"measured {self.key}: {self.value:g}" if self.value is not None else (
             f"measured {self.key}")
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Ran(Event):
+    """The runtime ran a program a flow asked for (`Run`) and kept its receipt."""
+
+    kind: ClassVar[str] = "ran"
+    key: str = ""
+    receipt: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.receipt.get("error")
+
+    @property
+    def output(self) -> str:
+        return str(self.receipt.get("output") or "")
+
+    def describe(self) -> str:
+        error = self.receipt.get("error")
+        return f"ran {self.key}" + (f": {str(error)[:160]}" if error else "")
 
 
 # ---- parallel_flame_chase: planning and the leaderboard ---------------------------------------

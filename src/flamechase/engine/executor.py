@@ -36,6 +36,8 @@ class TurnJob:
     checkpoint: Path | None = None
     checkpoint_identity: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     max_repairs: int = 2
+    # Where the agent may append requests for the runtime (JSON lines), if anywhere.
+    requests: Path | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,19 +58,24 @@ class TurnResult:
     # just before the first: what the loop's reaper sweeps for escaped descendants.
     spawned: tuple[tuple[int, str], ...] = ()
     since: int = 0
+    # What the agent asked the runtime for, and the lines refused (one line each: why).
+    requests: tuple[dict[str, Any], ...] = ()
+    requests_refused: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MeasureJob:
-    """A measurement the runtime runs itself (an evaluator, a gate)."""
+    """A program the runtime runs itself (an evaluator, a gate, git): `argv` in `cwd`. With a
+    `pattern`, a measurement: `command` through /bin/sh, its value the pattern's last match."""
 
     key: str
-    command: str
+    argv: tuple[str, ...]
     cwd: Path
-    pattern: str
     timeout: float
     env: Mapping[str, str]
     jail: JailSpec | None = None
+    pattern: str | None = None
+    command: str | None = None
 
 
 class Executor(abc.ABC):
@@ -120,10 +127,13 @@ class LocalExecutor(Executor):
             event.set()
 
     async def measure(self, job: MeasureJob) -> dict[str, Any]:
-        from flamechase.engine.scoring import run_evaluator
+        from flamechase.engine.scoring import run_command, run_evaluator
 
-        return await run_evaluator(job.command, job.cwd, job.pattern, job.timeout,
-                                   env=dict(job.env), jail=job.jail)
+        if job.pattern is not None and job.command is not None:
+            return await run_evaluator(job.command, job.cwd, job.pattern, job.timeout,
+                                       env=dict(job.env), jail=job.jail)
+        return await run_command(list(job.argv), job.cwd, job.timeout, env=dict(job.env),
+                                 jail=job.jail)
 
 
 def measurement_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -49,7 +49,8 @@ class TurnDone:
             duration=round(r.duration, 3), cost_usd=round(u.cost_usd, 6),
             input_tokens=u.input_tokens, output_tokens=u.output_tokens,
             cache_read_tokens=u.cache_read_tokens, cache_write_tokens=u.cache_write_tokens,
-            transcript=r.transcript, repairs=r.repairs, exit_code=r.exit_code)
+            transcript=r.transcript, repairs=r.repairs, exit_code=r.exit_code,
+            requests=list(r.requests), requests_refused=list(r.requests_refused))
         status = self.status
         if status == "valid":
             result = r.result or {}
@@ -81,6 +82,16 @@ class MeasureDone:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class RanDone:
+    command: cm.Run
+    receipt: dict[str, Any]
+
+    def record(self, ledger: Ledger) -> None:
+        with ledger.tx():
+            ledger.ran(self.command.key, self.command.lane, self.command.place, self.receipt)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class PlaceDone:
     command: cm.MakePlace
     path: str
@@ -93,7 +104,7 @@ class PlaceDone:
                               self.dirs.lane_of_place(self.command.name))
 
 
-Done = TurnDone | MeasureDone | PlaceDone
+Done = TurnDone | MeasureDone | RanDone | PlaceDone
 Offload = Callable[..., Awaitable[Any]]
 
 
@@ -147,19 +158,22 @@ class Jobs:
             return
 
         async def make() -> PlaceDone:
-            path = await self.offload(dirs.make_place, command.name)
+            path = await self.offload(dirs.make_place, command.name, command.how)
             return PlaceDone(command, str(path), dirs)
 
         self._other[key] = asyncio.ensure_future(make())
         self._watch(self._other[key])
 
-    def measure(self, command: cm.Measure, job: MeasureJob) -> None:
+    def measure(self, command: cm.Measure | cm.Run, job: MeasureJob) -> None:
         key = f"measure:{command.key}"
         if key in self._other:
             return
 
-        async def run() -> MeasureDone:
-            return MeasureDone(command, await self.executor.measure(job))
+        async def run() -> MeasureDone | RanDone:
+            receipt = await self.executor.measure(job)
+            if isinstance(command, cm.Run):
+                return RanDone(command, receipt)
+            return MeasureDone(command, receipt)
 
         self._other[key] = asyncio.ensure_future(run())
         self._watch(self._other[key])

@@ -253,6 +253,12 @@ class Ledger:
         self.writer.add_place(name, path, how)
         self.journal(ev.PlaceMade(lane=lane, place=name, path=path, how=how))
 
+    def ran(self, key: str, lane: str | None, place: str,
+            receipt: Mapping[str, Any]) -> None:
+        self.writer.add_measurement(key=key, lane=lane, at=iso(self.clock.time()),
+                                    place=place, receipt=dict(receipt))
+        self.journal(ev.Ran(lane=lane, key=key, receipt=json.loads(json.dumps(receipt))))
+
     def measured(self, key: str, lane: str | None, place: str,
                  receipt: Mapping[str, Any]) -> None:
         self.writer.add_measurement(key=key, lane=lane, at=iso(self.clock.time()),

@@ -328,7 +328,7 @@ class Engine:
                 wake_at.append(c.at)
             elif isinstance(c, cm.MakePlace):
                 self.jobs.make_place(c, self.dirs)
-            elif isinstance(c, cm.Measure):
+            elif isinstance(c, cm.Measure | cm.Run):
                 self.jobs.measure(c, self.dirs.measure_job(c, self.builder))
         if self.stopping or self._finish is not None:
             return deferred, wake_at

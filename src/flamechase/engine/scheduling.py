@@ -129,6 +129,9 @@ class TurnBuilder:
             env["FLAMECHASE_ARTIFACTS"] = str(artifact_root)
         if checkpoint is not None:
             env["FLAMECHASE_CHECKPOINT"] = str(checkpoint)
+        requests = io_dir / "requests.jsonl" if cmd.requests else None
+        if requests is not None:
+            env["FLAMECHASE_REQUESTS"] = str(requests)
         env.update(cmd.env)
         jail = self.jail(lane=lane, place=cmd.place, turn_dir=io_dir,
                          cli=prep.agents[cmd.role].cli, role=cmd.role,
@@ -147,7 +150,7 @@ class TurnBuilder:
         agent = prep.agents[cmd.role].text
         job = TurnJob(job_id=f"{slot}:{cmd.number}:{attempt}", agent=agent, request=request,
                       result=cmd.result, repair=(before, after), checkpoint=checkpoint,
-                      checkpoint_identity=identity)
+                      checkpoint_identity=identity, requests=requests)
         started = ev.TurnStarted(lane=lane, actor=cmd.role, turn=cmd.number, attempt=attempt,
                                  backend=agent, place=cmd.place,
                                  delivered=[d["report_id"] for d in batch.deliveries])

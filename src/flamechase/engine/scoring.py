@@ -23,20 +23,25 @@ from flamechase.jail import JailSpec
 OUTPUT_LIMIT = 8 * 1024 * 1024
 
 
-async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
-                        env: dict[str, str] | None = None,
-                        jail: JailSpec | None = None) -> dict[str, Any]:
-    """Run `command` with /bin/sh in `cwd`; the receipt of what it printed.
+OUTPUT_TAIL = 64 * 1024  # of a command's output, kept in its receipt
 
-    `jail`: confine it as the submitting lane's turns are (it runs the lane's code).
-    """
+
+async def run_command(argv: list[str], cwd: Path, timeout: float,
+                      env: dict[str, str] | None = None,
+                      jail: JailSpec | None = None) -> dict[str, Any]:
+    """Run `argv` in `cwd` (jailed by `jail`); the receipt: exit code, duration, the SHA-256
+    of its output (up to OUTPUT_LIMIT), the last OUTPUT_TAIL bytes of it, and an error when
+    it did not exit 0 in time."""
     t0 = time.monotonic()
-    receipt: dict[str, Any] = {"command": command, "cwd": str(cwd), "exit_code": None,
-                               "duration": 0.0, "output_sha256": None, "value": None,
+    receipt: dict[str, Any] = {"argv": argv, "cwd": str(cwd), "exit_code": None,
+                               "duration": 0.0, "output_sha256": None, "output": "",
                                "error": None}
-    argv = jails.wrap(["/bin/sh", "-c", command], jail)
-    proc = await procs.Proc.start(argv, cwd=cwd,
-                                  env=env if env is not None else dict(os.environ))
+    try:
+        proc = await procs.Proc.start(jails.wrap(argv, jail), cwd=cwd,
+                                      env=env if env is not None else dict(os.environ))
+    except OSError as exc:
+        receipt["error"] = f"cannot start {argv[0]}: {exc.strerror or exc}"
+        return receipt
     digest = hashlib.sha256()
     tail = b""
     size = 0
@@ -49,11 +54,11 @@ async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
             size += len(line) + 1
             if size <= OUTPUT_LIMIT:
                 digest.update(line + b"\n")
-                tail = (tail + line + b"\n")[-65536:]
+            tail = (tail + line + b"\n")[-OUTPUT_TAIL:]
         code = await proc.wait_exit(deadline=deadline, silence=timeout)
         receipt["exit_code"] = jails.decode_exit(code, jail)
     except (procs.TurnTimeout, procs.SilenceTimeout):
-        receipt["error"] = f"evaluator ran past {timeout:g}s"
+        receipt["error"] = f"ran past {timeout:g}s"
     finally:
         with contextlib.suppress(Exception):
             await proc.kill(grace=1.0)
@@ -61,22 +66,39 @@ async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
             await procs.end_group(None, proc.token, grace=1.0, since=proc.since)
     receipt["duration"] = round(time.monotonic() - t0, 3)
     receipt["output_sha256"] = digest.hexdigest()
+    receipt["output"] = tail.decode("utf-8", "replace")
     if receipt["error"] is None and receipt["exit_code"] != 0:
-        receipt["error"] = f"evaluator exited with code {receipt['exit_code']}"
-    if receipt["error"] is None:
-        matches = re.findall(pattern, tail.decode("utf-8", "replace"), flags=re.MULTILINE)
-        if not matches:
-            receipt["error"] = f"evaluator output has no match for {pattern!r}"
-        else:
-            last = matches[-1]
-            text = last if isinstance(last, str) else last[0]
-            try:
-                value = float(text)
-            except ValueError:
-                receipt["error"] = f"evaluator printed {text!r}, not a number"
-            else:
-                if math.isfinite(value):
-                    receipt["value"] = value
-                else:
-                    receipt["error"] = "evaluator printed a non-finite value"
+        receipt["error"] = f"exited with code {receipt['exit_code']}"
+    return receipt
+
+
+async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
+                        env: dict[str, str] | None = None,
+                        jail: JailSpec | None = None) -> dict[str, Any]:
+    """Run `command` with /bin/sh in `cwd`; the receipt of what it printed, with the value:
+    the last match of `pattern`'s group in its output.
+
+    `jail`: confine it as the submitting lane's turns are (it runs the lane's code).
+    """
+    receipt = await run_command(["/bin/sh", "-c", command], cwd, timeout, env, jail)
+    receipt = {"command": command, **{k: v for k, v in receipt.items() if k != "argv"},
+               "value": None}
+    if receipt["error"] is not None:
+        receipt["error"] = f"evaluator {receipt['error']}"
+        return receipt
+    matches = re.findall(pattern, receipt["output"], flags=re.MULTILINE)
+    if not matches:
+        receipt["error"] = f"evaluator output has no match for {pattern!r}"
+        return receipt
+    last = matches[-1]
+    text = last if isinstance(last, str) else last[0]
+    try:
+        value = float(text)
+    except ValueError:
+        receipt["error"] = f"evaluator printed {text!r}, not a number"
+        return receipt
+    if math.isfinite(value):
+        receipt["value"] = value
+    else:
+        receipt["error"] = "evaluator printed a non-finite value"
     return receipt

@@ -75,8 +75,9 @@ class RunDirs:
     def has_place(self, name: str) -> bool:
         return name == SOURCE or name in self._places
 
-    def make_place(self, name: str) -> Path:
-        """A snapshot of the source at the place's path (runs in a worker thread)."""
+    def make_place(self, name: str, how: str = "snapshot") -> Path:
+        """A snapshot of the source, or an empty directory, at the place's path (runs in a
+        worker thread)."""
         parts = name.split("/")
         if name == SOURCE or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
             raise SnapshotFailed(f"{name!r} is not a place a flow may make: use a relative "
@@ -85,7 +86,9 @@ class RunDirs:
         private_dirs(parent, self.layout.root)
         dest = self.layout.place(name)
         clean_partials(parent)
-        if not dest.exists():
+        if how == "empty":
+            dest.mkdir(mode=0o700, exist_ok=True)
+        elif not dest.exists():
             snapshot(self.prep.workspace, dest)
         return dest
 
@@ -127,8 +130,8 @@ class RunDirs:
         """Every private place made so far, by name."""
         return {name: Path(p["path"]) for name, p in self._places.items()}
 
-    def measure_job(self, c: cm.Measure, builder: TurnBuilder) -> MeasureJob:
-        """It runs the measured place's code: jailed like that lane's turns."""
+    def measure_job(self, c: cm.Measure | cm.Run, builder: TurnBuilder) -> MeasureJob:
+        """It runs the place's code: jailed like that place's turns."""
         cwd = builder.place_path(c.place)
         env = measurement_env()
         jail = builder.jail(lane=c.lane, place=c.place, turn_dir=None, cli=None,
@@ -136,8 +139,12 @@ class RunDirs:
                             places=self.places())
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
-        return MeasureJob(key=c.key, command=c.command, cwd=cwd, pattern=c.pattern,
-                          timeout=c.timeout, env=env, jail=jail)
+        if isinstance(c, cm.Run):
+            return MeasureJob(key=c.key, argv=c.argv, cwd=cwd, timeout=c.timeout,
+                              env={**env, **c.env}, jail=jail)
+        return MeasureJob(key=c.key, argv=("/bin/sh", "-c", c.command), cwd=cwd,
+                          timeout=c.timeout, env=env, jail=jail, pattern=c.pattern,
+                          command=c.command)
 
     # ---- processes -----------------------------------------------------------------------------
 

@@ -22,6 +22,8 @@ from flamechase.procs import boot_ticks
 from flamechase.workspace.checkpoints import read_checkpoint
 
 REPORT_LIMIT = 4 * 1024 * 1024
+REQUESTS_LIMIT = 1024 * 1024  # bytes of a turn's requests file read
+REQUESTS_MAX = 200  # requests taken from one turn
 
 
 def read_result_file(path: Path) -> tuple[Any, str | None]:
@@ -71,6 +73,42 @@ def _recover(job: TurnJob) -> dict[str, Any] | None:
         return job.result.validate(data)
     except ValueError:
         return None
+
+
+def read_requests(path: Path | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSON objects the agent appended to its requests file, and why lines were refused.
+
+    Read like a report (no link, a regular file, bounded); a line that is not a JSON object
+    is refused with its number, never the run.
+    """
+    if path is None:
+        return [], []
+    try:
+        raw = read_regular_file(path, REQUESTS_LIMIT)
+    except FileNotFoundError:
+        return [], []
+    except FileRefused as exc:
+        return ([], []) if exc.reason == "does not exist" else ([], [f"requests file: {exc}"])
+    except (OSError, ValueError) as exc:
+        return [], [f"requests file: {exc}"]
+    taken: list[dict[str, Any]] = []
+    refused: list[str] = []
+    for n, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        if len(taken) >= REQUESTS_MAX:
+            refused.append(f"line {n}: more than {REQUESTS_MAX} requests in one turn")
+            break
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            refused.append(f"line {n}: not JSON")
+            continue
+        if isinstance(value, dict):
+            taken.append(value)
+        else:
+            refused.append(f"line {n}: not a JSON object")
+    return taken, refused
 
 
 async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnResult:
@@ -131,6 +169,7 @@ async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnRes
             await session.close()
     if fields.get("error") is not None:
         fields["error"] = str(fields["error"])[:4000]
-    return TurnResult(started=started, ended=iso(time.time()),
+    requests, refused = read_requests(job.requests)
+    return TurnResult(requests=tuple(requests), requests_refused=tuple(refused),started=started, ended=iso(time.time()),
                       duration=time.monotonic() - t0, usage=usage, repairs=repairs,
                       spawned=tuple(spawned), since=since, **fields)

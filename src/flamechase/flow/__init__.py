@@ -37,6 +37,7 @@ from flamechase.flow.commands import (
     PublishReport,
     ReleaseLane,
     ResultSpec,
+    Run,
     StartTurn,
     WaitUntil,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "PublishReport",
     "ReleaseLane",
     "ResultSpec",
+    "Run",
     "RunSetup",
     "StartTurn",
     "TurnContext",

@@ -39,6 +39,7 @@ __all__ = [
     "PublishReport",
     "ReleaseLane",
     "ResultSpec",
+    "Run",
     "StartTurn",
     "WaitUntil",
     "settles",
@@ -97,8 +98,10 @@ class StartTurn(Command):
     delivered with the turn and acknowledged when it is valid. `checkpoint`: the agent may
     leave a checkpoint the runtime uses if its session dies before the report. `artifacts`:
     freeze the files the result declares (see `ResultSpec.declared_artifacts`) from the lane's
-    artifact root; a refused package makes the turn failed. `note`: anything the flow wants
-    back in `TurnContext` when it writes the prompt.
+    artifact root; a refused package makes the turn failed. `requests`: the agent may ask the
+    runtime for things by appending JSON objects, one per line, to `$FLAMECHASE_REQUESTS`;
+    they reach the flow with the turn's end event (`requests`), never as run state the agent
+    writes. `note`: anything the flow wants back in `TurnContext` when it writes the prompt.
     """
 
     role: str
@@ -110,6 +113,7 @@ class StartTurn(Command):
     inbox_from: tuple[str, ...] = ()
     checkpoint: bool = False
     artifacts: bool = False
+    requests: bool = False
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     note: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -118,12 +122,13 @@ class StartTurn(Command):
         return f"turn:{self.lane}" if self.lane is not None else f"turn::{self.role}"
 
 
-PlaceHow = Literal["snapshot"]
+PlaceHow = Literal["snapshot", "empty"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MakePlace(Command):
-    """A private copy of the source called `name` (its path is the engine's choice)."""
+    """A private place called `name` (its path is the engine's choice): a snapshot of the
+    source, or an empty directory (for what the flow builds there with `Run`)."""
 
     name: str
     how: PlaceHow = "snapshot"
@@ -144,6 +149,20 @@ class Measure(Command):
     pattern: str
     timeout: float = 600.0
     lane: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Run(Command):
+    """Run a program (not an agent: a gate, a build, git) in `place`, jailed like the place's
+    turns. Answered by `Ran(key)` with its receipt: exit code, duration, the SHA-256 of its
+    output and the output's last 64 KiB, and an error unless it exited 0 in time."""
+
+    key: str
+    place: str
+    argv: tuple[str, ...]
+    timeout: float = 600.0
+    lane: str | None = None
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -217,8 +217,10 @@ class ParallelFlameChase(Flow[PfcState]):
         rest = {k: v for k, v in state.measuring.items() if k != event.key}
         state = state.model_copy(update={"measuring": rest,
                                          "book": state.book.done_waiting(event.key)})
+        # The state keeps the receipt without the output itself (its hash stays).
+        receipt = {k: v for k, v in event.receipt.items() if k != "output"}
         return self._add_candidate(state, event.key, info["lane"], info["role"], info["at"],
-                                   info["sub"], event.receipt)
+                                   info["sub"], receipt)
 
     def _add_candidate(self, state: PfcState, rid: str, lane: str, role: str | None, at: str,
                        sub: Mapping[str, Any], receipt: Mapping[str, Any] | None) -> PfcState:

@@ -645,6 +645,7 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.ObjectiveReplanned: RunFold._nothing,
     ev.PlaceMade: RunFold._place,
     ev.Measured: RunFold._nothing,
+    ev.Ran: RunFold._nothing,
     ev.CandidateBestUpdated: RunFold._nothing,
 }
 
