@@ -170,6 +170,7 @@ async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnRes
     if fields.get("error") is not None:
         fields["error"] = str(fields["error"])[:4000]
     requests, refused = read_requests(job.requests)
-    return TurnResult(requests=tuple(requests), requests_refused=tuple(refused),started=started, ended=iso(time.time()),
+    return TurnResult(started=started, ended=iso(time.time()),
                       duration=time.monotonic() - t0, usage=usage, repairs=repairs,
-                      spawned=tuple(spawned), since=since, **fields)
+                      spawned=tuple(spawned), since=since, requests=tuple(requests),
+                      requests_refused=tuple(refused), **fields)
