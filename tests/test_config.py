@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
+from flamechase.budgets import NO_BUDGET
 from flamechase.config import (
     BUDGET_KEYS,
     Budget,
-    budget_required_message,
     load_config,
     parse_bool,
     parse_cost,
@@ -325,11 +325,10 @@ def test_merged_replaces_given_keys_and_keeps_the_rest() -> None:
     )
 
 
-def test_budget_required_message_names_every_bound() -> None:
-    message = budget_required_message("flame_chase")
-    assert message.startswith("flame_chase needs a budget so it stops")
+def test_the_no_budget_notice_says_how_the_run_ends_and_names_every_bound() -> None:
+    assert NO_BUDGET.startswith("no budget: this run goes on until you stop it")
     for key in BUDGET_KEYS[:4]:
-        assert key in message
+        assert key in NO_BUDGET
 
 
 # --- parse_settings -----------------------------------------------------------------------------

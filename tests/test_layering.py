@@ -19,15 +19,16 @@ ALLOWED: dict[str, set[str]] = {
     "fsutil": set(),
     "reports": set(),
     "flow": {"reports", "events"},  # the public flow API: deciders over events
-    "config": {"errors", "flow"},  # validates -p against a flow's params model
+    "budgets": {"errors"},  # what stops a run, and its value forms
+    "config": {"errors", "flow", "budgets"},  # validates -p against a flow's params model
     "store": {"errors", "fsutil"},
     "workspace": {"errors", "fsutil"},
     "agents": {"procs", "jail", "errors", "fsutil", "reports"},
     "flows": {"flow", "reports", "errors", "events"},
     "engine": {"store", "agents", "workspace", "procs", "flow", "flows", "reports", "config",
-               "errors", "fsutil", "jail", "events"},
-    "view": {"store", "errors", "engine", "flows", "agents", "config", "flow", "reports", "fsutil",
-             "workspace", "events"},
+               "budgets", "errors", "fsutil", "jail", "events"},
+    "view": {"store", "errors", "engine", "flows", "agents", "config", "budgets", "flow",
+             "reports", "fsutil", "workspace", "events"},
     # PUBLIC harness for flow tests: the real engine with scripted turns and a fake clock.
     "testing": {"engine", "agents", "flow", "flows", "config"},
     "cli": {"*"},

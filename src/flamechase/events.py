@@ -20,6 +20,7 @@ from typing import Any, ClassVar, TypeVar
 __all__ = [
     "REGISTRY",
     "BudgetSpent",
+    "Stopping",
     "CandidateBestUpdated",
     "CandidateSubmitted",
     "Event",
@@ -168,9 +169,10 @@ class RunCreated(Event):
     lanes: list[str] = dataclasses.field(default_factory=list)
     agents: dict[str, str] = dataclasses.field(default_factory=dict)
     budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+    budget_from: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def describe(self) -> str:
-        return f"run of {self.flow} created on {self.workspace}"
+        return f"run of {self.flow} created on {self.workspace}; {budget_words(self.budget)}"
 
 
 @register
@@ -183,9 +185,53 @@ class RunResumed(Event):
     budget: dict[str, Any] = dataclasses.field(default_factory=dict)
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     revised: bool = False
+    budget_from: dict[str, str] = dataclasses.field(default_factory=dict)
+    spent: dict[str, Any] = dataclasses.field(default_factory=dict)  # budget report at resume
 
     def describe(self) -> str:
-        return f"run resumed (session {self.session})"
+        return (f"run resumed (session {self.session}); "
+                f"{budget_words(self.budget, self.budget_from, self.spent)}")
+
+
+def budget_words(budget: Mapping[str, Any], origin: Mapping[str, str] | None = None,
+                 spent: Mapping[str, Any] | None = None) -> str:
+    """Every bound in force, where it came from and what is spent of it, in one line."""
+    parts = []
+    for key in ("duration", "cost", "turns", "output_tokens"):
+        limit = budget.get(key)
+        if limit is None:
+            continue
+        used = (spent or {}).get(key, {}).get("used") if spent else None
+        text = f"{key} {_amount(key, limit)}"
+        if origin and key in origin:
+            text += f" ({origin[key]}"
+            text += f", {_amount(key, used)} spent)" if used is not None else ")"
+        parts.append(text)
+    if not parts:
+        return "no budget: runs until stopped"
+    return "budget " + ", ".join(parts)
+
+
+def _amount(key: str, value: Any) -> str:
+    if not isinstance(value, int | float):
+        return str(value)
+    if key == "duration":
+        return human_seconds(float(value))
+    if key == "cost":
+        return f"${value:.2f}"
+    return f"{int(value):,}"
+
+
+def human_seconds(seconds: float) -> str:
+    """A duration as people write it: 45s, 3m05s, 1h02m, 2d03h."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s // 60) % 60:02d}m"
+    return f"{s // 86400}d{(s // 3600) % 24:02d}h"
 
 
 @register
@@ -230,6 +276,25 @@ class PlaceMade(Event):
 class RunRunning(Event):
     kind: ClassVar[str] = "run_running"
     lanes: list[str] = dataclasses.field(default_factory=list)
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Stopping(Event):
+    """The user asked the run to stop: turns under way finish (or, `cut`, are cut now)."""
+
+    kind: ClassVar[str] = "stopping"
+    cut: bool = False
+    under_way: int = 0
+
+    def describe(self) -> str:
+        n = self.under_way
+        turns = f"{n} turn{'s' if n != 1 else ''} under way"
+        if self.cut:
+            return f"stopping now: cutting {turns}"
+        if not n:
+            return "stopping: nothing is under way"
+        return f"stopping: {turns} will finish and be recorded; Ctrl-C again to cut them"
 
 
 @register

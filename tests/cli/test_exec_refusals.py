@@ -43,7 +43,6 @@ CASES = [
       "-p", "colour=blue", "t"], "colour"),
     (["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "budget.duration=soon",
       "t"], "budget.duration"),
-    (["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "t"], "budget"),
     (["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "budget.turns=1", "  "],
      "TASK is empty"),
     (["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "budget.turns=1",

@@ -7,6 +7,7 @@ fakes, so a twelve-hour budget takes milliseconds and nothing depends on machine
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -100,7 +101,7 @@ def test_a_twelve_hour_budget_runs_in_simulated_time(ws: Path, state_home: Path)
     start = clock.time()
     end = run_engine("flame_chase", ws, executor=ex, clock=clock,
                      settings={"budget.duration": "12h"})
-    assert end.message == "budget duration is spent"
+    assert end.message.startswith("budget duration is spent")
     # 600 s turns back to back with a 0.05 s rest: the 72nd starts before 12 h, ends after.
     assert len(ex.jobs) == 72
     assert 12 * 3600 <= clock.time() - start < 12 * 3600 + 600
@@ -112,7 +113,7 @@ def test_a_cost_budget_stops_new_turns(ws: Path, state_home: Path) -> None:
                                                               "summary": "x"}, cost=0.4))
     end = run_engine("flame_chase", ws, executor=ex, clock=clock,
                      settings={"budget.cost": "1"})
-    assert end.message == "budget cost is spent"
+    assert end.message.startswith("budget cost is spent")
     assert len(ex.jobs) == 3  # 0.4 + 0.4 = 0.8 leaves room; 1.2 does not
 
 
@@ -268,10 +269,46 @@ def test_a_cut_turn_keeps_its_budget_slot_across_a_crash(ws: Path, state_home: P
     again = ScriptedExecutor(clock, pfc(lambda job: ok()))
     end = run_engine("parallel_flame_chase", ws, executor=again, clock=clock, resume=True,
                      settings={"budget.turns": "6"})
-    assert end.message == "budget turns is spent"
+    assert end.message.startswith("budget turns is spent")
     assert [(j.request.lane, j.request.turn, j.request.role, j.request.attempt)
             for j in again.jobs] == [(c["lane"], c["number"], c["role"], 2) for c in cut]
     counted = rows(state_home, "SELECT count(*) AS n FROM turns WHERE counted = 1 AND "
                                "status IN ('valid', 'failed')")[0]["n"]
     assert counted == 6
     assert "turn_interrupted" in kinds(state_home)
+
+
+def test_without_a_budget_the_run_goes_on_until_stopped(ws: Path, state_home: Path) -> None:
+    clock = FakeClock()
+    ex = ScriptedExecutor(clock, lambda job: FakeTurn(report={"status": "progress",
+                                                              "summary": "x"}, duration=3600))
+    end = run_engine("flame_chase", ws, executor=ex, clock=clock,
+                     engine_hook=_stop_at(30 * 3600))
+    assert (end.status, end.exit_code) == ("stopped", 130)
+    assert len(ex.jobs) == 30  # a day and more of turns, then the stop
+    notices = rows(state_home, "SELECT payload FROM events WHERE kind = 'notice'")
+    assert any("no budget: this run goes on until you stop it" in n["payload"]
+               for n in notices)
+
+
+def test_a_stop_is_answered_at_once_with_what_happens_next(ws: Path, state_home: Path) -> None:
+    clock = FakeClock()
+    ex = ScriptedExecutor(clock, lambda job: FakeTurn(report={"status": "progress",
+                                                              "summary": "x"}, duration=100))
+    run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "9"},
+               engine_hook=_stop_at(150, times=2))
+    said = rows(state_home, "SELECT payload FROM events WHERE kind = 'stopping' ORDER BY seq")
+    assert [json.loads(s["payload"]) for s in said] == [
+        {"cut": False, "under_way": 1}, {"cut": True, "under_way": 1}]
+    kinds_now = kinds(state_home)
+    # Said before the turn under way ended.
+    assert kinds_now.index("stopping") < kinds_now.index("turn_interrupted")
+
+
+def test_a_run_whose_every_turn_failed_fails(ws: Path, state_home: Path) -> None:
+    clock = FakeClock()
+    ex = ScriptedExecutor(clock, lambda job: FakeTurn(error="no"))
+    end = run_engine("flame_chase", ws, executor=ex, clock=clock,
+                     settings={"budget.turns": "3"})
+    assert (end.status, end.exit_code) == ("failed", 1)
+    assert end.message.endswith("none of its 3 turns was valid")

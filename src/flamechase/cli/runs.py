@@ -35,7 +35,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     knows (a plan, a leaderboard, whose turn is next) from the summary the flow's `describe`
     left with its state: top-level keys as they are, `lanes` merged into each lane's row.
     """
-    from flamechase.config import Budget
+    from flamechase.budgets import Budget
     from flamechase.store.db import Reader
     from flamechase.store.home import locks_dir
     from flamechase.workspace.locks import owner
@@ -49,6 +49,11 @@ def run_status(run_dir: Path) -> dict[str, Any]:
             stored = r.flow_state()
         except Exception:  # a run of an older flamechase: no flow state table
             stored = None
+        opened = r.last_event(("run_created", "run_resumed"))
+        ended = r.last_event(("run_finished", "run_stopped", "run_failed", "run_held"))
+        stop = r.last_event(("stopping",))
+        notices = [e["payload"].get("message", "") for e in
+                   r.events_of("notice", opened["seq"] if opened else 0)]
     summary: dict[str, Any] = dict(stored["summary"]) if stored else {}
     lane_extra: dict[str, Any] = summary.pop("lanes", None) or {}
     status = run["status"]
@@ -77,6 +82,10 @@ def run_status(run_dir: Path) -> dict[str, Any]:
             "output_tokens": {"limit": budget.output_tokens,
                               "used": int(spend["output_tokens"])},
             "graceful": budget.graceful,
+            # Where each bound in force came from ("given now" by the session that set it
+            # last, or "set earlier"); none at all: the run goes on until stopped.
+            "from": dict((opened or {}).get("payload", {}).get("budget_from") or {}),
+            "unbounded": budget.is_empty(),
         },
         "lanes": [
             {
@@ -100,6 +109,10 @@ def run_status(run_dir: Path) -> dict[str, Any]:
             for ln in lanes
         ],
         "last_error": run["last_error"],
+        "ended": (ended["payload"].get("message") if ended and (
+            not opened or ended["seq"] > opened["seq"]) else None),
+        "stopping": bool(engine_alive and stop and opened and stop["seq"] > opened["seq"]),
+        "notices": notices,
     }
     for key, value in summary.items():
         out.setdefault(key, value)
@@ -117,27 +130,51 @@ def status_command(run: str, as_json: bool) -> int:
     if as_json:
         click.echo(json.dumps(st, indent=1))
         return 0
-    click.echo(f"run {st['id']} · {st['flow']} · {st['status']} · {st['workspace']}")
+    for line in status_lines(st):
+        click.echo(line)
+    return 0
+
+
+def status_lines(st: dict[str, Any]) -> list[str]:
+    """`status` for people: durations and counts as people write them."""
+    from flamechase.events import budget_words, human_seconds
+
+    state = "stopping" if st.get("stopping") else st["status"]
+    out = [f"run {st['id']} · {st['flow']} · {state} · {st['workspace']}"]
+    task = str(st.get("task") or "").strip().splitlines()
+    if task:
+        out.append(f"task: {task[0][:100]}")
+    if st.get("ended"):
+        out.append(f"ended: {st['ended']}")
     b = st["budget"]
-    parts = []
-    for key in ("duration", "cost", "turns", "output_tokens"):
-        if b[key]["limit"] is not None:
-            parts.append(f"{key} {b[key]['used']}/{b[key]['limit']}")
-        elif b[key]["used"]:
-            parts.append(f"{key} {b[key]['used']}")
-    click.echo("budget: " + ", ".join(parts))
+    limits = {k: b[k]["limit"] for k in ("duration", "cost", "turns", "output_tokens")}
+    spent = {k: {"used": b[k]["used"]} for k in limits}
+    out.append(budget_words(limits, b.get("from") or dict.fromkeys(
+        [k for k, v in limits.items() if v is not None], "set"), spent))
+    used = [f"active {human_seconds(float(b['duration']['used']))}",
+            _count(int(b["turns"]["used"]), "turn"), f"${float(b['cost']['used']):.2f}"]
+    out.append("spent: " + ", ".join(used))
+    out += [f"note: {n}" for n in st.get("notices") or () if n]
     for ln in st["lanes"]:
-        state = "HELD" if ln["held"] else ("paused" if ln["paused_until"] else "ok")
+        lane_state = "HELD" if ln["held"] else ("paused" if ln["paused_until"] else "ok")
         nxt = f", next {ln['next_role']}" if ln.get("next_role") else ""
-        click.echo(f"  {ln['lane']}: {ln['turns']} turns{nxt}, {state}"
-                   + (f", last error: {ln['last_error'][:100]}" if ln["last_error"] else ""))
+        valid = ln.get("valid_turns", 0)
+        out.append(f"  {ln['lane']}: {_count(ln['turns'], 'turn')} ({valid} valid){nxt}, "
+                   f"{lane_state}")
+        why = ln["held_reason"] if ln["held"] else ln["last_error"]
+        if why:
+            out.append(f"      {'held' if ln['held'] else 'last error'}: {str(why)[:160]}")
     best = (st.get("leaderboard") or {}).get("best")
     if best:
-        click.echo(f"best: {best['metric']} = {best['value']} from {best['lane']} "
+        out.append(f"best: {best['metric']} = {best['value']:g} from {best['lane']} "
                    f"({best['report_id']})")
-    if st["last_error"]:
-        click.echo(f"last error: {st['last_error']}")
-    return 0
+    if st["last_error"] and st["last_error"] != st.get("ended"):
+        out.append(f"last error: {st['last_error']}")
+    return out
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 @click.command("events")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from flamechase.config import Budget
+from flamechase.budgets import Budget
 from flamechase.engine.clock import Clock
 
 

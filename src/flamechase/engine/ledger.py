@@ -76,6 +76,13 @@ class Ledger:
         """Tokens of agent processes this run recorded and has not swept yet."""
         return [r[0] for r in self.writer.conn.execute("SELECT token FROM procs")]
 
+    def valid_turns(self) -> tuple[int, int]:
+        """(valid, all) counted turns recorded: what the run's end says of its work."""
+        row = self.writer.conn.execute(
+            "SELECT count(*) FILTER (WHERE status = 'valid'), count(*) FROM turns "
+            "WHERE counted = 1 AND status IN ('valid', 'failed')").fetchone()
+        return int(row[0]), int(row[1])
+
     def mark_stored(self) -> None:
         """The state in memory is the one in the store (just loaded)."""
         self._stored = self.state

@@ -87,6 +87,7 @@ class Engine:
         self.dirs: RunDirs
         self._finish: cm.FinishRun | None = None
         self._budget_said = False
+        self._stop_said = 0
         self._running_said = False
         self._cut_sent = False
 
@@ -187,7 +188,8 @@ class Engine:
                 changed_agents={r: [stored["agents"].get(r), t] for r, t in agents_now.items()
                                 if stored["agents"].get(r) != t},
                 budget=prep.budget.to_json(), params=prep.params.model_dump(mode="json"),
-                revised=prep.revised))
+                revised=prep.revised, budget_from=dict(prep.budget_from),
+                spent=self.budget.report()))
 
     @property
     def ledger(self) -> Ledger:
@@ -207,9 +209,17 @@ class Engine:
     # ---- ending ----------------------------------------------------------------------------
 
     def _end(self, status: str, message: str) -> RunEnd:
-        """Record how the run ended; no process of this run survives it."""
-        code, kind = END_STATUS[status]
+        """Record how the run ended; no process of this run survives it. A run whose counted
+        turns all failed did not finish: it failed, and says so."""
         ledger, budget = self._ledger, self._budget
+        if ledger is not None:
+            valid, total = ledger.valid_turns()
+            if total and not valid and status == "finished":
+                status = "failed"
+                message += f"; none of its {total} turn{'s' if total != 1 else ''} was valid"
+            elif total:
+                message += f"; {valid} of {total} turn{'s' if total != 1 else ''} valid"
+        code, kind = END_STATUS[status]
         if ledger is not None:
             tokens = ledger.procs()
             sweep_leftovers([(None, t) for t in tokens])
@@ -220,7 +230,8 @@ class Engine:
                     status=status,
                     active_seconds=budget.active_seconds() if budget else 0.0,
                     last_error=message if status == "failed" else None)
-                ledger.journal(kind(message=message, budget=budget.report() if budget else {}))
+                ledger.journal(kind(message=message, budget=budget.report() if budget else {},
+                                    valid_turns=valid))
         return RunEnd(self.run_id, status, code, message)
 
     async def _cut_all(self) -> None:
@@ -237,6 +248,11 @@ class Engine:
         while True:
             for done in self.jobs.take_done():
                 self._record(done)
+            if self.stopping > self._stop_said:
+                # Said at once, before anything else: whoever pressed Ctrl-C is waiting.
+                self._stop_said = self.stopping
+                self.ledger.say(ev.Stopping(cut=self.stopping >= 2,
+                                            under_way=len(self.jobs.turns())))
             await self._hard_stops()
             commands = self._settle()
             deferred, wake_at = self._dispatch(commands)
@@ -263,7 +279,8 @@ class Engine:
             return None
         spent = self.budget.spent()
         if spent is not None:
-            return self._end("finished", f"budget {spent} is spent")
+            return self._end("finished", f"budget {spent} is spent (to go on, resume with a "
+                                         f"larger -p budget.{spent}=…)")
         if not any(isinstance(c, cm.WaitUntil) for c in commands):
             raise FlowError(f"flow {self.flow.name} asked for nothing more and did not end the "
                             "run (a flow bug): its last commands were "

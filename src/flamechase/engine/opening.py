@@ -87,7 +87,8 @@ def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
         ledger.journal(ev.RunCreated(
             flow=flow.name, flow_source=prep.flow_source, flow_hash=prep.flow_hash,
             workspace=str(prep.workspace), objective=prep.objective,
-            lanes=[ln.name for ln in lanes], agents=agents, budget=prep.budget.to_json()))
+            lanes=[ln.name for ln in lanes], agents=agents, budget=prep.budget.to_json(),
+            budget_from=dict(prep.budget_from)))
 
 
 def load(ledger: Ledger, prep: Prepared, reader: Reader) -> None:

@@ -15,7 +15,8 @@ from flamechase import jail as jails
 from flamechase.agents.backend import Backend
 from flamechase.agents.registry import backend_for
 from flamechase.agents.spec import AgentSpec, assign_roles
-from flamechase.config import Budget, budget_required_message, parse_settings
+from flamechase.budgets import NO_BUDGET, Budget
+from flamechase.config import parse_settings
 from flamechase.engine import objective as obj
 from flamechase.errors import (
     BackendUnavailable,
@@ -69,6 +70,8 @@ class Prepared:
     jail_mode: jails.Mode = "off"  # the jail of lanes outside the source
     flow_source: str = ""
     flow_hash: str = ""
+    # Each bound in force: "given now" (this command line) or "set earlier" (a past session).
+    budget_from: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _runs_of(flow: str, workspace: Path) -> list[tuple[str, Path, dict[str, Any]]]:
@@ -159,14 +162,19 @@ def prepare(req: RunRequest) -> Prepared:
     else:
         params = given
         budget = Budget().merged(budget_given)
+    # Where each bound in force came from: this command line, or the run's earlier sessions.
+    budget_from = {key: ("given now" if key in budget_given else "set earlier")
+                   for key, value in budget.to_json().items()
+                   if key != "graceful" and value is not None}
+    notices: list[str] = []
     if budget.is_empty():
-        raise ParamError(budget_required_message(flow.name))
+        # The seeds: a run ends "when the budget runs out, or you stop it".
+        notices.append(NO_BUDGET)
 
     # Agents.
     roles = flow.roles(params)
     agents = assign_roles(req.agents, roles, flow.name)
     backends: dict[str, Backend] = {}
-    notices: list[str] = []
     self_reported: list[str] = []
     for role, spec in agents.items():
         backend = backend_for(spec)
@@ -226,6 +234,7 @@ def prepare(req: RunRequest) -> Prepared:
         backends=backends,
         objective=objective, task_fingerprint=fp, workspace=ws, resume_from=resume_dir,
         revised=revised, notices=tuple(notices), flow_source=flow_source, flow_hash=flow_hash,
+        budget_from=budget_from,
     )
 
 

@@ -174,10 +174,10 @@ class LaneBook(BaseModel):
     def all_held(self) -> bool:
         return bool(self.lanes) and all(ln.held and not ln.busy for ln in self.lanes.values())
 
-    def held_message(self) -> str:
+    def held_message(self, how_to_go_on: str = "") -> str:
         reasons = "; ".join(f"{n}: {ln.last_error or ln.last_status}"
                             for n, ln in self.lanes.items())
-        return f"every lane is held ({reasons})"
+        return f"every lane is held ({reasons})" + (f"; {how_to_go_on}" if how_to_go_on else "")
 
     def describe(self) -> dict[str, Mapping[str, Any]]:
         return {n: {"next_role": ln.next_role} for n, ln in self.lanes.items()}

@@ -42,6 +42,8 @@ from flamechase.flows.plans import PlanResult
 
 PLANNER = "coordinator"
 PLAN_ATTEMPTS = 3  # fresh planning sessions before the run fails
+GO_ON = ("to go on, change TASK.md and run the same command with the task `continue`: the "
+         "coordinator re-plans and the held lanes are released")
 
 
 class ParallelParams(CopyParams):
@@ -248,7 +250,7 @@ class ParallelFlameChase(Flow[PfcState]):
         if any(ln.place not in state.places for ln in private):
             return out
         if state.book.all_held() and not state.measuring and not state.outbox:
-            return [*out, FinishRun("held", state.book.held_message())]
+            return [*out, FinishRun("held", state.book.held_message(GO_ON))]
         return out + state.book.turns_to_start()
 
     def _plan(self, state: PfcState, p: Planning) -> list[Command]:

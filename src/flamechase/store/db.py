@@ -405,6 +405,27 @@ class Reader:
             out.append(d)
         return out
 
+    def last_event(self, kinds: tuple[str, ...]) -> dict[str, Any] | None:
+        """The newest event of one of `kinds`, as a row."""
+        marks = ",".join("?" for _ in kinds)
+        rows = self._q(f"SELECT * FROM events WHERE kind IN ({marks}) "  # noqa: S608
+                       "ORDER BY seq DESC LIMIT 1", kinds)
+        if not rows:
+            return None
+        d = dict(rows[0])
+        d["payload"] = json.loads(d["payload"])
+        return d
+
+    def events_of(self, kind: str, after: int = 0) -> list[dict[str, Any]]:
+        """Every event of `kind` after seq `after`, oldest first."""
+        out = []
+        for r in self._q("SELECT * FROM events WHERE kind = ? AND seq > ? ORDER BY seq",
+                         (kind, after)):
+            d = dict(r)
+            d["payload"] = json.loads(d["payload"])
+            out.append(d)
+        return out
+
     def meta(self, key: str) -> Any:
         rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
         return json.loads(rows[0]["value"]) if rows else None

@@ -145,6 +145,12 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
     if kind == "candidate_best_updated":
         return (f"New best: {p.get('metric')} = {p.get('value')} from {lane} "
                 f"(report {p.get('report_id')}).", "best")
+    if kind == "stopping":
+        n = int(p.get("under_way") or 0)
+        if p.get("cut"):
+            return f"Stop asked again: {_plural(n, 'turn')} under way are cut now.", "warn"
+        return (f"Stop asked: {_plural(n, 'turn')} under way will finish and be recorded; "
+                "no new turn starts.", "warn")
     if kind == "budget_spent":
         return f"Budget {p.get('key')} is spent: no new turns start.", "warn"
     if kind in ("run_finished", "run_stopped", "run_failed", "run_held"):

@@ -444,6 +444,9 @@ class RunFold:
     def _submitted(self, e: ev.CandidateSubmitted, ch: Change, before: str | None) -> None:
         self._submit(e, ch)
 
+    def _stopping(self, e: ev.Stopping, ch: Change, before: str | None) -> None:
+        self._status("stopping", ch)
+
     def _budget_spent(self, e: ev.BudgetSpent, ch: Change, before: str | None) -> None:
         self._sync_budget(e.budget, e.at, ch)
 
@@ -635,6 +638,7 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.LeaderboardDeclared: RunFold._declared,
     ev.CandidateSubmitted: RunFold._submitted,
     ev.BudgetSpent: RunFold._budget_spent,
+    ev.Stopping: RunFold._stopping,
     ev.RunFinished: RunFold._ended,
     ev.RunStopped: RunFold._ended,
     ev.RunFailed: RunFold._ended,
