@@ -5,7 +5,8 @@ actor working in the source tree, lane 2 an attacker. Link and race attempts run
 `-p sandbox=off`, so what is tested is the runtime's own checks (control-path guards,
 no-follow reads, no-follow writes); the rest run under the default sandbox as users do.
 
-An attacker that finishes its attempts writes DONE in its workspace and reports `blocked`;
+An attacker that finishes its attempts writes DONE in its lane directory (visible to lane 1,
+unlike its jailed copy) and reports `blocked`;
 lane 1 then reports `blocked` too, so the run ends "held" (exit 3) as soon as the attempts
 are over.
 """
@@ -40,7 +41,7 @@ if [ -z "$FLAMECHASE_LANE" ]; then
   done
   printf ']}' >> "$FLAMECHASE_REPORT"; exit 0
 fi
-done=$(ls "$FLAMECHASE_RUN_DIR"/lanes/*/workspace/DONE 2>/dev/null | wc -l)
+done=$(ls "$FLAMECHASE_RUN_DIR"/lanes/*/DONE 2>/dev/null | wc -l)
 if [ "$done" -ge "${ATTACKERS:-1}" ]; then
   echo '{"status":"blocked","summary":"the attackers are done"}' > "$FLAMECHASE_REPORT"; exit 0
 fi
@@ -65,7 +66,7 @@ def progress(summary="attacker did a turn"):
     report({"status": "progress", "summary": summary})
 
 def done():
-    open(os.path.join(ws, "DONE"), "w").write("1")
+    open(os.path.join(run_dir, "lanes", lane, "DONE"), "w").write("1")
     report({"status": "blocked", "summary": "no more attempts"})
 
 def deliver(paths, submission=None):
@@ -593,7 +594,7 @@ for real in (art, pkg, os.path.join(pkg, "secret.txt")):  # undo a swap cut half
     if os.path.lexists(real + ".real"):
         os.rename(real + ".real", real)
 # Lane 1 may stop now: this lane races until it is held (two refusals in a row) or done.
-open(os.path.join(ws, "DONE"), "w").write("1")
+open(os.path.join(run_dir, "lanes", lane, "DONE"), "w").write("1")
 if turn <= 6:
     os.makedirs(pkg, exist_ok=True)
     with open(os.path.join(pkg, "secret.txt"), "w") as f:

@@ -19,8 +19,8 @@ from typing import Any
 from flamechase.errors import ParamError
 
 __all__ = [
-    "Budget",
     "NO_BUDGET",
+    "Budget",
     "parse_bool",
     "parse_cost",
     "parse_count",

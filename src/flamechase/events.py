@@ -20,7 +20,6 @@ from typing import Any, ClassVar, TypeVar
 __all__ = [
     "REGISTRY",
     "BudgetSpent",
-    "Stopping",
     "CandidateBestUpdated",
     "CandidateSubmitted",
     "Event",
@@ -45,6 +44,7 @@ __all__ = [
     "RunResumed",
     "RunRunning",
     "RunStopped",
+    "Stopping",
     "TurnEnded",
     "TurnFailed",
     "TurnInterrupted",

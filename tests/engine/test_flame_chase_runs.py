@@ -83,7 +83,9 @@ def test_invalid_report_fails_only_that_turn(ws: Path, tmp_path: Path) -> None:
     bad = actor(tmp_path, "bad.sh", """echo 'not json' > "$FLAMECHASE_REPORT"\n""")
     shape = actor(tmp_path, "shape.sh",
                   """echo '{"status":"done","summary":"x"}' > "$FLAMECHASE_REPORT"\n""")
-    assert _exec(ws, bad, shape, "budget.turns=2").returncode == 0
+    # Every turn failed: the run did no valid work, so it failed (issue 11), and says so.
+    proc = _exec(ws, bad, shape, "budget.turns=2")
+    assert proc.returncode == 1 and "none of its 2 turns was valid" in proc.stderr
     turns = [e for e in events(ws) if e["kind"] == "turn_failed"]
     assert len(turns) == 2
     assert "not JSON" in turns[0]["payload"]["error"]
@@ -109,7 +111,7 @@ def test_invalid_report_is_repaired_by_a_rerun(ws: Path, tmp_path: Path) -> None
 
 def test_failing_actor_is_recorded_with_exit_code_and_stderr(ws: Path, tmp_path: Path) -> None:
     boom = actor(tmp_path, "boom.sh", "echo 'disk on fire' >&2\nexit 3\n")
-    assert _exec(ws, boom, boom, "budget.turns=1").returncode == 0
+    assert _exec(ws, boom, boom, "budget.turns=1").returncode == 1  # no valid turn
     failed = [e for e in events(ws) if e["kind"] == "turn_failed"][0]["payload"]
     assert failed["exit_code"] == 3
     assert "disk on fire" in failed["error"]
@@ -291,7 +293,7 @@ def test_state_home_and_run_dirs_are_private(ws: Path, tmp_path: Path, state_hom
 def test_kill_grace_bounds_how_long_a_term_deaf_agent_lives(ws: Path, tmp_path: Path) -> None:
     deaf = actor(tmp_path, "deaf.sh", "trap '' TERM\nwhile :; do sleep 0.2; done\n")
     proc = _exec(ws, deaf, deaf, "budget.turns=1,silence_timeout=0.5,kill_grace=0.3")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # its one turn failed
     failed = [e for e in events(ws) if e["kind"] == "turn_failed"][0]["payload"]
     assert "no output" in failed["error"]
     # 0.5 s of silence + 0.3 s of grace; the default grace alone would be 5 s.

@@ -79,9 +79,11 @@ class Team:
                                 stdin=subprocess.DEVNULL, text=True)
 
     def _scratch(self) -> list[Path]:
-        """Where actors leave files: this directory and every lane's `pfc/` of every run."""
+        """Where actors leave files: this directory and every lane's (and planning copy's)
+        `pfc/` of every run."""
         home = Path(os.environ["FLAMECHASE_HOME"])
-        return [self.dir, *sorted(home.glob("runs/*/lanes/*/pfc"))]
+        return [self.dir, *sorted(home.glob("runs/*/planning/*/pfc")),
+                *sorted(home.glob("runs/*/lanes/*/pfc"))]
 
     def log(self) -> list[dict[str, Any]]:
         """Every actor invocation of every run, in start order."""

@@ -12,9 +12,9 @@ one: `act(c)` (lane actors) or `plan(c)` (the coordinator) gets a context `c` an
 
 `sys.exit(n)` in the hook ends the program with that code.
 
-Lanes 2..N may run sandboxed (they can write only under their own lane directory), so each
-lane keeps its log, flags and saved files in `<run>/lanes/<lane>/pfc/` (its "scratch"); the
-coordinator uses the directory of this script. Everyone can read everything.
+Every agent runs jailed (it can write only its place and its own run directory), so each
+lane keeps its log, flags and saved files in `<run>/lanes/<lane>/pfc/` (its "scratch") and
+the coordinator in `<run>/planning/<n>/pfc/`. Everyone can read everything.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ RUN_DIR = Path(E.get("FLAMECHASE_RUN_DIR", str(HERE)))
 
 
 def scratch_dirs() -> list[Path]:
-    return [HERE, *sorted(RUN_DIR.glob("lanes/*/pfc"))]
+    return [HERE, *sorted(RUN_DIR.glob("planning/*/pfc")), *sorted(RUN_DIR.glob("lanes/*/pfc"))]
 
 
 def _entries() -> list[dict[str, Any]]:
@@ -67,10 +67,11 @@ class Ctx:
         self.prompt = Path(E["FLAMECHASE_PROMPT"]).read_text() if E.get(
             "FLAMECHASE_PROMPT") else ""
         self.actor = "b" if self.role.endswith("_b") else "a"
-        self.scratch = HERE
         if self.lane and self.art is not None:
             self.scratch = self.art.parent / "pfc"
-            self.scratch.mkdir(exist_ok=True)
+        else:  # the coordinator: its report is in <run>/planning/<n>/attempts/<k>/
+            self.scratch = self.report_path.parent.parent.parent / "pfc"
+        self.scratch.mkdir(exist_ok=True)
 
     # -- building results -------------------------------------------------------------
     def plan(self, lanes: list[str] | None = None) -> dict[str, Any]:

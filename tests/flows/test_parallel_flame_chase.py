@@ -412,8 +412,8 @@ def test_a_second_run_on_the_same_tree_is_refused(
 
 SWAP = {
     # what: (the lane that does it, the path, replaced by a link or by another directory).
-    # Lanes 2..N may be sandboxed to their own lane directory; the database swap comes from
-    # lane 1, which is not.
+    # Agents are jailed to their own place and lane directory; the database swap needs an
+    # unjailed lane 1 (sandbox=off): the guard is what protects such a run.
     "artifact_root": ("lane-2", "Path(os.environ['FLAMECHASE_ARTIFACTS'])", "link"),
     "artifact_root_new_dir": ("lane-2", "Path(os.environ['FLAMECHASE_ARTIFACTS'])", "dir"),
     "snapshot_root": ("lane-2", "c.ws", "link"),
@@ -443,7 +443,7 @@ def test_a_replaced_control_path_fails_the_run(ws: Path, tmp_path: Path, what: s
             return c.ok("blocked", "stop here")
     """.replace("import json", ""))
     (team.dir / "hook.py").write_text("import shutil\n" + (team.dir / "hook.py").read_text())
-    proc = team.run(ws)
+    proc = team.run(ws, *(["sandbox=off"] if what == "database" else []))
     assert proc.returncode == 1, proc.stderr
     path = team.saved("swapped")
     assert path in proc.stderr

@@ -283,6 +283,10 @@ CHECKPOINTS = {
 def test_checkpoint_recovery_needs_the_exact_identity_and_a_terminal_phase(
         ws: Path, tmp_path: Path) -> None:
     body = ("if c.turn >= 2:\n    return c.ok('blocked', 'stop here')\n"
+            # The other lanes end their first turn only once lanes 1 and 2 were recorded, so
+            # their second turn surely receives what lanes 1 and 2 published.
+            "if c.lane not in ('lane-1', 'lane-2'):\n"
+            "    c.wait(lambda _: c.started('lane-1', 2) and c.started('lane-2', 2))\n"
             "r = c.ok('progress', 'from the checkpoint')\n")
     for lane, (code, _) in CHECKPOINTS.items():
         body += f"if c.lane == {lane!r}:\n" + "".join(

@@ -220,14 +220,10 @@ def prepare(req: RunRequest) -> Prepared:
                 req.warn("Confirmation is off (confirm_large_workspace_copies=false); "
                          "continuing.")
 
-    # Sandbox for lanes that must not write the source.
-    confined = any(not ln.in_source for ln in flow.lanes(params))
-    jail_mode: jails.Mode = "off"
-    if confined:
-        choice = jails.choose(params.sandbox, jails.probe())
-        jail_mode = choice.mode
-        notices += [*choice.notices[:-1], f"lanes 2..N: {choice.notices[-1]}",
-                    "lane 1 and the coordinator run unconfined"]
+    # Every role's agents run jailed to their own place (or, said explicitly, unconfined).
+    choice = jails.choose(params.sandbox, jails.probe())
+    jail_mode: jails.Mode = choice.mode
+    notices += [*choice.notices[:-1], f"every agent and measurement: {choice.notices[-1]}"]
 
     return Prepared(
         flow=flow, params=params, jail_mode=jail_mode, budget=budget, agents=agents,

@@ -65,7 +65,7 @@ class TurnBuilder:
         run's jail is off or the turn is one that runs unconfined: only lanes that work in a
         private place are jailed yet."""
         mode = self.prep.jail_mode
-        if mode == "off" or lane is None or place == SOURCE:
+        if mode == "off":
             return None
         spec = turn_jail(mode, self.layout, lane=lane, place=place,
                          place_path=self.place_path(place), turn_dir=turn_dir, cli=cli,
