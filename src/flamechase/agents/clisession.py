@@ -339,11 +339,16 @@ class CliSession(Session):
             raise _ProcessGone from exc
 
     async def _run_once(
-        self, argv: list[str], prompt: str, deadline: float, on_line: Callable[[bytes], None]
+        self,
+        argv: list[str],
+        prompt: str,
+        deadline: float,
+        on_line: Callable[[bytes], None],
+        extra_env: Mapping[str, str] | None = None,
     ) -> int | None:
         """One process per ask (gemini, opencode): start `argv` with `prompt` on stdin, hand
         every stdout line to `on_line`, and return the exit code."""
-        proc = await self._start(argv, stdin=True)
+        proc = await self._start(argv, stdin=True, extra_env=extra_env)
         feeder = asyncio.ensure_future(feed_stdin(proc, prompt.encode()))
         try:
             while True:

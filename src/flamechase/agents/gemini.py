@@ -4,7 +4,9 @@ Argv (cwd = the workspace; the prompt goes on stdin, which makes the run headles
 argv length limits)::
 
     gemini --output-format stream-json --approval-mode yolo [--model MODEL]
-           [--resume SESSION_ID]
+           --include-directories IO_DIR [...] [--resume SESSION_ID]
+
+with GEMINI_CLI_TRUST_WORKSPACE=true (a headless run in an untrusted folder exits 55).
 
 Events, one JSON object per line: `init` (session_id, model), `message` (assistant text,
 maybe in deltas), `tool_use`, `tool_result`, `error` (warnings and errors), and a final
@@ -20,6 +22,7 @@ that reopens at midnight Pacific; other 429s are retried. Must not touch run sta
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from typing import Any
 
@@ -40,6 +43,9 @@ from flamechase.agents.usage import TokenCounts, priced
 
 __all__ = ["GeminiBackend", "GeminiRun", "GeminiSession", "parse_stream"]
 
+# Headless gemini (0.61+) refuses an untrusted folder with exit 55, and every turn's
+# workspace is new to it; the variable trusts the workspace for this run only.
+TRUST_ENV = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 _EXIT_MEANING = {42: "bad input (exit 42)", 53: "turn limit exceeded (exit 53)"}
 _MAX_DOCUMENT = 4 * 1024 * 1024  # non-event output kept to try as one JSON document
 
@@ -220,14 +226,30 @@ class GeminiSession(CliSession):
         argv = ["gemini", "--output-format", "stream-json", "--approval-mode", "yolo"]
         if self.spec.model:
             argv += ["--model", self.spec.model]
+        # Gemini's file tools refuse paths outside its workspace: the turn's own files (report,
+        # artifacts, checkpoint) live in the run directory, so they are added as workspaces.
+        for directory in self.turn_dirs():
+            argv += ["--include-directories", directory]
         if self.session_id:
             argv += ["--resume", self.session_id]
         return argv
 
+    def turn_dirs(self) -> list[str]:
+        """The io dir plus the flow's artifact root and checkpoint directory, when set."""
+        dirs = [str(self.request.io_dir)]
+        artifacts = self.request.env.get("FLAMECHASE_ARTIFACTS")
+        if artifacts:
+            dirs.append(artifacts)
+        checkpoint = self.request.env.get("FLAMECHASE_CHECKPOINT")
+        if checkpoint:
+            dirs.append(os.path.dirname(checkpoint))
+        return list(dict.fromkeys(d for d in dirs if os.path.isdir(d)))
+
     async def _attempt(self, prompt: str, deadline: float) -> Verdict:
         await self._drop_proc()
         run = self._run = GeminiRun(self.spec.model)
-        code = await self._run_once(self.argv(), prompt, deadline, run.feed_line)
+        code = await self._run_once(self.argv(), prompt, deadline, run.feed_line,
+                                    extra_env=TRUST_ENV)
         run.finish()
         stderr = self.stderr_tail() if not (run.done and code == 0) else ""
         self.session_id = run.session_id or self.session_id

@@ -46,6 +46,9 @@ def agent_env(
             "FLAMECHASE_PROMPT": str(request.prompt_path),
             "FLAMECHASE_REPORT": str(request.report_path),
             "FLAMECHASE_USAGE": str(request.usage_path),
+            # The agent starts in the workspace; programs that take their project directory
+            # from $PWD (opencode) must not see the engine's own directory instead.
+            "PWD": str(request.workspace),
         }
     )
     env.update(request.env)

@@ -82,6 +82,7 @@ def main() -> None:
             "-r",
             "--prompt",
             "-p",
+            "--include-directories",
         },
         boolean={"--yolo", "-y", "--debug"},
     )
