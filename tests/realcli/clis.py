@@ -145,7 +145,9 @@ def _gemini(home: Path) -> None:
     settings = {
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True,
+                    # One attempt per request: errors reach flamechase, which retries them.
+                    "maxAttempts": 1},
         "security": {"auth": {"selectedType": "gemini-api-key"}},
     }
     (config / "settings.json").write_text(json.dumps(settings, indent=1))

@@ -158,6 +158,10 @@ class Anthropic(Dialect):
                              "error": {"type": "overloaded_error", "message": "Overloaded"}}
         if fault.kind == "usage_limit":
             reset = _now_reset(fault)
+            # Subscription wording (see /work/shared/reference/cli-streams); claude shows it
+            # as "API Error: Request rejected (429) · <message>".
+            when = time.strftime("%I:%M%p", time.gmtime(reset)).lstrip("0").lower()
+            message = f"You've hit your session limit · resets {when} (UTC)"
             return 429, {
                 "anthropic-ratelimit-unified-status": "rejected",
                 "anthropic-ratelimit-unified-reset": str(reset),
@@ -165,8 +169,7 @@ class Anthropic(Dialect):
                 "anthropic-ratelimit-unified-5h-status": "rejected",
                 "anthropic-ratelimit-unified-5h-reset": str(reset),
                 "retry-after": "3600",
-            }, {"type": "error", "error": {"type": "rate_limit_error",
-                                           "message": "Rate limited"}}
+            }, {"type": "error", "error": {"type": "rate_limit_error", "message": message}}
         return 500, {}, {"type": "error",
                          "error": {"type": "api_error", "message": "Internal server error"}}
 
@@ -360,7 +363,8 @@ class ChatCompletions(Dialect):
     def fault(self, fault: Fault) -> tuple[int, dict[str, str], dict[str, Any]]:
         if fault.kind == "usage_limit":
             reset = _now_reset(fault)
-            return 429, {}, {"error": {
+            # opencode retries a 429 five times, waiting what retry-after-ms says.
+            return 429, {"retry-after-ms": "0"}, {"error": {
                 "message": "You've hit your usage limit. Upgrade to Pro or try again at "
                            + time.strftime("%I:%M %p", time.localtime(reset)) + ".",
                 "type": "usage_limit_reached", "code": "usage_limit_reached"}}

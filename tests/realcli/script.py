@@ -91,13 +91,14 @@ class Say:
 Step = WriteFile | Shell | CallTool | Say
 
 
-FaultKind = Literal["rate_limit", "overloaded", "usage_limit", "cut", "server_error"]
+FaultKind = Literal["rate_limit", "overloaded", "usage_limit", "cut", "server_error", "hang"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Fault:
     """An error answer instead of a step. `retry_after` is seconds (rate limits);
-    `reset_epoch` is when a usage limit reopens (Unix seconds)."""
+    `reset_epoch` is when a usage limit reopens (Unix seconds); `hang` holds the request
+    without a byte of answer until the server stops."""
 
     kind: FaultKind
     retry_after: int = 0

@@ -53,6 +53,7 @@ class ModelServer:
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._ids = 0
+        self.stopping = threading.Event()  # releases requests held by a `hang` fault
 
     @property
     def url(self) -> str:
@@ -64,6 +65,7 @@ class ModelServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -151,6 +153,11 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             step = None if fault is not None else server.script.step(conv)
             usage = server.usage if fault is None else None
             stream = dialect.streams(body, self.path)
+            if fault is not None and fault.kind == "hang":
+                server.record(Exchange("POST", self.path, dialect.name, conv, None, fault, None,
+                                       0, body))
+                server.stopping.wait()
+                return
             if fault is not None and fault.kind != "cut":
                 status, headers, payload = dialect.fault(fault)
                 self._send_json(status, payload, headers)
@@ -161,7 +168,8 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 status = 200
             else:
                 self._send_json(200, dialect.whole(step or dialects.CUT_STEP, conv,
-                                                   usage or server.usage, server.next_id()))
+                                                   usage or server.usage, server.next_id()),
+                                cut=fault is not None)
                 status = 200
             server.record(Exchange("POST", self.path, dialect.name, conv, step, fault, usage,
                                    status if fault is None or fault.kind == "cut" else status,
@@ -173,7 +181,7 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 
         def _send_json(self, status: int, payload: dict[str, Any],
-                       headers: dict[str, str] | None = None) -> None:
+                       headers: dict[str, str] | None = None, *, cut: bool = False) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
@@ -181,14 +189,23 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+            if self.command == "HEAD":
+                return
+            if cut:  # half the body, then the connection drops
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            self.wfile.write(data)
 
         def _send_sse(self, events: Iterator[str], *, cut: bool) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.send_header("transfer-encoding", "chunked")
+            if cut:  # opencode retries a cut stream five times, waiting what this says
+                self.send_header("retry-after-ms", "0")
             self.end_headers()
             chunks = list(events)
             if cut:  # half the stream, then the connection drops without the last chunk

@@ -16,7 +16,7 @@ from tests.realcli.helpers import times, tokens_of, transcript, turns
 from tests.realcli.script import Usage, WriteFile, refused_then_write, repair_once
 from tests.realcli.server import ModelServer
 
-pytestmark = pytest.mark.realcli
+pytestmark = [pytest.mark.realcli, pytest.mark.timeout(300)]
 
 # Which dialects carry cache writes: Gemini's and Chat Completions' usage have no such field,
 # so a cache write reaches those CLIs as ordinary input.

@@ -317,10 +317,19 @@ class CliSession(Session):
             on_spawn=self.on_spawn,
         )
         self.proc = proc
+        # Our own first line: the transcript exists and says what ran even if the CLI dies
+        # before printing a byte.
+        self._note("started", argv=argv, pid=proc.pgid)
         if self._cut:  # cut() ran while we were starting: it could not see this process
             await proc.kill(self.request.kill_grace)
             raise _ProcessGone
         return proc
+
+    def _note(self, event: str, **fields: Any) -> None:
+        """A line of flamechase's own in the transcript (`{"flamechase": event, ...}`)."""
+        line = {"flamechase": event, "at": round(time.time(), 3), **fields}
+        self.transcript.write(json.dumps(line, ensure_ascii=False, default=str).encode())
+        self.transcript.flush()
 
     async def _read(self, deadline: float) -> bytes | None:
         """The next stdout line (recorded in the transcript), or None at end of output."""
@@ -399,6 +408,13 @@ class CliSession(Session):
     # -- the guard around every attempt --
 
     async def _guarded(self, prompt: str, deadline: float) -> Verdict:
+        verdict = await self._guarded_attempt(prompt, deadline)
+        if verdict.status != "finished":
+            self._note("ended", status=verdict.status, why=verdict.error,
+                       exit_code=verdict.exit_code)
+        return verdict
+
+    async def _guarded_attempt(self, prompt: str, deadline: float) -> Verdict:
         try:
             return await self._attempt(prompt, deadline)
         except TurnTimeout:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,14 @@ from flamechase.agents.clisession import (
     unsupported,
 )
 from flamechase.agents.efforts import SpecLike
-from flamechase.agents.limits import RetryPolicy, find_usage_limit, from_epoch, is_transient
+from flamechase.agents.limits import (
+    DEFAULT_WAIT,
+    RetryPolicy,
+    find_usage_limit,
+    from_epoch,
+    is_transient,
+    parse_reset,
+)
 from flamechase.agents.usage import RunningTotals, TokenCounts, priced
 
 __all__ = ["CodexBackend", "CodexSession", "CodexTurn", "parse_stream"]
@@ -217,7 +225,9 @@ def judge_error(
     info = error_info.lower().replace("_", "")
     if hit is not None or "usagelimit" in info:
         resets_at = hit.resets_at if hit is not None and hit.reset_known else None
-        resets_at = resets_at or from_epoch(limit_reset) or (hit.resets_at if hit else None)
+        resets_at = resets_at or from_epoch(limit_reset) or parse_reset(context)
+        # A limit that does not say when it reopens is looked at again after a while.
+        resets_at = resets_at or (hit.resets_at if hit else datetime.now(UTC) + DEFAULT_WAIT)
         shown = hit.message if hit is not None else clip(message, 300)
         return Verdict("limited", error=f"codex: {shown}", resets_at=resets_at)
     transient = (

@@ -252,7 +252,10 @@ class GeminiSession(CliSession):
                                     extra_env=TRUST_ENV)
         run.finish()
         stderr = self.stderr_tail() if not (run.done and code == 0) else ""
-        self.session_id = run.session_id or self.session_id
+        if run.done and run.status == "success":
+            # Only a run that answered left a session to resume: after a failed first request
+            # (a rate limit) `--resume` would find none and exit 42.
+            self.session_id = run.session_id or self.session_id
         self.continues = self.session_id is not None
         if not run.done and code is not None and code < 0:
             verdict = Verdict("failed", usage=run.usage, error=self._ended_early(code))
