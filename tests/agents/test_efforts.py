@@ -109,7 +109,9 @@ def test_a_bad_price_file_is_refused_at_check(
     [
         ("claude/anything", True),  # reports total_cost_usd
         ("opencode/some/model", True),  # reports each step's cost
-        ("acp:fake-acp", True),  # self-reported
+        ("acp:fake-acp", False),  # an ACP agent reports tokens at most: no price, no bound
+        ("acp:fake-acp -m gpt-5", True),  # tokens × the price of the model it was given
+        ("acp:fake-acp -m gpt-unknown", False),
         ("codex/gpt-5", True),  # priced from the table
         ("codex/gpt-unknown", False),
         ("gemini/gemini-2.5-flash", True),
@@ -118,6 +120,14 @@ def test_a_bad_price_file_is_refused_at_check(
 )
 def test_which_backends_can_bound_cost(fake_bin: Path, text: str, bounded: bool) -> None:
     assert backend_for(parse_spec(text)).can_bound_cost() is bounded
+
+
+def test_an_acp_agent_whose_spend_cannot_be_seen_says_so_at_start(fake_bin: Path) -> None:
+    unseen = backend_for(parse_spec("acp:fake-acp")).spend_notice("lane_2_actor_a")
+    assert unseen is not None
+    assert unseen.startswith("the spend of lane_2_actor_a (acp:fake-acp) cannot be seen")
+    assert backend_for(parse_spec("acp:fake-acp -m gpt-5")).spend_notice("r") is None
+    assert backend_for(parse_spec("claude/opus")).spend_notice("r") is None
 
 
 def test_only_acp_among_the_clis_is_self_reported(fake_bin: Path) -> None:

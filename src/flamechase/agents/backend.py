@@ -134,3 +134,7 @@ class Backend(abc.ABC):
     def can_bound_cost(self) -> bool:
         """Whether budget.cost can see this agent's spend (reported cost or a known price)."""
         return True
+
+    def spend_notice(self, role: str) -> str | None:
+        """One line for the start of a run when this agent's spend cannot be seen, else None."""
+        return None

@@ -22,7 +22,6 @@ that reopens at midnight Pacific; other 429s are retried. Must not touch run sta
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from typing import Any
 
@@ -39,6 +38,7 @@ from flamechase.agents.clisession import (
 )
 from flamechase.agents.efforts import SpecLike
 from flamechase.agents.limits import RetryPolicy, find_usage_limit, is_transient
+from flamechase.agents.turnio import turn_dirs
 from flamechase.agents.usage import TokenCounts, priced
 
 __all__ = ["GeminiBackend", "GeminiRun", "GeminiSession", "parse_stream"]
@@ -228,22 +228,11 @@ class GeminiSession(CliSession):
             argv += ["--model", self.spec.model]
         # Gemini's file tools refuse paths outside its workspace: the turn's own files (report,
         # artifacts, checkpoint) live in the run directory, so they are added as workspaces.
-        for directory in self.turn_dirs():
+        for directory in turn_dirs(self.request):
             argv += ["--include-directories", directory]
         if self.session_id:
             argv += ["--resume", self.session_id]
         return argv
-
-    def turn_dirs(self) -> list[str]:
-        """The io dir plus the flow's artifact root and checkpoint directory, when set."""
-        dirs = [str(self.request.io_dir)]
-        artifacts = self.request.env.get("FLAMECHASE_ARTIFACTS")
-        if artifacts:
-            dirs.append(artifacts)
-        checkpoint = self.request.env.get("FLAMECHASE_CHECKPOINT")
-        if checkpoint:
-            dirs.append(os.path.dirname(checkpoint))
-        return list(dict.fromkeys(d for d in dirs if os.path.isdir(d)))
 
     async def _attempt(self, prompt: str, deadline: float) -> Verdict:
         await self._drop_proc()

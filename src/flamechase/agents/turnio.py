@@ -91,3 +91,16 @@ def write_private(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def turn_dirs(request: TurnRequest) -> list[str]:
+    """The turn's own directories outside its workspace that the agent must write: the io dir
+    (report, usage), and the flow's artifact root and checkpoint directory when it has them."""
+    dirs = [str(request.io_dir)]
+    artifacts = request.env.get("FLAMECHASE_ARTIFACTS")
+    if artifacts:
+        dirs.append(artifacts)
+    checkpoint = request.env.get("FLAMECHASE_CHECKPOINT")
+    if checkpoint:
+        dirs.append(os.path.dirname(checkpoint))
+    return list(dict.fromkeys(d for d in dirs if os.path.isdir(d)))

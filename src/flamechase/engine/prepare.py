@@ -173,6 +173,9 @@ def prepare(req: RunRequest) -> Prepared:
             )
         if backend.self_reported:
             self_reported.append(role)
+        notice = backend.spend_notice(role)
+        if notice:
+            notices.append(notice)
         backends[role] = backend
     if self_reported:
         notices.append("spend of " + ", ".join(self_reported) + " is self-reported by the "
