@@ -90,9 +90,12 @@ def test_missing_acp_command_is_refused(tmp_path: Path, monkeypatch: pytest.Monk
     assert "'my-agent' is not found on PATH" in refusal("acp:my-agent --stdio")
 
 
-def test_an_account_is_refused_not_ignored(fake_bin: Path) -> None:
+def test_an_unknown_account_is_refused_with_the_command_that_makes_it(fake_bin: Path) -> None:
     message = refusal("claude@work/opus")
-    assert "'@work' names an account" in message
+    assert message == (
+        "'claude@work/opus': there is no claude account called 'work'; make it with "
+        "`flamechase accounts add claude work`"
+    )
 
 
 def test_a_bad_price_file_is_refused_at_check(

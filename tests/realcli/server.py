@@ -39,6 +39,7 @@ class Exchange:
     usage: Usage | None
     status: int
     body: dict[str, Any]
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class ModelServer:
@@ -172,8 +173,7 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                                 cut=fault is not None)
                 status = 200
             server.record(Exchange("POST", self.path, dialect.name, conv, step, fault, usage,
-                                   status if fault is None or fault.kind == "cut" else status,
-                                   body))
+                                   status, body, {k.lower(): v for k, v in self.headers.items()}))
 
         def _answer_plain(self, method: str) -> None:
             kind = "outbound" if self.path.startswith(("http://", "https://")) else "unknown"

@@ -44,7 +44,7 @@ from flamechase.agents.clisession import (
     clip,
     unsupported,
 )
-from flamechase.agents.efforts import SpecLike, check_effort, check_provider
+from flamechase.agents.efforts import SpecLike, check_effort
 from flamechase.agents.limits import RetryPolicy, find_usage_limit, is_transient
 from flamechase.agents.gemini import TRUST_ENV as GEMINI_TRUST
 from flamechase.agents.turnio import turn_dirs
@@ -280,7 +280,6 @@ class AcpBackend(CliBackend):
             self.argv = []
 
     def check(self) -> None:
-        check_provider(self.spec)
         check_effort(self.spec)
         if not self.argv:
             raise BackendUnavailable(f"{self.spec.text!r}: the ACP command is empty")

@@ -37,7 +37,8 @@ from flamechase.agents.backend import (
     TurnRequest,
     Usage,
 )
-from flamechase.agents.efforts import SpecLike, check_effort, check_installed, check_provider
+from flamechase.agents.accounts import Account, account_env, check_account
+from flamechase.agents.efforts import SpecLike, check_effort, check_installed
 from flamechase.agents.limits import RetryPolicy
 from flamechase.agents.turnio import agent_env, prepare_io
 from flamechase.agents.usage import load_prices, price_for
@@ -306,13 +307,19 @@ class CliSession(Session):
     async def _start(
         self, argv: list[str], *, stdin: bool, extra_env: Mapping[str, str] | None = None
     ) -> Proc:
-        """Start the CLI in the workspace (OSError when it cannot start)."""
+        """Start the CLI in the workspace (OSError when it cannot start), on the spec's
+        account when it names one."""
+        env = dict(extra_env or {})
+        account = self._account()
+        if account is not None:
+            env.update(account_env(account))
         if self.request.writable is not None:
-            argv = sandbox.wrap(argv, self.request.writable)
+            grants = [*self.request.writable, *([account.path] if account else [])]
+            argv = sandbox.wrap(argv, grants)
         proc = await Proc.start(
             argv,
             cwd=self.request.workspace,
-            env=agent_env(self.request, extra_env, self._repair),
+            env=agent_env(self.request, env, self._repair),
             stdin_pipe=stdin,
             on_spawn=self.on_spawn,
         )
@@ -324,6 +331,15 @@ class CliSession(Session):
             await proc.kill(self.request.kill_grace)
             raise _ProcessGone
         return proc
+
+    def _account(self) -> Account | None:
+        spec: SpecLike | None = getattr(self, "spec", None)
+        if spec is None or not spec.provider:
+            return None
+        try:
+            return check_account(spec)
+        except BackendUnavailable:
+            return None  # removed since the run started: the CLI's default state is used
 
     def _note(self, event: str, **fields: Any) -> None:
         """A line of flamechase's own in the transcript (`{"flamechase": event, ...}`)."""
@@ -556,7 +572,7 @@ class CliBackend(Backend):
         self.retry = retry if retry is not None else RetryPolicy.from_env()
 
     def check(self) -> None:
-        check_provider(self.spec)
+        check_account(self.spec)
         check_effort(self.spec)
         check_installed(self.cli)
         load_prices()  # a bad FLAMECHASE_PRICES file is refused now, not mid-run
