@@ -114,7 +114,7 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 -- stdlib name
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # the exchange log is the record
 
         def do_GET(self) -> None:

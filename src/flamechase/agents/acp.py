@@ -33,8 +33,6 @@ from typing import Any
 from flamechase.agents.backend import Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.clisession import (
     CliBackend,
-    RpcError,
-    RpcSession,
     Verdict,
     as_dict,
     as_float,
@@ -42,11 +40,11 @@ from flamechase.agents.clisession import (
     as_list,
     as_str,
     clip,
-    unsupported,
 )
 from flamechase.agents.efforts import SpecLike, check_effort
-from flamechase.agents.limits import RetryPolicy, find_usage_limit, is_transient
 from flamechase.agents.gemini import TRUST_ENV as GEMINI_TRUST
+from flamechase.agents.limits import RetryPolicy, find_usage_limit, is_transient
+from flamechase.agents.rpc import RpcError, RpcSession, unsupported
 from flamechase.agents.turnio import turn_dirs
 from flamechase.agents.usage import RunningTotals, TokenCounts, load_prices, price_for, priced
 from flamechase.errors import BackendUnavailable

@@ -34,8 +34,6 @@ from typing import Any
 from flamechase.agents.backend import Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.clisession import (
     CliBackend,
-    RpcError,
-    RpcSession,
     Verdict,
     as_dict,
     as_float,
@@ -43,7 +41,6 @@ from flamechase.agents.clisession import (
     as_str,
     clip,
     loads,
-    unsupported,
 )
 from flamechase.agents.efforts import SpecLike
 from flamechase.agents.limits import (
@@ -54,6 +51,7 @@ from flamechase.agents.limits import (
     is_transient,
     parse_reset,
 )
+from flamechase.agents.rpc import RpcError, RpcSession, unsupported
 from flamechase.agents.usage import RunningTotals, TokenCounts, priced
 
 __all__ = ["CodexBackend", "CodexSession", "CodexTurn", "parse_stream"]
