@@ -5,12 +5,13 @@ repaired in the same session; a tool call the CLI refuses does not end the turn.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from flamechase.agents.usage import TokenCounts, price_for
-from tests.realcli.clis import CLIS, OPENCODE_COST, SPECS, require
+from tests.realcli.clis import BIN, CLIS, OPENCODE_COST, SPECS, require
 from tests.realcli.conftest import Flamechase
 from tests.realcli.helpers import times, tokens_of, transcript, turns
 from tests.realcli.script import Usage, WriteFile, refused_then_write, repair_once
@@ -21,6 +22,11 @@ pytestmark = [pytest.mark.realcli, pytest.mark.timeout(300)]
 # Which dialects carry cache writes: Gemini's and Chat Completions' usage have no such field,
 # so a cache write reaches those CLIs as ordinary input.
 CARRIES_CACHE_WRITE = {"claude": True, "codex": True, "gemini": False, "opencode": False}
+
+
+# How each CLI names its working directory to the model (escaped as in the JSON body).
+WORKDIR_MARK = {"claude": "Primary working directory: {ws}", "codex": "<cwd>{ws}</cwd>",
+                "opencode": "Working directory: {ws}"}
 
 
 def expected_tokens(cli: str, sent: Usage, answers: int) -> Usage:
@@ -64,8 +70,14 @@ def test_lane_one_writes_reports_with_the_file_tool_and_records_usage_per_turn(
     # Each turn: one answer writing the report with the file tool, one final message.
     assert len(main) == 4
     assert [type(e.step) for e in main].count(WriteFile) == 2
-    # The CLI worked in the turn's workspace (opencode takes it from $PWD).
-    assert all(str(workspace) in e.conversation.raw for e in main if e.conversation)
+    # The CLI worked in the turn's workspace, and says so to the model; never in the
+    # directory flamechase was started from (opencode takes it from $PWD).
+    for e in main:
+        assert e.conversation is not None
+        said = e.conversation.raw.replace(str(BIN.parent), "")  # where the CLI is installed
+        assert os.getcwd() == "/" or os.getcwd() not in said
+        mark = WORKDIR_MARK.get(cli)
+        assert mark is None or mark.format(ws=workspace) in e.conversation.raw
     for row in rows:
         tokens = tokens_of(row)
         want = expected_tokens(cli, server.usage, 2)
@@ -111,3 +123,17 @@ def test_a_tool_call_the_cli_refuses_is_answered_and_the_turn_goes_on(
     refusal = after_refusal[0].conversation.tool_results[0].lower()
     assert "launch_rockets" in refusal or "not found" in refusal or "unknown" in refusal \
         or "unavailable" in refusal or "invalid" in refusal, refusal
+
+
+@pytest.mark.parametrize("is_sandbox", ["0", "1"])
+def test_claude_as_root_runs_whatever_is_sandbox_says(
+    is_sandbox: str, flamechase: Flamechase, server: ModelServer, state_home: Path
+) -> None:
+    require("claude")
+    if os.geteuid() != 0:
+        pytest.skip("claude refuses bypassPermissions only as root")
+    # claude takes --dangerously-skip-permissions as root only with IS_SANDBOX=1 exactly.
+    flamechase.env["IS_SANDBOX"] = is_sandbox
+    chase(flamechase, "claude", 1)
+    [row] = turns(state_home)
+    assert row["status"] == "valid", row["error"]

@@ -57,3 +57,24 @@ def test_the_cli_plans_and_works_lane_one_and_a_confined_lane_two(
     state = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini",
              "opencode": ".local/share/opencode"}[cli]
     assert (home / state).is_dir()
+
+
+@pytest.mark.parametrize("cli", ["opencode"])
+def test_a_confined_lane_may_be_the_first_to_run_its_cli_on_a_fresh_home(
+    cli: str, flamechase: Flamechase, server: ModelServer, state_home: Path
+) -> None:
+    """The CLI's state directories do not exist yet when lane 2 runs it first: flamechase
+    creates them before granting them (opencode failed every turn with mkdir EACCES)."""
+    require(cli)
+    require("codex")
+    if landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock: lane 2 cannot be confined here")
+    spec, other = SPECS[cli], SPECS["codex"]
+    agents = (f"coordinator={other},lane_1_actor_a={other},lane_1_actor_b={other},"
+              f"lane_2_actor_a={spec},lane_2_actor_b={spec}")
+    done = flamechase("exec", "-f", "parallel_flame_chase", "-a", agents, "-p",
+                      "lanes=2,budget.turns=3,rest_seconds=0.05,sandbox=landlock", "go",
+                      timeout=360)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lane2 = [r for r in turns(state_home) if r["lane"] == "lane-2"]
+    assert lane2 and all(r["status"] == "valid" for r in lane2), [r["error"] for r in lane2]
