@@ -50,7 +50,7 @@ def test_a_usage_limit_pauses_the_lane_until_the_reset(
     require(cli)
     reset = int(time.time()) + 2 * 3600 + 600
     server.script.fault("You are first_chaser", Fault("usage_limit", reset_epoch=reset), 8)
-    chase(flamechase, cli, "budget.turns=1,budget.duration=25s")
+    chase(flamechase, cli, "budget.turns=1,budget.duration=10s")
     [lane] = flamechase.status()["lanes"]
     assert lane["paused_until"], lane
     paused = datetime.fromisoformat(lane["paused_until"].replace("Z", "+00:00"))
