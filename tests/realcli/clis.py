@@ -43,8 +43,8 @@ def pinned() -> dict[str, str]:
 def unavailable(cli: str) -> str | None:
     """Why `cli` cannot run here, or None."""
     if not (BIN / cli).exists():
-        return (f"{cli} {pinned()[cli]} is not installed: run `npm ci --prefix tests/realcli` "
-                "(.ci/run does)")
+        return (f"{cli} {pinned()[cli]} is not installed: run `npm install --prefix "
+                "tests/realcli --no-save` (.ci/run does)")
     if shutil.which("node") is None and cli in ("codex", "gemini"):
         return f"{cli} needs node on PATH"
     return None
