@@ -32,14 +32,14 @@ def test_an_acp_agent_runs_turns_on_the_model_it_was_given(
     require(cli)
     spec, model, priced = CASES[cli]
     done = flamechase("exec", "-f", "flame_chase", "-a", f"first_chaser={spec}",
-                      "-a", f"second_chaser={spec}", "-p", "budget.turns=2,rest_seconds=0.05",
+                      "-a", f"second_chaser={spec}", "-p", "budget.turns=1,rest_seconds=0.05",
                       "add a line")
     assert done.returncode == 0, done.stderr[-3000:]
     rows = turns(state_home)
-    assert [r["status"] for r in rows] == ["valid", "valid"], [r["error"] for r in rows]
+    assert [r["status"] for r in rows] == ["valid"], [r["error"] for r in rows]
     main = server.exchanges(main=True)
     assert main and {e.conversation.model for e in main if e.conversation} == {model}
-    assert [type(e.step) for e in main].count(WriteFile) == 2
+    assert [type(e.step) for e in main].count(WriteFile) == 1
     for row in rows:
         assert row["input_tokens"] > 0 and row["output_tokens"] > 0
         assert (row["cost_usd"] > 0) is priced

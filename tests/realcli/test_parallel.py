@@ -17,7 +17,7 @@ from tests.realcli.server import ModelServer
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(300)]
 
 
-def parallel(flamechase: Flamechase, spec: str, budget: str = "budget.turns=4") -> str:
+def parallel(flamechase: Flamechase, spec: str, budget: str = "budget.turns=2") -> str:
     agents = ",".join(f"{role}={spec}" for role in (
         "coordinator", "lane_1_actor_a", "lane_1_actor_b", "lane_2_actor_a", "lane_2_actor_b"))
     done = flamechase("exec", "-f", "parallel_flame_chase", "-a", agents,
@@ -73,7 +73,7 @@ def test_a_confined_lane_may_be_the_first_to_run_its_cli_on_a_fresh_home(
     agents = (f"coordinator={other},lane_1_actor_a={other},lane_1_actor_b={other},"
               f"lane_2_actor_a={spec},lane_2_actor_b={spec}")
     done = flamechase("exec", "-f", "parallel_flame_chase", "-a", agents, "-p",
-                      "lanes=2,budget.turns=3,rest_seconds=0.05,sandbox=landlock", "go",
+                      "lanes=2,budget.turns=2,rest_seconds=0.05,sandbox=landlock", "go",
                       timeout=360)
     assert done.returncode == 0, done.stderr[-3000:]
     lane2 = [r for r in turns(state_home) if r["lane"] == "lane-2"]
