@@ -118,3 +118,52 @@ def test_a_cost_in_another_currency_is_not_counted_as_usd() -> None:
     turn.update({"sessionUpdate": "usage_update", "cost": {"amount": 5, "currency": "EUR"}})
     turn.respond({"stopReason": "end_turn"})
     assert turn.verdict().usage.cost_usd == 0.0
+
+
+@pytest.mark.parametrize(
+    ("offer", "method", "params"),
+    [
+        ("config", "session/set_config_option", {"configId": "model", "value": "large"}),
+        ("models", "session/set_model", {"modelId": "large"}),
+    ],
+)
+def test_the_model_given_with_m_is_selected_the_way_the_agent_offers(
+    request_for: Callable[..., TurnRequest],
+    spawns: Spawns,
+    cli_log: Log,
+    monkeypatch: pytest.MonkeyPatch,
+    offer: str,
+    method: str,
+    params: dict[str, str],
+) -> None:
+    monkeypatch.setenv("FAKE_ACP_MODELS", offer)
+    agent = backend(AcpBackend, "acp:fake-acp -m large")
+    [answer] = run(ask_once(agent, request_for(), spawns))
+    assert answer.status == "finished", answer.error
+    messages = sent(cli_log)
+    assert [m["method"] for m in messages] == ["initialize", "session/new", method,
+                                               "session/prompt"]
+    assert messages[2]["params"] == {"sessionId": messages[3]["params"]["sessionId"], **params}
+    [start] = [r for r in cli_log("acp") if "argv" in r]
+    assert "-m" not in start["argv"] and "large" not in start["argv"]
+
+
+def test_a_model_the_agent_cannot_select_fails_the_turn_saying_so(
+    request_for: Callable[..., TurnRequest], spawns: Spawns
+) -> None:
+    agent = backend(AcpBackend, "acp:fake-acp -m large")
+    [answer] = run(ask_once(agent, request_for(), spawns))
+    assert answer.status == "failed"
+    assert answer.error is not None and "offers no model selection" in answer.error
+
+
+def test_gemini_quota_meta_is_counted_and_priced_per_model() -> None:
+    turn = AcpTurn(RunningTotals(), "")
+    turn.respond({"stopReason": "end_turn", "_meta": {"quota": {
+        "token_count": {"input_tokens": 9200, "output_tokens": 160},
+        "model_usage": [{"model": "gemini-2.5-pro",
+                         "token_count": {"input_tokens": 9200, "output_tokens": 160}}]}}})
+    usage = turn.verdict().usage
+    assert (usage.input_tokens, usage.output_tokens) == (9200, 160)
+    assert usage.cost_usd == pytest.approx((9200 * 1.25 + 160 * 10) / 1e6)
+    assert usage.self_reported

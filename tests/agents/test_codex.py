@@ -50,10 +50,16 @@ def test_the_handshake_thread_and_turn_are_what_the_protocol_says(
     assert messages[2]["params"] == {
         "cwd": str(request.workspace),
         "approvalPolicy": "never",
-        "sandbox": "danger-full-access",
+        "sandbox": "workspace-write",
         "model": "gpt-5",
     }
     turn = messages[3]["params"]
+    # Unconfined by flamechase: codex's own sandbox, writing the workspace and the turn's files.
+    assert turn["sandboxPolicy"] == {
+        "type": "workspaceWrite",
+        "writableRoots": [str(request.workspace), str(request.io_dir)],
+        "networkAccess": True,
+    }
     assert turn["input"] == [{"type": "text", "text": request.prompt}]
     assert (turn["model"], turn["effort"], turn["approvalPolicy"]) == ("gpt-5", "high", "never")
     assert "outputSchema" not in turn
@@ -125,22 +131,18 @@ def test_a_plain_final_message_is_not_structured_output(
     assert answer.text == "Done: fake turn."
 
 
-def test_writable_roots_use_codex_workspace_write_sandbox(
+def test_a_confined_turn_runs_codex_with_its_own_sandbox_off(
     request_for: Callable[..., TurnRequest], spawns: Spawns, cli_log: Log, tmp_path: Any
 ) -> None:
-    # The turn also runs under flamechase's own Landlock wrapper: the fake's log and state
-    # live under tmp_path, so that is the root granted here.
+    # flamechase's own Landlock wrapper confines the turn; codex's bubblewrap cannot start
+    # inside it. The fake's log and state live under tmp_path, so that is the root granted.
     roots = (tmp_path,)
     jail = JailSpec(mode="landlock", place=tmp_path / "ws", tmp=tmp_path, grants=roots)
     [answer] = run(ask_once(codex(), request_for(jail=jail), spawns))
     assert answer.status == "finished", answer.error
     messages = sent(cli_log)
-    assert messages[2]["params"]["sandbox"] == "workspace-write"
-    assert messages[3]["params"]["sandboxPolicy"] == {
-        "type": "workspaceWrite",
-        "writableRoots": [str(r) for r in roots],
-        "networkAccess": True,
-    }
+    assert messages[2]["params"]["sandbox"] == "danger-full-access"
+    assert messages[3]["params"]["sandboxPolicy"] == {"type": "dangerFullAccess"}
 
 
 def test_an_approval_request_is_accepted(

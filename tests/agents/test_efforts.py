@@ -90,9 +90,12 @@ def test_missing_acp_command_is_refused(tmp_path: Path, monkeypatch: pytest.Monk
     assert "'my-agent' is not found on PATH" in refusal("acp:my-agent --stdio")
 
 
-def test_an_account_is_refused_not_ignored(fake_bin: Path) -> None:
+def test_an_unknown_account_is_refused_with_the_command_that_makes_it(fake_bin: Path) -> None:
     message = refusal("claude@work/opus")
-    assert "'@work' names an account" in message
+    assert message == (
+        "'claude@work/opus': there is no claude account called 'work'; make it with "
+        "`flamechase accounts add claude work`"
+    )
 
 
 def test_a_bad_price_file_is_refused_at_check(
@@ -109,7 +112,9 @@ def test_a_bad_price_file_is_refused_at_check(
     [
         ("claude/anything", True),  # reports total_cost_usd
         ("opencode/some/model", True),  # reports each step's cost
-        ("acp:fake-acp", True),  # self-reported
+        ("acp:fake-acp", False),  # an ACP agent reports tokens at most: no price, no bound
+        ("acp:fake-acp -m gpt-5", True),  # tokens × the price of the model it was given
+        ("acp:fake-acp -m gpt-unknown", False),
         ("codex/gpt-5", True),  # priced from the table
         ("codex/gpt-unknown", True),  # tokens counted at the highest openai rates listed
         ("gemini/gemini-2.5-flash", True),
@@ -148,6 +153,12 @@ def test_a_backend_announces_an_unlisted_model_it_prices(
     assert (notice is not None) is noticed
     if notice is not None:
         assert "has no price; counting it at" in notice and "FLAMECHASE_PRICES" in notice
+def test_an_acp_agent_whose_spend_cannot_be_seen_says_so_at_start(fake_bin: Path) -> None:
+    unseen = backend_for(parse_spec("acp:fake-acp")).spend_notice("lane_2_actor_a")
+    assert unseen is not None
+    assert unseen.startswith("the spend of lane_2_actor_a (acp:fake-acp) cannot be seen")
+    assert backend_for(parse_spec("acp:fake-acp -m gpt-5")).spend_notice("r") is None
+    assert backend_for(parse_spec("claude/opus")).spend_notice("r") is None
 
 
 def test_only_acp_among_the_clis_is_self_reported(fake_bin: Path) -> None:

@@ -37,6 +37,9 @@ def test_argv_is_headless_stream_json_yolo_and_the_prompt_is_on_stdin(
         "yolo",
         "--model",
         "gemini-2.5-pro",
+        # Its file tools may write the turn's own files (outside the workspace).
+        "--include-directories",
+        str(request.io_dir),
     ]
     [stdin] = [r["stdin"] for r in cli_log("gemini") if "stdin" in r]
     assert stdin == request.prompt

@@ -48,7 +48,8 @@ def test_agents_json_is_a_list_of_four_keys(fake_bin: Path) -> None:
     result = CliRunner().invoke(command, ["--json"])
     assert result.exit_code == 0
     data = json.loads(result.output)
-    assert [set(entry) for entry in data] == [{"cli", "path", "version", "efforts"}] * 4
+    keys = {"cli", "path", "version", "tested", "tested_range", "efforts"}
+    assert [set(entry) for entry in data] == [keys] * 4
 
 
 def test_agents_table_shows_each_cli(fake_bin: Path) -> None:
@@ -58,3 +59,38 @@ def test_agents_table_shows_each_cli(fake_bin: Path) -> None:
     assert lines[0].split() == ["CLI", "PATH", "VERSION", "EFFORTS"]
     assert any(line.startswith("claude") and "ultracode" in line for line in lines)
     assert any(line.startswith("gemini") and "(no effort setting)" in line for line in lines)
+
+
+def test_a_version_outside_the_tested_range_is_marked(fake_bin: Path) -> None:
+    # The fakes print versions nobody ran the real-CLI tests at.
+    agents = {a["cli"]: a for a in inventory.list_agents()}
+    assert agents["claude"]["tested"] is False
+    result = CliRunner().invoke(command, [])
+    [claude] = [line for line in result.output.splitlines() if line.startswith("claude")]
+    assert "2.1.300 (Claude Code) (untested: tested 2.1.332-2.1.332)" in claude
+
+
+@pytest.mark.parametrize(
+    ("cli", "version", "expected"),
+    [
+        ("claude", "2.1.332 (Claude Code)", True),
+        ("codex", "codex-cli 0.171.0", True),
+        ("codex", "codex-cli 0.99.0", False),
+        ("gemini", "0.61.0", True),
+        ("opencode", "1.18.34", False),
+        ("gemini", None, None),
+        ("gemini", "weird", None),
+    ],
+)
+def test_tested_reads_the_number_each_cli_prints(
+    cli: str, version: str | None, expected: bool | None
+) -> None:
+    assert inventory.tested(cli, version) is expected
+
+
+def test_the_tested_range_covers_the_pinned_clis() -> None:
+    pins = json.loads((Path(__file__).parents[1] / "realcli" / "package.json").read_text())
+    packages = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex",
+                "gemini": "@google/gemini-cli", "opencode": "opencode-ai"}
+    for cli, package in packages.items():
+        assert inventory.tested(cli, pins["dependencies"][package]), cli

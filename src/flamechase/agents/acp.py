@@ -33,8 +33,6 @@ from typing import Any
 from flamechase.agents.backend import Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.clisession import (
     CliBackend,
-    RpcError,
-    RpcSession,
     Verdict,
     as_dict,
     as_float,
@@ -42,11 +40,13 @@ from flamechase.agents.clisession import (
     as_list,
     as_str,
     clip,
-    unsupported,
 )
-from flamechase.agents.efforts import SpecLike, check_effort, check_provider
+from flamechase.agents.efforts import SpecLike, check_effort
+from flamechase.agents.gemini import TRUST_ENV as GEMINI_TRUST
 from flamechase.agents.limits import RetryPolicy, find_usage_limit, is_transient
-from flamechase.agents.usage import RunningTotals, TokenCounts, load_prices, priced
+from flamechase.agents.rpc import RpcError, RpcSession, unsupported
+from flamechase.agents.turnio import turn_dirs
+from flamechase.agents.usage import RunningTotals, TokenCounts, load_prices, price_for, priced
 from flamechase.errors import BackendUnavailable
 
 __all__ = ["AcpBackend", "AcpSession", "AcpTurn"]
@@ -68,6 +68,7 @@ class AcpTurn:
         self.tokens = TokenCounts()
         self.stop_reason = ""
         self.errors: deque[str] = deque(maxlen=4)
+        self.priced_cost: float | None = None
 
     def update(self, update: dict[str, Any]) -> None:
         kind = update.get("sessionUpdate")
@@ -86,6 +87,9 @@ class AcpTurn:
     def respond(self, result: dict[str, Any]) -> None:
         self.stop_reason = as_str(result.get("stopReason"))
         u = as_dict(result.get("usage"))
+        quota = as_dict(as_dict(result.get("_meta")).get("quota"))
+        if not u and quota:
+            self._quota(quota)
         if u:
             cached_read = as_int(u.get("cachedReadTokens"))
             cached_write = as_int(u.get("cachedWriteTokens"))
@@ -96,12 +100,30 @@ class AcpTurn:
                 cached_write,
             )
 
+    def _quota(self, quota: dict[str, Any]) -> None:
+        """gemini --acp: `_meta.quota.model_usage[]` (tokens per model, input incl. cached)."""
+        per_model = [as_dict(m) for m in as_list(quota.get("model_usage"))]
+        entries = [(as_str(m.get("model")), as_dict(m.get("token_count"))) for m in per_model]
+        if not entries:
+            entries = [(self.model, as_dict(quota.get("token_count")))]
+        cost: float | None = 0.0
+        for name, count in entries:
+            tokens = TokenCounts(as_int(count.get("input_tokens")),
+                                 as_int(count.get("output_tokens")))
+            self.tokens = self.tokens + tokens
+            price = priced(name or self.model, tokens)
+            cost = None if price is None or cost is None else cost + price
+        if cost is not None and self.cost is None:
+            self.priced_cost = cost
+
     @property
     def text(self) -> str:
         return "".join(self.chunks)
 
     def usage(self) -> Usage:
-        cost = self.cost if self.cost is not None else priced(self.model, self.tokens)
+        cost = self.cost if self.cost is not None else self.priced_cost
+        if cost is None:
+            cost = priced(self.model, self.tokens)
         return self.tokens.usage(cost or 0.0, self_reported=True)
 
     def verdict(self) -> Verdict:
@@ -148,7 +170,8 @@ class AcpSession(RpcSession):
         try:
             if self.proc is None or self.proc.exited:
                 await self._drop_proc()
-                await self._start(list(self._argv), stdin=True)
+                argv, env = self._launch()
+                await self._start(argv, stdin=True, extra_env=env)
                 self._ready = False
                 self.totals.reset()
             if not self._ready:
@@ -188,7 +211,38 @@ class AcpSession(RpcSession):
             self.session_id = as_str(result.get("sessionId"))
             if not self.session_id:
                 raise RpcError("session/new", {"message": "the agent returned no sessionId"})
+            if self.spec.model:
+                await self._select_model(result, deadline)
         self._ready = True
+
+    async def _select_model(self, offer: dict[str, Any], deadline: float) -> None:
+        """Choose the spec's model the way the agent offers: a config option of category
+        `model` (opencode), or the session's `models` (gemini)."""
+        model = self.spec.model
+        for raw in as_list(offer.get("configOptions")):
+            option = as_dict(raw)
+            if option.get("category") == "model" and as_str(option.get("id")):
+                params = {"sessionId": self.session_id, "configId": option["id"],
+                          "value": model}
+                await self._request("session/set_config_option", params, deadline)
+                return
+        if as_dict(offer.get("models")):
+            params = {"sessionId": self.session_id, "modelId": model}
+            await self._request("session/set_model", params, deadline)
+            return
+        raise RpcError("session/new", {"message": f"the agent offers no model selection, so "
+                                                  f"-m {model} cannot be honoured; drop it"})
+
+    def _launch(self) -> tuple[list[str], dict[str, str]]:
+        """argv and extra environment: the command as given, plus what a known agent needs to
+        work unattended on the turn's files (gemini: trust, and its file tools may write the
+        turn directory, which lies outside the workspace)."""
+        argv = list(self._argv)
+        if self.program == "gemini":
+            for directory in turn_dirs(self.request):
+                argv += ["--include-directories", directory]
+            return argv, dict(GEMINI_TRUST)
+        return argv, {}
 
     def _partial_usage(self) -> Usage:
         return self._turn.usage() if self._turn is not None else Usage()
@@ -225,7 +279,6 @@ class AcpBackend(CliBackend):
             self.argv = []
 
     def check(self) -> None:
-        check_provider(self.spec)
         check_effort(self.spec)
         if not self.argv:
             raise BackendUnavailable(f"{self.spec.text!r}: the ACP command is empty")
@@ -235,6 +288,23 @@ class AcpBackend(CliBackend):
                 f"{self.spec.text!r}: {program!r} is not found on PATH or not executable"
             )
         load_prices()
+
+    def can_bound_cost(self) -> bool:
+        """ACP agents report tokens at most (a cost only sometimes), so budget.cost can see
+        their spend only when `-m MODEL` names a priced model."""
+        try:
+            return bool(self.spec.model) and price_for(self.spec.model) is not None
+        except BackendUnavailable:
+            return False
+
+    def spend_notice(self, role: str) -> str | None:
+        if self.can_bound_cost():
+            return None
+        what = f"model {self.spec.model!r} has no price" if self.spec.model else \
+            "no -m MODEL names a priced model"
+        return (f"the spend of {role} ({self.spec.text}) cannot be seen: an ACP agent reports "
+                f"tokens at most and {what}; budget.cost is refused, token budgets count what "
+                "it reports")
 
     def open(self, request: TurnRequest, on_spawn: SpawnHook) -> Session:
         return AcpSession(request, on_spawn, self.retry, self.spec, self.argv)

@@ -254,9 +254,10 @@ class ClaudeSession(CliSession):
             "--verbose",
         ]
         argv += ["--resume" if self._launched else "--session-id", self.session_id]
-        # Claude refuses bypassPermissions as root unless IS_SANDBOX is set; acceptEdits plus
-        # our allow-everything answers on the stdio permission tool is the same in effect.
-        root = hasattr(os, "geteuid") and os.geteuid() == 0 and "IS_SANDBOX" not in os.environ
+        # Claude refuses bypassPermissions as root unless IS_SANDBOX is exactly "1"; acceptEdits
+        # plus our allow-everything answers on the stdio permission tool is the same in effect.
+        sandbox_flag = self.request.env.get("IS_SANDBOX", os.environ.get("IS_SANDBOX"))
+        root = hasattr(os, "geteuid") and os.geteuid() == 0 and sandbox_flag != "1"
         argv += ["--permission-mode", "acceptEdits" if root else "bypassPermissions"]
         argv += ["--permission-prompt-tool", "stdio"]
         if self.spec.model:

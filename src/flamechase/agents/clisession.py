@@ -1,11 +1,11 @@
 """What every CLI-backed session shares: environment, transcript, liveness, cut and retries.
 
 Owns the mechanics around an agent CLI process (one per session, or one per ask for CLIs that
-exit after answering): starting it through `procs.Proc` with the `FLAMECHASE_*` environment,
-keeping the raw stdout stream gzip'd at `io_dir/transcript.jsonl.gz` (0600), turning
-silence/turn timeouts into `timeout` answers and `cut()` into `interrupted`, retrying transient
-API errors with back-off, and a small JSON-RPC client for the CLIs that speak it (codex
-app-server, ACP). Each CLI module supplies argv, framing and its parser.
+exit after answering): starting it through `procs.Proc` with the `FLAMECHASE_*` environment
+(and the spec's account), keeping the raw stdout in a `Transcript`, turning silence/turn
+timeouts into `timeout` answers and `cut()` into `interrupted`, and retrying transient API
+errors with back-off. JSON-RPC CLIs build on it in `rpc.py`; tolerant JSON access is in
+`jsonread.py`. Each CLI module supplies argv, framing and its parser.
 
 Must not touch run state, reports or the database, and must never raise for agent
 misbehaviour: whatever a CLI prints becomes an `Answer`.
@@ -17,17 +17,14 @@ import abc
 import asyncio
 import contextlib
 import dataclasses
-import gzip
 import json
-import math
-import os
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from flamechase import jail
+from flamechase.agents.accounts import Account, account_env, check_account
 from flamechase.agents.backend import (
     Answer,
     AnswerStatus,
@@ -37,18 +34,29 @@ from flamechase.agents.backend import (
     TurnRequest,
     Usage,
 )
-from flamechase.agents.efforts import SpecLike, check_effort, check_installed, check_provider
+from flamechase.agents.efforts import SpecLike, check_effort, check_installed
+from flamechase.agents.jsonread import (
+    as_dict,
+    as_float,
+    as_int,
+    as_list,
+    as_str,
+    clip,
+    loads,
+)
 from flamechase.agents.limits import RetryPolicy
+from flamechase.agents.transcript import TRANSCRIPT_NAME, Transcript
 from flamechase.agents.turnio import agent_env, prepare_io
 from flamechase.agents.usage import load_prices, unpriced_notice
 from flamechase.errors import BackendUnavailable
 from flamechase.procs import Proc, SilenceTimeout, TurnTimeout
 
+# The JSON helpers are re-exported: every CLI module takes them from here with the base class.
 __all__ = [
+    "TRANSCRIPT_NAME",
     "CliBackend",
     "CliSession",
-    "RpcError",
-    "RpcSession",
+    "ProcessGone",
     "Transcript",
     "Verdict",
     "agent_env",
@@ -61,130 +69,10 @@ __all__ = [
     "feed_stdin",
     "loads",
     "prepare_io",
-    "unsupported",
 ]
 
-TRANSCRIPT_NAME = "transcript.jsonl.gz"
 _EXIT_WAIT = 5.0  # after stdout closed, how long the process gets to report its exit code
 _CLOSE_WAIT = 2.0  # after stdin closed on close(), how long before the group is ended
-_ERROR_CHARS = 1500
-
-
-# ---- tolerant JSON access: a parser must survive any shape ----------------------------------
-
-
-def loads(line: bytes | str) -> dict[str, Any] | None:
-    """The JSON object on `line`, or None for anything else (garbage, arrays, deep nesting)."""
-    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-    text = text.strip()
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def as_str(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def as_int(value: object) -> int:
-    """A non-negative token count, 0 for anything that is not one."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    if not math.isfinite(value) or value < 0 or value > 10**15:
-        return 0
-    return int(value)
-
-
-def as_float(value: object) -> float | None:
-    """A finite non-negative number, or None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value) or value < 0 or value > 1e12:
-        return None
-    return float(value)
-
-
-def clip(text: str, limit: int = _ERROR_CHARS) -> str:
-    """`text` on one line, cut to `limit` characters."""
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
-
-
-# ---- environment and transcript -------------------------------------------------------------
-
-
-class Transcript:
-    """The session's raw stdout, one line per line, gzip'd, readable while it grows.
-
-    Each flush ends a deflate block (Z_SYNC_FLUSH), so the file decompresses up to the last
-    answer even if the engine dies mid-session. A write error disables the transcript rather
-    than failing the turn: the audit trail is valuable, the turn more so.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._raw: BinaryIO | None = None
-        self._gz: gzip.GzipFile | None = None
-        self.broken = False
-
-    def _open(self) -> gzip.GzipFile | None:
-        if self._gz is None and not self.broken:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(
-                    self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600
-                )
-                os.fchmod(fd, 0o600)
-                self._raw = os.fdopen(fd, "ab")
-                # Appending makes a multi-member gzip file, which every reader accepts.
-                self._gz = gzip.GzipFile(fileobj=self._raw, mode="ab", mtime=0)
-            except OSError:
-                self.broken = True
-        return self._gz
-
-    def write(self, line: bytes) -> None:
-        gz = self._open()
-        if gz is None:
-            return
-        try:
-            gz.write(line)
-            gz.write(b"\n")
-        except OSError:
-            self.broken = True
-
-    def flush(self) -> None:
-        if self._gz is not None and not self.broken:
-            try:
-                self._gz.flush()
-                if self._raw is not None:
-                    self._raw.flush()
-            except OSError:
-                self.broken = True
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            if self._gz is not None:
-                self._gz.close()
-            if self._raw is not None:
-                self._raw.close()
-        self._gz = None
-        self._raw = None
-
-    @property
-    def written(self) -> Path | None:
-        return self.path if self.path.exists() else None
 
 
 # ---- the session base -----------------------------------------------------------------------
@@ -204,7 +92,7 @@ class Verdict:
     retry: bool = False
 
 
-class _ProcessGone(Exception):
+class ProcessGone(Exception):
     """The CLI process closed stdout (exited or died) before the exchange finished."""
 
 
@@ -306,20 +194,47 @@ class CliSession(Session):
     async def _start(
         self, argv: list[str], *, stdin: bool, extra_env: Mapping[str, str] | None = None
     ) -> Proc:
-        """Start the CLI in the workspace (OSError when it cannot start)."""
-        argv = jail.wrap(argv, self.request.jail)
+        """Start the CLI in the workspace (OSError when it cannot start), on the spec's
+        account when it names one."""
+        env = dict(extra_env or {})
+        account = self._account()
+        if account is not None:
+            env.update(account_env(account))
+        spec = self.request.jail
+        if spec is not None and account is not None:
+            # The CLI keeps its login and sessions in the account's directory.
+            spec = dataclasses.replace(spec, grants=(*spec.grants, account.path))
+        argv = jail.wrap(argv, spec)
         proc = await Proc.start(
             argv,
             cwd=self.request.workspace,
-            env=agent_env(self.request, extra_env, self._repair),
+            env=agent_env(self.request, env, self._repair),
             stdin_pipe=stdin,
             on_spawn=self.on_spawn,
         )
         self.proc = proc
+        # Our own first line: the transcript exists and says what ran even if the CLI dies
+        # before printing a byte.
+        self._note("started", argv=argv, pid=proc.pgid)
         if self._cut:  # cut() ran while we were starting: it could not see this process
             await proc.kill(self.request.kill_grace)
-            raise _ProcessGone
+            raise ProcessGone
         return proc
+
+    def _account(self) -> Account | None:
+        spec: SpecLike | None = getattr(self, "spec", None)
+        if spec is None or not spec.provider:
+            return None
+        try:
+            return check_account(spec)
+        except BackendUnavailable:
+            return None  # removed since the run started: the CLI's default state is used
+
+    def _note(self, event: str, **fields: Any) -> None:
+        """A line of flamechase's own in the transcript (`{"flamechase": event, ...}`)."""
+        line = {"flamechase": event, "at": round(time.time(), 3), **fields}
+        self.transcript.write(json.dumps(line, ensure_ascii=False, default=str).encode())
+        self.transcript.flush()
 
     async def _read(self, deadline: float) -> bytes | None:
         """The next stdout line (recorded in the transcript), or None at end of output."""
@@ -335,14 +250,19 @@ class CliSession(Session):
         try:
             await self.proc.write(data.encode())
         except (BrokenPipeError, ConnectionResetError) as exc:
-            raise _ProcessGone from exc
+            raise ProcessGone from exc
 
     async def _run_once(
-        self, argv: list[str], prompt: str, deadline: float, on_line: Callable[[bytes], None]
+        self,
+        argv: list[str],
+        prompt: str,
+        deadline: float,
+        on_line: Callable[[bytes], None],
+        extra_env: Mapping[str, str] | None = None,
     ) -> int | None:
         """One process per ask (gemini, opencode): start `argv` with `prompt` on stdin, hand
         every stdout line to `on_line`, and return the exit code."""
-        proc = await self._start(argv, stdin=True)
+        proc = await self._start(argv, stdin=True, extra_env=extra_env)
         feeder = asyncio.ensure_future(feed_stdin(proc, prompt.encode()))
         try:
             while True:
@@ -393,6 +313,13 @@ class CliSession(Session):
     # -- the guard around every attempt --
 
     async def _guarded(self, prompt: str, deadline: float) -> Verdict:
+        verdict = await self._guarded_attempt(prompt, deadline)
+        if verdict.status != "finished":
+            self._note("ended", status=verdict.status, why=verdict.error,
+                       exit_code=verdict.exit_code)
+        return verdict
+
+    async def _guarded_attempt(self, prompt: str, deadline: float) -> Verdict:
         try:
             return await self._attempt(prompt, deadline)
         except TurnTimeout:
@@ -413,7 +340,7 @@ class CliSession(Session):
                 error=f"{self.program} said nothing for {self.request.silence_timeout:g}s "
                 "(silence_timeout) and was cut",
             )
-        except _ProcessGone:
+        except ProcessGone:
             usage = self._partial_usage()
             code = await self._exit_code()
             error = self._ended_early(code)
@@ -424,100 +351,12 @@ class CliSession(Session):
             return Verdict("failed", error=f"could not start {self.program}: {exc}")
 
 
-# ---- JSON-RPC over stdio (codex app-server, ACP) -------------------------------------------
-
-
-class RpcError(Exception):
-    """A JSON-RPC error response to one of our requests."""
-
-    def __init__(self, method: str, error: Mapping[str, Any]) -> None:
-        self.code = error.get("code")
-        self.message = as_str(error.get("message")) or json.dumps(error)[:300]
-        self.data = error.get("data")
-        super().__init__(f"{method}: {self.message}")
-
-
-class RpcSession(CliSession):
-    """A CliSession whose CLI speaks JSON-RPC 2.0, one message per line, both ways."""
-
-    #: Whether to put "jsonrpc": "2.0" on our messages (ACP requires it; codex omits it).
-    jsonrpc_header: bool = True
-
-    def __init__(self, request: TurnRequest, on_spawn: SpawnHook, retry: RetryPolicy) -> None:
-        super().__init__(request, on_spawn, retry)
-        self._next_id = 0
-
-    async def _request(self, method: str, params: Mapping[str, Any], deadline: float) -> Any:
-        """Send a request and wait for its response, handling everything that comes first."""
-        self._next_id += 1
-        rid = self._next_id
-        message: dict[str, Any] = {"id": rid, "method": method, "params": dict(params)}
-        if self.jsonrpc_header:
-            message = {"jsonrpc": "2.0", **message}
-        await self._write(message)
-        while True:
-            obj = await self._next_message(deadline)
-            if obj.get("id") == rid and "method" not in obj:
-                if "error" in obj:
-                    raise RpcError(method, as_dict(obj.get("error")))
-                return obj.get("result")
-            await self._dispatch(obj)
-
-    async def _notify(self, method: str, params: Mapping[str, Any]) -> None:
-        message: dict[str, Any] = {"method": method, "params": dict(params)}
-        if self.jsonrpc_header:
-            message = {"jsonrpc": "2.0", **message}
-        await self._write(message)
-
-    async def _next_message(self, deadline: float) -> dict[str, Any]:
-        """The next JSON object from the CLI; garbage lines are skipped (kept in the transcript)."""
-        while True:
-            line = await self._read(deadline)
-            if line is None:
-                raise _ProcessGone
-            obj = loads(line)
-            if obj is not None:
-                return obj
-
-    async def _dispatch(self, obj: dict[str, Any]) -> None:
-        """Route a message that is not the response we wait for."""
-        method = obj.get("method")
-        if not isinstance(method, str):
-            return  # a stray response: ignore
-        params = as_dict(obj.get("params"))
-        if "id" in obj and obj.get("id") is not None:
-            result, error = self._serve(method, params)
-            reply: dict[str, Any] = {"id": obj["id"]}
-            if error is not None:
-                reply["error"] = error
-            else:
-                reply["result"] = result
-            if self.jsonrpc_header:
-                reply = {"jsonrpc": "2.0", **reply}
-            await self._write(reply)
-        else:
-            self._notified(method, params)
-
-    @abc.abstractmethod
-    def _serve(self, method: str, params: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
-        """Answer a request from the CLI: (result, None) or (None, error object)."""
-
-    @abc.abstractmethod
-    def _notified(self, method: str, params: dict[str, Any]) -> None:
-        """Take in a notification from the CLI."""
-
-
 async def feed_stdin(proc: Proc, data: bytes) -> None:
     """Write `data` to the CLI's stdin and close it; run as a task beside the reader, so a
     CLI that reads its prompt only after writing output cannot deadlock us on a full pipe."""
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         await proc.write(data)
     proc.close_stdin()
-
-
-def unsupported(method: str) -> tuple[None, dict[str, Any]]:
-    """The JSON-RPC 'method not found' error for a request we do not serve."""
-    return None, {"code": -32601, "message": f"flamechase does not serve {method}"}
 
 
 # ---- the backend base -----------------------------------------------------------------------
@@ -536,7 +375,7 @@ class CliBackend(Backend):
         self.retry = retry if retry is not None else RetryPolicy.from_env()
 
     def check(self) -> None:
-        check_provider(self.spec)
+        check_account(self.spec)
         check_effort(self.spec)
         check_installed(self.cli)
         load_prices()  # a bad FLAMECHASE_PRICES file is refused now, not mid-run

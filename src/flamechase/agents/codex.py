@@ -5,15 +5,16 @@ omits the `"jsonrpc": "2.0"` member, and so do we)::
 
     → initialize {clientInfo}            ← {userAgent, ...}
     → initialized (notification)
-    → thread/start {cwd, model, approvalPolicy: "never", sandbox: "danger-full-access"}
+    → thread/start {cwd, model, approvalPolicy: "never", sandbox}
                                          ← {thread: {id}}
     → turn/start {threadId, input: [{type: "text", text}], model, effort?, approvalPolicy,
-                  outputSchema?}         ← {turn: {id, status: "inProgress"}}
+                  sandboxPolicy, outputSchema?}         ← {turn: {id, status: "inProgress"}}
     ← item/*, thread/tokenUsage/updated, error, ... until turn/completed {turn: {status}}
 
 A repair is another `turn/start` on the same thread (after a crash, `thread/resume` in a new
-server first). With `TurnRequest.writable` set the turn runs under codex's own workspace-write
-sandbox with those roots; otherwise with full access, like the other CLIs (see docs/agents.md).
+server first). A turn flamechase confines itself (`TurnRequest.writable` set) runs with codex's
+own sandbox off: its bubblewrap cannot start inside that confinement. Every other turn runs
+under codex's workspace-write sandbox with the workspace and the turn's own files writable.
 Approval requests, which `approvalPolicy: never` should prevent, are accepted.
 
 Usage: `tokenUsage.total` is a running total per thread (input includes cached tokens), so a
@@ -26,13 +27,13 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from flamechase.agents.backend import Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.clisession import (
     CliBackend,
-    RpcError,
-    RpcSession,
     Verdict,
     as_dict,
     as_float,
@@ -40,10 +41,17 @@ from flamechase.agents.clisession import (
     as_str,
     clip,
     loads,
-    unsupported,
 )
 from flamechase.agents.efforts import SpecLike
-from flamechase.agents.limits import RetryPolicy, find_usage_limit, from_epoch, is_transient
+from flamechase.agents.limits import (
+    DEFAULT_WAIT,
+    RetryPolicy,
+    find_usage_limit,
+    from_epoch,
+    is_transient,
+    parse_reset,
+)
+from flamechase.agents.rpc import RpcError, RpcSession, unsupported
 from flamechase.agents.usage import RunningTotals, TokenCounts, priced
 
 __all__ = ["CodexBackend", "CodexSession", "CodexTurn", "parse_stream"]
@@ -128,14 +136,15 @@ class CodexTurn:
                 thread,
                 as_int(total.get("inputTokens")),
                 as_int(total.get("cachedInputTokens")),
-                0,
+                as_int(total.get("cacheWriteInputTokens")),
                 as_int(total.get("outputTokens")),
             )
         else:
             last = as_dict(usage.get("last"))
             inp, cached = as_int(last.get("inputTokens")), as_int(last.get("cachedInputTokens"))
+            written = as_int(last.get("cacheWriteInputTokens"))
             self.tokens = self.tokens + TokenCounts(
-                max(0, inp - cached), as_int(last.get("outputTokens")), cached, 0
+                max(0, inp - cached - written), as_int(last.get("outputTokens")), cached, written
             )
 
     def _add_total(self, thread: str, inp: int, cached: int, written: int, out: int) -> None:
@@ -214,7 +223,9 @@ def judge_error(
     info = error_info.lower().replace("_", "")
     if hit is not None or "usagelimit" in info:
         resets_at = hit.resets_at if hit is not None and hit.reset_known else None
-        resets_at = resets_at or from_epoch(limit_reset) or (hit.resets_at if hit else None)
+        resets_at = resets_at or from_epoch(limit_reset) or parse_reset(context)
+        # A limit that does not say when it reopens is looked at again after a while.
+        resets_at = resets_at or (hit.resets_at if hit else datetime.now(UTC) + DEFAULT_WAIT)
         shown = hit.message if hit is not None else clip(message, 300)
         return Verdict("limited", error=f"codex: {shown}", resets_at=resets_at)
     transient = (
@@ -271,13 +282,28 @@ class CodexSession(RpcSession):
         params: dict[str, Any] = {
             "cwd": str(self.request.workspace),
             "approvalPolicy": "never",
-            "sandbox": "workspace-write"
-            if self.request.writable is not None
-            else "danger-full-access",
+            "sandbox": "danger-full-access" if self.confined else "workspace-write",
         }
         if self.spec.model:
             params["model"] = self.spec.model
         return params
+
+    @property
+    def confined(self) -> bool:
+        """Whether flamechase confines this turn itself. codex's own (bubblewrap) sandbox
+        cannot start inside that confinement, so it is off there and on everywhere else."""
+        return self.request.writable is not None
+
+    def writable_roots(self) -> list[str]:
+        """What codex's own sandbox lets an unconfined turn write: the workspace, the turn's
+        files, and the flow's artifact root and checkpoint directory."""
+        roots = [self.request.workspace, self.request.io_dir]
+        for key in ("FLAMECHASE_ARTIFACTS", "FLAMECHASE_CHECKPOINT"):
+            value = self.request.env.get(key)
+            if value:
+                path = Path(value)
+                roots.append(path if key == "FLAMECHASE_ARTIFACTS" else path.parent)
+        return list(dict.fromkeys(str(p) for p in roots))
 
     def _turn_params(self, prompt: str) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -289,10 +315,12 @@ class CodexSession(RpcSession):
             params["model"] = self.spec.model
         if self.spec.effort:
             params["effort"] = self.spec.effort
-        if self.request.writable is not None:
+        if self.confined:
+            params["sandboxPolicy"] = {"type": "dangerFullAccess"}
+        else:
             params["sandboxPolicy"] = {
                 "type": "workspaceWrite",
-                "writableRoots": [str(p) for p in self.request.writable],
+                "writableRoots": self.writable_roots(),
                 "networkAccess": True,
             }
         if self.request.result_schema is not None:

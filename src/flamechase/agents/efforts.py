@@ -1,8 +1,8 @@
 """Effort ladders per CLI, install hints, and the checks every backend runs before a run.
 
 Owns what `CLI/MODEL:EFFORT` may say after the colon for each supported CLI, how the effort
-reaches the CLI (documented per backend), and the one-line refusals for an unknown effort, a
-CLI missing from PATH, or an `@PROVIDER` account (accounts are not managed by flamechase yet).
+reaches the CLI (documented per backend), and the one-line refusals for an unknown effort or a
+CLI missing from PATH (an unknown `@ACCOUNT` is refused by agents/accounts.py).
 Omitting the effort, or writing `:auto`, sends none. Must not start processes.
 """
 
@@ -73,16 +73,6 @@ def check_effort(spec: SpecLike) -> None:
     raise BackendUnavailable(
         f"{spec.cli} cannot take effort {effort!r}; expected one of {', '.join(ladder)}"
     )
-
-
-def check_provider(spec: SpecLike) -> None:
-    """Refuse `@PROVIDER`: running on a saved account is not supported yet, and silently using
-    the default login instead could spend on the wrong account."""
-    if spec.provider:
-        raise BackendUnavailable(
-            f"{spec.text!r}: '@{spec.provider}' names an account, which flamechase does not "
-            f"manage; log {spec.cli} in to that account and drop '@{spec.provider}'"
-        )
 
 
 def check_installed(cli: str, program: str | None = None) -> str:

@@ -4,7 +4,9 @@ Argv (cwd = the workspace; the prompt goes on stdin, which makes the run headles
 argv length limits)::
 
     gemini --output-format stream-json --approval-mode yolo [--model MODEL]
-           [--resume SESSION_ID]
+           --include-directories IO_DIR [...] [--resume SESSION_ID]
+
+with GEMINI_CLI_TRUST_WORKSPACE=true (a headless run in an untrusted folder exits 55).
 
 Events, one JSON object per line: `init` (session_id, model), `message` (assistant text,
 maybe in deltas), `tool_use`, `tool_result`, `error` (warnings and errors), and a final
@@ -36,10 +38,14 @@ from flamechase.agents.clisession import (
 )
 from flamechase.agents.efforts import SpecLike
 from flamechase.agents.limits import RetryPolicy, find_usage_limit, is_transient
+from flamechase.agents.turnio import turn_dirs
 from flamechase.agents.usage import TokenCounts, priced
 
 __all__ = ["GeminiBackend", "GeminiRun", "GeminiSession", "parse_stream"]
 
+# Headless gemini (0.61+) refuses an untrusted folder with exit 55, and every turn's
+# workspace is new to it; the variable trusts the workspace for this run only.
+TRUST_ENV = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 _EXIT_MEANING = {42: "bad input (exit 42)", 53: "turn limit exceeded (exit 53)"}
 _MAX_DOCUMENT = 4 * 1024 * 1024  # non-event output kept to try as one JSON document
 
@@ -220,6 +226,10 @@ class GeminiSession(CliSession):
         argv = ["gemini", "--output-format", "stream-json", "--approval-mode", "yolo"]
         if self.spec.model:
             argv += ["--model", self.spec.model]
+        # Gemini's file tools refuse paths outside its workspace: the turn's own files (report,
+        # artifacts, checkpoint) live in the run directory, so they are added as workspaces.
+        for directory in turn_dirs(self.request):
+            argv += ["--include-directories", directory]
         if self.session_id:
             argv += ["--resume", self.session_id]
         return argv
@@ -227,10 +237,14 @@ class GeminiSession(CliSession):
     async def _attempt(self, prompt: str, deadline: float) -> Verdict:
         await self._drop_proc()
         run = self._run = GeminiRun(self.spec.model)
-        code = await self._run_once(self.argv(), prompt, deadline, run.feed_line)
+        code = await self._run_once(self.argv(), prompt, deadline, run.feed_line,
+                                    extra_env=TRUST_ENV)
         run.finish()
         stderr = self.stderr_tail() if not (run.done and code == 0) else ""
-        self.session_id = run.session_id or self.session_id
+        if run.done and run.status == "success":
+            # Only a run that answered left a session to resume: after a failed first request
+            # (a rate limit) `--resume` would find none and exit 42.
+            self.session_id = run.session_id or self.session_id
         self.continues = self.session_id is not None
         if not run.done and code is not None and code < 0:
             verdict = Verdict("failed", usage=run.usage, error=self._ended_early(code))

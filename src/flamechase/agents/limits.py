@@ -60,12 +60,13 @@ _LIMIT_PATTERNS = [
         r"usage limit reached",  # claude (legacy and "Claude usage limit reached.")
         r"\blimit reached\s*[∙·•|-]",  # claude "Weekly limit reached ∙ resets 5am"
         r"(?:weekly|5-hour|five[- ]hour|session|daily|opus|sonnet) limit reached",
-        r"you'?ve hit your (?:\w+ )?limit",  # claude 2.1 and codex
+        r"you[’']?ve hit your (?:\w+ )?limit",  # claude 2.1 and codex (codex: ’)
         r"you have hit your (?:\w+ )?limit",
         r"usage limit has been reached",
         r"usage_limit_reached|usagelimitexceeded|usage_limit_exceeded",
         r"reached your (?:specified )?api usage limits",
-        r"quota exceeded for quota metric[^\n]*per day",  # gemini daily quota
+        r"quota exceeded for quota metric[^\n]*per day",  # gemini daily quota (API wording)
+        r"exhausted your daily quota",  # gemini 0.61's own wording of the same
     )
 ]
 
@@ -87,7 +88,7 @@ def find_usage_limit(text: str, *, now: datetime | None = None) -> LimitHit | No
     now = now or datetime.now(UTC)
     message = _first_line_with_limit(text)
     when = parse_reset(text, now=now)
-    if when is None and re.search(r"per day", text, re.IGNORECASE):
+    if when is None and re.search(r"per day|daily quota", text, re.IGNORECASE):
         when = _next_time(now, 0, 0, _zone(_GEMINI_QUOTA_TZ))
     if when is None:
         return LimitHit(now + DEFAULT_WAIT, False, message)

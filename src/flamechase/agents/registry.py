@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 from pathlib import Path
@@ -61,6 +62,15 @@ STATE_ENV: dict[str, tuple[str, ...]] = {
 
 
 def state_paths(cli: str) -> list[Path]:
+    """The CLI's state paths, its directories created (0700) when they do not exist yet.
+
+    A confined lane can only be granted what exists, and a CLI on a fresh home makes these
+    on its first run: without them it fails every confined turn (`mkdir ... EACCES`).
+    """
     paths = [Path(p).expanduser() for p in STATE_PATHS.get(cli, ())]
     paths += [Path(os.environ[v]) for v in STATE_ENV.get(cli, ()) if os.environ.get(v)]
+    for path in paths:
+        if path.suffix != ".json":
+            with contextlib.suppress(OSError):  # a read-only home: the grant is dropped
+                path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return paths

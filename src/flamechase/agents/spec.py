@@ -41,7 +41,8 @@ class AgentSpec:
     """One parsed agent spec.
 
     `text` is the spec as written (without `ROLE=`), kept so errors and records can quote what the
-    user typed. `path` is set only for `exec` (an absolute executable) and `acp` (a command line).
+    user typed. `path` is set only for `exec` (an absolute executable) and `acp` (a command line,
+    without its `-m MODEL`, which becomes `model`).
     """
 
     text: str
@@ -144,7 +145,29 @@ def _parse_acp(text: str) -> AgentSpec:
         raise _fail(text, f"the command does not split into words ({exc})") from None
     if not argv:
         raise _fail(text, "the command after 'acp:' is empty")
-    return AgentSpec(text=text, cli="acp", path=command)
+    model, argv = _acp_model(text, argv)
+    return AgentSpec(text=text, cli="acp", model=model, path=shlex.join(argv))
+
+
+def _acp_model(text: str, argv: list[str]) -> tuple[str, list[str]]:
+    """`-m MODEL` / `--model MODEL` / `--model=MODEL` after the program: the model flamechase
+    selects through the protocol (and prices by); removed from the command, which may not
+    take such a flag (`opencode acp` does not)."""
+    model = ""
+    out = argv[:1]
+    words = iter(argv[1:])
+    for word in words:
+        if word in ("-m", "--model"):
+            model = next(words, "")
+            if not model:
+                raise _fail(text, f"{word} needs a model after it")
+        elif word.startswith("--model="):
+            model = word.partition("=")[2]
+            if not model:
+                raise _fail(text, "--model= needs a model")
+        else:
+            out.append(word)
+    return model, out
 
 
 def _role_prefix(item: str) -> tuple[str, str] | None:

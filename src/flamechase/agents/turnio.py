@@ -48,6 +48,9 @@ def agent_env(
             "FLAMECHASE_PROMPT": str(request.prompt_path),
             "FLAMECHASE_REPORT": str(request.report_path),
             "FLAMECHASE_USAGE": str(request.usage_path),
+            # The agent starts in the workspace; programs that take their project directory
+            # from $PWD (opencode) must not see the engine's own directory instead.
+            "PWD": str(request.workspace),
         }
     )
     env.update(request.env)
@@ -90,3 +93,16 @@ def write_private(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def turn_dirs(request: TurnRequest) -> list[str]:
+    """The turn's own directories outside its workspace that the agent must write: the io dir
+    (report, usage), and the flow's artifact root and checkpoint directory when it has them."""
+    dirs = [str(request.io_dir)]
+    artifacts = request.env.get("FLAMECHASE_ARTIFACTS")
+    if artifacts:
+        dirs.append(artifacts)
+    checkpoint = request.env.get("FLAMECHASE_CHECKPOINT")
+    if checkpoint:
+        dirs.append(os.path.dirname(checkpoint))
+    return list(dict.fromkeys(d for d in dirs if os.path.isdir(d)))

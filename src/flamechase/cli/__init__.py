@@ -39,7 +39,7 @@ def _register() -> None:
     cli.add_command(runs.status_command)
     cli.add_command(runs.events_command)
     cli.add_command(artifacts.command)
-    for optional in ("flamechase.cli.agents", "flamechase.cli.views"):
+    for optional in ("flamechase.cli.agents", "flamechase.cli.accounts", "flamechase.cli.views"):
         try:
             module = __import__(optional, fromlist=["command"])
         except ImportError:

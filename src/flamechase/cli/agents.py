@@ -9,7 +9,8 @@ import click
 
 @click.command("agents")
 @click.option(
-    "--json", "as_json", is_flag=True, help='a JSON list of {"cli", "path", "version", "efforts"}'
+    "--json", "as_json", is_flag=True,
+    help='a JSON list of {"cli", "path", "version", "tested", "tested_range", "efforts"}'
 )
 def command(as_json: bool) -> int:
     """List the supported agent CLIs: installed or not, version, effort ladder."""
@@ -23,7 +24,7 @@ def command(as_json: bool) -> int:
         (
             a["cli"],
             a["path"] or "not installed",
-            a["version"] or "-",
+            _version(a),
             ", ".join(a["efforts"]) or "(no effort setting)",
         )
         for a in agents
@@ -34,5 +35,14 @@ def command(as_json: bool) -> int:
         click.echo(
             "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
         )
-    click.echo("acp:COMMAND runs any Agent Client Protocol agent (no effort setting).")
+    click.echo("acp:COMMAND [-m MODEL] runs any Agent Client Protocol agent (no effort setting); "
+               "its spend is seen only as tokens it reports, priced when MODEL has a price, "
+               "so without one budget.cost is refused.")
     return 0
+
+
+def _version(agent: dict[str, object]) -> str:
+    version = str(agent["version"] or "-")
+    if agent["tested"] is False:
+        return f"{version} (untested: tested {agent['tested_range']})"
+    return version

@@ -190,6 +190,9 @@ def prepare(req: RunRequest) -> Prepared:
         price_notice = backend.price_notice()  # once per model, however many roles share it
         if price_notice and price_notice not in notices:
             notices.append(price_notice)
+        notice = backend.spend_notice(role)
+        if notice:
+            notices.append(notice)
         backends[role] = backend
     if self_reported:
         notices.append("spend of " + ", ".join(self_reported) + " is self-reported by the "

@@ -83,10 +83,33 @@ class Agent:
                 return self.reply(rid, None)
             sid = f"sess_{uuid.uuid4().hex[:12]}"
             (self.sessions / f"{sid}.json").write_text(json.dumps({"asks": 0}))
-            return self.reply(rid, {"sessionId": sid})
+            return self.reply(rid, {"sessionId": sid, **self.model_offer()})
+        if method in ("session/set_config_option", "session/set_model"):
+            return self.set_model(rid, method, params)
         if method == "session/prompt":
             return self.prompt(rid, params)
         self.error(rid, -32601, f"method not found: {method}")
+
+    def model_offer(self) -> dict[str, Any]:
+        """FAKE_ACP_MODELS=config: a `model` config option (opencode's way); =models: the
+        session's models (gemini's way); unset: no model selection at all."""
+        how = os.environ.get("FAKE_ACP_MODELS", "")
+        options = [{"value": m, "name": m} for m in ("small", "large")]
+        if how == "config":
+            return {"configOptions": [{"id": "model", "name": "Model", "category": "model",
+                                       "type": "select", "currentValue": "small",
+                                       "options": options}]}
+        if how == "models":
+            return {"models": {"currentModelId": "small", "availableModels": [
+                {"modelId": m, "name": m} for m in ("small", "large")]}}
+        return {}
+
+    def set_model(self, rid: Any, method: str, params: dict[str, Any]) -> None:
+        value = params.get("value") if method == "session/set_config_option" else \
+            params.get("modelId")
+        if value not in ("small", "large"):
+            return self.error(rid, -32602, f"unknown model {value!r}")
+        return self.reply(rid, {} if method == "session/set_model" else {"configOptions": []})
 
     def prompt(self, rid: Any, params: dict[str, Any]) -> None:
         sid = params.get("sessionId", "")

@@ -82,6 +82,7 @@ def main() -> None:
             "-r",
             "--prompt",
             "-p",
+            "--include-directories",
         },
         boolean={"--yolo", "-y", "--debug"},
     )
@@ -107,12 +108,20 @@ def main() -> None:
     if resume:
         state = sessions / f"{resume}.json"
         if not state.exists():
-            fl.die(CLI, f"Error resuming session: Invalid session identifier {resume!r}", 1)
-        sid, asks = resume, json.loads(state.read_text())["asks"]
+            # Gemini 0.61's wording, exit 42: a run whose request failed saved no session.
+            fl.die(CLI, "Error resuming session: No previous sessions found for this project.",
+                   42)
+        sid = resume
     else:
-        sid, asks = str(uuid.uuid4()), 0
+        sid = str(uuid.uuid4())
+    # Scenarios count every run of this fake (a retry after a failed first request is a
+    # fresh run, not a resumed one).
+    counter = sessions / "_runs"
+    asks = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(asks + 1))
     name = fl.scenario(CLI, asks)
-    (sessions / f"{sid}.json").write_text(json.dumps({"asks": asks + 1}))
+    if name not in ("ratelimit", "error", "limit", "exit1", "crash"):
+        (sessions / f"{sid}.json").write_text(json.dumps({"asks": asks + 1}))
 
     if name == "exit1":
         fl.die(CLI, "Error when talking to Gemini API: Please set an Auth method", 1)
