@@ -224,7 +224,7 @@ def _amount(key: str, value: Any) -> str:
 
 def human_seconds(seconds: float) -> str:
     """A duration as people write it: 45s, 3m05s, 1h02m, 2d03h."""
-    s = int(round(seconds))
+    s = round(seconds)
     if s < 60:
         return f"{s}s"
     if s < 3600:

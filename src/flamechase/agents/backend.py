@@ -146,6 +146,8 @@ class Backend(abc.ABC):
 
     def price_notice(self) -> str | None:
         """One line for the start of a run when spend is counted at an upper bound."""
+        return None
+
     def spend_notice(self, role: str) -> str | None:
         """One line for the start of a run when this agent's spend cannot be seen, else None."""
         return None
