@@ -19,7 +19,8 @@
     │   └── FlowChanged                 a resume would run other flow code than the run's
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
     │   ├── ControlPathViolation        a control path was replaced or linked
-    │   └── FlowError                   the flow broke its contract (a flow bug)
+    │   ├── FlowError                   the flow broke its contract (a flow bug)
+    │   └── DiskFull                    a file system the run writes is full
     ├── StoreError                      the run database is unreadable / wrong schema
     ├── ArtifactError                   an artifact failed verification on extraction
     └── SnapshotFailed                  a workspace snapshot could not be made
@@ -113,6 +114,10 @@ class ControlPathViolation(RunFailed):
 
 class FlowError(RunFailed):
     """The flow broke its contract (asked for nothing and did not end, or never settled)."""
+
+
+class DiskFull(RunFailed):
+    """A file system the run writes to is full; free space there and resume the run."""
 
 
 class StoreError(FlamechaseError):

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flamechase import events as ev
-from flamechase.engine import opening
+from flamechase.engine import diskfull, opening
 from flamechase.engine.admission import BudgetTracker
 from flamechase.engine.clock import Clock, RealClock
 from flamechase.engine.executor import Executor, LocalExecutor, TurnResult
@@ -38,11 +38,13 @@ from flamechase.errors import (
     EXIT_OK,
     EXIT_SIGNAL,
     ControlPathViolation,
+    DiskFull,
     FlamechaseError,
     FlowError,
 )
 from flamechase.flow import commands as cm
 from flamechase.procs import Reaper
+from flamechase.store import home
 
 __all__ = ["Engine", "Observer", "RunEnd"]
 
@@ -103,7 +105,12 @@ class Engine:
     # ---- the run -------------------------------------------------------------------------
 
     async def run(self) -> RunEnd:
-        opened = opening.open_run(self.prep, self.clock, self.observer, self._fault)
+        try:
+            opened = opening.open_run(self.prep, self.clock, self.observer, self._fault)
+        except Exception as exc:
+            if diskfull.is_disk_full(exc):
+                raise DiskFull(diskfull.message(home.runs_dir())) from exc
+            raise
         self.run_id = opened.run_id
         loop = asyncio.get_running_loop()
         installed = []
@@ -120,8 +127,17 @@ class Engine:
             await self._cut_all()
             return self._end("failed", str(exc))
         except FlamechaseError as exc:
+            if diskfull.is_disk_full(exc):
+                return await self._disk_full(opened)
             await self._cut_all()
             return self._end("failed", str(exc))
+        except Exception as exc:
+            if diskfull.is_disk_full(exc):
+                return await self._disk_full(opened)
+            await self._cut_all()
+            with contextlib.suppress(Exception):
+                self._end("failed", "internal error; see the traceback")
+            raise
         except BaseException:
             await self._cut_all()
             with contextlib.suppress(Exception):
@@ -140,6 +156,16 @@ class Engine:
             with contextlib.suppress(Exception):
                 opened.ledger.close()
             opened.lock.release()
+
+    async def _disk_full(self, opened: opening.Opened) -> RunEnd:
+        """End the run on a full disk: cut what runs, record `failed` if there is room to."""
+        message = diskfull.message(opened.layout.root)
+        with contextlib.suppress(Exception):
+            await self._cut_all()
+        try:
+            return self._end("failed", message)
+        except Exception:  # no room even for that: status shows the run stopped, resumable
+            return RunEnd(self.run_id, "failed", EXIT_FAILED, message)
 
     async def _session(self, opened: opening.Opened, session: int) -> RunEnd:
         prep = self.prep
