@@ -548,8 +548,44 @@ def test_the_evaluator_does_not_take_a_sandboxed_lane_out_of_its_sandbox(
     proc = _run(tmp_path, src, ESCAPE, params=",evaluator=sh bench.sh,direction=minimize")
     assert proc.returncode == 3, proc.stderr
     assert _tree(src) == before
+    # bench.sh is the evaluator's own file, frozen at the start: the submission that changed
+    # it is not measured at all.
     sub = next(e for e in events(src) if e["kind"] == "candidate_submitted")["payload"]
-    assert sub["measured"] == 1.0  # still measured, in the lane's own copy
+    assert sub["measured"] is None and sub["verified"] is False
+    assert "tampered" in sub["unverified_reason"] and "bench.sh" in sub["unverified_reason"]
+
+
+FORGE_SCORE = r'''
+if turn == 1:
+    # The forged-score attack: make the evaluator print the best possible value.
+    open(os.path.join(ws, "bench.sh"), "w").write("echo SCORE: 0.001\n")
+    open(os.path.join(art, "c.txt"), "w").write("candidate\n")
+    deliver(["c.txt"], {"title": "t", "metric": "score", "value": 0.001,
+                        "direction": "minimize", "evaluator": "sh bench.sh"})
+elif turn == 2:
+    inbox = json.load(open(E["FLAMECHASE_INBOX"]))
+    told = [d for d in inbox if d["lane"] == "system:" + lane]
+    note("told", told[0]["report"]["summary"] if told else "nothing")
+    done()
+else:
+    done()
+'''
+
+
+def test_a_lane_that_rewrites_the_evaluator_cannot_forge_its_score(
+        tmp_path: Path, state_home: Path) -> None:
+    src = _source(tmp_path)
+    proc = _run(tmp_path, src, FORGE_SCORE,
+                params=",evaluator=sh bench.sh,direction=minimize")
+    assert proc.returncode == 3, proc.stderr
+    sub = next(e for e in events(src) if e["kind"] == "candidate_submitted")["payload"]
+    assert sub["verified"] is False and sub["ranked"] is False
+    assert sub["measured"] is None and "tampered" in sub["unverified_reason"]
+    board = status(src)["leaderboard"]
+    assert board["best"] is None and board["leaders"] == []
+    # The lane heard why, in a system report delivered to it alone.
+    told = _attempts(_run_dir(state_home, src))["told"]
+    assert "not measured" in told and "bench.sh" in told
 
 
 SWAP_WORKSPACE = r'''

@@ -266,9 +266,42 @@ class PlaceMade(Event):
     place: str = ""
     path: str = ""
     how: str = "snapshot"
+    # An overlay's differences from its base (paths relative to the place).
+    changed: list[str] = dataclasses.field(default_factory=list)
+    deleted: list[str] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
-        return f"{self.how} {self.place} made at {self.path}"
+        text = f"{self.how} {self.place} made at {self.path}"
+        if self.how == "overlay":
+            text += f" ({len(self.changed)} changed, {len(self.deleted)} deleted)"
+        return text
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PlaceDropped(Event):
+    kind: ClassVar[str] = "place_dropped"
+    place: str = ""
+
+    def describe(self) -> str:
+        return f"{self.place} removed"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Frozen(Event):
+    """Files of a place hashed and copied into the blob store (`Freeze`)."""
+
+    kind: ClassVar[str] = "frozen"
+    key: str = ""
+    place: str = ""
+    files: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> sha256
+    error: str | None = None
+
+    def describe(self) -> str:
+        if self.error:
+            return f"freezing {self.key} failed: {self.error}"
+        return f"froze {self.key}: {', '.join(sorted(self.files)) or 'no files'}"
 
 
 @register

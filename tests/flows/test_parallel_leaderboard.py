@@ -120,10 +120,13 @@ def test_the_evaluator_runs_in_the_submitting_lanes_workspace(
     root = run_dir(state_home, ws)
     shown = _board_in((root / "lanes/lane-1/pfc/prompt.txt").read_text())
     assert shown["best"]["lane"] == "lane-2" and shown["best"]["value"] == 7.0
-    rows = db_rows(state_home, ws, "SELECT lane, receipt FROM measurements")
+    # Each submission is measured in a fresh copy of the baseline with its lane's changes laid
+    # over it (never in the lane's own tree): lane 2's and 3's score.txt came along.
+    rows = db_rows(state_home, ws, "SELECT key, lane, receipt FROM measurements "
+                                   "WHERE lane IS NOT NULL")
     cwd = {r["lane"]: json.loads(r["receipt"])["cwd"] for r in rows}
-    assert cwd == {"lane-1": str(ws), "lane-2": str(root / "lanes/lane-2/workspace"),
-                   "lane-3": str(root / "lanes/lane-3/workspace")}
+    assert cwd == {r["lane"]: str(root / "measure" / r["key"] / "workspace") for r in rows}
+    assert set(cwd) == {"lane-1", "lane-2", "lane-3"}
     assert not (ws / "score.txt").exists()
 
 

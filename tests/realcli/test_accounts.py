@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from flamechase.sandbox import landlock_abi
 
+from flamechase.jail import landlock_abi
 from tests.realcli.clis import require
 from tests.realcli.conftest import Flamechase
 from tests.realcli.helpers import turns

@@ -71,7 +71,8 @@ def test_dashboard_mid_turn_shows_actor_and_elapsed(sim_run: Run) -> None:
     now = parse_at(ev["at"]) + timedelta(seconds=75)
     text = _render(lanes_table(fold.snapshot(now), now))
     row = next(line for line in text.splitlines() if line.startswith(ev["lane"]))
-    assert f"{short_actor(ev['actor'])} · turn 1" in row
+    roles = fold.lanes[ev["lane"]].roles
+    assert f"{short_actor(ev['actor'], roles)} · turn 1" in row
     assert "1m15s" in row
     assert "working" in row
 

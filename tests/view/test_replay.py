@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 from flamechase.view.replay import build_document, embed_json, load_run, render_html
@@ -76,16 +75,13 @@ def test_hostile_summary_stays_data(tmp_path: Path) -> None:
     assert json.loads(embed_json({"s": evil}))["s"] == evil
 
 
-def test_ten_thousand_events_write_in_under_two_seconds(big_run: Path, tmp_path: Path) -> None:
-    # The command's own timing excludes interpreter start-up, which the bench reports.
+def test_ten_thousand_events_make_one_page_that_says_how_long_it_took(
+        big_run: Path, tmp_path: Path) -> None:
+    # How long it takes is measured by bench/views_replay.py (2 s on an idle machine), not
+    # asserted here: a test must not fail because the machine is busy.
     out = tmp_path / "big.html"
-    t0 = time.monotonic()
     proc = cli("show", big_run.name, "--html", str(out), cwd=tmp_path,
                env={"FLAMECHASE_HOME": str(big_run.parent.parent)}, check=True)
-    wall = time.monotonic() - t0
-    took = float(re.search(r"in ([0-9.]+) s", proc.stdout).group(1))  # type: ignore[union-attr]
+    assert re.search(r"in [0-9.]+ s", proc.stdout)
     assert "(10000 events)" in proc.stdout or "(10001 events)" in proc.stdout
-    # 2 s is the target on an idle machine (see bench/views_replay.py); a loaded CI box
-    # running other tests in parallel gets some slack here.
-    assert took < 4.0, (took, wall)
     assert len(_embedded(out.read_text())["points"]) >= 10_000

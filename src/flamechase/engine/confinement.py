@@ -46,7 +46,9 @@ def turn_jail(mode: Mode, layout: RunLayout, *, lane: str | None, place: str,
     return JailSpec(
         mode=mode, place=place_path, tmp=own / "tmp", turn_dir=turn_dir, grants=(own,),
         state=state, home=own / "homes" / role if needs_home(state) else None,
-        hidden=tuple(dict.fromkeys(hidden)),
+        # Only what exists can be hidden (bubblewrap mounts over it); a place being removed
+        # has nothing left to see.
+        hidden=tuple(p for p in dict.fromkeys(hidden) if p.exists()),
         protected=(state_home,) if in_source else (source, state_home))
 
 

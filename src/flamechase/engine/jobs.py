@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flamechase import events as ev
@@ -96,15 +97,39 @@ class PlaceDone:
     command: cm.MakePlace
     path: str
     dirs: RunDirs
+    changed: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
 
     def record(self, ledger: Ledger) -> None:
         self.dirs.place_recorded(self.command.name)
         with ledger.tx():
             ledger.place_made(self.command.name, self.path, self.command.how,
-                              self.dirs.lane_of_place(self.command.name))
+                              self.dirs.lane_of_place(self.command.name),
+                              changed=list(self.changed), deleted=list(self.deleted))
 
 
-Done = TurnDone | MeasureDone | RanDone | PlaceDone
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemovedDone:
+    """A dropped place's files are gone (it was recorded dropped before they went)."""
+
+    path: str
+
+    def record(self, ledger: Ledger) -> None:
+        return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FrozenDone:
+    command: cm.Freeze
+    files: dict[str, str]
+    error: str | None = None
+
+    def record(self, ledger: Ledger) -> None:
+        with ledger.tx():
+            ledger.frozen(self.command.key, self.command.place, self.files, self.error)
+
+
+Done = TurnDone | MeasureDone | RanDone | PlaceDone | RemovedDone | FrozenDone
 Offload = Callable[..., Awaitable[Any]]
 
 
@@ -158,10 +183,39 @@ class Jobs:
             return
 
         async def make() -> PlaceDone:
-            path = await self.offload(dirs.make_place, command.name, command.how)
-            return PlaceDone(command, str(path), dirs)
+            restore = dirs.frozen(command.restore)
+            path, changed, deleted = await self.offload(
+                dirs.make_place, command.name, command.how, command.base, command.over, restore)
+            return PlaceDone(command, str(path), dirs, tuple(changed), tuple(deleted))
 
         self._other[key] = asyncio.ensure_future(make())
+        self._watch(self._other[key])
+
+    def remove(self, path: Path, dirs: RunDirs) -> None:
+        """Remove a dropped place's files beside the loop."""
+        key = f"remove:{path}"
+        if key in self._other:
+            return
+
+        async def remove() -> RemovedDone:
+            await self.offload(dirs.remove, path)
+            return RemovedDone(str(path))
+
+        self._other[key] = asyncio.ensure_future(remove())
+        self._watch(self._other[key])
+
+    def freeze(self, command: cm.Freeze, dirs: RunDirs) -> None:
+        key = f"freeze:{command.key}"
+        if key in self._other:
+            return
+
+        async def freeze() -> FrozenDone:
+            try:
+                return FrozenDone(command, await self.offload(dirs.freeze, command))
+            except ArtifactRefused as exc:
+                return FrozenDone(command, {}, error=str(exc))
+
+        self._other[key] = asyncio.ensure_future(freeze())
         self._watch(self._other[key])
 
     def measure(self, command: cm.Measure | cm.Run, job: MeasureJob) -> None:

@@ -256,9 +256,20 @@ class Ledger:
             report_kind=kind,
             artifacts=[{k: a[k] for k in ("path", "sha256", "size")} for a in artifacts]))
 
-    def place_made(self, name: str, path: str, how: str, lane: str | None) -> None:
+    def place_made(self, name: str, path: str, how: str, lane: str | None, *,
+                   changed: list[str] | None = None, deleted: list[str] | None = None) -> None:
         self.writer.add_place(name, path, how)
-        self.journal(ev.PlaceMade(lane=lane, place=name, path=path, how=how))
+        self.journal(ev.PlaceMade(lane=lane, place=name, path=path, how=how,
+                                  changed=changed or [], deleted=deleted or []))
+
+    def place_dropped(self, name: str) -> None:
+        self.writer.drop_place(name)
+        self.journal(ev.PlaceDropped(place=name))
+
+    def frozen(self, key: str, place: str, files: Mapping[str, str], error: str | None) -> None:
+        self.writer.add_measurement(key=key, lane=None, at=iso(self.clock.time()), place=place,
+                                    receipt={"files": dict(files), "error": error})
+        self.journal(ev.Frozen(key=key, place=place, files=dict(files), error=error))
 
     def ran(self, key: str, lane: str | None, place: str,
             receipt: Mapping[str, Any]) -> None:

@@ -373,6 +373,16 @@ class Engine:
                 self.jobs.make_place(c, self.dirs)
             elif isinstance(c, cm.Measure | cm.Run):
                 self.jobs.measure(c, self.dirs.measure_job(c, self.builder))
+            elif isinstance(c, cm.Freeze):
+                self.jobs.freeze(c, self.dirs)
+            elif isinstance(c, cm.DropPlace) and self.dirs.has_place(c.name):
+                # Recorded gone first, removed after: a crash in between leaves a stray copy,
+                # never a recorded place whose files are missing (which a resume refuses).
+                path = self.dirs.forget_place(c.name)
+                with self.ledger.tx():
+                    self.ledger.place_dropped(c.name)
+                    self.ledger.writer.set_meta("control_paths", self.dirs.guard.to_json())
+                self.jobs.remove(path, self.dirs)
         if self.stopping or self._finish is not None:
             return deferred, wake_at
         for c in commands:

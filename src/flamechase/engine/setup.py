@@ -8,6 +8,10 @@ lane's turns and usage pauses, and what a measurement needs to run confined.
 
 from __future__ import annotations
 
+import hashlib
+import shlex
+import shutil
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,10 +23,11 @@ from flamechase.engine.prepare import Prepared
 from flamechase.engine.scheduling import TurnBuilder
 from flamechase.errors import SnapshotFailed
 from flamechase.flow import commands as cm
-from flamechase.fsutil import private_dirs
+from flamechase.fsutil import atomic_write, private_dirs
 from flamechase.procs import Reaper
 from flamechase.store.blobs import BlobStore
 from flamechase.store.db import Reader
+from flamechase.workspace import overlay
 from flamechase.workspace.guard import ControlPaths
 from flamechase.workspace.snapshots import clean_partials, snapshot
 
@@ -75,9 +80,12 @@ class RunDirs:
     def has_place(self, name: str) -> bool:
         return name == SOURCE or name in self._places
 
-    def make_place(self, name: str, how: str = "snapshot") -> Path:
-        """A snapshot of the source, or an empty directory, at the place's path (runs in a
-        worker thread)."""
+    def make_place(self, name: str, how: str = "snapshot", base: str | None = None,
+                   over: str | None = None,
+                   restore: Mapping[str, Any] | None = None) -> tuple[Path, list[str], list[str]]:
+        """A snapshot of the source (or of place `base`), an empty directory, or an overlay
+        (see `MakePlace`), at the place's path; (path, changed, deleted). Runs in a worker
+        thread."""
         parts = name.split("/")
         if name == SOURCE or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
             raise SnapshotFailed(f"{name!r} is not a place a flow may make: use a relative "
@@ -86,11 +94,71 @@ class RunDirs:
         private_dirs(parent, self.layout.root)
         dest = self.layout.place(name)
         clean_partials(parent)
+        changed: list[str] = []
+        deleted: list[str] = []
+        source = self.place_path(base or SOURCE)
         if how == "empty":
             dest.mkdir(mode=0o700, exist_ok=True)
+        elif how == "overlay":
+            if dest.exists():  # a crash half-way: start over, the base is still there
+                shutil.rmtree(dest)
+            snapshot(source, dest)
+            changed, deleted = overlay.differences(source, self.place_path(over or SOURCE))
+            overlay.lay_over(dest, self.place_path(over or SOURCE), changed, deleted)
+            for rel, sha in (restore or {}).items():
+                self._restore(dest, rel, sha)
         elif not dest.exists():
-            snapshot(self.prep.workspace, dest)
-        return dest
+            snapshot(source, dest)
+        return dest, changed, deleted
+
+    def place_path(self, name: str) -> Path:
+        return self.prep.workspace if name == SOURCE else self.layout.place(name)
+
+    def _restore(self, dest: Path, rel: str, sha: str) -> None:
+        """Put a frozen file back as it was frozen (checked against its hash)."""
+        data = self.blobs.blob_path(sha).read_bytes()
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise SnapshotFailed(f"the frozen copy of {rel} no longer matches its hash {sha}; "
+                                 "the run's blob store was changed")
+        target = dest / rel
+        overlay.clear(target, dest)  # whatever the candidate put there goes
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, data, mode=0o644)
+
+    def freeze(self, c: cm.Freeze) -> dict[str, str]:
+        """Hash and store the files `c` names in its place: path -> SHA-256."""
+        root = self.place_path(c.place)
+        wanted: list[str] = []
+        for pattern in c.paths:
+            wanted += [str(p.relative_to(root)) for p in sorted(root.glob(pattern))
+                       if p.is_file() and not p.is_symlink()]
+        if c.command:
+            wanted += named_files(c.command, root)
+        refs = [(rel, "frozen") for rel in dict.fromkeys(wanted)]
+        return {f.path: f.sha256 for f in self.blobs.freeze(root, refs)}
+
+    def forget_place(self, name: str) -> Path:
+        """Stop listing and guarding a place about to be removed; its path."""
+        path = self.layout.place(name)
+        self._places.pop(name, None)
+        self.guard.forget(path)
+        return path
+
+    @staticmethod
+    def remove(path: Path) -> None:
+        """Remove a private place's copy (runs in a worker thread)."""
+        if path.exists():
+            shutil.rmtree(path)
+
+    def frozen(self, key: str | None) -> dict[str, str]:
+        """The files a `Freeze` kept (path -> SHA-256), by its key."""
+        if key is None:
+            return {}
+        receipt = self.reader.measurement(key)
+        if receipt is None or not isinstance(receipt.get("files"), dict):
+            raise SnapshotFailed(f"nothing was frozen under {key!r}; a flow must freeze "
+                                 "files before a place restores them")
+        return dict(receipt["files"])
 
     def place_recorded(self, name: str) -> None:
         path = self.layout.place(name)
@@ -157,3 +225,21 @@ class RunDirs:
         done = [t for t in self._tokens if t not in pending]
         self._tokens = [t for t in self._tokens if t in pending]
         return done
+
+
+def named_files(command: str, root: Path) -> list[str]:
+    """The regular files under `root` that `command`'s words name (`python3 bench.py` names
+    bench.py): what a measurement runs besides the interpreter."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    out = []
+    for word in words:
+        rel = word.removeprefix("./")
+        if not rel or rel.startswith(("/", "-")) or ".." in rel.split("/"):
+            continue
+        path = root / rel
+        if path.is_file() and not path.is_symlink():
+            out.append(rel)
+    return out

@@ -31,8 +31,10 @@ from flamechase.reports import TurnReport, one_line
 __all__ = [
     "REPORT",
     "Command",
+    "DropPlace",
     "Emit",
     "FinishRun",
+    "Freeze",
     "HoldLane",
     "MakePlace",
     "Measure",
@@ -122,20 +124,45 @@ class StartTurn(Command):
         return f"turn:{self.lane}" if self.lane is not None else f"turn::{self.role}"
 
 
-PlaceHow = Literal["snapshot", "empty"]
+PlaceHow = Literal["snapshot", "empty", "overlay"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MakePlace(Command):
     """A private place called `name` (its path is the engine's choice): a snapshot of the
-    source, or an empty directory (for what the flow builds there with `Run`)."""
+    source, an empty directory (for what the flow builds there with `Run`), or an overlay: a
+    fresh copy of place `base` with what differs in place `over` laid over it, and the files
+    frozen under `restore` (a `Freeze` key) put back as they were frozen. `PlaceMade` lists
+    what the overlay changed and deleted, so a flow can see a candidate touch frozen files."""
 
     name: str
     how: PlaceHow = "snapshot"
+    base: str | None = None
+    over: str | None = None
+    restore: str | None = None
 
     @property
     def key(self) -> str:
         return f"place:{self.name}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DropPlace(Command):
+    """Remove a private place the flow no longer needs. Answered by `PlaceDropped`."""
+
+    name: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Freeze(Command):
+    """Hash files of `place` and keep a frozen copy in the run's blob store: those matching
+    `paths` (globs relative to the place) and those `command` names as arguments. Answered by
+    `Frozen(key)` with each file's SHA-256; `MakePlace(restore=key)` puts them back."""
+
+    key: str
+    place: str
+    paths: tuple[str, ...] = ()
+    command: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -70,13 +70,16 @@ class LaneBook(BaseModel):
     lanes: dict[str, Lane]
     holds: bool = False
     shares_reports: bool = True
+    # Each lane also receives the reports the runtime addresses to it (source `system:LANE`).
+    system_reports: bool = False
 
     @classmethod
     def open(cls, run_id: str, lanes: Iterable[LaneDef], *, holds: bool,
-             shares_reports: bool) -> LaneBook:
+             shares_reports: bool, system_reports: bool = False) -> LaneBook:
         book = {d.name: Lane(name=d.name, actors=(d.roles[0], d.roles[1]), place=d.place)
                 for d in lanes}
-        return cls(run_id=run_id, lanes=book, holds=holds, shares_reports=shares_reports)
+        return cls(run_id=run_id, lanes=book, holds=holds, shares_reports=shares_reports,
+                   system_reports=system_reports)
 
     def _with(self, lane: Lane) -> LaneBook:
         return self.model_copy(update={"lanes": {**self.lanes, lane.name: lane}})
@@ -166,6 +169,8 @@ class LaneBook(BaseModel):
                 continue
             sources = tuple(n for n in self.lanes if n != lane.name) if self.shares_reports \
                 else ()
+            if self.system_reports:
+                sources = (*sources, f"system:{lane.name}")
             out.append(StartTurn(role=lane.next_role, lane=lane.name, number=lane.turns + 1,
                                  place=lane.place, result=REPORT, inbox_from=sources,
                                  checkpoint=True, artifacts=True))

@@ -28,7 +28,6 @@ from flamechase.flow import (
     FlowParams,
     LaneDef,
     MakePlace,
-    Measure,
     Outbox,
     ReleaseLane,
     ResultSpec,
@@ -37,7 +36,7 @@ from flamechase.flow import (
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook, report_id
-from flamechase.flows import candidates, pfc_prompts
+from flamechase.flows import candidates, pfc_measure, pfc_prompts
 from flamechase.flows.plans import PlanResult
 
 PLANNER = "coordinator"
@@ -57,6 +56,10 @@ class ParallelParams(CopyParams):
     metric: str = Field(default="score", min_length=1, max_length=200)
     direction: Literal["minimize", "maximize"] = "minimize"
     evaluator_timeout: float = Field(default=600.0, gt=0, le=86400)
+    evaluator_files: list[str] = Field(
+        default_factory=list, max_length=100,
+        description="globs of files the evaluator uses besides those its command names; "
+                    "frozen at the start, a submission that changes them is not measured")
 
     @model_validator(mode="after")
     def _pattern_compiles(self) -> ParallelParams:
@@ -93,6 +96,9 @@ class PfcState(BaseModel):
     fingerprint: str = ""  # of the objective being planned for
     candidates: tuple[dict[str, Any], ...] = ()
     measuring: dict[str, dict[str, Any]] = {}  # report id -> its submission, until measured
+    frozen: dict[str, str] | None = None  # the evaluator's files (path -> sha256) once frozen
+    freeze_error: str | None = None
+    dropping: tuple[str, ...] = ()  # measurement places to remove
 
 
 def lane_place(n: int) -> str:
@@ -136,7 +142,8 @@ class ParallelFlameChase(Flow[PfcState]):
 
     def start(self, setup: RunSetup) -> PfcState:
         params = ParallelParams.model_validate(setup.params.model_dump())
-        book = LaneBook.open(setup.run_id, setup.lanes, holds=True, shares_reports=True)
+        book = LaneBook.open(setup.run_id, setup.lanes, holds=True, shares_reports=True,
+                             system_reports=True)
         state = PfcState(params=params, book=book)
         declared = candidates.declared(params.model_dump())
         if declared:
@@ -152,8 +159,16 @@ class ParallelFlameChase(Flow[PfcState]):
         out = state.outbox.settle(event).add(*owed)
         state = state.model_copy(update={"book": book, "outbox": out})
         if isinstance(event, ev.PlaceMade):
-            return state.model_copy(update={"places": {**state.places,
-                                                       event.place: event.path}})
+            state = state.model_copy(update={"places": {**state.places,
+                                                        event.place: event.path}})
+            return self._measure_place(state, event)
+        if isinstance(event, ev.PlaceDropped):
+            return state.model_copy(update={
+                "dropping": tuple(p for p in state.dropping if p != event.place),
+                "places": {k: v for k, v in state.places.items() if k != event.place}})
+        if isinstance(event, ev.Frozen) and event.key == pfc_measure.FROZEN:
+            return state.model_copy(update={"frozen": event.files,
+                                            "freeze_error": event.error})
         if isinstance(event, ev.RunResumed) and event.params:
             params = ParallelParams.model_validate(event.params)
             return state.model_copy(update={"params": params})
@@ -214,11 +229,33 @@ class ParallelFlameChase(Flow[PfcState]):
                                                        "lane": lane, "at": event.at}}})
         return self._add_candidate(state, rid, lane, event.actor, event.at, sub, None)
 
+    def _measure_place(self, state: PfcState, made: ev.PlaceMade) -> PfcState:
+        """A submission's measurement copy exists: measure it, unless it touched frozen files."""
+        rid = made.place.removeprefix("measure/")
+        info = state.measuring.get(rid)
+        if info is None or made.place != pfc_measure.place_of(rid):
+            return state
+        touched = pfc_measure.tampered(made, state.frozen or {})
+        if not touched:
+            return state
+        state = self._done_measuring(state, rid)
+        report = pfc_measure.system_report(rid, info["lane"], state.book.run_id, made.at,
+                                           touched)
+        state = state.model_copy(update={"outbox": state.outbox.add(report)})
+        receipt = {"error": "tampered: the submission changed the evaluator's files "
+                            + ", ".join(touched), "tampered": touched, "value": None}
+        return self._add_candidate(state, rid, info["lane"], info["role"], info["at"],
+                                   info["sub"], receipt)
+
+    def _done_measuring(self, state: PfcState, rid: str) -> PfcState:
+        rest = {k: v for k, v in state.measuring.items() if k != rid}
+        return state.model_copy(update={
+            "measuring": rest, "book": state.book.done_waiting(rid),
+            "dropping": (*state.dropping, pfc_measure.place_of(rid))})
+
     def _measured(self, state: PfcState, event: ev.Measured) -> PfcState:
         info = state.measuring[event.key]
-        rest = {k: v for k, v in state.measuring.items() if k != event.key}
-        state = state.model_copy(update={"measuring": rest,
-                                         "book": state.book.done_waiting(event.key)})
+        state = self._done_measuring(state, event.key)
         # The state keeps the receipt without the output itself (its hash stays).
         receipt = {k: v for k, v in event.receipt.items() if k != "output"}
         return self._add_candidate(state, event.key, info["lane"], info["role"], info["at"],
@@ -237,19 +274,28 @@ class ParallelFlameChase(Flow[PfcState]):
 
     def decide(self, state: PfcState, now: float) -> Sequence[Command]:
         out: list[Command] = list(state.outbox.pending())
+        p = state.params
+        out += [pfc_measure.drop(place) for place in state.dropping]
         private = [ln for ln in state.book.lanes.values() if not ln.in_source]
         out += [MakePlace(ln.place) for ln in private if ln.place not in state.places]
+        if p.evaluator:
+            if state.freeze_error:
+                return [FinishRun("failed", "cannot freeze the evaluator's files: "
+                                  f"{state.freeze_error}")]
+            ready = pfc_measure.setup(p.evaluator, p.evaluator_files, state.places,
+                                      state.frozen)
+            if ready:  # nothing runs before the baseline and the frozen evaluator exist
+                return out + ready
         if state.planning is not None:
             return out + self._plan(state, state.planning)
-        p = state.params
         for key, info in state.measuring.items():
             lane = state.book.get(info["lane"])
-            out.append(Measure(key=key, place=lane.place, command=p.evaluator or "",
-                               pattern=p.metric_pattern, timeout=p.evaluator_timeout,
-                               lane=lane.name))
+            out += pfc_measure.steps(key, info, lane.place, state.places, p.evaluator or "",
+                                     p.metric_pattern, p.evaluator_timeout)
         if any(ln.place not in state.places for ln in private):
             return out
-        if state.book.all_held() and not state.measuring and not state.outbox:
+        if state.book.all_held() and not state.measuring and not state.outbox \
+                and not state.dropping:
             return [*out, FinishRun("held", state.book.held_message(GO_ON))]
         return out + state.book.turns_to_start()
 

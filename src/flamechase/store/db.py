@@ -253,6 +253,9 @@ class Writer:
     def add_place(self, name: str, path: str, how: str) -> None:
         self._x("INSERT OR REPLACE INTO places VALUES (?,?,?,?)", (name, path, how, now_iso()))
 
+    def drop_place(self, name: str) -> None:
+        self._x("DELETE FROM places WHERE name = ?", (name,))
+
     def save_flow_state(self, *, flow: str, state: str, summary: dict[str, Any],
                         seq: int) -> None:
         self._x("INSERT OR REPLACE INTO flow_state VALUES (1,?,?,?,?)",
@@ -384,6 +387,11 @@ class Reader:
             d["receipt"] = json.loads(d["receipt"])
             out.append(d)
         return out
+
+    def measurement(self, key: str) -> dict[str, Any] | None:
+        """The receipt recorded under `key`, if any."""
+        rows = self._q("SELECT receipt FROM measurements WHERE key = ?", (key,))
+        return json.loads(rows[0]["receipt"]) if rows else None
 
     def places(self) -> dict[str, dict[str, Any]]:
         return {r["name"]: dict(r) for r in self._q("SELECT * FROM places")}

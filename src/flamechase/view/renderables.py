@@ -6,7 +6,7 @@ view redraws from whatever snapshot it holds, and tests render into a `StringIO`
 
 from __future__ import annotations
 
-import re
+import os
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -20,7 +20,6 @@ __all__ = ["Flow", "best_text", "budget_text", "dashboard", "fmt_duration", "hea
            "lane_notes", "lanes_table"]
 
 _STATE_STYLE = {"turn": "bold yellow", "held": "bold red", "paused": "magenta", "idle": "dim"}
-_LANE_ACTOR = re.compile(r"^lane_\d+_actor_")
 _REASON = 400  # characters of a hold's or failure's reason shown (agents write some of them)
 _REPORT_STYLE = {"progress": "green", "deliverable_ready": "bold blue", "no_result": "dim",
                  "blocked": "bold red", "turn_failed": "red"}
@@ -120,10 +119,15 @@ def header(snap: RunSnapshot, *, workspace: str | None = None) -> Group:
     return Group(*parts)
 
 
-def short_actor(actor: str) -> str:
-    """`lane_2_actor_b` as `b` (the row names the lane already, as the replay does); other
-    roles whole."""
-    return _LANE_ACTOR.sub("", actor)
+def short_actor(actor: str, roles: tuple[str, ...] = ()) -> str:
+    """What tells `actor` apart from the lane's other roles (the row names the lane already,
+    as the replay does): `x_actor_b` among `x_actor_a`/`x_actor_b` is `b`; roles with nothing
+    in common stay whole."""
+    if len(roles) < 2 or actor not in roles:
+        return actor
+    # Character by character on purpose: role names, not paths.
+    prefix = os.path.commonprefix(list(roles))  # noqa: RUF071
+    return actor[len(prefix):] or actor
 
 
 def _elapsed(lane: LaneSnap, now: datetime) -> str:
@@ -161,7 +165,7 @@ def lanes_table(snap: RunSnapshot, now: datetime) -> Table:
     for lane in snap.lanes:
         on_turn = ""
         if lane.actor:
-            on_turn = f"{short_actor(lane.actor)} · turn {lane.turn}"
+            on_turn = f"{short_actor(lane.actor, lane.roles)} · turn {lane.turn}"
             if lane.attempt > 1:
                 on_turn += f" (attempt {lane.attempt})"
         last = Text(lane.last_status or "—", style=_REPORT_STYLE.get(lane.last_status or "", ""))

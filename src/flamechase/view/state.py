@@ -650,6 +650,8 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.PlaceMade: RunFold._place,
     ev.Measured: RunFold._nothing,
     ev.Ran: RunFold._nothing,
+    ev.Frozen: RunFold._nothing,
+    ev.PlaceDropped: RunFold._nothing,
     ev.CandidateBestUpdated: RunFold._nothing,
 }
 
