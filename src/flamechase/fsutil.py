@@ -70,14 +70,17 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> None:
-    """Replace `path` with `data` durably: readers see the old file or the new one, never half.
+def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *,
+                 durable: bool = True, replace_odd: bool = False) -> None:
+    """Replace `path` with `data`: readers see the old file or the new one, never half.
 
     The bytes go to a fresh temp file in the same directory (created O_EXCL|O_NOFOLLOW, chmod'ed
-    to `mode` whatever the umask), which is fsynced, renamed over `path`, and the directory is
-    fsynced. If `path` is a symlink or not a regular file, `FileRefused` is raised and nothing
-    changes; a link that appears after that check is replaced by the rename, never written
-    through. The parent directory itself is trusted (control-path guards cover it).
+    to `mode` whatever the umask), renamed over `path`; `durable`: the file and the directory
+    are fsynced too (skip it for inputs rebuilt when lost). If `path` is a symlink or not a
+    regular file, `FileRefused` is raised and nothing changes, unless `replace_odd` (a file an
+    agent may have planted a link at): then it is replaced, never written through. A link that
+    appears after the check is replaced by the rename either way. The parent directory itself
+    is trusted (control-path guards cover it). The one routine for writing a file whole.
     """
     target = Path(path)
     parent = target.parent
@@ -91,7 +94,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
         except FileNotFoundError:
             pass
         else:
-            if not stat.S_ISREG(st.st_mode):
+            if stat.S_ISDIR(st.st_mode) or not (stat.S_ISREG(st.st_mode) or replace_odd):
                 raise FileRefused(target, f"is {kind_of(st.st_mode)}; refusing to replace it")
         tmp = f".{name}.{uuid.uuid4().hex}.tmp"
         fd = os.open(
@@ -107,7 +110,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
                     written = os.write(fd, view)
                     view = view[written:]
                 os.fchmod(fd, mode)
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -115,7 +119,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
             raise
-        os.fsync(dir_fd)
+        if durable:
+            os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
 

@@ -53,6 +53,7 @@ from flamechase.agents.backend import Answer, Backend, Session, SpawnHook, TurnR
 from flamechase.agents.sim_ladder import RUNGS, TOP, approach_of, next_rung, rung_of
 from flamechase.agents.spec import AgentSpec
 from flamechase.errors import BackendUnavailable
+from flamechase.fsutil import atomic_write
 
 __all__ = [
     "EVALUATOR",
@@ -725,15 +726,7 @@ def _count_files(ws: Path, limit: int = 100_000) -> int:
 def _write_bytes(path: Path, data: bytes) -> None:
     """Write through a temporary name and rename, so nobody ever reads half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, data, 0o644, durable=False)
 
 
 def _write_json(path: Path, value: Any) -> None:

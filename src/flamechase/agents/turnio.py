@@ -6,15 +6,14 @@ see exactly the same variables and files.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import stat
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from flamechase.agents.backend import TurnRequest
+from flamechase.fsutil import atomic_write
 
 # Turn variables an engine running *inside* an agent turn must not pass on from its own turn.
 INHERITED_TURN_VARS = (
@@ -83,16 +82,7 @@ def _remove(path: Path) -> None:
 
 def write_private(path: Path, data: bytes) -> None:
     """Write `data` to `path` as a fresh 0600 file (never through a planted link)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, data, 0o600, durable=False, replace_odd=True)
 
 
 def turn_dirs(request: TurnRequest) -> list[str]:
