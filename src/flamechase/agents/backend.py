@@ -62,7 +62,8 @@ class TurnRequest:
     silence_timeout: float = 900.0
     # Seconds between SIGTERM and SIGKILL when the agent's processes are ended.
     kill_grace: float = 5.0
-    # JSON schema of the structured result, for CLIs that can enforce one (codex outputSchema).
+    # JSON schema of the result, for CLIs that can enforce one (claude --json-schema, codex
+    # outputSchema); set when the flow's ResultSpec asks for a structured answer.
     result_schema: Mapping[str, Any] | None = None
     # The jail every process of this turn runs in; None = unconfined.
     jail: JailSpec | None = None

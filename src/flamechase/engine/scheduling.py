@@ -146,7 +146,8 @@ class TurnBuilder:
             lane=lane or "", turn=cmd.number, attempt=attempt, workspace=workspace,
             io_dir=io_dir, prompt=flow.prompt(flow_state, ctx), env=env,
             turn_timeout=prep.params.turn_timeout, silence_timeout=prep.params.silence_timeout,
-            kill_grace=prep.params.kill_grace, jail=jail)
+            kill_grace=prep.params.kill_grace, jail=jail,
+            result_schema=cmd.result.json_schema() if cmd.result.structured else None)
         agent = prep.agents[cmd.role].text
         job = TurnJob(job_id=f"{slot}:{cmd.number}:{attempt}", agent=agent, request=request,
                       result=cmd.result, repair=(before, after), checkpoint=checkpoint,

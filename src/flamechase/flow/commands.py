@@ -59,6 +59,14 @@ class ResultSpec:
     model: type[BaseModel]
     noun: str = "report"
     context: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # Ask CLIs that can enforce a JSON schema (claude's --json-schema, codex's outputSchema) to
+    # answer with the result in-band; the others still write it to the report file. Off by
+    # default: the file works with every agent, and strict schema modes reject optional keys.
+    structured: bool = False
+
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = self.model.model_json_schema()
+        return schema
 
     def validate(self, data: Any) -> dict[str, Any]:
         """The normalised object, or ValueError with one line naming what is wrong."""

@@ -34,7 +34,7 @@ import base64
 import hashlib
 import html
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -243,7 +243,3 @@ def write_replay(run_dir: Path, out: Path) -> dict[str, Any]:
     # An output file the user asked for, to open or share: the usual 0644, not 0600.
     atomic_write(out, render_html(doc).encode(), mode=0o644)
     return doc
-
-
-def lane_names(doc: Mapping[str, Any]) -> Sequence[str]:
-    return [str(ln["name"]) for ln in doc.get("lanes") or ()]

@@ -193,9 +193,6 @@ class RunSnapshot:
     acknowledged: int  # reports received and acknowledged by a valid turn, over all lanes
     events: int
 
-    def budget_line(self, key: str) -> BudgetLine | None:
-        return next((b for b in self.budget if b.key == key), None)
-
 
 @dataclasses.dataclass(slots=True)
 class Change:
