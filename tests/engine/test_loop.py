@@ -312,3 +312,52 @@ def test_a_run_whose_every_turn_failed_fails(ws: Path, state_home: Path) -> None
                      settings={"budget.turns": "3"})
     assert (end.status, end.exit_code) == ("failed", 1)
     assert end.message.endswith("none of its 3 turns was valid")
+
+
+STRUCTURED_FLOW = '''
+from pydantic import BaseModel, ConfigDict
+from flamechase.flow import (FinishRun, Flow, ResultSpec, StartTurn, events)
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    answer: int
+
+
+class S(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    done: bool = False
+
+
+class Asks(Flow[S]):
+    name = "asks"
+    summary = "one turn with a structured answer"
+    State = S
+
+    def roles(self, params): return ["agent"]
+    def start(self, setup): return S()
+    def evolve(self, state, event):
+        return S(done=True) if isinstance(event, events.TurnValid) else state
+    def decide(self, state, now):
+        if state.done:
+            return [FinishRun("finished", "answered")]
+        return [StartTurn(role="agent", lane=None, number=1,
+                          result=ResultSpec(Answer, noun="answer", structured=True))]
+    def prompt(self, state, ctx): return "answer"
+
+
+FLOW = Asks()
+'''
+
+
+def test_a_structured_result_asks_the_cli_for_its_schema(
+        ws: Path, tmp_path: Path, state_home: Path) -> None:
+    flow = tmp_path / "asks.py"
+    flow.write_text(STRUCTURED_FLOW)
+    clock = FakeClock()
+    ex = ScriptedExecutor(clock, lambda job: FakeTurn(report={"answer": 42}))
+    end = run_engine(str(flow), ws, executor=ex, clock=clock, settings={"budget.turns": "2"})
+    assert end.message.startswith("answered")
+    [job] = ex.jobs
+    schema = job.request.result_schema
+    assert schema is not None and schema["properties"]["answer"]["type"] == "integer"
