@@ -104,64 +104,10 @@ def prepare(req: RunRequest) -> Prepared:
     flow = req.flow
     flow_source, flow_hash = flow_identity(flow, req.flow_ref or flow.name)
     budget_given, given = parse_settings(dict(req.settings), flow.Params, flow.name)
-    given_keys = set(given.model_fields_set)
-
-    # Objective and the resume decision.
-    task = req.task.strip()
-    if not task:
-        raise TaskError("TASK is empty; say what the agents should achieve, or `continue` to "
-                        "pick up TASK.md")
-    candidates = [] if given.resume_mode == "fresh" else _runs_of(flow.name, ws)
-    resume_row: dict[str, Any] | None = None
-    resume_dir: Path | None = None
-    revised = False
-    if obj.is_marker(task):
-        text = obj.read_task_file(ws)
-        if text is None:
-            if not candidates:
-                raise TaskError(f"`{task}` needs {ws / obj.TASK_FILE} or a run of {flow.name} "
-                                "on this workspace to resume; write TASK.md or give the task")
-            text = candidates[0][2]["task"]
-        objective = text
-        fp = obj.fingerprint(objective)
-        if candidates:
-            _, resume_dir, resume_row = candidates[0]
-            revised = resume_row["task_fingerprint"] != fp
-    else:
-        objective = task
-        fp = obj.fingerprint(objective)
-        for _, d, row in candidates:
-            if row["task_fingerprint"] == fp:
-                resume_dir, resume_row = d, row
-                break
-    if req.resume and resume_row is None:
-        raise NothingToResume(
-            f"--resume: no run of {flow.name} on {ws} with this task"
-            + (" (resume_mode=fresh forbids resuming)" if given.resume_mode == "fresh" else "")
-            + "; drop --resume to start one"
-        )
-
-    # Params: on resume, what is given replaces what was stored.
-    if resume_row is not None:
-        _same_flow_code(resume_row, flow_hash, req.refresh)
-        stored = dict(resume_row["params"])
-        for key in flow.structural_params:
-            if key in given_keys and stored.get(key) != getattr(given, key):
-                raise ParamError(
-                    f"run {resume_row['id']} was started with {key}={stored.get(key)}; it "
-                    f"cannot change on resume; pass -p resume_mode=fresh to start a new run"
-                )
-        merged = {**stored, **{k: getattr(given, k) for k in given_keys}}
-        try:
-            params = flow.Params.model_validate(merged)
-        except Exception as exc:  # stored params from an older version
-            raise ParamError(f"stored params of run {resume_row['id']} no longer validate "
-                             f"({exc.__class__.__name__}); start fresh with "
-                             "-p resume_mode=fresh") from None
-        budget = Budget.from_json(resume_row["budget"]).merged(budget_given)
-    else:
-        params = given
-        budget = Budget().merged(budget_given)
+    found = _resume_decision(req, ws, given)
+    if found.row is not None:
+        _same_flow_code(found.row, flow_hash, req.refresh)
+    params, budget = _params_and_budget(flow, given, budget_given, found.row)
     # Where each bound in force came from: this command line, or the run's earlier sessions.
     budget_from = {key: ("given now" if key in budget_given else "set earlier")
                    for key, value in budget.to_json().items()
@@ -170,10 +116,91 @@ def prepare(req: RunRequest) -> Prepared:
     if budget.is_empty():
         # The seeds: a run ends "when the budget runs out, or you stop it".
         notices.append(NO_BUDGET)
+    agents, backends = _agents(req, flow, params, budget, notices)
+    _large_copies(req, params, ws, fresh=found.row is None, revised=found.revised)
+    # Every role's agents run jailed to their own place (or, said explicitly, unconfined).
+    choice = jails.choose(params.sandbox, jails.probe())
+    notices += [*choice.notices[:-1], f"every agent and measurement: {choice.notices[-1]}"]
+    return Prepared(
+        flow=flow, params=params, jail_mode=choice.mode, budget=budget, agents=agents,
+        backends=backends, objective=found.objective, task_fingerprint=found.fingerprint,
+        workspace=ws, resume_from=found.run_dir, revised=found.revised,
+        notices=tuple(notices), flow_source=flow_source, flow_hash=flow_hash,
+        budget_from=budget_from,
+    )
 
-    # Agents.
-    roles = flow.roles(params)
-    agents = assign_roles(req.agents, roles, flow.name)
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Found:
+    """The objective, and the run it continues (if any)."""
+
+    objective: str
+    fingerprint: str
+    run_dir: Path | None = None
+    row: dict[str, Any] | None = None
+    revised: bool = False  # resuming with a changed objective
+
+
+def _resume_decision(req: RunRequest, ws: Path, given: FlowParams) -> _Found:
+    flow = req.flow
+    task = req.task.strip()
+    if not task:
+        raise TaskError("TASK is empty; say what the agents should achieve, or `continue` to "
+                        "pick up TASK.md")
+    candidates = [] if given.resume_mode == "fresh" else _runs_of(flow.name, ws)
+    found: _Found
+    if obj.is_marker(task):
+        text = obj.read_task_file(ws)
+        if text is None:
+            if not candidates:
+                raise TaskError(f"`{task}` needs {ws / obj.TASK_FILE} or a run of {flow.name} "
+                                "on this workspace to resume; write TASK.md or give the task")
+            text = candidates[0][2]["task"]
+        fp = obj.fingerprint(text)
+        found = _Found(text, fp)
+        if candidates:
+            _, run_dir, row = candidates[0]
+            found = _Found(text, fp, run_dir, row, row["task_fingerprint"] != fp)
+    else:
+        fp = obj.fingerprint(task)
+        found = next((_Found(task, fp, d, row) for _, d, row in candidates
+                      if row["task_fingerprint"] == fp), _Found(task, fp))
+    if req.resume and found.row is None:
+        raise NothingToResume(
+            f"--resume: no run of {flow.name} on {ws} with this task"
+            + (" (resume_mode=fresh forbids resuming)" if given.resume_mode == "fresh" else "")
+            + "; drop --resume to start one"
+        )
+    return found
+
+
+def _params_and_budget(flow: Flow[Any], given: FlowParams, budget_given: dict[str, object],
+                       row: Mapping[str, Any] | None) -> tuple[FlowParams, Budget]:
+    """On resume, what is given replaces what was stored; structural params may not change."""
+    if row is None:
+        return given, Budget().merged(budget_given)
+    given_keys = set(given.model_fields_set)
+    stored = dict(row["params"])
+    for key in flow.structural_params:
+        if key in given_keys and stored.get(key) != getattr(given, key):
+            raise ParamError(
+                f"run {row['id']} was started with {key}={stored.get(key)}; it "
+                f"cannot change on resume; pass -p resume_mode=fresh to start a new run"
+            )
+    merged = {**stored, **{k: getattr(given, k) for k in given_keys}}
+    try:
+        params = flow.Params.model_validate(merged)
+    except Exception as exc:  # stored params from an older version
+        raise ParamError(f"stored params of run {row['id']} no longer validate "
+                         f"({exc.__class__.__name__}); start fresh with "
+                         "-p resume_mode=fresh") from None
+    return params, Budget.from_json(row["budget"]).merged(budget_given)
+
+
+def _agents(req: RunRequest, flow: Flow[Any], params: FlowParams, budget: Budget,
+            notices: list[str]) -> tuple[dict[str, AgentSpec], dict[str, Backend]]:
+    """Every role's agent, checked here (installed, priced), with what to say at start."""
+    agents = assign_roles(req.agents, flow.roles(params), flow.name)
     backends: dict[str, Backend] = {}
     self_reported: list[str] = []
     for role, spec in agents.items():
@@ -197,44 +224,36 @@ def prepare(req: RunRequest) -> Prepared:
     if self_reported:
         notices.append("spend of " + ", ".join(self_reported) + " is self-reported by the "
                        "agent (exec:, sim, acp:); cost and token budgets count what it reports")
+    return agents, backends
 
-    # Large copies: measured before anything exists.
-    copies = flow.copies_needed(params, fresh=resume_row is None, revised=revised)
+
+def _large_copies(req: RunRequest, params: FlowParams, ws: Path, *, fresh: bool,
+                  revised: bool) -> None:
+    """Copies of a large tree: measured before anything exists, confirmed if asked to."""
+    flow = req.flow
+    copies = flow.copies_needed(params, fresh=fresh, revised=revised)
+    if not copies:
+        return
     limits = params if isinstance(params, CopyParams) else CopyParams()
-    if copies:
-        file_limit = limits.workspace_file_warning_threshold
-        byte_limit = limits.workspace_copy_warning_threshold_bytes
-        what = flow.copy_names(params, fresh=resume_row is None, revised=revised)
-        warning = large_copy_warning(
-            measure(ws), copies, file_limit, byte_limit, source=ws,
-            description=f"{copies} workspace snapshot{'s' if copies != 1 else ''} "
-                        f"({', '.join(what)})")
-        if warning is not None:
-            req.warn(warning)
-            if limits.confirm_large_workspace_copies:
-                if req.confirm is None:
-                    raise LargeCopyRefused(
-                        "large copies need a confirmation and nobody can answer here (no "
-                        "terminal); set confirm_large_workspace_copies=false or shrink the tree"
-                    )
-                if not req.confirm("Start anyway and make these copies?"):
-                    raise LargeCopyRefused("startup cancelled; no copy was made")
-            else:
-                req.warn("Confirmation is off (confirm_large_workspace_copies=false); "
-                         "continuing.")
-
-    # Every role's agents run jailed to their own place (or, said explicitly, unconfined).
-    choice = jails.choose(params.sandbox, jails.probe())
-    jail_mode: jails.Mode = choice.mode
-    notices += [*choice.notices[:-1], f"every agent and measurement: {choice.notices[-1]}"]
-
-    return Prepared(
-        flow=flow, params=params, jail_mode=jail_mode, budget=budget, agents=agents,
-        backends=backends,
-        objective=objective, task_fingerprint=fp, workspace=ws, resume_from=resume_dir,
-        revised=revised, notices=tuple(notices), flow_source=flow_source, flow_hash=flow_hash,
-        budget_from=budget_from,
-    )
+    what = flow.copy_names(params, fresh=fresh, revised=revised)
+    warning = large_copy_warning(
+        measure(ws), copies, limits.workspace_file_warning_threshold,
+        limits.workspace_copy_warning_threshold_bytes, source=ws,
+        description=f"{copies} workspace snapshot{'s' if copies != 1 else ''} "
+                    f"({', '.join(what)})")
+    if warning is None:
+        return
+    req.warn(warning)
+    if not limits.confirm_large_workspace_copies:
+        req.warn("Confirmation is off (confirm_large_workspace_copies=false); continuing.")
+        return
+    if req.confirm is None:
+        raise LargeCopyRefused(
+            "large copies need a confirmation and nobody can answer here (no "
+            "terminal); set confirm_large_workspace_copies=false or shrink the tree"
+        )
+    if not req.confirm("Start anyway and make these copies?"):
+        raise LargeCopyRefused("startup cancelled; no copy was made")
 
 
 def _same_flow_code(row: Mapping[str, Any], flow_hash: str, refresh: bool) -> None:
