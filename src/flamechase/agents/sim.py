@@ -31,6 +31,8 @@ What the engine passes in `TurnRequest.env`:
   FLAMECHASE_CHECKPOINT  lane turns: where the checkpoint goes (steady)
 """
 
+# long file: the simulated actor's profiles, work and reports are one program read top to bottom.
+
 from __future__ import annotations
 
 import asyncio
@@ -460,6 +462,8 @@ class SimSession(Session):
             }
         return None
 
+
+    # long: one simulated turn's work (edit, test, measure, report) in order.
     async def _climb(self, before: _Bench, risks: list[str]) -> Report:
         """Apply this lane's next ladder rung; keep it only if it measures better."""
         req = self.request

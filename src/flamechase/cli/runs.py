@@ -28,6 +28,9 @@ def runs_command(as_json: bool) -> int:
     return 0
 
 
+
+
+# long: the `status --json` document, built field by field in one place.
 def run_status(run_dir: Path) -> dict[str, Any]:
     """What `status --json` prints for the run in `run_dir`.
 

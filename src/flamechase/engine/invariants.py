@@ -15,6 +15,7 @@ from flamechase.store.blobs import BlobStore
 from flamechase.store.db import Reader
 
 
+# long: one pass over a run's tables checks every invariant together.
 def check_run(run_dir: Path, *, turn_limit: int | None = None) -> list[str]:
     """Every violated invariant, as one line each; [] when the run is sound."""
     bad: list[str] = []

@@ -93,6 +93,8 @@ class TurnBuilder:
             },
         }
 
+
+    # long: every input of a turn (paths, inbox, env, jail, prompt) is decided here together.
     def build(self, cmd: StartTurn, *, attempt: int, objective: str, flow_state: Any,
               lanes: Sequence[Mapping[str, Any]], places: Mapping[str, Path]) -> Planned:
         prep, lay = self.prep, self.layout

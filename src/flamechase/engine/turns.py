@@ -111,6 +111,9 @@ def read_requests(path: Path | None) -> tuple[list[dict[str, Any]], list[str]]:
     return taken, refused
 
 
+
+
+# long: ask, repair, recover and the outcome are one state machine.
 async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnResult:
     """Run one turn to its outcome. Never raises for agent misbehaviour."""
     started = iso(time.time())

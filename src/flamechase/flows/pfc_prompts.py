@@ -49,6 +49,9 @@ def plan_repair_prompt(reason: str, report_path: Path) -> str:
             "one entry per lane.")
 
 
+
+
+# long: the words of a lane's prompt, kept together as the agent reads them.
 def lane_prompt(*, run_id: str, lane: str, in_source: bool, role: str, actor: str,
                 partner: str, turn: int, workspace: Path, artifact_root: Path | None,
                 leaderboard: Mapping[str, Any], objective: str,

@@ -148,6 +148,7 @@ class Proc:
         self._stderr_pump = asyncio.ensure_future(self._pump_stderr())
         self._killing: asyncio.Future[None] | None = None
 
+    # long: the spawn, its shielding and its abandonment must read as one sequence.
     @classmethod
     async def start(
         cls,

@@ -14,6 +14,9 @@ line. A tampered store (its root or directories replaced by links) raises `Contr
 from `freeze`; genuine I/O failures (disk full) propagate as `OSError`.
 """
 
+# long file: the blob store's no-follow walks for freezing and extracting share their descriptor
+# helpers; split, each half would re-implement them.
+
 from __future__ import annotations
 
 import contextlib

@@ -51,6 +51,9 @@ def _secs(v: Any) -> str:
         return "? s"
 
 
+
+
+# long: one sentence per event kind: a table, read as one.
 def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
     """(sentence, tag) for `ev`, already applied to `fold`."""
     kind = str(ev.get("kind", ""))

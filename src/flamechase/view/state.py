@@ -17,6 +17,9 @@ Two things are derived rather than read, because no event carries them directly:
   (`budget_spent`, `run_*`), the fold takes those figures as they are.
 """
 
+# long file: the fold and the frozen snapshot it produces share their field lists (LaneRow/LaneSnap)
+# by position.
+
 from __future__ import annotations
 
 import bisect

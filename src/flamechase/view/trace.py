@@ -30,6 +30,9 @@ def _flow_id(report_id: str, lane: str) -> int:
     return zlib.crc32(f"{report_id}>{lane}".encode())
 
 
+
+
+# long: one pass over the events builds every trace record.
 def build_trace(run: Mapping[str, Any], lanes: Iterable[Mapping[str, Any]],
                 events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     fold = RunFold.from_run(run, lanes)
