@@ -136,3 +136,42 @@ def test_a_cost_budget_stops_a_run_of_an_unpriced_model(
     assert st["status"] == "finished"
     assert st["budget"]["turns"]["used"] == 3
     assert st["budget"]["cost"]["used"] == pytest.approx(3 * per_turn)
+
+
+SEED_2 = """flamechase exec -f parallel_flame_chase \\
+    -a codex/gpt-5.6-sol:max \\
+    -a claude/claude-opus-5:max -a codex/gpt-5.6-sol:max \\
+    -a claude/claude-opus-5:max -a codex/gpt-5.6-sol:max \\
+    -a claude/claude-opus-5:max -a codex/gpt-5.6-sol:max "$(cat TASK.md)"
+"""
+
+
+def test_the_positional_seed_line_without_a_budget_runs_until_stopped(
+        seed_env: dict[str, str], task_tree: Path, state_home: Path) -> None:
+    proc = subprocess.Popen(["bash", "-c", SEED_2], cwd=task_tree, env=seed_env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        # Positional agents fill the roles in order: the coordinator plans, then every lane
+        # works; with no budget the run goes on until it is stopped.
+        deadline = time.monotonic() + 90
+        while proc.poll() is None and time.monotonic() < deadline:
+            lanes = {e["lane"] for e in _events(state_home) if e["kind"] == "turn_valid"}
+            if {"lane-1", "lane-2", "lane-3"} <= lanes:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    said = out + err
+    assert "no budget: this run goes on until you stop it" in said
+    assert "stopping:" in said  # the first Ctrl-C is answered at once
+    st = status(task_tree)
+    assert st["status"] == "stopped" and st["budget"]["unbounded"] is True
+    roles = {e["actor"] for e in _events(state_home) if e["kind"] == "turn_started"}
+    assert {"coordinator", "lane_1_actor_a", "lane_2_actor_a", "lane_3_actor_a"} <= roles
