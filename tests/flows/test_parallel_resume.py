@@ -192,3 +192,43 @@ def test_a_killed_engine_resumes_with_the_cut_turns_taken_again(
         assert got == [(1, 1, f"lane_{n}_actor_a"), (1, 2, f"lane_{n}_actor_a")]
     assert len(of_kind(events(ws), "turn_interrupted")) == 3
     assert len(team.coordinator_log()) == 1
+
+
+def test_a_turn_cut_by_a_crash_keeps_its_budget_slot_and_is_retaken(
+        ws: Path, tmp_path: Path, state_home: Path) -> None:
+    """budget.turns=6 over three lanes; the engine is SIGKILLed while the last turn the budget
+    allows runs; on --resume that turn is taken again by the same actor with the same number,
+    and it counts once: no other lane gets its slot."""
+    team = Team(tmp_path / "team", """
+        if c.lane == "lane-3" and c.attempt == 1:
+            c.wait(lambda _: c.flag("never"), timeout=60)
+    """)
+    engine = team.popen(ws, "budget.turns=6")
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            st = status(ws) if (state_home / "runs").exists() else None
+            if st and st["budget"]["turns"]["used"] == 5 and any(
+                    ln["in_flight"] for ln in st["lanes"] if ln["lane"] == "lane-3"):
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the run never reached five turns with lane 3's under way")
+        engine.send_signal(signal.SIGKILL)
+        engine.wait(timeout=30)
+    finally:
+        if engine.poll() is None:
+            engine.kill()
+            engine.wait()
+    before = {(e["lane"], e["turn"]) for e in team.log() if e["lane"]}
+    proc = team.run(ws, "budget.turns=6")  # the same command: it picks the run up
+    assert proc.returncode == 0, proc.stderr
+    assert "budget turns is spent" in proc.stderr
+    after = [e for e in team.log() if (e["lane"] and (e["lane"], e["turn"]) not in before)
+             or (e["lane"] == "lane-3" and e["attempt"] == 2)]
+    assert [(e["lane"], e["turn"], e["role"], e["attempt"]) for e in after] == [
+        ("lane-3", 1, "lane_3_actor_a", 2)]
+    st = status(ws)
+    assert st["budget"]["turns"]["used"] == 6
+    turns = [e for e in events(ws) if e["kind"] in ("turn_valid", "turn_failed") and e["lane"]]
+    assert len(turns) == 6
