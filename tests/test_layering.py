@@ -6,36 +6,35 @@ The table is the architecture (ARCHITECTURE.md, "Layers"); a new edge must be ar
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "flamechase"
 
-# layer -> layers it may import (besides itself). Leaves import nothing of flamechase.
-ALLOWED: dict[str, set[str]] = {
-    "errors": set(),
-    "events": set(),  # the vocabulary every layer shares: a leaf
-    "procs": set(),
-    "jail": {"errors"},  # a leaf but for its one typed refusal (SandboxUnavailable)
-    "fsutil": set(),
-    "reports": set(),
-    "flow": {"reports", "events"},  # the public flow API: deciders over events
-    "budgets": {"errors"},  # what stops a run, and its value forms
-    "config": {"errors", "flow", "budgets"},  # validates -p against a flow's params model
-    "store": {"errors", "fsutil"},
-    "workspace": {"errors", "fsutil"},
-    "agents": {"procs", "jail", "errors", "fsutil", "reports"},
-    "flows": {"flow", "reports", "errors", "events"},
-    "engine": {"store", "agents", "workspace", "procs", "flow", "flows", "reports", "config",
-               "budgets", "errors", "fsutil", "jail", "events"},
-    "view": {"store", "errors", "engine", "flows", "agents", "config", "budgets", "flow",
-             "reports", "fsutil", "workspace", "events"},
-    # PUBLIC harness for flow tests: the real engine with scripted turns and a fake clock.
-    "testing": {"engine", "agents", "flow", "flows", "config"},
-    "cli": {"*"},
-    "__init__": set(),
-    "__main__": {"cli"},
-    "sample": {"*"},
-}
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "ARCHITECTURE.md"
+_ROW = re.compile(r"^\| `([\w_]+)` \| (.+?) \| .+\|$")
+
+
+def allowed() -> dict[str, set[str]]:
+    """layer -> layers it may import, as ARCHITECTURE.md's "Layers" table says."""
+    text = ARCHITECTURE.read_text()
+    table = text.split("## Layers (who may import whom)", 1)[1].split("\n## ", 1)[0]
+    out: dict[str, set[str]] = {}
+    for line in table.splitlines():
+        m = _ROW.match(line.strip())
+        if not m:
+            continue
+        layer, may = m.groups()
+        if may == "anything":
+            out[layer] = {"*"}
+        elif may.startswith("nothing"):
+            out[layer] = set()
+        else:
+            out[layer] = set(re.findall(r"`([\w_]+)`", may))
+    return out
+
+
+ALLOWED = allowed()
 
 
 def _layer(path: Path) -> str:
@@ -80,6 +79,12 @@ def test_only_the_control_loop_imports_the_writer() -> None:
                         and any(a.name == "Writer" for a in node.names):
                     users.append(str(path.relative_to(SRC)))
     assert users == ["engine/ledger.py"]
+
+
+def test_the_table_names_every_layer() -> None:
+    layers = {p.relative_to(SRC).parts[0].removesuffix(".py") for p in SRC.rglob("*.py")}
+    assert layers <= set(ALLOWED), sorted(layers - set(ALLOWED))
+    assert ALLOWED["engine"] and ALLOWED["cli"] == {"*"} and ALLOWED["events"] == set()
 
 
 def test_every_package_says_what_it_owns() -> None:
