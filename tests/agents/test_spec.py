@@ -299,3 +299,9 @@ def test_assign_roles_returns_every_role_or_refuses(items: list[tuple[str | None
         assert "\n" not in str(exc)
     else:
         assert list(got) == ROLES
+
+
+def test_an_acp_spec_runs_the_program_its_command_names() -> None:
+    # the jail grants a program's own state directories: acp:gemini keeps gemini's
+    assert parse_spec("acp:/opt/bin/gemini --acp -m gemini-2.5-flash").program == "gemini"
+    assert parse_spec("claude/claude-sonnet-4-5").program == "claude"

@@ -34,7 +34,7 @@ def test_a_role_on_an_account_runs_on_its_key_and_directory(
                       "-p", "lanes=2,budget.turns=2,rest_seconds=0.05,sandbox=landlock", "go")
     assert done.returncode == 0, done.stderr[-3000:]
     rows = turns(state_home)
-    assert {r["lane"] for r in rows} == {"", "lane-1", "lane-2"}  # "": the coordinator
+    assert {r["lane"] for r in rows} == {"@coordinator", "lane-1", "lane-2"}  # a lane-less turn
     assert all(r["status"] in ("valid", "plan_valid") for r in rows), [r["status"] for r in rows]
     keys = {e.headers.get("x-api-key") for e in server.exchanges("anthropic")}
     assert keys == {"sk-ant-account-work"}

@@ -20,12 +20,17 @@ from tests.realcli.server import ModelServer
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(300)]
 
 
-def chase(flamechase: Flamechase, cli: str, params: str = "budget.turns=1") -> None:
+def chase(flamechase: Flamechase, cli: str, params: str = "budget.turns=1",
+          *, code: int = 0) -> None:
+    """One flame_chase run; `code` 1 when its only turn is meant to fail (a run none of
+    whose turns was valid ends failed)."""
     spec = SPECS[cli]
     done = flamechase("exec", "-f", "flame_chase", "-a", f"first_chaser={spec}",
                       "-a", f"second_chaser={spec}", "-p", f"{params},rest_seconds=0.05",
                       "add a line")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == code, done.stderr[-3000:]
+    if code:
+        assert "none of its 1 turn was valid" in done.stderr, done.stderr[-3000:]
 
 
 @pytest.mark.parametrize("cli", CLIS)
@@ -80,7 +85,7 @@ def test_a_stream_cut_in_the_middle_fails_the_turn_with_the_reason(
 ) -> None:
     require(cli)
     server.script.fault("You are first_chaser", Fault("cut"), 10)
-    chase(flamechase, cli)
+    chase(flamechase, cli, code=1)
     [row] = turns(state_home)
     assert row["status"] == "failed"
     assert row["error"].startswith(f"{cli}: ") and CUT_REASON[cli] in row["error"], row["error"]
@@ -103,7 +108,7 @@ def test_a_cli_cut_before_it_printed_anything_leaves_a_transcript(
 ) -> None:
     require(cli)
     server.script.fault("You are first_chaser", Fault("hang"), 5)
-    chase(flamechase, cli, "budget.turns=1,silence_timeout=4,kill_grace=1")
+    chase(flamechase, cli, "budget.turns=1,silence_timeout=4,kill_grace=1", code=1)
     [row] = turns(state_home)
     assert row["status"] == "failed" and "said nothing" in row["error"], row
     lines = transcript(Path(row["io_dir"]) / "transcript.jsonl.gz")

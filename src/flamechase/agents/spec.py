@@ -52,6 +52,14 @@ class AgentSpec:
     effort: str | None = None
     path: str | None = None
 
+    @property
+    def program(self) -> str:
+        """The program that runs: the CLI, or for `acp:` the command's own program name
+        (`acp:gemini --acp` keeps gemini's state, and its jail must grant it)."""
+        if self.cli == "acp" and self.path:
+            return Path(shlex.split(self.path)[0]).name
+        return self.cli
+
 
 def _show(text: str) -> str:
     """`text` quoted for a one-line message: repr escapes control characters, long text is cut."""

@@ -136,7 +136,7 @@ class TurnBuilder:
             env["FLAMECHASE_REQUESTS"] = str(requests)
         env.update(cmd.env)
         jail = self.jail(lane=lane, place=cmd.place, turn_dir=io_dir,
-                         cli=prep.agents[cmd.role].cli, role=cmd.role,
+                         cli=prep.agents[cmd.role].program, role=cmd.role,
                          lanes=[ln["lane"] for ln in lanes], places=places)
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
