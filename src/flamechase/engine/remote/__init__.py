@@ -2,6 +2,7 @@
 
     shipping.py      trees and files packed for the trip, deltas, verified landing (no Ray)
     paths.py         a job's head paths made a node's paths, and back (no Ray)
+    head.py          the head's side: which turns leave, their inputs, landing (no Ray)
     node.py          a lane's host on a node: its private copy, its turns, its measurements
                      (no Ray: the Ray actor wraps it, tests drive it directly)
     options.py       `--executor local|ray[=ADDRESS]` and `lane_resources.*`

@@ -41,7 +41,8 @@ class PathMap:
 
     def text(self, s: str) -> str:
         """`s` with every mention of `src` (as a whole path prefix) made `dst`."""
-        pattern = re.escape(str(self.src)) + r"(?![\w.-])"
+        # Not a longer name (`run1` in `run10`, `run1.bak`); a sentence's full stop is fine.
+        pattern = re.escape(str(self.src)) + r"(?![\w-]|\.[\w-])"
         return re.sub(pattern, lambda _m: str(self.dst), s)
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:

@@ -25,14 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import socket
-import tarfile
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import ray
@@ -48,15 +45,12 @@ from flamechase.engine.executor import (
     TurnJob,
     TurnResult,
 )
-from flamechase.engine.remote import shipping
-from flamechase.engine.remote.node import IO_FILE_LIMIT, LaneHost, TurnOutcome
+from flamechase.engine.remote import head, shipping
+from flamechase.engine.remote.node import LaneHost, TurnOutcome
 from flamechase.engine.remote.options import LaneResources
 from flamechase.errors import ExecutorUnavailable
-from flamechase.jail.spec import contains
-from flamechase.store.blobs import ARTIFACT_FILE_LIMIT
 
 PLACEMENT_TIMEOUT = 300.0  # seconds a lane waits for a node that can hold it
-GUARD_SLACK = 300.0  # beyond a turn's own timeouts, before its host is given up on
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -154,65 +148,30 @@ class RayExecutor(Executor):
         # What each remote turn and each copy cost (bench/ray_lanes.py reads it).
         self.stats: list[dict[str, Any]] = []
 
-    @staticmethod
-    def remote(job: TurnJob) -> bool:
-        """A lane turn in a private place of the run: the ones that leave this machine."""
-        r = job.request
-        return bool(r.lane) and r.workspace != r.run_dir and contains(r.run_dir, r.workspace)
-
     # ---- turns -----------------------------------------------------------------------------
 
     async def run(self, job: TurnJob) -> TurnResult:
-        if not self.remote(job):
+        if not head.is_remote(job):
             return await self.local.run(job)
         lane, t0, started = job.request.lane, time.monotonic(), iso(time.time())
         try:
             host = await self._host(lane, job)
-            inputs = await asyncio.to_thread(self._inputs, job, host)
+            inputs = await asyncio.to_thread(head.turn_inputs, job, host.blobs)
             self._running[job.job_id] = host
             outcome: TurnOutcome = await asyncio.wait_for(
-                host.handle.run.remote(job, inputs), _guard(job))
+                host.handle.run.remote(job, inputs), head.guard(job))
         except (RayError, TimeoutError, _Lost) as exc:
             self._drop(lane)
-            return _lost(job, lane, exc, started, time.monotonic() - t0)
+            return head.lost(lane, _why(exc, job), started, time.monotonic() - t0)
         finally:
             self._running.pop(job.job_id, None)
         try:
-            await asyncio.to_thread(self._land, job, outcome)
-        except (OSError, ValueError, EOFError, tarfile.TarError) as exc:
-            # The head's copy no longer follows the node's: start the lane afresh from it.
-            self._drop(lane)
-            return dataclasses.replace(outcome.result, status="failed", artifacts=(),
-                                       error=f"what {lane}'s turn changed could not be "
-                                             f"brought back from its node: {exc}")
-        self.stats.append({
-            "kind": "turn", "lane": lane, "job": job.job_id, "node": outcome.node,
-            "seconds": time.monotonic() - t0, "node_seconds": outcome.seconds,
-            "agent_seconds": outcome.result.duration, "delta_bytes": len(outcome.delta.data),
-            "delta_entries": outcome.delta.entries,
-            "io_bytes": sum(len(f.data) for f in outcome.io_files),
-            "inputs_bytes": sum(len(f.data) for f in inputs)})
+            await asyncio.to_thread(head.land, job, outcome)
+        except head.LANDING_ERRORS as exc:
+            self._drop(lane)  # its next turn starts afresh from the head's copy
+            return head.unlanded(outcome, lane, exc)
+        self.stats.append(head.stats(job, outcome, inputs, time.monotonic() - t0))
         return outcome.result
-
-    def _land(self, job: TurnJob, outcome: TurnOutcome) -> None:
-        shipping.apply(outcome.delta, job.request.workspace)
-        shipping.land(job.request.io_dir, outcome.io_files)
-
-    def _inputs(self, job: TurnJob, host: _Lane) -> tuple[ShippedFile, ...]:
-        """The turn's directory as the head wrote it, and the blobs its inbox names that
-        this host has not had yet; paths relative to the run directory."""
-        r = job.request
-        rel = r.io_dir.relative_to(r.run_dir).as_posix()
-        files, _ = shipping.ship_dir(r.io_dir, IO_FILE_LIMIT)
-        out = [dataclasses.replace(f, path=f"{rel}/{f.path}") for f in files]
-        wanted: list[str] = []
-        for sha, blob in _named_blobs(r.io_dir / "inbox.json"):
-            path = Path(blob)
-            if sha not in host.blobs and contains(r.run_dir, path):
-                wanted.append(path.relative_to(r.run_dir).as_posix())
-                host.blobs.add(sha)
-        blobs, _ = shipping.ship(r.run_dir, wanted, ARTIFACT_FILE_LIMIT)
-        return (*out, *blobs)
 
     async def _host(self, lane: str, job: TurnJob) -> _Lane:
         """The lane's actor, placed and holding the job's place (sent if it is not there)."""
@@ -246,12 +205,12 @@ class RayExecutor(Executor):
                                                           self.placement_timeout)
         except TimeoutError:
             ray.kill(handle)
-            raise _Lost(f"no node of the cluster could take {lane} within "
-                        f"{self.placement_timeout:g} s (it asks for "
+            raise _Lost(f"could not be placed: no node of the cluster could take {lane} "
+                        f"within {self.placement_timeout:g} s (it asks for "
                         f"{self.resources.describe()}); its next turn asks again") from None
         if info.get("version") != flamechase.__version__:
             ray.kill(handle)
-            raise _Lost(f"node {str(info.get('node'))[:12]} ({info.get('host')}) runs "
+            raise _Lost(f"{str(info.get('node'))[:12]} ({info.get('host')}) runs "
                         f"flamechase {info.get('version')}, this machine "
                         f"{flamechase.__version__}; install the same version on every node")
         return _Lane(handle=handle, info=info)
@@ -299,46 +258,13 @@ class RayExecutor(Executor):
             ray.shutdown()
 
 
-def _guard(job: TurnJob) -> float:
-    """Past every timeout the turn itself has (each repair is another ask)."""
-    r = job.request
-    return (job.max_repairs + 1) * (r.turn_timeout + r.kill_grace) + GUARD_SLACK
-
-
-def _lost(job: TurnJob, lane: str, exc: BaseException, started: str,
-          duration: float) -> TurnResult:
+def _why(exc: BaseException, job: TurnJob) -> str:
     if isinstance(exc, _Lost):
-        why = str(exc)
-    elif isinstance(exc, TimeoutError):
-        why = (f"{lane}'s node gave no answer {_guard(job):g} s into the turn, past every "
-               "timeout the turn has; its next turn starts on a live node from its last "
-               "recorded state")
-    else:
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        why = (f"{lane}'s node was lost mid-turn ({type(exc).__name__}: {first}); its next "
-               "turn starts on a live node from its last recorded state")
-    return TurnResult(status="failed", started=started, ended=iso(time.time()),
-                      duration=duration, error=why)
-
-
-def _named_blobs(inbox: Path) -> list[tuple[str, str]]:
-    """(sha256, blob path) of every frozen artifact an inbox file names."""
-    try:
-        data = json.loads(inbox.read_text("utf-8"))
-    except (OSError, ValueError):
-        return []
-    found: list[tuple[str, str]] = []
-    stack: list[Any] = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            sha, blob = item.get("sha256"), item.get("blob")
-            if isinstance(sha, str) and isinstance(blob, str):
-                found.append((sha, blob))
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
+        return str(exc)
+    if isinstance(exc, TimeoutError):
+        return (f"gave no answer {head.guard(job):g} s into the turn, past every timeout the "
+                "turn has; its next turn starts on a live node from its last recorded state")
+    return head.lost_mid_turn(exc)
 
 
 __all__ = ["LaneActor", "RayExecutor", "connect"]
