@@ -20,7 +20,15 @@ from typing import Any
 import pytest
 
 from tests.engine import ray_cluster
-from tests.helpers import FLAMECHASE, actor, cli, events, wait_for_process
+from tests.helpers import (
+    FLAMECHASE,
+    REPORT_OK,
+    actor,
+    cli,
+    events,
+    send_signal,
+    wait_for_process,
+)
 
 pytest.importorskip("ray", reason="needs flamechase[ray]")
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
@@ -201,3 +209,38 @@ def test_lanes_run_on_nodes_and_a_lost_node_costs_one_turn(
     for e in _turns(evs, "lane-2", "turn_valid"):
         assert f"{e['actor']} turn {e['payload']['turn']}" in notes
     assert "lane_2_actor_b turn 2\n" not in notes
+
+
+CUT = "sleep 614.5"
+
+
+def test_a_second_signal_cuts_a_remote_turn(cluster: ray_cluster.LoopbackCluster,
+                                            source_tree: Path, tmp_path: Path) -> None:
+    """Stop behaves as here: the first signal lets turns finish, the second cuts them, on
+    whatever node they run, and nothing of the cut turn is left running."""
+    plan = actor(tmp_path, "plan.sh", PLAN)
+    body = f'[ "$FLAMECHASE_LANE" = lane-2 ] && {CUT}\n' + REPORT_OK
+    lane = actor(tmp_path, "lane.sh", body)
+    agents = ",".join(f"lane_{n}_actor_{x}=exec:{lane}" for n in (1, 2) for x in "ab")
+    proc = subprocess.Popen(
+        [*FLAMECHASE, "exec", "-f", "parallel_flame_chase", "--executor",
+         f"ray={cluster.address}", "-a", f"coordinator=exec:{plan}", "-a", agents,
+         "-p", "lanes=2,budget.turns=400,rest_seconds=0.3,lane_resources.lane_slot=1,"
+               "lane_resources.cpus=0", "do it"],
+        cwd=source_tree, env=ray_cluster.env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        wait_for_process(f"^{CUT}$", timeout=240)
+        send_signal(proc, signal.SIGINT)
+        send_signal(proc, signal.SIGINT)
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err[-3000:]
+    cut = [e for e in events(source_tree) if e["kind"] == "turn_interrupted"
+           and e["lane"] == "lane-2"]
+    assert cut and cut[0]["payload"]["turn"] == 1
+    gone = subprocess.run(["pgrep", "-f", f"^{CUT}$"], capture_output=True)
+    assert gone.returncode == 1, "the cut turn's process outlived it"
