@@ -10,10 +10,12 @@ copies  for three trees (the bundled sample; 5,000 source-like text files, ~60 M
         random bytes, 100 MB): pack time, raw and packed size, and the time from `ray.put` to
         the copy materialised on the worker node by a lane's actor (object store transfer +
         unpack), with the node's own unpack time.
-turns   parallel_flame_chase, 2 lanes, instant `exec:` actors, `--executor local` then
-        `--executor ray=ADDRESS`: lane 2's turns (the one that goes to the worker node), each
-        from `turn_started` to its end event (ms resolution), median and p90; the first remote
-        turn (placing the actor and sending the copy) is reported on its own.
+turns   parallel_flame_chase, 2 lanes, instant `exec:` actors, budget.turns=3 x --turns,
+        `--executor local` then `--executor ray=ADDRESS`: lane 2's turns (the lane that goes
+        to the worker node), each from `turn_started` to its end event (ms resolution), median
+        and p90; the first remote turn (placing the actor, sending the copy) on its own.
+        Then the ray run again in this process, for the executor's own record of where a
+        remote turn's time goes (round trip seen by the head, time on the node, the agent).
 """
 
 from __future__ import annotations
@@ -134,7 +136,9 @@ def run_turns(executor: str, turns: int, work: Path, extra: str) -> dict[str, An
     proc = subprocess.run(
         [sys.executable, "-m", "flamechase", "exec", "-f", "parallel_flame_chase",
          "--executor", executor, "-a", f"coordinator=exec:{plan}", "-a", agents,
-         "-p", f"lanes=2,budget.turns={turns},rest_seconds=0.05{extra}", "bench"],
+         # Lane 1 runs here from the start; lane 2's first remote turn waits for its actor
+         # and copy: a budget of 3x leaves lane 2 about `turns` turns either way.
+         "-p", f"lanes=2,budget.turns={3 * turns},rest_seconds=0.05{extra}", "bench"],
         cwd=src, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - t0
     if proc.returncode != 0:
@@ -150,14 +154,58 @@ def run_turns(executor: str, turns: int, work: Path, extra: str) -> dict[str, An
                   if e["kind"] in ("turn_valid", "turn_failed") and e["lane"] == "lane-2")
     if any(e["kind"] == "turn_failed" for e in evs):
         raise SystemExit(f"{executor}: a turn failed")
-    later = [s for t, s, _ in ends if t > 1]
-    later.sort()
+    later = sorted(s for t, s, _ in ends if t > 1)
+    if len(later) < 5:
+        raise SystemExit(f"{executor}: lane 2 took only {len(ends)} turns; raise --turns")
     return {"executor": kind, "lane2_turns": len(ends),
             "first_turn_ms": round(ends[0][1] * 1000), "median_turn_ms": round(
                 statistics.median(later) * 1000), "p90_turn_ms": round(
                 later[int(0.9 * (len(later) - 1))] * 1000),
             "median_agent_ms": round(statistics.median(d for t, _, d in ends if t > 1) * 1000),
             "run_wall_s": round(wall, 1)}
+
+
+def breakdown(cluster: ray_cluster.LoopbackCluster, turns: int, work: Path) -> dict[str, Any]:
+    """The same ray run in this process, to read where a remote turn's time goes (the
+    executor's own record of each turn)."""
+    import asyncio
+
+    import ray
+
+    from flamechase.engine.executor import LocalExecutor
+    from flamechase.engine.loop import Engine
+    from flamechase.engine.prepare import RunRequest, prepare
+    from flamechase.engine.remote.options import LaneResources
+    from flamechase.engine.remote.ray_executor import RayExecutor
+    from flamechase.flows import load_flow
+
+    src = work / "src-breakdown"
+    shutil.copytree(Path(__import__("flamechase").__file__).parent / "sample", src)
+    os.environ["FLAMECHASE_HOME"] = str(work / "home-breakdown")
+    plan, lane = work / "plan.sh", work / "actor.sh"
+    agents: list[tuple[str | None, str]] = [("coordinator", f"exec:{plan}"), *(
+        (f"lane_{n}_actor_{x}", f"exec:{lane}") for n in (1, 2) for x in "ab")]
+    prep = prepare(RunRequest(
+        flow=load_flow("parallel_flame_chase"), agents=agents, task="bench", workspace=src,
+        warn=lambda _t: None, settings={"lanes": "2", "budget.turns": str(3 * turns),
+                                        "rest_seconds": "0.05"}))
+    ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
+    executor = RayExecutor(LaneResources(cpus=0, custom=(("lane_slot", 1.0),)),
+                           LocalExecutor())
+    asyncio.run(Engine(prep, None, executor=executor).run())
+    rows = [r for r in executor.stats if r["kind"] == "turn"][1:]  # the first places the actor
+    copy = next(r for r in executor.stats if r["kind"] == "copy")
+
+    def med(key: str) -> float:
+        return round(statistics.median(r[key] for r in rows) * 1000, 1)
+
+    return {"remote_turns": len(rows), "head_round_trip_ms": med("seconds"),
+            "on_node_ms": med("node_seconds"), "agent_ms": med("agent_seconds"),
+            "inputs_bytes": statistics.median(r["inputs_bytes"] for r in rows),
+            "delta_bytes": statistics.median(r["delta_bytes"] for r in rows),
+            "io_bytes": statistics.median(r["io_bytes"] for r in rows),
+            "first_copy": {k: copy[k] for k in ("bytes", "entries", "pack_seconds",
+                                                "unpack_seconds", "seconds")}}
 
 
 def main() -> None:
@@ -186,6 +234,8 @@ def main() -> None:
                 result["turns"] = [local, remote]
                 result["overhead_per_remote_turn_ms"] = (remote["median_turn_ms"]
                                                          - local["median_turn_ms"])
+                result["breakdown"] = breakdown(cluster, args.turns, work)
+                print(json.dumps(result["breakdown"]), flush=True)
     finally:
         cluster.stop()
     result["load_after"] = os.getloadavg()

@@ -105,6 +105,11 @@ def _turns(evs: list[dict[str, Any]], lane: str, kind: str) -> list[dict[str, An
     return [e for e in evs if e["kind"] == kind and e["lane"] == lane]
 
 
+def _published(evs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in evs if e["kind"] == "report_published" and e["lane"] == "lane-3"
+            and e["payload"].get("artifacts")]
+
+
 def _node_of(path: str, cluster: ray_cluster.LoopbackCluster) -> str:
     m = re.search(r"/nodes/([0-9a-f]{12})/", path)
     assert m, f"{path} is not a node's copy"
@@ -146,6 +151,9 @@ def test_lanes_run_on_nodes_and_a_lost_node_costs_one_turn(
     try:
         wait_for_process(f"^{HOLD}$", timeout=240)
         victim = _node_of(_workspace_of(_hold_pid()), cluster)
+        # Lane 3 may share the node: its artifact and score are in before the node goes.
+        _wait_events(source_tree, env, lambda evs: _published(evs) and any(
+            e["kind"] == "measured" for e in evs))
         cluster.kill(victim)
 
         def rebuilt(evs: list[dict[str, Any]]) -> bool:
@@ -187,8 +195,7 @@ def test_lanes_run_on_nodes_and_a_lost_node_costs_one_turn(
     assert not list(source_tree.glob("escape-*"))
 
     # Lane 3's artifact came back frozen; lane 2 received it and it verified there.
-    published = [e for e in evs if e["kind"] == "report_published"
-                 and e["lane"] == "lane-3" and e["payload"].get("artifacts")]
+    published = _published(evs)
     assert published, "lane 3's deliverable was not published"
     extracted = tmp_path / "extracted"
     got = cli("artifacts", "last", published[0]["payload"]["report_id"], "--extract",
@@ -244,3 +251,22 @@ def test_a_second_signal_cuts_a_remote_turn(cluster: ray_cluster.LoopbackCluster
     assert cut and cut[0]["payload"]["turn"] == 1
     gone = subprocess.run(["pgrep", "-f", f"^{CUT}$"], capture_output=True)
     assert gone.returncode == 1, "the cut turn's process outlived it"
+
+
+def test_a_lane_no_node_can_take_fails_its_turns_and_the_run_goes_on(
+        cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path) -> None:
+    plan = actor(tmp_path, "plan.sh", PLAN)
+    lane = actor(tmp_path, "lane.sh", REPORT_OK)
+    agents = ",".join(f"lane_{n}_actor_{x}=exec:{lane}" for n in (1, 2) for x in "ab")
+    out = cli("exec", "-f", "parallel_flame_chase", "--executor", f"ray={cluster.address}",
+              "-a", f"coordinator=exec:{plan}", "-a", agents,
+              "-p", "lanes=2,budget.turns=8,rest_seconds=0.05,lane_resources.cpus=0,"
+                    "lane_resources.no_such_node=1,ray.placement_timeout=2", "do it",
+              cwd=source_tree, env=ray_cluster.env(), timeout=240)
+    assert out.returncode in (0, 3), out.stderr[-3000:]
+    failed = [e["payload"]["error"] for e in events(source_tree)
+              if e["kind"] == "turn_failed" and e["lane"] == "lane-2"]
+    assert failed and all("could not be placed" in f and "no_such_node 1" in f
+                          for f in failed)
+    assert any(e["kind"] == "turn_valid" and e["lane"] == "lane-1"
+               for e in events(source_tree))

@@ -97,6 +97,12 @@ def lost(lane: str, why: str, started: str, duration: float) -> TurnResult:
                       duration=duration, error=f"{lane}'s node {why}")
 
 
+def cut_before_start(started: str, duration: float) -> TurnResult:
+    """A stop that came before the turn reached its node: taken again, as any cut turn."""
+    return TurnResult(status="interrupted", started=started, ended=iso(time.time()),
+                      duration=duration, error="turn cut by a stop before it started")
+
+
 def lost_mid_turn(exc: BaseException) -> str:
     first = (str(exc).strip().splitlines() or [""])[0][:300]
     return (f"was lost mid-turn ({type(exc).__name__}: {first}); its next turn starts on a "

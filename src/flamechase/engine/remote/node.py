@@ -71,6 +71,7 @@ class LaneHost:
         self.back = self.map.reverse()
         self.manifests: dict[Path, shipping.Manifest] = {}
         self.cuts: dict[str, asyncio.Event] = {}
+        self.cut_early: set[str] = set()
         self.backends: dict[str, Backend] = {}
         self.reaper: Reaper | None = None
         self.probe: jails.Probe | None = None
@@ -110,6 +111,8 @@ class LaneHost:
             return self._answer(_failed(f"node {self.node_id[:12]} could not ready the turn: "
                                         f"{exc}"), shipping.Delta(b"", (), 0), node_job, t0)
         cut = self.cuts.setdefault(job.job_id, asyncio.Event())
+        if job.job_id in self.cut_early:  # the cut came while the turn was being readied
+            cut.set()
         try:
             result = await run_job(backend, node_job, cut)
         finally:
@@ -212,6 +215,8 @@ class LaneHost:
         event = self.cuts.get(job_id)
         if event is not None:
             event.set()
+        else:
+            self.cut_early.add(job_id)
 
     # ---- measurements ------------------------------------------------------------------------
 

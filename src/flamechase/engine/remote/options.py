@@ -8,6 +8,7 @@ flow ever sees it. The dotted keys follow `budget.*`, and in YAML read as a mapp
 
     -p lane_resources.cpus=4,lane_resources.memory=8G,lane_resources.GPU=1
     lane_resources: {cpus: 4, memory: 8G, GPU: 1}          # in -c CONFIG.yaml
+    -p ray.placement_timeout=900     # how long a lane waits for a node (an autoscaler's)
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from flamechase.engine.prepare import Prepared
 
 PREFIX = "lane_resources"
+WAIT = "ray.placement_timeout"  # seconds a lane waits for a node that can take it
+DEFAULT_WAIT = 300.0
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_:\-]{0,63}$")
@@ -64,6 +67,7 @@ class ExecutorChoice:
     kind: Literal["local", "ray"] = "local"
     address: str | None = None  # ray: None means RAY_ADDRESS, else the cluster on this machine
     resources: LaneResources = LaneResources()
+    placement_timeout: float = DEFAULT_WAIT
 
 
 def parse_executor(text: str) -> tuple[Literal["local", "ray"], str | None]:
@@ -80,9 +84,10 @@ def parse_executor(text: str) -> tuple[Literal["local", "ray"], str | None]:
 
 
 def take_settings(settings: MutableMapping[str, object]) -> dict[str, object]:
-    """Remove and return the executor's keys (`lane_resources.*`) from -p/-c settings."""
+    """Remove and return the executor's keys (`lane_resources.*`, `ray.placement_timeout`)
+    from -p/-c settings."""
     taken = {k: settings.pop(k) for k in list(settings)
-             if k == PREFIX or k.startswith(PREFIX + ".")}
+             if k in (PREFIX, WAIT) or k.startswith(PREFIX + ".")}
     if PREFIX in taken:
         raise ParamError(f"-p {PREFIX}={taken[PREFIX]}: give each resource as its own key, "
                          f"e.g. -p {PREFIX}.cpus=2,{PREFIX}.memory=4G,{PREFIX}.GPU=1")
@@ -97,7 +102,11 @@ def choose(text: str, settings: Mapping[str, object]) -> ExecutorChoice:
             raise ParamError(f"-p {next(iter(settings))}: lane resources are asked of a "
                              "cluster; use them with --executor ray")
         return ExecutorChoice()
-    return ExecutorChoice("ray", address, lane_resources(settings))
+    rest = {k: v for k, v in settings.items() if k != WAIT}
+    wait = _amount(WAIT, settings[WAIT]) if WAIT in settings else DEFAULT_WAIT
+    if wait <= 0:
+        raise ParamError(f"-p {WAIT}={settings[WAIT]}: a lane needs some time to be placed")
+    return ExecutorChoice("ray", address, lane_resources(rest), wait)
 
 
 def lane_resources(settings: Mapping[str, object]) -> LaneResources:
@@ -158,5 +167,6 @@ def make_executor(choice: ExecutorChoice, prep: Prepared) -> tuple[Executor | No
     address = ray_executor.connect(choice.address)
     notice = (f"lanes in private copies run on the Ray cluster at {address}, each asking for "
               f"{choice.resources.describe()}; lane 1 and roles outside lanes run here")
-    executor = ray_executor.RayExecutor(choice.resources, local)
+    executor = ray_executor.RayExecutor(choice.resources, local,
+                                        placement_timeout=choice.placement_timeout)
     return executor, dataclasses.replace(prep, notices=(*prep.notices, notice))

@@ -47,10 +47,8 @@ from flamechase.engine.executor import (
 )
 from flamechase.engine.remote import head, shipping
 from flamechase.engine.remote.node import LaneHost, TurnOutcome
-from flamechase.engine.remote.options import LaneResources
+from flamechase.engine.remote.options import DEFAULT_WAIT, LaneResources
 from flamechase.errors import ExecutorUnavailable
-
-PLACEMENT_TIMEOUT = 300.0  # seconds a lane waits for a node that can hold it
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -139,12 +137,14 @@ class _Lost(Exception):
 
 class RayExecutor(Executor):
     def __init__(self, resources: LaneResources, local: LocalExecutor, *,
-                 placement_timeout: float = PLACEMENT_TIMEOUT) -> None:
+                 placement_timeout: float = DEFAULT_WAIT) -> None:
         self.resources = resources
         self.local = local
         self.placement_timeout = placement_timeout
         self._lanes: dict[str, _Lane] = {}
         self._running: dict[str, _Lane] = {}
+        self._starting: set[str] = set()  # remote jobs whose host is being readied
+        self._cut: set[str] = set()  # ... and were cut meanwhile
         # What each remote turn and each copy cost (bench/ray_lanes.py reads it).
         self.stats: list[dict[str, Any]] = []
 
@@ -154,9 +154,12 @@ class RayExecutor(Executor):
         if not head.is_remote(job):
             return await self.local.run(job)
         lane, t0, started = job.request.lane, time.monotonic(), iso(time.time())
+        self._starting.add(job.job_id)
         try:
             host = await self._host(lane, job)
             inputs = await asyncio.to_thread(head.turn_inputs, job, host.blobs)
+            if job.job_id in self._cut:  # cut while its host was being readied
+                return head.cut_before_start(started, time.monotonic() - t0)
             self._running[job.job_id] = host
             outcome: TurnOutcome = await asyncio.wait_for(
                 host.handle.run.remote(job, inputs), head.guard(job))
@@ -165,6 +168,8 @@ class RayExecutor(Executor):
             return head.lost(lane, _why(exc, job), started, time.monotonic() - t0)
         finally:
             self._running.pop(job.job_id, None)
+            self._starting.discard(job.job_id)
+            self._cut.discard(job.job_id)
         try:
             await asyncio.to_thread(head.land, job, outcome)
         except head.LANDING_ERRORS as exc:
@@ -224,6 +229,8 @@ class RayExecutor(Executor):
     async def cut(self, job_id: str) -> None:
         host = self._running.get(job_id)
         if host is None:
+            if job_id in self._starting:
+                self._cut.add(job_id)
             await self.local.cut(job_id)
             return
         with contextlib.suppress(Exception):
