@@ -97,7 +97,7 @@ def cluster() -> Iterator[ray_cluster.LoopbackCluster]:
 
 
 def _facts(e: dict[str, Any]) -> dict[str, Any]:
-    facts: dict[str, Any] = json.loads(e["payload"]["summary"])
+    facts: dict[str, Any] = json.loads(e["payload"]["result"]["summary"])
     return facts
 
 

@@ -107,7 +107,7 @@ class NearbyNodes(Executor):
 
 
 def _facts(e: dict[str, Any]) -> dict[str, Any]:
-    facts: dict[str, Any] = json.loads(e["payload"]["summary"])
+    facts: dict[str, Any] = json.loads(e["payload"]["result"]["summary"])
     return facts
 
 
