@@ -10,12 +10,14 @@ Loopback only: Ray avoids 127.0.0.1 on purpose (it advertises the address of the
 and `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` is its switch for a one-machine cluster on loopback;
 every process of the cluster and the driver (`flamechase exec`) get it, with usage stats and
 the dashboard off. `ray start` refuses to add worker nodes in that mode, hence the utility.
+The nodes keep lanes' copies under a state home of their own, removed with the cluster.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,10 +42,12 @@ class LoopbackCluster:
     def __init__(self, head: dict[str, float], workers: dict[str, dict[str, float]],
                  timeout: float = 240) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="fcray-", dir="/tmp"))  # sockets: short path
+        # The nodes' state home (lanes' copies live under it): never the real one.
+        nodes_env = {**env(), "FLAMECHASE_HOME": str(self.tmp / "home")}
         self.proc = subprocess.Popen(
             [sys.executable, __file__, str(self.tmp)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=open(self.tmp / "cluster.log", "wb"),  # noqa: SIM115
-            env=env(), text=True, start_new_session=True)
+            env=nodes_env, text=True, start_new_session=True)
         self.started = time.monotonic()
         hello = self._ask({"head": head, "workers": workers}, timeout)
         self.address: str = hello["address"]
@@ -74,6 +78,7 @@ class LoopbackCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, 9)
                 self.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def _serve(tmp: str) -> None:

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from flamechase.engine.prepare import Prepared
 
 NO_ENVIRONMENTS = (
-    "-e {given}: flamechase has no environments to choose: every agent runs on this machine, "
-    "in the directory you start in (lanes 2..N on private copies of it), so cd to the tree "
-    "and drop -e"
+    "-e {given}: flamechase has no environments to choose: every agent runs in the directory "
+    "you start in (lanes 2..N on private copies of it, here or with --executor ray on a Ray "
+    "cluster's nodes), so cd to the tree and drop -e"
 )
 
 

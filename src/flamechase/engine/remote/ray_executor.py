@@ -2,7 +2,7 @@
 
 The control loop stays here and stays the only writer. A turn of a lane that works in a
 private place under the run directory goes to that lane's actor (a `LaneHost` on a node,
-asking for `lane_resources`); everything else (lane 1 in the user's tree, the coordinator)
+asking for `lane_resources`); everything else (lane 1 in the user's tree, roles outside lanes)
 runs here, on the `LocalExecutor`. What travels (see `shipping`):
 
     head -> node   the place, packed, once per actor (through Ray's object store); per turn
@@ -203,8 +203,9 @@ class RayExecutor(Executor):
 
     async def _place(self, lane: str, job: TurnJob) -> _Lane:
         r = job.request
-        handle = LaneActor.options(  # type: ignore[attr-defined]
-            **self.resources.ray_options()).remote(r.run_id, str(r.run_dir))
+        actor: Any = LaneActor  # what @ray.remote made of the class (typed or not)
+        handle = actor.options(**self.resources.ray_options()).remote(r.run_id,
+                                                                      str(r.run_dir))
         try:
             info: dict[str, Any] = await asyncio.wait_for(handle.describe.remote(),
                                                           self.placement_timeout)
