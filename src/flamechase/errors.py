@@ -16,7 +16,8 @@
     │   ├── SandboxUnavailable          -p sandbox=... cannot confine agents on this machine
     │   ├── StateHomeInvalid            FLAMECHASE_HOME is a file, or inside the workspace
     │   ├── RunNotFound                 RUN names no run
-    │   └── FlowChanged                 a resume would run other flow code than the run's
+    │   ├── FlowChanged                 a resume would run other flow code than the run's
+    │   └── ExecutorUnavailable         --executor ray without Ray, or its cluster unreachable
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
     │   ├── ControlPathViolation        a control path was replaced or linked
     │   ├── FlowError                   the flow broke its contract (a flow bug)
@@ -140,3 +141,8 @@ class SandboxUnavailable(UsageError):
 class StateHomeInvalid(UsageError):
     """FLAMECHASE_HOME (or the default state home) is not a usable directory, or lies where
     an agent could write it (inside the workspace)."""
+
+
+class ExecutorUnavailable(UsageError):
+    """`--executor` names a place turns cannot run: Ray is not installed, or its cluster
+    cannot be reached or does not match this flamechase; the message says what to do."""

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from flamechase.engine.prepare import Prepared
 
 NO_ENVIRONMENTS = (
-    "-e {given}: flamechase has no environments to choose: every agent runs on this machine, "
-    "in the directory you start in (lanes 2..N on private copies of it), so cd to the tree "
-    "and drop -e"
+    "-e {given}: flamechase has no environments to choose: every agent runs in the directory "
+    "you start in (lanes 2..N on private copies of it, here or with --executor ray on a Ray "
+    "cluster's nodes), so cd to the tree and drop -e"
 )
 
 
@@ -37,6 +37,9 @@ NO_ENVIRONMENTS = (
 @click.option("--refresh", is_flag=True,
               help="resume even though the flow's code changed since the run was made")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per event on stdout")
+@click.option("--executor", "executor_text", default="local", metavar="local|ray[=ADDRESS]",
+              help="where lanes in private copies run: here (local), or on a Ray cluster "
+                   "(pip install 'flamechase[ray]'; -p lane_resources.cpus=N,...)")
 @click.option("--allow-workspace", is_flag=True,
               help="run even when the current directory is /, a system directory or your home")
 # The published runtime's `-e ROLE=ENV` (ssh, docker, ...): taken only to answer it.
@@ -44,7 +47,8 @@ NO_ENVIRONMENTS = (
 @click.argument("task", metavar="TASK")
 def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
             config: Path | None, resume: bool, refresh: bool, as_json: bool,
-            allow_workspace: bool, envs: tuple[str, ...], task: str) -> int:
+            allow_workspace: bool, executor_text: str, envs: tuple[str, ...],
+            task: str) -> int:
     """Run FLOW on the current directory toward TASK (`continue` reads TASK.md)."""
     if envs:
         raise UsageError(NO_ENVIRONMENTS.format(given=envs[0]))
@@ -53,6 +57,7 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
     from flamechase.config import load_config, split_kv
     from flamechase.engine.loop import Engine
     from flamechase.engine.prepare import RunRequest, prepare
+    from flamechase.engine.remote import options as executors
     from flamechase.flows import load_flow
 
     workspace = _preflight(task, [*agents, *params, flow_ref], allow_workspace)
@@ -61,6 +66,7 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
     if config is not None:
         settings.update(load_config(config))
     settings.update(dict(split_kv(list(params))))
+    choice = executors.choose(executor_text, executors.take_settings(settings))
     items = split_agent_args(list(agents))
 
     def warn(text: str) -> None:
@@ -74,8 +80,9 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
                          workspace=workspace, resume=resume, confirm=confirm, warn=warn,
                          flow_ref=flow_ref, refresh=refresh)
     prepared = prepare(request)
+    executor, prepared = executors.make_executor(choice, prepared)
     observer = JsonObserver() if as_json else _live_or_lines(prepared)
-    engine = Engine(prepared, observer)
+    engine = Engine(prepared, observer, executor=executor)
     end = asyncio.run(engine.run())
     close = getattr(observer, "close", None)
     if close is not None:

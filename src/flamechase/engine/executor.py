@@ -26,6 +26,16 @@ OutcomeStatus = Literal["valid", "failed", "interrupted", "limited"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class ShippedFile:
+    """A file brought back from the machine a turn ran on: its path relative to the job's
+    artifact root, its SHA-256 as hashed there, and its bytes."""
+
+    path: str
+    sha256: str
+    data: bytes
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TurnJob:
     job_id: str
     agent: str  # the agent spec text (`claude/opus:high`, `exec:/path`, ...)
@@ -61,6 +71,10 @@ class TurnResult:
     # What the agent asked the runtime for, and the lines refused (one line each: why).
     requests: tuple[dict[str, Any], ...] = ()
     requests_refused: tuple[str, ...] = ()
+    # The declared artifacts of a turn that ran on another machine: the loop lands them in
+    # the job's artifact root, checking every hash on arrival, then freezes them as usual.
+    # Empty for a turn that ran here (the loop reads the artifact root itself).
+    artifacts: tuple[ShippedFile, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

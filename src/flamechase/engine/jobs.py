@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from flamechase import events as ev
 from flamechase.engine.executor import Executor, MeasureJob, TurnResult
+from flamechase.engine.remote import shipping
 from flamechase.engine.scheduling import Planned
 from flamechase.flow import commands as cm
 from flamechase.store.blobs import ArtifactRefused
@@ -166,8 +167,12 @@ class Jobs:
         if result.status != "valid" or planned.artifact_root is None or result.result is None:
             return TurnDone(planned, command, result)
         try:
+            if result.artifacts:  # the turn ran elsewhere: its files land first, hash-checked
+                await self.offload(shipping.land, planned.artifact_root, result.artifacts)
             refs = command.result.declared_artifacts(result.result)
             frozen = await self.offload(dirs.blobs.freeze, planned.artifact_root, refs)
+            if result.artifacts:
+                shipping.check_frozen(frozen, result.artifacts)
         except ArtifactRefused as exc:
             return TurnDone(planned, command, result, refusal=f"invalid deliverable: {exc}")
         except ValueError as exc:  # the result no longer validates: a flow/model bug

@@ -1,0 +1,278 @@
+"""Lanes 2..N on a Ray cluster: one long-lived actor per lane, on whatever node can hold it.
+
+The control loop stays here and stays the only writer. A turn of a lane that works in a
+private place under the run directory goes to that lane's actor (a `LaneHost` on a node,
+asking for `lane_resources`); everything else (lane 1 in the user's tree, roles outside lanes)
+runs here, on the `LocalExecutor`. What travels (see `shipping`):
+
+    head -> node   the place, packed, once per actor (through Ray's object store); per turn
+                   the job (paths rewritten there), the turn's inbox and the frozen
+                   artifacts it names (each hash checked on landing)
+    node -> head   the result, the declared artifacts (hashed there, checked here, then
+                   frozen by the loop as any turn's), the turn's directory (report, usage,
+                   transcript) and what the turn changed in the place
+
+The head lands each delta in its own copy of the place before the turn is recorded, so the
+head's copy is always the lane's last recorded state. A node lost mid-turn (or a host that
+stops answering past every timeout the turn has) makes that turn failed, with the reason;
+the lane's actor is dropped, and its next turn starts a new actor on a live node from the
+head's copy. A lane no node can take within `placement_timeout` fails its turn the same way:
+the run never waits on a dead or missing node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import ray
+from ray.exceptions import RayError
+
+import flamechase
+from flamechase.engine.clock import iso
+from flamechase.engine.executor import (
+    Executor,
+    LocalExecutor,
+    MeasureJob,
+    ShippedFile,
+    TurnJob,
+    TurnResult,
+)
+from flamechase.engine.remote import head, shipping
+from flamechase.engine.remote.node import LaneHost, TurnOutcome
+from flamechase.engine.remote.options import DEFAULT_WAIT, LaneResources
+from flamechase.errors import ExecutorUnavailable
+
+
+@ray.remote(max_restarts=0, max_task_retries=0)
+class LaneActor:
+    """A `LaneHost` on the node Ray placed it on. Async: a cut or a measurement is served
+    while a turn runs."""
+
+    def __init__(self, run_id: str, head_root: str) -> None:
+        self.host = LaneHost(run_id, head_root, ray.get_runtime_context().get_node_id())
+
+    async def describe(self) -> dict[str, Any]:
+        return self.host.describe()
+
+    async def materialise(self, head_place: str, data: bytes) -> dict[str, Any]:
+        return await asyncio.to_thread(self.host.materialise, head_place, data)
+
+    async def run(self, job: TurnJob, inputs: tuple[ShippedFile, ...]) -> TurnOutcome:
+        return await self.host.run(job, inputs)
+
+    async def cut(self, job_id: str) -> None:
+        await self.host.cut(job_id)
+
+    async def measure(self, job: MeasureJob, extra_env: Mapping[str, str]) -> dict[str, Any]:
+        return await self.host.measure(job, extra_env)
+
+    async def close(self) -> None:
+        await self.host.close()
+
+
+def connect(address: str | None) -> str:
+    """Join the cluster (`address`, else RAY_ADDRESS, else the one `ray start` runs on this
+    machine); its address. ExecutorUnavailable (exit 2, nothing written) when it cannot be
+    reached: Ray itself would retry an address that does not answer for ever."""
+    target = address or os.environ.get("RAY_ADDRESS") or "auto"
+    hint = ("start one with `ray start --head` (see README, Scaling out) or give "
+            "--executor ray=HOST:PORT")
+    problem = _unreachable(target)
+    if problem is not None:
+        raise ExecutorUnavailable(f"--executor ray: {problem}; {hint}")
+    try:
+        ctx = ray.init(address=target, log_to_driver=False, logging_level=logging.WARNING,
+                       namespace="flamechase")
+    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise ExecutorUnavailable(f"--executor ray: no Ray cluster at {target} ({first}); "
+                                  f"{hint}") from None
+    return str(getattr(ctx, "address_info", {}).get("gcs_address", target))
+
+
+def _unreachable(target: str) -> str | None:
+    """Why the cluster at `target` cannot be joined, when a TCP connect says so at once."""
+    if target == "auto":
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+        except ImportError:  # Ray moved it: let ray.init judge
+            return None
+        try:
+            resolved = canonicalize_bootstrap_address(target)
+        except (ConnectionError, ValueError) as exc:
+            return f"no Ray cluster runs on this machine ({str(exc).splitlines()[0][:200]})"
+        if resolved is None:
+            return "no Ray cluster runs on this machine"
+        target = resolved
+    host, _, port = target.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except OSError as exc:
+        return f"nothing answers at {host}:{port} ({exc.strerror or exc})"
+    return None
+
+
+@dataclasses.dataclass(slots=True)
+class _Lane:
+    handle: Any
+    info: dict[str, Any]
+    places: set[str] = dataclasses.field(default_factory=set)
+    blobs: set[str] = dataclasses.field(default_factory=set)  # sha256 already sent
+    lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
+
+
+class _Lost(Exception):
+    """The lane's host is gone or never came: the turn fails with this reason."""
+
+
+class RayExecutor(Executor):
+    def __init__(self, resources: LaneResources, local: LocalExecutor, *,
+                 placement_timeout: float = DEFAULT_WAIT) -> None:
+        self.resources = resources
+        self.local = local
+        self.placement_timeout = placement_timeout
+        self._lanes: dict[str, _Lane] = {}
+        self._running: dict[str, _Lane] = {}
+        self._starting: set[str] = set()  # remote jobs whose host is being readied
+        self._cut: set[str] = set()  # ... and were cut meanwhile
+        # What each remote turn and each copy cost (bench/ray_lanes.py reads it).
+        self.stats: list[dict[str, Any]] = []
+
+    # ---- turns -----------------------------------------------------------------------------
+
+    async def run(self, job: TurnJob) -> TurnResult:
+        if not head.is_remote(job):
+            return await self.local.run(job)
+        lane, t0, started = job.request.lane, time.monotonic(), iso(time.time())
+        self._starting.add(job.job_id)
+        try:
+            host = await self._host(lane, job)
+            inputs = await asyncio.to_thread(head.turn_inputs, job, host.blobs)
+            if job.job_id in self._cut:  # cut while its host was being readied
+                return head.cut_before_start(started, time.monotonic() - t0)
+            self._running[job.job_id] = host
+            outcome: TurnOutcome = await asyncio.wait_for(
+                host.handle.run.remote(job, inputs), head.guard(job))
+        except (RayError, TimeoutError, _Lost) as exc:
+            self._drop(lane)
+            return head.lost(lane, _why(exc, job), started, time.monotonic() - t0)
+        finally:
+            self._running.pop(job.job_id, None)
+            self._starting.discard(job.job_id)
+            self._cut.discard(job.job_id)
+        try:
+            await asyncio.to_thread(head.land, job, outcome)
+        except head.LANDING_ERRORS as exc:
+            self._drop(lane)  # its next turn starts afresh from the head's copy
+            return head.unlanded(outcome, lane, exc)
+        self.stats.append(head.stats(job, outcome, inputs, time.monotonic() - t0))
+        return outcome.result
+
+    async def _host(self, lane: str, job: TurnJob) -> _Lane:
+        """The lane's actor, placed and holding the job's place (sent if it is not there)."""
+        host = self._lanes.get(lane)
+        if host is None:
+            host = await self._place(lane, job)
+            self._lanes[lane] = host
+        async with host.lock:
+            place = str(job.request.workspace)
+            if place not in host.places:
+                t0 = time.monotonic()
+                data, entries = await asyncio.to_thread(shipping.pack_tree,
+                                                        job.request.workspace)
+                packed = time.monotonic() - t0
+                ref = await asyncio.to_thread(ray.put, data)
+                done = await host.handle.materialise.remote(place, ref)
+                host.places.add(place)
+                self.stats.append({
+                    "kind": "copy", "lane": lane, "node": host.info.get("node"),
+                    "bytes": len(data), "entries": entries, "pack_seconds": packed,
+                    "unpack_seconds": done["seconds"],
+                    "seconds": time.monotonic() - t0})
+        return host
+
+    async def _place(self, lane: str, job: TurnJob) -> _Lane:
+        r = job.request
+        actor: Any = LaneActor  # what @ray.remote made of the class (typed or not)
+        handle = actor.options(**self.resources.ray_options()).remote(r.run_id,
+                                                                      str(r.run_dir))
+        try:
+            info: dict[str, Any] = await asyncio.wait_for(handle.describe.remote(),
+                                                          self.placement_timeout)
+        except TimeoutError:
+            ray.kill(handle)
+            raise _Lost(f"could not be placed: no node of the cluster could take {lane} "
+                        f"within {self.placement_timeout:g} s (it asks for "
+                        f"{self.resources.describe()}); its next turn asks again") from None
+        if info.get("version") != flamechase.__version__:
+            ray.kill(handle)
+            raise _Lost(f"{str(info.get('node'))[:12]} ({info.get('host')}) runs "
+                        f"flamechase {info.get('version')}, this machine "
+                        f"{flamechase.__version__}; install the same version on every node")
+        return _Lane(handle=handle, info=info)
+
+    def _drop(self, lane: str) -> None:
+        host = self._lanes.pop(lane, None)
+        if host is not None:
+            with contextlib.suppress(Exception):
+                ray.kill(host.handle)
+
+    async def cut(self, job_id: str) -> None:
+        host = self._running.get(job_id)
+        if host is None:
+            if job_id in self._starting:
+                self._cut.add(job_id)
+            await self.local.cut(job_id)
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(host.handle.cut.remote(job_id), 30)
+
+    # ---- measurements ----------------------------------------------------------------------
+
+    async def measure(self, job: MeasureJob) -> dict[str, Any]:
+        """In the node's copy when a live host holds the measured place, else here (the
+        head's copy is the lane's last recorded state)."""
+        found = next(((lane, h) for lane, h in self._lanes.items()
+                      if str(job.cwd) in h.places), None)
+        if found is not None:
+            lane, host = found
+            # The engine's own additions to the measurement's environment, not this
+            # machine's PATH or HOME: the node has its own.
+            extra = {k: v for k, v in job.env.items() if os.environ.get(k) != v}
+            try:
+                receipt: dict[str, Any] = await host.handle.measure.remote(job, extra)
+                return receipt
+            except RayError:
+                self._drop(lane)
+        return await self.local.measure(job)
+
+    async def close(self) -> None:
+        for lane, host in list(self._lanes.items()):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(host.handle.close.remote(), 10)
+            self._drop(lane)
+        await self.local.close()
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+
+
+def _why(exc: BaseException, job: TurnJob) -> str:
+    if isinstance(exc, _Lost):
+        return str(exc)
+    if isinstance(exc, TimeoutError):
+        return (f"gave no answer {head.guard(job):g} s into the turn, past every timeout the "
+                "turn has; its next turn starts on a live node from its last recorded state")
+    return head.lost_mid_turn(exc)
+
+
+__all__ = ["LaneActor", "RayExecutor", "connect"]

@@ -1,0 +1,74 @@
+"""`--executor local|ray[=ADDRESS]` and `lane_resources.*`: parsed, or refused before anything
+is written (exit 2, one line)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from flamechase.engine.remote import options
+from flamechase.errors import ParamError, UsageError
+from tests.helpers import REPORT_OK, actor, cli
+
+
+def test_lane_resources_become_ray_options() -> None:
+    settings: dict[str, object] = {"budget.turns": "3", "lane_resources.cpus": "2",
+                                   "lane_resources.memory": "4G", "lane_resources.GPU": "1",
+                                   "lane_resources.lane_slot": "0.5"}
+    taken = options.take_settings(settings)
+    assert settings == {"budget.turns": "3"}
+    choice = options.choose("ray=10.0.0.5:6379", taken)
+    assert choice.address == "10.0.0.5:6379"
+    assert choice.resources.ray_options() == {
+        "num_cpus": 2.0, "memory": 4 * 1024**3, "num_gpus": 1.0,
+        "resources": {"lane_slot": 0.5}}
+    assert options.choose("ray", {}).resources.ray_options() == {"num_cpus": 1.0}
+
+
+@pytest.mark.parametrize(("text", "settings", "error", "match"), [
+    ("bogus", {}, UsageError, "expected local, ray or ray=ADDRESS"),
+    ("ray=", {}, UsageError, "give the cluster's address"),
+    ("local", {"lane_resources.cpus": "2"}, ParamError, "use them with --executor ray"),
+    ("ray", {"lane_resources.cpus": "lots"}, ParamError, "expected a number"),
+    ("ray", {"lane_resources.memory": "4 parsecs"}, ParamError, "expected a size"),
+    ("ray", {"lane_resources.a b": "1"}, ParamError, "not a resource name"),
+])
+def test_bad_executor_settings_are_refused(text: str, settings: dict[str, object],
+                                           error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        options.choose(text, settings)
+
+
+def test_a_single_lane_resources_value_says_how_to_write_it() -> None:
+    with pytest.raises(ParamError, match=r"lane_resources\.cpus=2"):
+        options.take_settings({"lane_resources": "cpus=2"})
+
+
+def test_exec_refuses_lane_resources_without_a_cluster(source_tree: Path,
+                                                       tmp_path: Path) -> None:
+    a = actor(tmp_path, "a.sh", REPORT_OK)
+    out = cli("exec", "-f", "flame_chase", "-a", f"exec:{a}", "-a", f"exec:{a}",
+              "-p", "budget.turns=2,lane_resources.cpus=2", "x", cwd=source_tree)
+    assert out.returncode == 2
+    assert "use them with --executor ray" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not Path(os.environ["FLAMECHASE_HOME"]).exists()
+
+
+@pytest.mark.ray
+def test_exec_refuses_a_cluster_that_does_not_answer(source_tree: Path,
+                                                     tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="needs flamechase[ray]")
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    a = actor(tmp_path, "a.sh", REPORT_OK)
+    out = cli("exec", "-f", "flame_chase", "--executor", f"ray=127.0.0.1:{port}",
+              "-a", f"exec:{a}", "-a", f"exec:{a}", "-p", "budget.turns=2", "x",
+              cwd=source_tree, env={"RAY_USAGE_STATS_ENABLED": "0"})
+    assert out.returncode == 2, out.stderr
+    assert f"nothing answers at 127.0.0.1:{port}" in out.stderr
+    assert not (Path(os.environ["FLAMECHASE_HOME"]) / "runs").exists()
