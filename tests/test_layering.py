@@ -23,7 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"errors", "fsutil"},
     "workspace": {"errors", "fsutil"},
     "agents": {"procs", "jail", "errors", "fsutil", "reports"},
-    "flows": {"flow", "reports", "errors", "events"},
+    # store.home and fsutil: flows from git and indexes are cached in the state home.
+    "flows": {"flow", "reports", "errors", "events", "store", "fsutil"},
     "engine": {"store", "agents", "workspace", "procs", "flow", "flows", "reports", "config",
                "errors", "fsutil", "jail", "events"},
     "view": {"store", "errors", "engine", "flows", "agents", "config", "flow", "reports", "fsutil",
