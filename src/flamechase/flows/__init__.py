@@ -25,9 +25,10 @@ BUILTIN: dict[str, str] = {
 # (its own name, roles and params) offered beside the flow it varies.
 VARIANTS: dict[str, str] = {}
 
-# Where each loaded flow came from, for flow_identity (a flow object is a module-level
-# singleton; a weak key lets a reloaded module's old flow go).
-_SOURCES: weakref.WeakKeyDictionary[Flow[Any], str] = weakref.WeakKeyDictionary()
+# Where each loaded flow came from and the hash of the code it was imported from, for
+# flow_identity (hashed at load: the files may change on disk while the flow runs). A flow
+# object is a module-level singleton; a weak key lets a reloaded module's old flow go.
+_SOURCES: weakref.WeakKeyDictionary[Flow[Any], tuple[str, str]] = weakref.WeakKeyDictionary()
 
 
 def builtin_names() -> list[str]:
@@ -41,10 +42,11 @@ def variant_names() -> list[str]:
 def load_flow(ref: str, *, refresh: bool = False) -> Flow[Any]:
     """The flow `ref` names (FlowNotFound, one line, if none). `refresh` trusts a git tag
     that moved since it was pinned."""
+    from flamechase.flows.identity import code_hash
     from flamechase.flows.loader import resolve
 
     loaded = resolve(ref, builtin=BUILTIN, variants=VARIANTS, refresh=refresh)
-    _SOURCES[loaded.flow] = loaded.source
+    _SOURCES[loaded.flow] = (loaded.source, code_hash(loaded.flow))
     return loaded.flow
 
 
@@ -54,8 +56,10 @@ def flow_identity(flow: Flow[Any], ref: str) -> tuple[str, str]:
     package it imports, so a resume can tell whether it would run the same flow code."""
     from flamechase.flows.identity import code_hash
 
-    source = _SOURCES.get(flow)
-    if source is None:  # a flow that did not come through load_flow
-        source = f"builtin:{ref}" if ref in BUILTIN or ref in VARIANTS else \
-            f"path:{Path(ref).expanduser().resolve()}"
+    known = _SOURCES.get(flow)
+    if known is not None:
+        return known
+    # A flow that did not come through load_flow.
+    source = f"builtin:{ref}" if ref in BUILTIN or ref in VARIANTS else \
+        f"path:{Path(ref).expanduser().resolve()}"
     return source, code_hash(flow)
