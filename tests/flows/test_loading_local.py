@@ -13,8 +13,7 @@ import pytest
 import flamechase.flows as flows
 from flamechase.errors import FlowNotFound
 from flamechase.flows import flow_identity, load_flow
-from tests.flows.loading_repos import flow_source, install_distribution, worker, \
-    write_flow_package
+from tests.flows.loading_repos import flow_source, install_distribution, worker, write_flow_package
 from tests.helpers import cli, status
 
 

@@ -17,6 +17,7 @@ from flamechase.agents.registry import backend_for
 from flamechase.agents.spec import AgentSpec, assign_roles
 from flamechase.config import Budget, budget_required_message, parse_settings
 from flamechase.engine import objective as obj
+from flamechase.engine.roles import with_role_defaults
 from flamechase.errors import (
     BackendUnavailable,
     FlowChanged,
@@ -108,7 +109,8 @@ def prepare(req: RunRequest) -> Prepared:
     if not task:
         raise TaskError("TASK is empty; say what the agents should achieve, or `continue` to "
                         "pick up TASK.md")
-    candidates = [] if given.resume_mode == "fresh" else _runs_of(flow.name, ws)
+    fresh_only = given.resume_mode == "fresh" or not flow.resumable
+    candidates = [] if fresh_only else _runs_of(flow.name, ws)
     resume_row: dict[str, Any] | None = None
     resume_dir: Path | None = None
     revised = False
@@ -135,6 +137,7 @@ def prepare(req: RunRequest) -> Prepared:
         raise NothingToResume(
             f"--resume: no run of {flow.name} on {ws} with this task"
             + (" (resume_mode=fresh forbids resuming)" if given.resume_mode == "fresh" else "")
+            + ("" if flow.resumable else f" ({flow.name} does not resume: every start is new)")
             + "; drop --resume to start one"
         )
 
@@ -164,7 +167,8 @@ def prepare(req: RunRequest) -> Prepared:
 
     # Agents.
     roles = flow.roles(params)
-    agents = assign_roles(req.agents, roles, flow.name)
+    agents = with_role_defaults(assign_roles(req.agents, roles, flow.name),
+                                flow.describe_roles(params), flow.name)
     backends: dict[str, Backend] = {}
     notices: list[str] = []
     self_reported: list[str] = []
