@@ -72,3 +72,11 @@ def save(record: Installed) -> Path:
     ensure_private_dir(path.parent)
     atomic_write(path, json.dumps(record.model_dump(), indent=1).encode())
     return path
+
+
+def remove(name: str) -> bool:
+    """Forget an installed flow; False if there was none."""
+    if get(name) is None:
+        return False
+    _path(name).unlink()
+    return True
