@@ -82,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
             code = repl()
         else:
+            # Off a terminal a bare `flamechase` says what it can do rather than refuse.
+            args = args or ["--help"]
             code = cli.main(args=args, prog_name="flamechase", standalone_mode=False)
     except click.UsageError as exc:
         _error(prog, exc.format_message() + (" (see --help)" if "--help" not in
