@@ -87,6 +87,7 @@ def test_install_a_named_version_then_uninstall(indexed) -> None:
     shown = cli("flows", "show", "once", cwd=tmp, check=True).stdout
     assert f"source: git+file://{tmp}/repo@{first}#once" in shown
     assert "  worker" in shown and "turns = 1 (>= 1, <= 10)" in shown
+    assert "variants: once:OTHER" in shown
     assert cli("flows", "uninstall", "once", cwd=tmp, check=True).returncode == 0
     (tmp / "ws").mkdir()
     _refused(cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=1", "x",

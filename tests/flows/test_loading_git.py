@@ -14,7 +14,7 @@ import pytest
 
 from flamechase.errors import FlowNotFound
 from flamechase.flows import flow_identity, load_flow
-from tests.flows.loading_repos import change_flow, commit, git, make_repo, worker
+from tests.flows.loading_repos import change_flow, commit, flow_source, git, make_repo, worker
 from tests.helpers import cli, status
 
 
@@ -127,10 +127,7 @@ def test_a_flow_at_the_repository_root(tmp_path: Path) -> None:
     repo = tmp_path / "rootflow"
     repo.mkdir()
     git(repo, "init", "-q")
-    (repo / "__init__.py").write_text((Path(__file__).parent / "loading_repos.py")
-                                      .read_text().split("FLOW_SOURCE = '''")[1]
-                                      .split("'''")[0].format(message="root ran", name="once",
-                                                              version="1"))
+    (repo / "__init__.py").write_text(flow_source("root ran"))
     commit(repo, "root", "v1")
     proc = _exec(ws, tmp_path, f"git+file://{repo}@v1")
     assert proc.returncode == 0, proc.stderr

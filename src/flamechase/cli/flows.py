@@ -109,7 +109,26 @@ def show_command(name: str, index_source: str | None) -> int:
         _show_entries(same, source or "")
         return 0
     click.echo("\n".join(describe(flow, flow_identity(flow, name)[0])))
+    others = _variants_of(name, flow)
+    if others:
+        click.echo("variants: " + ", ".join(others))
     return 0
+
+
+def _variants_of(ref: str, flow: Flow[Any]) -> list[str]:
+    """`NAME:VARIANT`s of a built-in (the VARIANTS table), or the other flows in the module
+    of a flow named by name (installed, entry point)."""
+    import sys
+
+    from flamechase.flows import BUILTIN, VARIANTS
+    from flamechase.flows.modules import flows_in
+
+    if ref in BUILTIN:
+        return sorted(k for k in VARIANTS if k.startswith(ref + ":"))
+    if ":" in ref or "/" in ref or ref.startswith("git+"):
+        return []
+    module = sys.modules[type(flow).__module__]
+    return [f"{ref}:{n}" for n in flows_in(module) if getattr(module, n) is not flow]
 
 
 _LIMITS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"), ("min_length", "length >="),
