@@ -22,7 +22,7 @@ BUILTIN_PREFIXES = ("flamechase.flows", "flamechase.flow")
 _LOADER = frozenset({"flamechase.flows", "flamechase.flows.gitsource",
                      "flamechase.flows.modules", "flamechase.flows.identity",
                      "flamechase.flows.loader", "flamechase.flows.index",
-                     "flamechase.flows.installed", "flamechase.flows.refs"})
+                     "flamechase.flows.installed"})
 
 
 def code_hash(flow: Flow[Any]) -> str:
