@@ -5,6 +5,10 @@
     │   ├── SpecError                   a malformed -a agent spec
     │   ├── ParamError                  unknown / out-of-range -p key, bad budget value
     │   ├── FlowNotFound                -f names no flow
+    │   │   ├── FlowSourceUnreachable   a git+ flow's repository could not be reached / cloned
+    │   │   └── FlowPinMoved            a tag now names another commit than the pinned one
+    │   ├── FlowIndexError              a flow index is unreadable, or has no such flow/version
+    │   ├── ProfileError                a profile is missing or malformed
     │   ├── RoleError                   unknown role, role given twice, role without an agent
     │   ├── TaskError                   empty task, not UTF-8, `continue` without TASK.md
     │   ├── WorkspaceInvalid            the workspace is not a directory, was deleted, or is
@@ -65,6 +69,23 @@ class ParamError(UsageError):
 
 class FlowNotFound(UsageError):
     """-f named no built-in flow and no flow directory."""
+
+
+class FlowSourceUnreachable(FlowNotFound):
+    """A `git+` flow (or an index's repository) could not be reached, cloned or checked out."""
+
+
+class FlowPinMoved(FlowNotFound):
+    """A tag now names another commit than the one it was pinned to; --refresh re-pins it."""
+
+
+class FlowIndexError(UsageError):
+    """A flow index could not be read, or has no flow (or version) of that name, or an
+    installed flow does not verify against the commit its index recorded."""
+
+
+class ProfileError(UsageError):
+    """A profile (the agents and params `flamechase run FLOW` uses) is missing or malformed."""
 
 
 class RoleError(UsageError):

@@ -32,9 +32,12 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from flamechase.cli import artifacts, exec_cmd, runs
+    from flamechase.cli import artifacts, exec_cmd, flows, profile, run_cmd, runs
 
     cli.add_command(exec_cmd.command)
+    cli.add_command(flows.group)
+    cli.add_command(profile.group)
+    cli.add_command(run_cmd.command)
     cli.add_command(runs.runs_command)
     cli.add_command(runs.status_command)
     cli.add_command(runs.events_command)
@@ -53,6 +56,13 @@ def _register() -> None:
                     cli.add_command(c)
 
 
+def _prompt_here() -> bool:
+    """A bare `flamechase` opens the prompt on a terminal (else it prints the help)."""
+    from flamechase.cli.prompt import interactive
+
+    return interactive(sys.stdin, sys.stdout)
+
+
 def _error(prog: str, message: str) -> None:
     first = message.strip().splitlines()[0] if message.strip() else "error"
     click.echo(f"{prog}: error: {first}", err=True)
@@ -67,7 +77,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.remove("--debug")
     prog = "flamechase" + (f" {args[0]}" if args and not args[0].startswith("-") else "")
     try:
-        code = cli.main(args=args, prog_name="flamechase", standalone_mode=False)
+        if not args and _prompt_here():
+            from flamechase.cli.prompt import repl
+
+            code = repl()
+        else:
+            # Off a terminal a bare `flamechase` says what it can do rather than refuse.
+            args = args or ["--help"]
+            code = cli.main(args=args, prog_name="flamechase", standalone_mode=False)
     except click.UsageError as exc:
         _error(prog, exc.format_message() + (" (see --help)" if "--help" not in
                                              exc.format_message() else ""))

@@ -61,7 +61,7 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
     from flamechase.flows import load_flow
 
     workspace = _preflight(task, [*agents, *params, flow_ref], allow_workspace)
-    flow = load_flow(flow_ref)
+    flow = load_flow(flow_ref, refresh=refresh)
     settings: dict[str, object] = {}
     if config is not None:
         settings.update(load_config(config))

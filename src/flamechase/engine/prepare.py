@@ -18,6 +18,7 @@ from flamechase.agents.spec import AgentSpec, assign_roles
 from flamechase.budgets import NO_BUDGET, Budget
 from flamechase.config import parse_settings
 from flamechase.engine import objective as obj
+from flamechase.engine.roles import with_role_defaults
 from flamechase.errors import (
     BackendUnavailable,
     FlowChanged,
@@ -147,7 +148,8 @@ def _resume_decision(req: RunRequest, ws: Path, given: FlowParams) -> _Found:
     if not task:
         raise TaskError("TASK is empty; say what the agents should achieve, or `continue` to "
                         "pick up TASK.md")
-    candidates = [] if given.resume_mode == "fresh" else _runs_of(flow.name, ws)
+    fresh_only = given.resume_mode == "fresh" or not flow.resumable
+    candidates = [] if fresh_only else _runs_of(flow.name, ws)
     found: _Found
     if obj.is_marker(task):
         text = obj.read_task_file(ws)
@@ -169,6 +171,7 @@ def _resume_decision(req: RunRequest, ws: Path, given: FlowParams) -> _Found:
         raise NothingToResume(
             f"--resume: no run of {flow.name} on {ws} with this task"
             + (" (resume_mode=fresh forbids resuming)" if given.resume_mode == "fresh" else "")
+            + ("" if flow.resumable else f" ({flow.name} does not resume: every start is new)")
             + "; drop --resume to start one"
         )
     return found
@@ -200,7 +203,8 @@ def _params_and_budget(flow: Flow[Any], given: FlowParams, budget_given: dict[st
 def _agents(req: RunRequest, flow: Flow[Any], params: FlowParams, budget: Budget,
             notices: list[str]) -> tuple[dict[str, AgentSpec], dict[str, Backend]]:
     """Every role's agent, checked here (installed, priced), with what to say at start."""
-    agents = assign_roles(req.agents, flow.roles(params), flow.name)
+    agents = with_role_defaults(assign_roles(req.agents, flow.roles(params), flow.name),
+                                flow.describe_roles(params), flow.name)
     backends: dict[str, Backend] = {}
     self_reported: list[str] = []
     for role, spec in agents.items():

@@ -25,7 +25,17 @@ events, and acts only through commands.
 
 from flamechase import events
 from flamechase.events import Event, FlowEvent
-from flamechase.flow.api import REASON, CopyParams, Flow, FlowParams, LaneDef, RunSetup, TurnContext
+from flamechase.flow.api import (
+    REASON,
+    AgentDefaults,
+    CopyParams,
+    Flow,
+    FlowParams,
+    LaneDef,
+    Role,
+    RunSetup,
+    TurnContext,
+)
 from flamechase.flow.commands import (
     REPORT,
     Command,
@@ -48,6 +58,7 @@ from flamechase.flow.outbox import Outbox
 __all__ = [
     "REASON",
     "REPORT",
+    "AgentDefaults",
     "Command",
     "CopyParams",
     "DropPlace",
@@ -66,6 +77,7 @@ __all__ = [
     "PublishReport",
     "ReleaseLane",
     "ResultSpec",
+    "Role",
     "Run",
     "RunSetup",
     "StartTurn",

@@ -21,10 +21,12 @@ from flamechase.flow.commands import Command, StartTurn
 
 __all__ = [
     "REASON",
+    "AgentDefaults",
     "CopyParams",
     "Flow",
     "FlowParams",
     "LaneDef",
+    "Role",
     "RunSetup",
     "TurnContext",
 ]
@@ -62,6 +64,30 @@ class CopyParams(FlowParams):
     workspace_copy_warning_threshold_bytes: int = Field(
         default=1024**3, ge=1, le=1_000_000_000_000_000_000,
         description="warn before copying more bytes than this")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AgentDefaults:
+    """How every agent of a role is set up, whichever CLI the run gives it.
+
+    `goals`: a CLI's own goal mode (the agent keeps going until it judges the objective met)
+    stays off, so a turn ends where the flow's protocol says; no flamechase backend runs an
+    agent as a goal, and a flow asking for one is refused before the run starts.
+    `effort`: the effort a role runs at when its `-a` spec names none and its CLI has that
+    effort on its ladder (`claude/opus` becomes `claude/opus:high`).
+    """
+
+    goals: bool = False
+    effort: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Role:
+    """A role as `flamechase flows show` and the prompt present it, with its agent defaults."""
+
+    name: str
+    description: str = ""
+    defaults: AgentDefaults = AgentDefaults()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -129,12 +155,19 @@ class Flow(abc.ABC, Generic[S]):
     State: ClassVar[type[BaseModel]]
     #: Params a resume may not change (they shape the run: e.g. the number of lanes).
     structural_params: ClassVar[tuple[str, ...]] = ()
+    #: False: every start is a new run (the same command never picks one up; --resume is
+    #: refused). Its state is still stored with every transaction.
+    resumable: ClassVar[bool] = True
 
     # ---- declarations (read before anything runs) --------------------------------------------
 
     @abc.abstractmethod
     def roles(self, params: FlowParams) -> list[str]:
         """Every role, in the order positional `-a` fills them."""
+
+    def describe_roles(self, params: FlowParams) -> list[Role]:
+        """`roles(params)` with what each is for and its agent defaults (override to say)."""
+        return [Role(name) for name in self.roles(params)]
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
         """Lanes opened when the run is created (their places are made by the flow)."""

@@ -22,6 +22,7 @@ from flamechase.flow import (
     FlowParams,
     LaneDef,
     Outbox,
+    Role,
     RunSetup,
     TurnContext,
 )
@@ -46,6 +47,10 @@ class FlameChase(Flow[ChaseState]):
 
     def roles(self, params: FlowParams) -> list[str]:
         return list(ROLES)
+
+    def describe_roles(self, params: FlowParams) -> list[Role]:
+        return [Role(ROLES[0], "takes the first turn, then every other one, on your tree"),
+                Role(ROLES[1], "takes the turns between, on your tree")]
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
         return [LaneDef("lane-1", ROLES, "source")]

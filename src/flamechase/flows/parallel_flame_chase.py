@@ -31,6 +31,7 @@ from flamechase.flow import (
     Outbox,
     ReleaseLane,
     ResultSpec,
+    Role,
     RunSetup,
     StartTurn,
     TurnContext,
@@ -123,6 +124,15 @@ class ParallelFlameChase(Flow[PfcState]):
 
     def roles(self, params: FlowParams) -> list[str]:
         return [PLANNER, *(r for lane in self.lanes(params) for r in lane.roles)]
+
+    def describe_roles(self, params: FlowParams) -> list[Role]:
+        said = {PLANNER: "plans one mission per lane, once, and leaves the run"}
+        for lane in self.lanes(params):
+            where = "your tree (the only lane that writes it)" if lane.in_source else \
+                "a private copy; reaches lane 1 by reports and artifacts"
+            for role in lane.roles:
+                said[role] = f"{lane.name}, taking turns, on {where}"
+        return [Role(r, said.get(r, "")) for r in self.roles(params)]
 
     def copies_needed(self, params: FlowParams, *, fresh: bool, revised: bool) -> int:
         return len(self.copy_names(params, fresh=fresh, revised=revised))

@@ -1,0 +1,203 @@
+"""`flamechase flows list|show|install|uninstall`: built-in, installed and indexed flows."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from flamechase.errors import FlowIndexError
+
+if TYPE_CHECKING:
+    from flamechase.flow import Flow
+    from flamechase.flows.index import Entry
+
+INDEX_HELP = "a flow index: YAML/JSON file, directory of flow.yaml, or git+URL (default: " \
+             "$FLAMECHASE_FLOW_INDEX)"
+
+
+@click.group("flows")
+def group() -> None:
+    """Flows you can run: built-in, installed from an index, or from installed packages.
+
+    Loading a flow runs its code: install and run only flows you trust. A flow from git or an
+    index runs only from the commit it was pinned to.
+    """
+
+
+def _index_entries(source: str | None, refresh: bool = False) -> tuple[str | None,
+                                                                       list[Entry]]:
+    from flamechase.flows import index
+
+    source = source or index.default_source()
+    if source is None:
+        return None, []
+    return source, index.read(source, refresh=refresh)
+
+
+def _rows(index_source: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    from flamechase.flows import BUILTIN, VARIANTS, installed, load_flow
+    from flamechase.flows.loader import entry_points
+
+    rows: list[dict[str, Any]] = []
+    for name in [*sorted(BUILTIN), *sorted(VARIANTS)]:
+        flow = load_flow(name)
+        rows.append({"name": name, "version": flow.version, "from": "built-in",
+                     "description": flow.summary})
+    have = {r["name"] for r in rows}
+    for rec in installed.all_installed():
+        rows.append({"name": rec.name, "version": rec.version,
+                     "from": f"installed ({rec.url}@{rec.commit[:12]})",
+                     "description": rec.description, "commit": rec.commit})
+    have |= {r["name"] for r in rows}
+    for point in entry_points():  # named, not imported: listing runs no flow's code
+        dist = point.dist
+        rows.append({"name": point.name, "version": dist.version if dist else "",
+                     "from": f"package {dist.name if dist else '?'} ({point.value})",
+                     "description": ""})
+    problem = None
+    try:
+        source, entries = _index_entries(index_source)
+    except FlowIndexError as exc:
+        source, entries, problem = None, [], str(exc)
+    have |= {r["name"] for r in rows}
+    for entry in entries:
+        mark = "installed" if entry.name in have else "index"
+        rows.append({"name": entry.name, "version": entry.version,
+                     "from": f"{mark}: {source}", "description": entry.description,
+                     "commit": entry.commit})
+    return rows, problem
+
+
+@group.command("list")
+@click.option("--index", "index_source", metavar="INDEX", help=INDEX_HELP)
+@click.option("--json", "as_json", is_flag=True, help="one JSON list")
+def list_command(index_source: str | None, as_json: bool) -> int:
+    """Built-in flows with their versions, installed flows, flows of installed packages, and
+    the flows an index offers."""
+    rows, problem = _rows(index_source)
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+    else:
+        width = max(len(r["name"]) for r in rows)
+        vwidth = max(len(r["version"]) for r in rows)
+        for r in rows:
+            click.echo(f"{r['name']:<{width}}  {r['version']:<{vwidth}}  {r['from']}"
+                       + (f"  {r['description']}" if r["description"] else ""))
+    if problem:
+        click.echo(f"flamechase flows: {problem}", err=True)
+    return 0
+
+
+@group.command("show")
+@click.argument("name")
+@click.option("--index", "index_source", metavar="INDEX", help=INDEX_HELP)
+def show_command(name: str, index_source: str | None) -> int:
+    """What a flow is: roles, params, where it comes from (loads it: runs its code), or an
+    index's entry for a flow not installed."""
+    from flamechase.errors import FlowNotFound
+    from flamechase.flows import flow_identity, load_flow
+
+    try:
+        flow = load_flow(name)
+    except FlowNotFound:
+        source, entries = _index_entries(index_source)
+        same = [e for e in entries if e.name == name.partition("@")[0]]
+        if not same:
+            raise
+        _show_entries(same, source or "")
+        return 0
+    click.echo("\n".join(describe(flow, flow_identity(flow, name)[0])))
+    others = _variants_of(name, flow)
+    if others:
+        click.echo("variants: " + ", ".join(others))
+    return 0
+
+
+def _variants_of(ref: str, flow: Flow[Any]) -> list[str]:
+    """`NAME:VARIANT`s of a built-in (the VARIANTS table), or the other flows in the module
+    of a flow named by name (installed, entry point)."""
+    import sys
+
+    from flamechase.flows import BUILTIN, VARIANTS
+    from flamechase.flows.modules import flows_in
+
+    if ref in BUILTIN:
+        return sorted(k for k in VARIANTS if k.startswith(ref + ":"))
+    if ":" in ref or "/" in ref or ref.startswith("git+"):
+        return []
+    module = sys.modules[type(flow).__module__]
+    return [f"{ref}:{n}" for n in flows_in(module) if getattr(module, n) is not flow]
+
+
+_LIMITS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"), ("min_length", "length >="),
+           ("max_length", "length <="))
+
+
+def describe(flow: Flow[Any], source: str) -> list[str]:
+    """A flow's declarations as lines: summary, roles, params."""
+    params = flow.Params()
+    lines = [f"{flow.name} {flow.version}: {flow.summary}", f"source: {source}",
+             "resumes: " + ("yes (the same command picks the run up)" if flow.resumable
+                            else "no (every start is a new run)"), "roles (-a, in order):"]
+    for role in flow.describe_roles(params):
+        extra = f" (default effort {role.defaults.effort})" if role.defaults.effort else ""
+        lines.append(f"  {role.name}{extra}" + (f": {role.description}"
+                                                if role.description else ""))
+    lines.append("params (-p):")
+    for key, field in flow.Params.model_fields.items():
+        limits = [f"{sym} {getattr(m, attr)}" for m in field.metadata
+                  for attr, sym in _LIMITS if getattr(m, attr, None) is not None]
+        shown = f"  {key} = {getattr(params, key)!r}" + (
+            f" ({', '.join(limits)})" if limits else "")
+        lines.append(shown + (f": {field.description}" if field.description else ""))
+    return lines
+
+
+def _show_entries(entries: list[Entry], source: str) -> None:
+    newest = entries[-1]
+    click.echo(f"{newest.name} {newest.version}: {newest.description}")
+    click.echo(f"index: {source}")
+    click.echo(f"repository: {newest.url}  license: {newest.license or '?'}")
+    for e in reversed(entries):
+        click.echo(f"  {e.version}: {e.ref or '-'} commit {e.commit}"
+                   + (f" #{e.subdir}" if e.subdir else ""))
+    click.echo(f"not installed: flamechase flows install {newest.name}[@VERSION]")
+
+
+@group.command("install")
+@click.argument("spec", metavar="NAME[@VERSION]")
+@click.option("--index", "index_source", metavar="INDEX", help=INDEX_HELP)
+@click.option("--refresh", is_flag=True, help="trust a git index whose tag moved")
+def install_command(spec: str, index_source: str | None, refresh: bool) -> int:
+    """Install a flow from an index at the commit the index records (verified: its tag must
+    still name that commit). Installing imports the flow: it runs its code."""
+    from flamechase.flows import index
+
+    source, entries = _index_entries(index_source, refresh)
+    if source is None:
+        raise FlowIndexError("no flow index: give --index FILE|DIR|git+URL or set "
+                             f"{index.INDEX_VAR}")
+    record = index.install(index.pick(entries, spec, source), source)
+    where = f"{record.url}@{record.commit}" + (f"#{record.subdir}" if record.subdir else "")
+    click.echo(f"installed {record.name} {record.version} from {where}; run it with "
+               f"-f {record.name}")
+    from flamechase.flows import BUILTIN
+
+    if record.name in BUILTIN:
+        click.echo(f"-f {record.name} now runs the installed flow, not the built-in one; "
+                   f"`flamechase flows uninstall {record.name}` goes back to the built-in")
+    return 0
+
+
+@group.command("uninstall")
+@click.argument("name")
+def uninstall_command(name: str) -> int:
+    """Forget an installed flow (its cached checkout stays for runs that used it)."""
+    from flamechase.flows import installed
+
+    if not installed.remove(name):
+        raise FlowIndexError(f"no installed flow called {name!r}; see flamechase flows list")
+    click.echo(f"uninstalled {name}")
+    return 0

@@ -1,0 +1,71 @@
+"""A loaded flow's code hash: SHA-256 over its module and the modules of its own package it
+imports (transitively), so a resume can tell whether it would run the same flow code.
+
+Module names enter the hash relative to the flow's top package, so the same code hashes the
+same wherever it was imported from (a file's import name is derived from its path; a git
+checkout lives under its commit).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from flamechase.flow import Flow
+
+# Built-in flows are also made of the public flow library they are written on.
+BUILTIN_PREFIXES = ("flamechase.flows", "flamechase.flow")
+# Loader modules are not flow code.
+_LOADER = frozenset({"flamechase.flows", "flamechase.flows.gitsource",
+                     "flamechase.flows.modules", "flamechase.flows.identity",
+                     "flamechase.flows.loader", "flamechase.flows.index",
+                     "flamechase.flows.installed"})
+
+
+def code_hash(flow: Flow[Any]) -> str:
+    module = sys.modules[type(flow).__module__]
+    root = module.__name__.split(".")[0]
+    prefixes = BUILTIN_PREFIXES if root == "flamechase" else (root,)
+    code = {name: path for name, path in _code_of(module.__name__, prefixes).items()
+            if name not in _LOADER}
+    digest = hashlib.sha256()
+    for name, path in sorted(code.items()):
+        shown = name if root == "flamechase" else "<flow>" + name[len(root):]
+        digest.update(shown.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _code_of(start: str, prefixes: tuple[str, ...]) -> dict[str, Path]:
+    """Module name -> file, for `start` and what it imports under `prefixes`."""
+    found: dict[str, Path] = {}
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        found[name] = Path(file)
+        package = name if Path(file).name == "__init__.py" else name.rpartition(".")[0]
+        todo += [t for t in _imported(Path(file), package) if t in sys.modules
+                 and any(t == p or t.startswith(p + ".") for p in prefixes)]
+    return found
+
+
+def _imported(file: Path, package: str) -> list[str]:
+    targets: list[str] = []
+    for node in ast.walk(ast.parse(file.read_bytes())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            targets += [base, *(f"{base}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Import):
+            targets += [a.name for a in node.names]
+    return targets

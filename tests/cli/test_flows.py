@@ -1,0 +1,194 @@
+"""`flamechase flows list|show|install|uninstall`, with indexes made here (files,
+directories of flow.yaml manifests and git repositories) pointing at git+file:// flows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.flows.loading_repos import (
+    change_flow,
+    commit,
+    git,
+    index_yaml,
+    install_distribution,
+    make_repo,
+    worker,
+)
+from tests.helpers import cli, status
+
+
+def _refused(proc: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    for word in words:
+        assert word in line, line
+
+
+def _entry(repo: Path, sha: str, version: str = "1.0.0", ref: str | None = "v1") -> dict[
+        str, str]:
+    entry = {"name": "once", "version": version, "description": "a worker takes turns",
+             "repo": f"file://{repo}", "commit": sha, "subdir": "once", "license": "MIT"}
+    if ref:
+        entry["ref"] = ref
+    return entry
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> tuple[Path, Path, str, str]:
+    """A flow repository with tags v1 and v2, and an index file listing both."""
+    repo, first = make_repo(tmp_path / "repo", message="v1 ran")
+    change_flow(repo, "v2 ran")
+    second = commit(repo, "v2", "v2")
+    index = tmp_path / "index.yaml"
+    index.write_text(index_yaml([_entry(repo, first), _entry(repo, second, "1.1.0", "v2")]))
+    return tmp_path, index, first, second
+
+
+def test_list_shows_the_built_in_flows_with_their_versions(tmp_path: Path) -> None:
+    rows = json.loads(cli("flows", "list", "--json", cwd=tmp_path, check=True).stdout)
+    got = {r["name"]: r for r in rows}
+    assert got["parallel_flame_chase"]["version"] == "2"
+    assert got["flame_chase"]["from"] == "built-in"
+    text = cli("flows", "list", cwd=tmp_path, check=True).stdout
+    assert "parallel_flame_chase  2  built-in" in text
+
+
+def test_install_pins_the_recorded_commit_and_the_flow_runs(indexed) -> None:
+    tmp, index, _first, second = indexed
+    proc = cli("flows", "install", "once", "--index", str(index), cwd=tmp)
+    assert proc.returncode == 0, proc.stderr
+    assert f"installed once 1.1.0 from file://{tmp}/repo@{second}#once" in proc.stdout
+    rows = json.loads(cli("flows", "list", "--json", cwd=tmp, check=True).stdout)
+    [row] = [r for r in rows if r["name"] == "once"]
+    assert (row["version"], row["commit"]) == ("1.1.0", second)
+    ws = tmp / "ws"
+    ws.mkdir()
+    run = cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=2,rest_seconds=0.05",
+              "do it", cwd=ws)
+    assert run.returncode == 0, run.stderr
+    assert "v2 ran" in run.stderr
+    assert status(ws)["flow_source"] == f"git+file://{tmp}/repo@{second}#once"
+    # Another flow in the same module: NAME:VARIANT.
+    run = cli("exec", "-f", "once:OTHER", "-a", worker(tmp), "-p",
+              "budget.turns=2,rest_seconds=0.05", "do it", cwd=ws)
+    assert run.returncode == 0, run.stderr
+    assert status(ws)["flow"] == "once_other"
+
+
+def test_install_a_named_version_then_uninstall(indexed) -> None:
+    tmp, index, first, _second = indexed
+    proc = cli("flows", "install", "once@1.0.0", "--index", str(index), cwd=tmp)
+    assert proc.returncode == 0, proc.stderr
+    assert first in proc.stdout
+    shown = cli("flows", "show", "once", cwd=tmp, check=True).stdout
+    assert f"source: git+file://{tmp}/repo@{first}#once" in shown
+    assert "  worker" in shown and "turns = 1 (>= 1, <= 10)" in shown
+    assert "variants: once:OTHER" in shown
+    assert cli("flows", "uninstall", "once", cwd=tmp, check=True).returncode == 0
+    (tmp / "ws").mkdir()
+    _refused(cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=1", "x",
+                 cwd=tmp / "ws"), "no flow called 'once'")
+
+
+def test_install_refuses_a_tag_that_no_longer_names_the_recorded_commit(indexed) -> None:
+    tmp, index, _first, _second = indexed
+    change_flow(tmp / "repo", "v2 again")
+    commit(tmp / "repo", "re-tag", "v2", force=True)
+    _refused(cli("flows", "install", "once", "--index", str(index), cwd=tmp),
+             "the index records commit", "refusing to install")
+    assert not (tmp / "fc-home" / "flows" / "installed").exists()
+
+
+def test_install_refusals_are_one_line(indexed) -> None:
+    tmp, index, _first, _second = indexed
+    _refused(cli("flows", "install", "nope", "--index", str(index), cwd=tmp),
+             "has no flow 'nope'; it has: once")
+    _refused(cli("flows", "install", "once@9.9", "--index", str(index), cwd=tmp),
+             "no version 9.9 of once; it has 1.0.0, 1.1.0")
+    _refused(cli("flows", "install", "once", cwd=tmp), "no flow index")
+    bad = tmp / "bad.yaml"
+    bad.write_text("flows:\n  - name: once\n    version: 1\n    repo: x\n    commit: abc\n")
+    _refused(cli("flows", "install", "once", "--index", str(bad), cwd=tmp),
+             "entry 1: commit")
+    missing = tmp / "missing.yaml"
+    missing.write_text(index_yaml([_entry(tmp / "repo", "0" * 40, ref=None)]))
+    _refused(cli("flows", "install", "once", "--index", str(missing), cwd=tmp),
+             "has no commit")
+    gone = tmp / "gone.yaml"
+    gone.write_text(index_yaml([_entry(tmp / "nowhere", "0" * 40)]))
+    _refused(cli("flows", "install", "once", "--index", str(gone), cwd=tmp),
+             "could not be reached")
+
+
+def test_an_index_in_a_git_repository_of_manifests(indexed) -> None:
+    tmp, _index, first, second = indexed
+    verse = tmp / "flowverse"
+    (verse / "flows" / "once").mkdir(parents=True)
+    git(verse, "init", "-q")
+    (verse / "flows" / "once" / "flow.yaml").write_text(
+        index_yaml([_entry(tmp / "repo", first)]).replace("flows:\n  - ", "").replace(
+            "\n    ", "\n"))
+    commit(verse, "index")
+    source = f"git+file://{verse}"
+    shown = cli("flows", "show", "once", "--index", source, cwd=tmp, check=True).stdout
+    assert f"1.0.0: v1 commit {first} #once" in shown and "not installed" in shown
+    listed = cli("flows", "list", "--index", source, cwd=tmp, check=True).stdout
+    assert "once" in listed and "index: git+file://" in listed
+    env = {"FLAMECHASE_FLOW_INDEX": str(verse)}  # the checkout-free directory form
+    proc = cli("flows", "install", "once", cwd=tmp, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert first in proc.stdout and second not in proc.stdout
+
+
+def test_an_unreachable_index_still_lists_the_rest(tmp_path: Path) -> None:
+    proc = cli("flows", "list", "--index", f"git+file://{tmp_path}/none", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "flame_chase" in proc.stdout
+    [line] = proc.stderr.strip().splitlines()
+    assert "could not be reached" in line
+
+
+def test_an_installed_flow_whose_checkout_changed_is_refused(indexed) -> None:
+    tmp, index, _first, second = indexed
+    cli("flows", "install", "once", "--index", str(index), cwd=tmp, check=True)
+    [checkout] = (tmp / "fc-home" / "flows" / "git").glob(f"*/{second}")
+    (checkout / "once" / "extra.py").write_text("print('injected')\n")
+    ws = tmp / "ws"
+    ws.mkdir()
+    _refused(cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=1", "x", cwd=ws),
+             "was changed")
+
+
+def test_list_names_flows_of_installed_packages_without_importing_them(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    install_distribution(site, "acme-flows", "acme_once", {"acme": "acme_once:FLOW"})
+    (site / "acme_once" / "__init__.py").write_text("raise SystemExit('imported!')\n")
+    proc = cli("flows", "list", cwd=tmp_path, env={"PYTHONPATH": str(site)}, check=True)
+    [line] = [ln for ln in proc.stdout.splitlines() if ln.startswith("acme ")]
+    assert line.split() == ["acme", "1.2.3", "package", "acme-flows", "(acme_once:FLOW)"]
+
+
+def test_an_installed_flow_named_like_a_built_in_runs_instead_of_it(indexed) -> None:
+    # The seeds: "install parallel_flame_chase from the official flowverse", then run it.
+    tmp, _index, _first, second = indexed
+    entry = {**_entry(tmp / "repo", second, "1.1.0", "v2"), "name": "flame_chase"}
+    index = tmp / "shadow.yaml"
+    index.write_text(index_yaml([entry]))
+    proc = cli("flows", "install", "flame_chase", "--index", str(index), cwd=tmp)
+    assert proc.returncode == 0, proc.stderr
+    assert "-f flame_chase now runs the installed flow, not the built-in one" in proc.stdout
+    ws = tmp / "ws"
+    ws.mkdir()
+    run = cli("exec", "-f", "flame_chase", "-a", worker(tmp), "-p",
+              "budget.turns=1,rest_seconds=0.05", "do it", cwd=ws)
+    assert run.returncode == 0, run.stderr
+    assert "v2 ran" in run.stderr
+    assert status(ws)["flow_source"] == f"git+file://{tmp}/repo@{second}#once"
+    cli("flows", "uninstall", "flame_chase", cwd=tmp, check=True)
+    back = cli("exec", "-f", "flame_chase", "-a", worker(tmp), "-p", "budget.turns=1",
+               "do it", cwd=ws)
+    assert "v2 ran" not in back.stderr  # the built-in again (it wants two roles)
