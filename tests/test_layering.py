@@ -17,6 +17,7 @@ ALLOWED: dict[str, set[str]] = {
     "procs": set(),
     "jail": {"errors"},  # a leaf but for its one typed refusal (SandboxUnavailable)
     "fsutil": set(),
+    "tools": set(),  # runtime programs (`Run` commands run them): leaves, quick to start
     "reports": set(),
     "flow": {"reports", "events"},  # the public flow API: deciders over events
     "config": {"errors", "flow"},  # validates -p against a flow's params model

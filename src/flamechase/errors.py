@@ -16,7 +16,9 @@
     │   ├── SandboxUnavailable          -p sandbox=... cannot confine agents on this machine
     │   ├── StateHomeInvalid            FLAMECHASE_HOME is a file, or inside the workspace
     │   ├── RunNotFound                 RUN names no run
-    │   └── FlowChanged                 a resume would run other flow code than the run's
+    │   ├── FlowChanged                 a resume would run other flow code than the run's
+    │   └── PrRefused                   `flamechase pr` outside a lane's turn, off a lane
+    │                                   branch, or before the branch was pushed
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
     │   ├── ControlPathViolation        a control path was replaced or linked
     │   └── FlowError                   the flow broke its contract (a flow bug)
@@ -135,3 +137,8 @@ class SandboxUnavailable(UsageError):
 class StateHomeInvalid(UsageError):
     """FLAMECHASE_HOME (or the default state home) is not a usable directory, or lies where
     an agent could write it (inside the workspace)."""
+
+
+class PrRefused(UsageError):
+    """`flamechase pr` could not ask the runtime: not inside a lane's turn of a PR flow, not on
+    one of the lane's branches, or the branch is not pushed; the message says which."""

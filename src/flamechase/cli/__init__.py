@@ -32,9 +32,10 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from flamechase.cli import artifacts, exec_cmd, runs
+    from flamechase.cli import artifacts, exec_cmd, pr, runs
 
     cli.add_command(exec_cmd.command)
+    cli.add_command(pr.command)
     cli.add_command(runs.runs_command)
     cli.add_command(runs.status_command)
     cli.add_command(runs.events_command)

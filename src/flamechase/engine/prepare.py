@@ -218,8 +218,9 @@ def prepare(req: RunRequest) -> Prepared:
     if confined:
         choice = jails.choose(params.sandbox, jails.probe())
         jail_mode = choice.mode
-        notices += [*choice.notices[:-1], f"lanes 2..N: {choice.notices[-1]}",
-                    "lane 1 and the coordinator run unconfined"]
+        notices += [*choice.notices[:-1],
+                    f"lanes in private places: {choice.notices[-1]}",
+                    "lanes in the source and turns outside lanes (a planner) run unconfined"]
 
     return Prepared(
         flow=flow, params=params, jail_mode=jail_mode, budget=budget, agents=agents,

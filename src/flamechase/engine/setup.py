@@ -136,7 +136,7 @@ class RunDirs:
         env = measurement_env()
         jail = builder.jail(lane=c.lane, place=c.place, turn_dir=None, cli=None,
                             role="evaluator", lanes=[ln["lane"] for ln in self._lanes],
-                            places=self.places())
+                            places=self.places(), reads=c.reads)
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
         if isinstance(c, cm.Run):

@@ -1,10 +1,11 @@
 """Flows: the built-in flows and how `-f` finds a flow.
 
 Each built-in flow is a module using only the public API in `flamechase.flow`, exactly as a
-user's flow would: a pure decider over events. `-f NAME` picks a built-in; `-f PATH` (a .py
-file or a directory with `__init__.py`) loads a user's flow, which must define
-`FLOW = <Flow instance>`. `flow_identity` names a loaded flow's source and hashes its code, so
-a resume can refuse to run other code than the run's own. Must not import the engine.
+user's flow would: a pure decider over events. `-f NAME` picks a built-in, `-f NAME:VARIANT`
+one of its variants (`VARIANTS`); `-f PATH` (a .py file or a directory with `__init__.py`)
+loads a user's flow, which must define `FLOW = <Flow instance>`. `flow_identity` names a
+loaded flow's source and hashes its code, so a resume can refuse to run other code than the
+run's own. Must not import the engine.
 """
 
 from __future__ import annotations
@@ -24,16 +25,37 @@ BUILTIN: dict[str, str] = {
     "flame_chase": "flamechase.flows.flame_chase",
     "parallel_flame_chase": "flamechase.flows.parallel_flame_chase",
 }
+# Variants of a built-in flow, `-f NAME:VARIANT`: flows of their own, named after it.
+VARIANTS: dict[str, dict[str, str]] = {
+    "parallel_flame_chase": {"git_pr": "flamechase.flows.git_pr"},
+}
 
 
 def builtin_names() -> list[str]:
-    return sorted(BUILTIN)
+    """Every built-in flow and variant, as `-f` names them."""
+    return sorted([*BUILTIN, *(f"{n}:{v}" for n, vs in VARIANTS.items() for v in vs)])
+
+
+def _variant(ref: str) -> str | None:
+    """The module of `NAME:VARIANT` when NAME is a built-in flow (None: not that form); an
+    unknown variant of a built-in is refused."""
+    name, colon, variant = ref.partition(":")
+    if not colon or name not in BUILTIN:
+        return None
+    module = VARIANTS.get(name, {}).get(variant)
+    if module is None:
+        known = ", ".join(f"{name}:{v}" for v in VARIANTS.get(name, {})) or "none"
+        raise FlowNotFound(f"flow {name} has no variant {variant!r}; its variants: {known}")
+    return module
 
 
 def load_flow(ref: str) -> Flow[Any]:
-    """The flow `ref` names: a built-in name, or a path to a flow module/package."""
+    """The flow `ref` names: a built-in name or variant, or a path to a flow module/package."""
     if ref in BUILTIN:
         return _flow_of(importlib.import_module(BUILTIN[ref]), ref)
+    variant = _variant(ref)
+    if variant is not None:
+        return _flow_of(importlib.import_module(variant), ref)
     path = Path(ref).expanduser()
     if ("/" in ref or ref.endswith(".py")) and path.exists():
         return _load_path(path.resolve(), ref)
@@ -75,7 +97,8 @@ def flow_identity(flow: Flow[Any], ref: str) -> tuple[str, str]:
     module and every module of its own package it imports (transitively), so a resume can
     tell whether it would run the same flow code."""
     module = sys.modules[type(flow).__module__]
-    source = f"builtin:{ref}" if ref in BUILTIN else f"path:{Path(ref).expanduser().resolve()}"
+    builtin = ref in BUILTIN or _variant(ref) is not None
+    source = f"builtin:{ref}" if builtin else f"path:{Path(ref).expanduser().resolve()}"
     root = module.__name__.split(".")[0]
     # Built-in flows also depend on the public flow library they are written on.
     prefixes = ("flamechase.flows", "flamechase.flow") if root == "flamechase" else (root,)

@@ -121,8 +121,8 @@ def header(snap: RunSnapshot, *, workspace: str | None = None) -> Group:
 
 
 def short_actor(actor: str) -> str:
-    """`lane_2_actor_b` as `b` (the row names the lane already, as the replay does); other
-    roles whole."""
+    """A lane actor's role (`lane_N_actor_X`) as `X` (the row names the lane already, as the
+    replay does); other roles whole."""
     return _LANE_ACTOR.sub("", actor)
 
 
