@@ -42,9 +42,12 @@ def init_central(central: Path, source: Path, run_id: str) -> dict[str, Any]:
     wipe(central)
     git = Git(central, git_dir=central)
     git.run("init", "-q", "--bare", "-b", "main", str(central))
+    # Its own hooks directory, named: a user's global core.hooksPath must never replace the
+    # pre-receive hook, whoever pushes.
     for key, value in (("receive.fsckObjects", "true"), ("core.logAllRefUpdates", "always"),
                        ("uploadpack.allowAnySHA1InWant", "true"),
-                       ("receive.denyDeleteCurrent", "true")):
+                       ("receive.denyDeleteCurrent", "true"),
+                       ("core.hooksPath", str(central / "hooks"))):
         git.run("config", key, value)
     entries = list(_baseline_entries(source, Git(source, git_dir=central)))
     index = central / "flamechase-baseline.index"

@@ -44,6 +44,9 @@ def clone(place: Path, central: Path, name: str, *, outbox: bool) -> dict[str, A
     if outbox:
         box = place / OUTBOX
         git.run("init", "-q", "--bare", str(box))
+        # Pushes into the outbox run in the lane's jail with the user's global config: none of
+        # the user's hooks there either.
+        Git(place, git_dir=box).run("config", "core.hooksPath", str(box / "hooks"))
         # Objects stay in the clone: the outbox holds only the refs the lane pushed.
         write_text(box / "objects" / "info" / "alternates", str(place / ".git" / "objects") + "\n")
         settings |= {"remote.origin.pushurl": str(box), "flamechase.outbox": str(box)}
