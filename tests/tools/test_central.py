@@ -111,11 +111,13 @@ def _commit(user: User, clone: Path, branch: str, name: str, text: str) -> str:
 
 
 def _forward(tmp_path: Path, central: Path, lane: Path, pushed: dict[str, str],
-             frozen: dict[str, dict[str, str]] | None = None) -> dict[str, object]:
+             frozen: dict[str, dict[str, str]] | None = None,
+             seen: dict[str, str] | None = None) -> dict[str, object]:
+    """Export what the lane pushed since `seen`, forward it as lane-1 through the hook."""
     bundle = lane / ".git" / "flamechase" / "outgoing.bundle"
     exported = tool("gitpr", "export", "--central", str(central), "--bundle", str(bundle),
-                    cwd=lane)
-    assert exported["refs"] == pushed
+                    cwd=lane, env={"FLAMECHASE_GIT_SEEN": json.dumps(seen or {})})
+    assert exported["changed"] == pushed and exported["deleted"] == []
     args = ["forward", "--central", str(central), "--lane", "lane-1"]
     if exported["bundle"]:
         args += ["--bundle", str(bundle)]
@@ -145,7 +147,8 @@ def test_a_lane_push_reaches_the_central_repository_only_through_the_hook(
                            "open a PR",
         "refs/heads/lane-2/y": "lane-1 may push only its own branches (refs/heads/lane-1/...), "
                                "not refs/heads/lane-2/y"}
-    assert result["refs"] == {"refs/heads/lane-1/x": mine}
+    assert result["refs"] == {"refs/heads/lane-1/x": mine, "refs/heads/main": seeded["main"],
+                              "refs/heads/lane-2/y": None}
     assert result["main"] == seeded["main"]
     assert user.hooks_ran() == []  # the lane's commits and pushes ran none of the user's hooks
 
@@ -159,7 +162,8 @@ def test_a_frozen_head_cannot_be_moved_or_deleted(user: User, tmp_path: Path) ->
     moved = _commit(user, lane, "lane-1/x", "b.txt", "b2\n")
     user.git(lane, "push", "-q", "origin", "lane-1/x")
     frozen = {"refs/heads/lane-1/x": {"sha": head, "pr": "PR000001"}}
-    result = _forward(tmp_path, central, lane, {"refs/heads/lane-1/x": moved}, frozen)
+    result = _forward(tmp_path, central, lane, {"refs/heads/lane-1/x": moved}, frozen,
+                      seen={"refs/heads/lane-1/x": head})
     assert result["results"] == {"refs/heads/lane-1/x": (
         f"lane-1/x is frozen at {head[:12]} while PR000001 is ready; it cannot be moved "
         "(push a new branch)")}

@@ -68,22 +68,29 @@ def test_a_lane_clone_has_its_own_identity_config_and_outbox(user: User,
     assert user.config_digest() == digest
 
 
-def test_export_bundles_only_what_the_central_repository_lacks(user: User,
-                                                               tmp_path: Path) -> None:
-    _, central, _ = init(user, tmp_path)
+def test_export_gives_what_changed_since_it_was_seen_and_bundles_only_new_commits(
+        user: User, tmp_path: Path) -> None:
+    _, central, seeded = init(user, tmp_path)
     lane = clone(tmp_path, central, "lane-1")
     bundle = lane / ".git" / "flamechase" / "outgoing.bundle"
-    nothing = tool("gitpr", "export", "--central", str(central), "--bundle", str(bundle),
-                   cwd=lane)
-    assert nothing == {"refs": {}, "bundle": None}
+
+    def export(seen: dict[str, str]) -> dict[str, object]:
+        return tool("gitpr", "export", "--central", str(central), "--bundle", str(bundle),
+                    cwd=lane, env={"FLAMECHASE_GIT_SEEN": json.dumps(seen)})
+
+    assert export({}) == {"changed": {}, "deleted": [], "bundle": None}
     user.git(lane, "push", "-q", "origin", "HEAD:refs/heads/lane-1/same")
-    same = tool("gitpr", "export", "--central", str(central), "--bundle", str(bundle), cwd=lane)
+    same = export({})
+    assert same["changed"] == {"refs/heads/lane-1/same": seeded["main"]}
     assert same["bundle"] is None  # main's commit: the central repository has it
     (lane / "b.txt").write_text("b\n")
     user.git(lane, "add", "b.txt")
     user.git(lane, "commit", "-qm", "b")
-    user.git(lane, "push", "-q", "origin", "HEAD:refs/heads/lane-1/b")
-    new = tool("gitpr", "export", "--central", str(central), "--bundle", str(bundle), cwd=lane)
+    user.git(lane, "push", "-q", "origin", "HEAD:refs/heads/lane-1/b",
+             ":refs/heads/lane-1/same")
+    new = export({"refs/heads/lane-1/same": str(seeded["main"])})
+    assert new["changed"] == {"refs/heads/lane-1/b": user.git(lane, "rev-parse", "HEAD")}
+    assert new["deleted"] == ["refs/heads/lane-1/same"]
     assert new["bundle"] == str(bundle)
     heads = user.git(lane, "bundle", "list-heads", str(bundle))
     assert "refs/heads/lane-1/b" in heads

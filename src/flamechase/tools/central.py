@@ -167,10 +167,12 @@ def forward(central: Path, lane: str, bundle: Path | None, updates: dict[str, st
             continue
         results[ref] = _push(git, central, sha, ref) or "ok"
     for ref in deletes:
-        results[ref] = _push(git, central, "", ref) or "ok"
+        # Gone already (a forward cut by a crash, done again): nothing to refuse.
+        results[ref] = "ok" if git.sha(ref) is None else (_push(git, central, "", ref) or "ok")
     for ref in git.refs(staging):
         git.run("update-ref", "-d", ref)
-    return {"results": results, "refs": git.refs(f"refs/heads/{lane}/"),
+    # Where each ref it touched now is (None: not there), and main.
+    return {"results": results, "refs": {ref: git.sha(ref) for ref in [*updates, *deletes]},
             "main": git.sha("refs/heads/main")}
 
 

@@ -56,21 +56,30 @@ def clone(place: Path, central: Path, name: str, *, outbox: bool) -> dict[str, A
     return {"head": git.sha("HEAD")}
 
 
-def export(place: Path, central: Path, bundle: Path) -> dict[str, Any]:
-    """The refs in the lane's outbox, and a `bundle` of the commits the central repository
-    lacks (run in the lane's jail: the lane's repository config applies only there)."""
-    box = Git(place, git_dir=place / OUTBOX)
+def export(place: Path, central: Path, bundle: Path, seen: dict[str, str]) -> dict[str, Any]:
+    """What the lane pushed into its outbox since the runtime last forwarded it (`seen`: its
+    refs then): the refs that changed, those deleted, and a `bundle` of the commits of the
+    changed ones that the central repository lacks. Runs in the lane's jail: the lane's
+    repository config applies only there."""
     bundle.unlink(missing_ok=True)
     if not (place / OUTBOX).is_dir():
-        return {"refs": {}, "bundle": None, "error": "the outbox of this clone is gone"}
+        raise ValueError("the outbox of this clone is gone; the clone cannot push")
+    box = Git(place, git_dir=place / OUTBOX)
     refs = box.refs()
-    if not refs:
-        return {"refs": {}, "bundle": None}
-    have = [sha for sha in Git(central, git_dir=central).refs().values()
-            if box.ok("cat-file", "-e", sha)]
-    proc = box.run("bundle", "create", "-q", str(bundle), *refs, "--not", *have, check=False)
+    changed = {ref: sha for ref, sha in refs.items() if seen.get(ref) != sha}
+    deleted = sorted(ref for ref in seen if ref not in refs)
+    if not changed:
+        return {"changed": {}, "deleted": deleted, "bundle": None}
+    shas = sorted(set(Git(central, git_dir=central).refs().values()))
+    wanted = "".join(f"{sha}\n" for sha in shas).encode()
+    listing = box.run("cat-file", "--batch-check", input=wanted, check=False).stdout.decode()
+    have = [line.split()[0] for line in listing.splitlines() if not line.endswith("missing")]
+    # The central repository's tips the lane has are the bundle's prerequisites: it carries
+    # only commits the central repository lacks.
+    proc = box.run("bundle", "create", "-q", str(bundle), *changed, "--not", *have,
+                   check=False)
     made = proc.returncode == 0 and bundle.is_file()
-    return {"refs": refs, "bundle": str(bundle) if made else None}
+    return {"changed": changed, "deleted": deleted, "bundle": str(bundle) if made else None}
 
 
 def allowed(path: str, patterns: Sequence[str]) -> bool:
@@ -128,6 +137,9 @@ def merge(place: Path, pr: str, lane: str, title: str, head: str, main: str,
         tree = git.out("rev-parse", f"{head}^{{tree}}")
         commit = git.out("commit-tree", tree, "-p", main, "-p", head, "-m", message)
     else:
+        # A merge a crash left half done is dropped first.
+        git.run("merge", "--abort", check=False)
+        git.run("reset", "-q", "--hard", check=False)
         git.run("checkout", "-q", "-f", "--detach", main)
         git.run("clean", "-q", "-fdx")
         proc = git.run("merge", "-q", "--no-ff", "--no-commit", head, check=False)

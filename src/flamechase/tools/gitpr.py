@@ -4,7 +4,8 @@
                                                 with the baseline of the source
     clone --central DIR --name NAME [--outbox]  (in an empty place) a working clone
     export --central DIR --bundle FILE          (in a lane's clone, jailed as the lane) bundle
-                                                what the lane pushed
+                                                what the lane pushed since the refs in
+                                                FLAMECHASE_GIT_SEEN (JSON) were forwarded
     forward --central DIR --lane L [--bundle F] [--update REF=SHA]... [--delete REF]...
                                                 (in the central repository) push a lane's ref
                                                 updates through the hook, as that lane
@@ -22,6 +23,7 @@ line: the result, or {"error": ...} with exit 1.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,7 +76,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.job == "clone":
             done(clones.clone(here, args.central, args.name, outbox=args.outbox))
         if args.job == "export":
-            done(clones.export(here, args.central, args.bundle))
+            seen = json.loads(os.environ.get("FLAMECHASE_GIT_SEEN") or "{}")
+            done(clones.export(here, args.central, args.bundle, seen))
         if args.job == "forward":
             updates = dict(u.split("=", 1) for u in args.update)
             done(central.forward(args.central, args.lane, args.bundle, updates, args.delete,

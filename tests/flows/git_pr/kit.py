@@ -150,19 +150,27 @@ class Driver:
 
     def push(self, lane: str, pushed: Mapping[str, str],
              results: Mapping[str, str] | None = None) -> Run | None:
-        """Answer the lane's export with its outbox refs, and (if asked) the forward with
-        `results` (default: every ref accepted); the central refs follow what was accepted."""
-        self.ran("export/", {"refs": dict(pushed), "bundle": "/b" if pushed else None})
+        """Answer the lane's export as if its outbox held `pushed` (what changed since the
+        runtime last saw it, and what was deleted) and, if asked, the forward with `results`
+        (default: every ref accepted)."""
+        export = self.job("export/")
+        assert isinstance(export, Run)
+        seen = json.loads(export.env["FLAMECHASE_GIT_SEEN"])
+        changed = {r: s for r, s in pushed.items() if seen.get(r) != s}
+        deleted = sorted(r for r in seen if r not in pushed)
+        self.ran("export/", {"changed": changed, "deleted": deleted,
+                             "bundle": "/b" if changed else None})
         forwards = [k for k in self.jobs() if k.startswith("forward/")]
         if not forwards:
             return None
         job = self.jobs()[forwards[0]]
         assert isinstance(job, Run)
         updates = dict(a.split("=", 1) for a in _values(job.argv, "--update"))
-        got = {ref: "ok" for ref in updates} | dict(results or {})
+        deletes = _values(job.argv, "--delete")
+        got = {ref: "ok" for ref in [*updates, *deletes]} | dict(results or {})
         before = self.state.refs.get(lane, {})
-        refs = {**before, **{r: s for r, s in updates.items() if got[r] == "ok"
-                             and r.startswith(f"refs/heads/{lane}/")}}
+        refs: dict[str, str | None] = {r: (updates.get(r) if got[r] == "ok" else before.get(r))
+                                       for r in [*updates, *deletes]}
         self.ran("forward/", {"results": got, "refs": refs, "main": self.state.main})
         return job
 

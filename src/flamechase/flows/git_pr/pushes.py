@@ -1,7 +1,8 @@
 """After each lane turn: what the lane pushed goes through the central repository's hook, then
 the PR requests it made (`flamechase pr ...`) are carried out. The lane's next turn waits.
 
-    export   (jailed as the lane, in its clone) the outbox's refs and a bundle of new commits
+    export   (jailed as the lane, in its clone) the outbox's refs that changed since the
+             runtime last forwarded it, and a bundle of the new commits
     forward  (the runtime, in the central repository) each changed ref pushed through the hook
              as that lane; refusals go back to the lane as system reports
     requests open / ready, judged against the central repository's refs (`requests.py`)
@@ -12,6 +13,7 @@ a refused push is reported once, not after every turn.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from flamechase import events as ev
@@ -42,8 +44,10 @@ def after_turn(state: GitState, event: ev.TurnEnded) -> GitState:
     state = state.model_copy(update={"after": {**state.after, lane: after},
                                      "book": state.book.wait_for(lane, waiting_key(lane))})
     central = state.place(CENTRAL)
+    seen = json.dumps(state.seen.get(lane, {}), sort_keys=True)
     return jobs.add(state, "export", subject=lane, place=lane_place(lane), lane=lane,
-                    reads=(CENTRAL,), argv=programs.export(central, bundle_path(state, lane)))
+                    reads=(CENTRAL,), argv=programs.export(central, bundle_path(state, lane)),
+                    env={"FLAMECHASE_GIT_SEEN": seen})
 
 
 def on_export(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> GitState:
@@ -57,10 +61,11 @@ def on_export(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> Gi
                                    f"The runtime could not read your pushes: {result['error']}",
                                    at)
         return requests.carry_out(state, lane, after, at)
-    pushed = {str(k): str(v) for k, v in (result.get("refs") or {}).items()}
+    updates = {str(k): str(v) for k, v in (result.get("changed") or {}).items()}
+    deletes = [str(r) for r in result.get("deleted") or ()]
+    # The outbox's refs as the runtime will have seen them once it forwarded these.
     seen = state.seen.get(lane, {})
-    updates = {ref: sha for ref, sha in pushed.items() if seen.get(ref) != sha}
-    deletes = [ref for ref in seen if ref not in pushed]
+    pushed = {**{r: s for r, s in seen.items() if r not in deletes}, **updates}
     after = after.model_copy(update={"pushed": pushed})
     state = state.model_copy(update={"after": {**state.after, lane: after}})
     if not updates and not deletes:
@@ -83,8 +88,10 @@ def on_forward(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> G
             f"Your pushes did not reach the central repository: {result['error']}", at),
             lane, after, at)
     seen = {**state.seen, lane: dict(after.pushed or {})}
-    refs = {**state.refs, lane: {str(k): str(v) for k, v in (result.get("refs") or {}).items()}}
-    state = state.model_copy(update={"seen": seen, "refs": refs})
+    touched = {str(k): v for k, v in (result.get("refs") or {}).items()}
+    mine = {r: s for r, s in state.refs.get(lane, {}).items() if r not in touched}
+    mine |= {r: str(s) for r, s in touched.items() if s and r.startswith(f"refs/heads/{lane}/")}
+    state = state.model_copy(update={"seen": seen, "refs": {**state.refs, lane: mine}})
     refused = {ref: why for ref, why in (result.get("results") or {}).items() if why != "ok"}
     for ref, why in sorted(refused.items()):
         state = jobs.owe(state, Emit(ev.PushRefused(lane=lane, ref=ref, reason=str(why))))
