@@ -596,6 +596,8 @@ class CandidateBestUpdated(FlowEvent):
 
 
 # ---- parallel_flame_chase:git_pr: pull requests, merges, publication ---------------------------
+# (Every built-in kind lives in this one module, so that the views know them all: hence its
+# length.)
 
 
 @register

@@ -157,7 +157,7 @@ def merge(place: Path, pr: str, lane: str, title: str, head: str, main: str,
         text = proc.stderr.decode("utf-8", "replace")
         why = next((ln.split(HOOK_PREFIX, 1)[1] for ln in text.splitlines()
                     if HOOK_PREFIX in ln), text.strip()[-300:])
-        return {"error": f"the merge could not be staged: {why}"}
+        raise ValueError(f"the merge could not be staged: {why}")
     return _merged(git, commit, main, fast=fast)
 
 
