@@ -138,9 +138,11 @@ def test_a_lane_push_reaches_the_central_repository_only_through_the_hook(
     # Until the runtime forwards them, the pushes are in the lane's outbox only.
     assert subprocess.run(["git", "--git-dir", str(central), "rev-parse", "-q", "--verify",
                            "lane-1/x"], capture_output=True).returncode != 0
-    result = _forward(tmp_path, central, lane, {"refs/heads/lane-1/x": mine,
-                                                "refs/heads/main": other,
-                                                "refs/heads/lane-2/y": other})
+    pushed = {"refs/heads/lane-1/x": mine, "refs/heads/main": other,
+              "refs/heads/lane-2/y": other}
+    result = _forward(tmp_path, central, lane, pushed)
+    # Forwarding the same again (a crash came before the runtime recorded it) changes nothing.
+    assert _forward(tmp_path, central, lane, pushed) == result
     assert result["results"] == {
         "refs/heads/lane-1/x": "ok",
         "refs/heads/main": "main accepts only the runtime's merges; push your branch and "
@@ -223,6 +225,10 @@ def test_main_takes_only_the_selected_merge(user: User, tmp_path: Path, case: st
     ok = tool("gitpr", "push-main", "--central", str(central), "--merge", good, "--main",
               main, cwd=central, env={"FLAMECHASE_GIT_POLICY": policy})
     assert ok == {"main": good}
+    # Asked again (a crash came before the runtime recorded it): done already.
+    again = tool("gitpr", "push-main", "--central", str(central), "--merge", good, "--main",
+                 main, cwd=central, env={"FLAMECHASE_GIT_POLICY": policy})
+    assert again == {"main": good}
 
 
 def test_the_hook_judges_every_line_it_is_given() -> None:
