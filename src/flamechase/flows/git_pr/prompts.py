@@ -50,22 +50,23 @@ def protocol(state: GitState, lane: str) -> str:
     p, pr = state.params, programs.pr_cli()
     allowed = ", ".join(state.allowed) if state.allowed else "any path except .git"
     return "\n".join([
-        "How work lands (Git and pull requests):",
+        f"How work lands (Git and pull requests); `fc-pr` below stands for `{pr}` (this "
+        "installation's `flamechase pr`):",
         f"1. Start from the latest main: `git fetch origin && git checkout -B {lane}/NAME "
         "origin/main` (NAME: short, new for each idea).",
         "2. Work and test in this clone; commit (the clone has its own git identity).",
         f"3. `git push origin {lane}/NAME`. You may push only your own branches ({lane}/...);"
         " main takes only the runtime's merges.",
-        f"4. `{pr} open --title TITLE --hypothesis WHAT_YOU_EXPECT` on that branch: a draft PR.",
-        f"5. `{pr} ready` on the branch (or `{pr} ready PR000123`) when it should be judged: "
+        "4. `fc-pr open --title TITLE --hypothesis WHAT_YOU_EXPECT` on that branch: a draft PR.",
+        "5. `fc-pr ready` on the branch (or `fc-pr ready PR000123`) when it should be judged: "
         f"the runtime checks out exactly your pushed head and runs `{p.evaluator}` itself "
         f"({p.metric}, {p.direction}); its receipt, not your claim, decides. The branch is "
         "then frozen (pushes moving or deleting it are refused): continue on a new branch. "
         "One ready PR per lane: a newer one supersedes the older.",
-        f"6. `{pr} list` and `{pr} show PR000123` show PRs, receipts and main's score.",
+        "6. `fc-pr list` and `fc-pr show PR000123` show PRs, receipts and main's score.",
         "Pushes and PR requests are carried out by the runtime when your turn ends; what "
         "became of them (refusals with reasons, measurements, merges) comes back as system "
-        "reports in your next turns. `flamechase pr` needs no flags here.",
+        "reports in your next turns.",
         f"Merging: the best ready PR whose measured {p.metric} strictly beats main's is "
         "merged. If your branch does not contain the current main, the runtime merges it "
         "with main and measures that again (conflicts reject the PR: rebase on origin/main "
