@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import cli, events, status
+from tests.helpers import FLAMECHASE, cli, events, status
 
 ACTOR = Path(__file__).with_name("actor.py")
 # The evaluator: the sum of the numbers in a.txt and b.txt, lower is better. With a file
@@ -90,13 +91,24 @@ class Team:
         ran = self.home / "ran"
         return ran.read_text().split() if ran.exists() else []
 
-    def run(self, turns: int, lanes: int = 2, timeout: float = 240,
-            extra: str = "") -> subprocess.CompletedProcess[str]:
+    def args(self, turns: int, lanes: int = 2) -> list[str]:
         agents = [a for _ in range(1 + 2 * lanes) for a in ("-a", f"exec:{self.dir / 'actor.py'}")]
         params = (f"budget.turns={turns},lanes={lanes},rest_seconds=0.05,"
-                  "evaluator=python3 score.py,metric_pattern=SCORE: (\\d+)" + extra)
-        return cli("exec", "-f", "parallel_flame_chase:git_pr", *agents, "-p", params,
-                   "lower the score", cwd=self.src, timeout=timeout, env=self.env)
+                  "evaluator=python3 score.py,metric_pattern=SCORE: (\\d+)")
+        return ["exec", "-f", "parallel_flame_chase:git_pr", *agents, "-p", params,
+                "lower the score"]
+
+    def run(self, turns: int, lanes: int = 2,
+            timeout: float = 240) -> subprocess.CompletedProcess[str]:
+        return cli(*self.args(turns, lanes), cwd=self.src, timeout=timeout, env=self.env)
+
+    def start(self, turns: int, lanes: int = 2) -> subprocess.Popen[str]:
+        """The same run in the background (the test acts while it goes on); its output goes
+        to `out.txt` and `err.txt` in the team's directory (no pipe to fill up)."""
+        with open(self.dir / "out.txt", "w") as out, open(self.dir / "err.txt", "w") as err:
+            return subprocess.Popen([*FLAMECHASE, *self.args(turns, lanes)], cwd=self.src,
+                                    env={**os.environ, **self.env}, stdout=out, stderr=err,
+                                    text=True, stdin=subprocess.DEVNULL)
 
     def status(self) -> dict[str, Any]:
         return status(self.src)
@@ -114,6 +126,4 @@ class Team:
 
 
 def _plain_env() -> dict[str, str]:
-    import os
-
     return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}

@@ -3,9 +3,12 @@ jailed clones push, open and ready PRs; the runtime measures, merges and publish
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 from tests.flows.git_pr.team import Team
+from tests.helpers import cli
 
 RACE = '''
 if c.lane == "lane-1" and c.turn == 1:
@@ -69,3 +72,47 @@ def test_racing_prs_end_merged_in_order_with_a_remeasured_merge_and_published(
     merged = [e["payload"] for e in team.events() if e["kind"] == "pr_merged"]
     assert [m["remeasured"] for m in merged] == [False, True]
     assert kinds.count("main_published") == 2
+
+
+EDITED = '''
+if c.lane == "lane-1" and c.turn == 1:
+    c.wait("the user's edit", lambda: (Path(__file__).parent / "edited").exists())
+    c.propose("lane-1/a", {"a.txt": "10\\n"})
+    return "proposed lane-1/a"
+c.wait("lane-1's turn", lambda: c.done("lane-1", c.turn))
+'''
+
+
+def test_a_file_edited_in_the_source_meanwhile_holds_publication_naming_it(
+        tmp_path: Path) -> None:
+    team = Team(tmp_path, "from pathlib import Path\n" + EDITED)
+    proc = team.start(turns=2)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(e["kind"] == "central_ready" for e in _events(team)):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        (team.src / "a.txt").write_text("99\n")  # the user's own edit, after the baseline
+        (team.dir / "edited").write_text("")
+        proc.wait(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (team.dir / "err.txt").read_text()
+    held = [e["payload"] for e in team.events() if e["kind"] == "publication_held"]
+    assert held and held[0]["reason"] == (
+        "a.txt was changed in the source outside the run; publication stops until it holds "
+        "what the run started from again")
+    st = team.status()
+    assert st["ledger"][0]["pr"] == "PR000001"  # merged into main all the same
+    assert st["main"]["published"] == st["main"]["baseline"]
+    assert st["main"]["publication_held"] == held[0]["reason"]
+    assert (team.src / "a.txt").read_text() == "99\n"  # the user's edit is kept
+    assert team.git("log", "--format=%s") == "the user's code"
+
+
+def _events(team: Team) -> list[dict[str, object]]:
+    proc = cli("events", "--json", cwd=team.src, env=team.env)
+    if proc.returncode != 0:
+        return []
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
