@@ -13,7 +13,7 @@ from pathlib import Path
 
 from flamechase import events
 from flamechase.flow import CopyParams, FlowParams
-from flamechase.flows import BUILTIN, load_flow
+from flamechase.flows import builtin_names, load_flow
 from flamechase.view import state
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "flamechase"
@@ -24,9 +24,10 @@ def _flow_words() -> tuple[set[str], set[str]]:
     roles: set[str] = set()
     params: set[str] = set()
     shared = set(FlowParams.model_fields) | set(CopyParams.model_fields)
-    for name in BUILTIN:
+    for name in builtin_names():
         flow = load_flow(name)
-        defaults = flow.Params()
+        # model_construct: a flow may require a param (an evaluator) with no default.
+        defaults = flow.Params.model_construct()
         roles |= set(flow.roles(defaults))
         params |= set(flow.Params.model_fields) - shared
     return roles, params

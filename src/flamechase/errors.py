@@ -21,7 +21,9 @@
     │   ├── StateHomeInvalid            FLAMECHASE_HOME is a file, or inside the workspace
     │   ├── RunNotFound                 RUN names no run
     │   ├── FlowChanged                 a resume would run other flow code than the run's
-    │   └── ExecutorUnavailable         --executor ray without Ray, or its cluster unreachable
+    │   ├── ExecutorUnavailable         --executor ray without Ray, or its cluster unreachable
+    │   └── PrRefused                   `flamechase pr` outside a lane's turn, off a lane
+    │                                   branch, or before the branch was pushed
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
     │   ├── ControlPathViolation        a control path was replaced or linked
     │   ├── FlowError                   the flow broke its contract (a flow bug)
@@ -167,3 +169,8 @@ class StateHomeInvalid(UsageError):
 class ExecutorUnavailable(UsageError):
     """`--executor` names a place turns cannot run: Ray is not installed, or its cluster
     cannot be reached or does not match this flamechase; the message says what to do."""
+
+
+class PrRefused(UsageError):
+    """`flamechase pr` could not ask the runtime: not inside a lane's turn of a PR flow, not on
+    one of the lane's branches, or the branch is not pushed; the message says which."""

@@ -113,7 +113,7 @@ def test_a_built_in_variant_comes_from_the_variants_table(
     flow = load_flow("flame_chase:again")
     assert flow.name == "flame_chase"
     assert flow_identity(flow, "flame_chase:again")[0] == "builtin:flame_chase:again"
-    with pytest.raises(FlowNotFound, match="its variants are again"):
+    with pytest.raises(FlowNotFound, match="its variants: flame_chase:again"):
         load_flow("flame_chase:nope")
 
 

@@ -51,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from flamechase.agents import sim_git
 from flamechase.agents.backend import Answer, Backend, Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.sim_ladder import RUNGS, TOP, approach_of, next_rung, rung_of
 from flamechase.agents.spec import AgentSpec
@@ -314,6 +315,8 @@ class SimSession(Session):
         ws = self.request.workspace
         if not await asyncio.to_thread(_is_sample, ws):
             return await asyncio.to_thread(self._generic)
+        if await asyncio.to_thread(sim_git.speaks_pr, self.request):
+            return _bounded(await sim_git.turn(self))
         # Lane 1 weighs the inbox's verified artifacts against the tree, all measured at once.
         candidates: list[_Candidate] = []
         risks: list[str] = []
@@ -462,10 +465,12 @@ class SimSession(Session):
             }
         return None
 
-
     # long: one simulated turn's work (edit, test, measure, report) in order.
-    async def _climb(self, before: _Bench, risks: list[str]) -> Report:
-        """Apply this lane's next ladder rung; keep it only if it measures better."""
+    async def _climb(self, before: _Bench, risks: list[str], *, publish: bool = True) -> Report:
+        """Apply this lane's next ladder rung; keep it only if it measures better.
+
+        `publish`: lanes 2..N publish the result as an artifact package (a lane that works
+        through git and PRs does not: its branch is what it publishes)."""
         req = self.request
         ws = req.workspace
         current_text = await asyncio.to_thread((ws / "solver.py").read_text, "utf-8")
@@ -513,11 +518,13 @@ class SimSession(Session):
             }
         root = req.env.get("FLAMECHASE_ARTIFACTS")
         if not root:
-            risks.append("no FLAMECHASE_ARTIFACTS given, so nothing could be published")
+            if publish:
+                risks.append("no FLAMECHASE_ARTIFACTS given, so nothing could be published")
             return {
                 "status": "progress",
                 "summary": f"Switched solver.py to {rung.approach} in this lane's copy: STEPS "
-                f"{_fmt(before.steps)} -> {after}, tests green; not published.",
+                f"{_fmt(before.steps)} -> {after}, tests green"
+                + ("; not published." if publish else "."),
                 "changes": [change],
                 "tests": [tests],
                 "evidence": evidence,

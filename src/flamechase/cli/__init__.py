@@ -32,10 +32,11 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from flamechase.cli import artifacts, exec_cmd, flows, profile, run_cmd, runs
+    from flamechase.cli import artifacts, exec_cmd, flows, pr, profile, run_cmd, runs
 
     cli.add_command(exec_cmd.command)
     cli.add_command(flows.group)
+    cli.add_command(pr.command)
     cli.add_command(profile.group)
     cli.add_command(run_cmd.command)
     cli.add_command(runs.runs_command)

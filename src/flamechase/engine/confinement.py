@@ -28,10 +28,11 @@ from flamechase.jail import JailSpec, Mode, needs_home
 def turn_jail(mode: Mode, layout: RunLayout, *, lane: str | None, place: str,
               place_path: Path, turn_dir: Path | None, cli: str | None, role: str,
               source: Path, state_home: Path, lanes: Iterable[str],
-              places: Mapping[str, Path]) -> JailSpec:
+              places: Mapping[str, Path], reads: Iterable[str] = ()) -> JailSpec:
     """The jail of one turn (`cli` None: a measurement, which has no CLI state).
 
-    `lanes`: every lane of the run; `places`: every private place made so far, by name.
+    `lanes`: every lane of the run; `places`: every private place made so far, by name;
+    `reads`: places the command asked to read, which stay visible (read-only).
     """
     if lane is not None:
         own = layout.lane_dir(lane)
@@ -41,7 +42,8 @@ def turn_jail(mode: Mode, layout: RunLayout, *, lane: str | None, place: str,
         own = layout.root / "roles" / role
     state = tuple(state_paths(cli)) if cli else ()
     in_source = place == SOURCE
-    others = [p for name, p in places.items() if name != place]
+    shown = {place, *reads}
+    others = [p for name, p in places.items() if name not in shown]
     hidden = (*others, *private_parts(layout, (o for o in lanes if o != lane)))
     return JailSpec(
         mode=mode, place=place_path, tmp=own / "tmp", turn_dir=turn_dir, grants=(own,),

@@ -72,7 +72,8 @@ def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
     lanes = flow.lanes(params)
     agents = {r: s.text for r, s in prep.agents.items()}
     ledger.state = flow.start(RunSetup(run_id=opened.run_id, objective=prep.objective,
-                                       params=params, lanes=lanes))
+                                       params=params, lanes=lanes,
+                                       source=str(prep.workspace)))
     with ledger.tx():
         ledger.writer.create_run(
             run_id=opened.run_id, flow=flow.name, workspace=str(prep.workspace),

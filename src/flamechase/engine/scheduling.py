@@ -60,17 +60,17 @@ class TurnBuilder:
         return self.prep.workspace if place == SOURCE else self.layout.place(place)
 
     def jail(self, *, lane: str | None, place: str, turn_dir: Path | None, cli: str | None,
-             role: str, lanes: Sequence[str], places: Mapping[str, Path]) -> JailSpec | None:
+             role: str, lanes: Sequence[str], places: Mapping[str, Path],
+             reads: Sequence[str] = ()) -> JailSpec | None:
         """The jail of a turn (or, with `cli` None, a measurement) in `place`; None when the
-        run's jail is off or the turn is one that runs unconfined: only lanes that work in a
-        private place are jailed yet."""
+        run's jail is off. `reads`: other places the command may read."""
         mode = self.prep.jail_mode
         if mode == "off":
             return None
         spec = turn_jail(mode, self.layout, lane=lane, place=place,
                          place_path=self.place_path(place), turn_dir=turn_dir, cli=cli,
                          role=role, source=self.prep.workspace, state_home=home.state_home(),
-                         lanes=lanes, places=places)
+                         lanes=lanes, places=places, reads=reads)
         jails.ready(spec)
         return spec
 
@@ -137,7 +137,7 @@ class TurnBuilder:
         env.update(cmd.env)
         jail = self.jail(lane=lane, place=cmd.place, turn_dir=io_dir,
                          cli=prep.agents[cmd.role].program, role=cmd.role,
-                         lanes=[ln["lane"] for ln in lanes], places=places)
+                         lanes=[ln["lane"] for ln in lanes], places=places, reads=cmd.reads)
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
         flow = prep.flow

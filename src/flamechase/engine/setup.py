@@ -202,9 +202,9 @@ class RunDirs:
         """It runs the place's code: jailed like that place's turns."""
         cwd = builder.place_path(c.place)
         env = measurement_env()
-        jail = builder.jail(lane=c.lane, place=c.place, turn_dir=None, cli=None,
-                            role="evaluator", lanes=[ln["lane"] for ln in self._lanes],
-                            places=self.places())
+        jail = None if isinstance(c, cm.Run) and not c.jailed else builder.jail(
+            lane=c.lane, place=c.place, turn_dir=None, cli=None, role="evaluator",
+            lanes=[ln["lane"] for ln in self._lanes], places=self.places(), reads=c.reads)
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
         if isinstance(c, cm.Run):

@@ -109,12 +109,14 @@ class LaneDef:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RunSetup:
-    """What a flow's first state may depend on."""
+    """What a flow's first state may depend on. `source`: the path of the user's tree (the
+    place "source"), for programs a flow runs in another place that read it."""
 
     run_id: str
     objective: str
     params: FlowParams
     lanes: Sequence[LaneDef]
+    source: str = ""
 
 
 # `repair_prompt` is called with this in place of the reason; the engine splits the text at

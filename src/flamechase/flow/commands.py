@@ -111,7 +111,8 @@ class StartTurn(Command):
     artifact root; a refused package makes the turn failed. `requests`: the agent may ask the
     runtime for things by appending JSON objects, one per line, to `$FLAMECHASE_REQUESTS`;
     they reach the flow with the turn's end event (`requests`), never as run state the agent
-    writes. `note`: anything the flow wants back in `TurnContext` when it writes the prompt.
+    writes. `reads`: other private places the turn may read (they are hidden from it
+    otherwise). `note`: anything the flow wants back in `TurnContext` when it writes the prompt.
     """
 
     role: str
@@ -124,6 +125,7 @@ class StartTurn(Command):
     checkpoint: bool = False
     artifacts: bool = False
     requests: bool = False
+    reads: tuple[str, ...] = ()
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     note: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -176,7 +178,8 @@ class Freeze(Command):
 @dataclasses.dataclass(frozen=True, slots=True)
 class Measure(Command):
     """Run `command` (with /bin/sh) in `place`, confined like the place's turns; the value is
-    the last match of `pattern`'s one group in its output. Answered by `Measured(key)`."""
+    the last match of `pattern`'s one group in its output. Answered by `Measured(key)`.
+    `reads`: other private places it may read."""
 
     key: str
     place: str
@@ -184,20 +187,27 @@ class Measure(Command):
     pattern: str
     timeout: float = 600.0
     lane: str | None = None
+    reads: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Run(Command):
     """Run a program (not an agent: a gate, a build, git) in `place`, jailed like the place's
     turns. Answered by `Ran(key)` with its receipt: exit code, duration, the SHA-256 of its
-    output and the output's last 64 KiB, and an error unless it exited 0 in time."""
+    output and the output's last 64 KiB, and an error unless it exited 0 in time.
+    `reads`: other private places it may read (hidden from a jailed program otherwise).
+    `jailed` False: one of the runtime's own programs (`flamechase.tools`) that keeps a store
+    no agent may write (a central repository, the source's git index); never a program that
+    runs code an agent wrote."""
 
     key: str
     place: str
     argv: tuple[str, ...]
     timeout: float = 600.0
     lane: str | None = None
+    reads: tuple[str, ...] = ()
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    jailed: bool = True
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

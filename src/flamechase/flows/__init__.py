@@ -23,7 +23,9 @@ BUILTIN: dict[str, str] = {
 
 # Built-in variants, `NAME:VARIANT` -> module defining FLOW. A variant is a flow of its own
 # (its own name, roles and params) offered beside the flow it varies.
-VARIANTS: dict[str, str] = {}
+VARIANTS: dict[str, str] = {
+    "parallel_flame_chase:git_pr": "flamechase.flows.git_pr",
+}
 
 # Where each loaded flow came from and the hash of the code it was imported from, for
 # flow_identity (hashed at load: the files may change on disk while the flow runs). A flow
@@ -32,7 +34,8 @@ _SOURCES: weakref.WeakKeyDictionary[Flow[Any], tuple[str, str]] = weakref.WeakKe
 
 
 def builtin_names() -> list[str]:
-    return sorted(BUILTIN)
+    """Every built-in flow and variant, as `-f` names them."""
+    return sorted([*BUILTIN, *VARIANTS])
 
 
 def variant_names() -> list[str]:

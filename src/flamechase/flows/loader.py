@@ -89,10 +89,9 @@ def _variant(name: str, variant: str, builtin: dict[str, str],
              variants: dict[str, str]) -> Loaded:
     ref = f"{name}:{variant}"
     if name in builtin:
-        known = sorted(k.partition(":")[2] for k in variants if k.startswith(name + ":"))
-        raise FlowNotFound(f"flow {name} has no variant {variant!r}; "
-                           + (f"its variants are {', '.join(known)}" if known
-                              else "it has no variants"))
+        known = sorted(k for k in variants if k.startswith(name + ":"))
+        raise FlowNotFound(f"flow {name} has no variant {variant!r}; its variants: "
+                           + (", ".join(known) or "none"))
     if not _IDENT.fullmatch(variant):
         raise FlowNotFound(f"-f {ref!r}: {variant!r} is not a variant name")
     record = installed.get(name)

@@ -98,6 +98,9 @@ text-overflow:ellipsis;font-weight:600}
 .blk.s-failed{fill:var(--c-failed)}.blk.s-interrupted{fill:var(--c-cut)}
 .blk.s-limited{fill:var(--c-limited)}.blk.s-open{fill:var(--c-open)}
 .blk.r-plan{fill:var(--c-plan)}
+.mk{stroke:#fff;stroke-width:1.5;cursor:pointer}.mk-pr{fill:#7048e8}.mk-merge{fill:#2b8a3e}
+.mk-reject{fill:#c92a2a}.sw.mk-sw{border-radius:50%}.sw.mk-pr{background:#7048e8}
+.sw.mk-merge{background:#2b8a3e}.sw.mk-reject{background:#c92a2a}
 #tl-key{display:flex;flex-wrap:wrap;gap:4px 14px;margin:6px 2px 0;font-size:12px;
 color:var(--mut)}
 .sw{display:inline-block;width:12px;height:12px;border-radius:3px;margin-right:5px;

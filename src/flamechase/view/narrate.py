@@ -156,10 +156,63 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
                 "no new turn starts.", "warn")
     if kind == "budget_spent":
         return f"Budget {p.get('key')} is spent: no new turns start.", "warn"
+    if kind in _GIT:
+        return _git(kind, lane, p)
     if kind in ("run_finished", "run_stopped", "run_failed", "run_held"):
         return (f"Run {kind[4:]}: {_clip(p.get('message'), 300)}. Spent {_money(fold.cost)} "
                 f"over {_plural(fold.turns, 'turn')}.", "run")
     return kind.replace("_", " ").capitalize() + ".", "info"
+
+
+_GIT = frozenset({"central_ready", "main_measured", "push_refused", "pr_opened",
+                  "pr_request_refused", "pr_ready", "pr_reviewing", "pr_merged", "pr_rejected",
+                  "main_published", "publication_held"})
+
+
+def _num(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, int | float) else "no value"
+
+
+def _git(kind: str, lane: str, p: Mapping[str, Any]) -> tuple[str, str]:
+    """Pull requests, merges and publication (a flow whose lanes are git clones)."""
+    pr, sha = p.get("pr"), str(p.get("commit") or p.get("merge") or "")[:12]
+    if kind == "central_ready":
+        return (f"The runtime seeds the central repository with the source's baseline "
+                f"({p.get('files')} files, {sha}); each lane gets its own clone.", "info")
+    if kind == "main_measured":
+        got = _num(p.get("value")) if p.get("error") is None else \
+            f"no value ({_clip(p.get('error'), 160)})"
+        return f"The runtime measures main at {sha}: {got}; candidates must beat it.", "info"
+    if kind == "push_refused":
+        return (f"{lane}'s push to {p.get('ref')} is refused by the central repository's "
+                f"hook: {_clip(p.get('reason'), 200)}.", "fail")
+    if kind == "pr_opened":
+        return (f"{lane} opens {pr} from {p.get('branch')}: “{_clip(p.get('title'), 120)}”.",
+                "report")
+    if kind == "pr_request_refused":
+        return (f"The runtime refuses {lane}'s `pr {p.get('op')}`: "
+                f"{_clip(p.get('reason'), 200)}.", "fail")
+    if kind == "pr_ready":
+        return (f"The runtime measures {pr} of {lane} in a clean checkout of {sha}: "
+                f"{_num(p.get('value'))} (main: {_num(p.get('main_value'))}); {pr} is ready.",
+                "info")
+    if kind == "pr_reviewing":
+        return (f"{pr} of {lane} beats main ({_num(p.get('value'))} against "
+                f"{_num(p.get('main_value'))}): the runtime merges it.", "plan")
+    if kind == "pr_merged":
+        again = (", measured again after merging it with a main that had moved"
+                 if p.get("remeasured") else "")
+        return (f"{pr} of {lane} is merged into main at {sha}: {_num(p.get('prior'))} → "
+                f"{_num(p.get('value'))}{again}.", "best")
+    if kind == "pr_rejected":
+        return f"{pr} of {lane} is rejected: {_clip(p.get('reason'), 240)}.", "fail"
+    if kind == "main_published":
+        committed = (f", committed as {str(p.get('source_commit'))[:12]}"
+                     if p.get("source_commit") else "")
+        return (f"Main ({sha}) is published to your tree: {p.get('paths')} path(s)"
+                f"{committed}.", "report")
+    return (f"Publication of main ({sha}) to your tree is held: {_clip(p.get('reason'), 240)}; "
+            "it is tried again.", "warn")
 
 
 _SOLO = frozenset({"turn_started", "turn_valid", "turn_failed", "turn_interrupted",
@@ -210,6 +263,9 @@ def _turn_started(lane: str, actor: str, p: Mapping[str, Any], fold: RunFold) ->
 
 def _published(lane: str, actor: str, p: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
     rid = p.get("report_id")
+    if lane.startswith("system:"):
+        return (f"The runtime reports to {lane.removeprefix('system:')}: "
+                f"{str(p.get('report_kind')).replace('_', ' ')} [{rid}].", "info")
     arts = list(p.get("artifacts") or ())
     what = f"a report ({p.get('report_status')})"
     if arts:

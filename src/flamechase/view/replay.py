@@ -26,6 +26,9 @@ Delta keys (lane and source indices are positions in "lanes"):
     o  [turn, attempt]                          a turn block opens on the point's lane
     e  [status, cost, duration, report_status]  the lane's open turn block closes
     pa [status, duration, cost]                 a planning session (a block on its own track)
+    m  [label, kind]                            a mark on the point's lane (a pull request
+                                                opened, ready, merged or rejected; a push
+                                                refused): kind pr | merge | reject
 """
 
 from __future__ import annotations
@@ -138,7 +141,8 @@ class ReplayBuilder:
                       round(fold.active_seconds(), 3), int(fold._open_at is not None)]
         if ch.budget:
             d["B"] = [fold.limits[k] for k in BUDGET_KEYS]
-        if ch.published is not None:
+        if ch.published is not None and ch.published.lane in self.index:
+            # (reports from the runtime to a lane, source `system:LANE`, have no track)
             rep = ch.published
             d["P"] = [self.index[rep.lane], rep.report_id, rep.artifacts]
         if ch.artifacts is not None:
@@ -151,6 +155,8 @@ class ReplayBuilder:
                       "t": [_entry(e) for e in fold.top]}
         if ch.status:
             d["st"] = fold.status
+        if ch.mark is not None:
+            d["m"] = list(ch.mark)
         kind = str(ev.get("kind") or "")
         p: Mapping[str, Any] = ev.get("payload") or {}
         if kind == "turn_started":

@@ -219,6 +219,8 @@ $("bar").addEventListener("input", (e) => go(+e.target.value, e.timeStamp));
 $("tl-rows").addEventListener("click", (e) => {
   const t = e.target.closest(".blk");
   if (t) { const b = B[+t.dataset.i]; go(b.i1 >= 0 ? b.i1 : b.i0); }
+  const m = e.target.closest(".mk");
+  if (m) { play(false); go(+m.dataset.p); }
 });
 $("story-in").addEventListener("click", (e) => {
   const r = e.target.closest(".row");

@@ -99,6 +99,29 @@ function dress(b) {
     + (b.rs || b.st) + (b.t1 === null ? "" : " · " + (+b.du).toFixed(1) + " s · " + money(b.c));
 }
 
+// A mark on a lane's track: a pull request opened, ready, merged or rejected, a push refused.
+// Their key joins the timeline's key with the first mark (runs without marks do not show it).
+const M = [];
+const MARK_KEY = [["mk-pr", "pull request"], ["mk-merge", "merged"],
+  ["mk-reject", "rejected or refused"]];
+function mark(li, t, m, i) {
+  if (!M.length) {
+    for (const [cls, label] of MARK_KEY) {
+      const s = el("span", "", null);
+      s.appendChild(el("i", "sw mk-sw " + cls));
+      s.appendChild(document.createTextNode(label));
+      $("tl-key").appendChild(s);
+    }
+  }
+  const e = svgEl("circle", {cy: 13, r: 5, cx: X(t) + "%", "class": "mk mk-" + m[1],
+    "data-p": i});
+  const tip = document.createElementNS(SVG, "title");
+  tip.textContent = m[0];
+  e.appendChild(tip);
+  laneRows[li].firstChild.appendChild(e);
+  M.push({el: e, t});
+}
+
 function fold(p) {
   const i = P.length, d = p.d || {}, prev = i ? S[i - 1] : S0;
   const s = {ln: prev.ln, pub: prev.pub, cur: prev.cur, sp: prev.sp, spT: prev.spT,
@@ -137,6 +160,7 @@ function fold(p) {
     b.t1 = p.t; b.i1 = i; b.st = d.e[0]; b.c = d.e[1]; b.du = d.e[2]; b.rs = d.e[3];
     dress(b); open[p.l] = null; PB[i] = k;
   }
+  if (d.m && p.l >= 0) mark(p.l, p.t, d.m, i);
   if (d.pa) {
     PB[i] = block({l: -1, a: p.a, n: 0, t0: Math.max(0, p.t - d.pa[1] * 1000), t1: p.t, i0: i,
       i1: i, st: d.pa[0] === "valid" ? "valid" : "failed", rs: "plan", c: d.pa[2], du: d.pa[1]});
@@ -214,6 +238,7 @@ function layout() {
       b.label.style.display = fits ? "" : "none";
     }
   }
+  for (const m of M) m.el.setAttribute("cx", X(m.t) + "%");
   hi = undefined;  // blocks moved: place the current-turn frame again
   chart();
 }

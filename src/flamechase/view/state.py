@@ -209,6 +209,8 @@ class Change:
     artifacts: Report | None = None  # a published report whose artifact count became known
     acks: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
     status: bool = False
+    # A mark on the event's lane in the timeline: (label, kind: pr | merge | reject).
+    mark: tuple[str, str] | None = None
 
 
 # LaneRow.freeze() passes fields by position: both classes list them in this order.
@@ -460,6 +462,15 @@ class RunFold:
                 self._set(name, ch, actor=None, turn=None, since=None)
         self._status(e.status, ch)
 
+    def _marked(self, e: ev.Event, ch: Change, before: str | None) -> None:
+        """A pull request or a push: a mark on its lane's track, and nothing else."""
+        if not e.lane:
+            return
+        self._lane(e.lane)
+        pr = str(getattr(e, "pr", "") or "")
+        label, kind = _MARKS[type(e)]
+        ch.mark = (f"{pr} {label}".strip(), kind)
+
     def _place(self, e: ev.PlaceMade, ch: Change, before: str | None) -> None:
         if e.lane:
             self.copies.add(e.lane)
@@ -653,6 +664,26 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.Frozen: RunFold._nothing,
     ev.PlaceDropped: RunFold._nothing,
     ev.CandidateBestUpdated: RunFold._nothing,
+    ev.CentralReady: RunFold._nothing,
+    ev.MainMeasured: RunFold._nothing,
+    ev.PrReviewing: RunFold._nothing,
+    ev.MainPublished: RunFold._nothing,
+    ev.PublicationHeld: RunFold._nothing,
+    # Marks on a lane's track:
+    ev.PrOpened: RunFold._marked,
+    ev.PrReady: RunFold._marked,
+    ev.PrMerged: RunFold._marked,
+    ev.PrRejected: RunFold._marked,
+    ev.PushRefused: RunFold._marked,
+    ev.PrRequestRefused: RunFold._marked,
+}
+_MARKS: dict[type[ev.Event], tuple[str, str]] = {
+    ev.PrOpened: ("opened", "pr"),
+    ev.PrReady: ("ready", "pr"),
+    ev.PrMerged: ("merged", "merge"),
+    ev.PrRejected: ("rejected", "reject"),
+    ev.PushRefused: ("push refused", "reject"),
+    ev.PrRequestRefused: ("PR request refused", "reject"),
 }
 
 

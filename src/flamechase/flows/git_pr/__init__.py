@@ -1,0 +1,200 @@
+"""parallel_flame_chase:git_pr: every lane a git clone, competing through pull requests that the
+runtime measures and merges itself.
+
+    flamechase exec -f parallel_flame_chase:git_pr -a coordinator=codex/gpt-5:high \
+        -a lane_1_actor_a=claude/opus:max,lane_1_actor_b=codex/gpt-5:high ... \
+        -p budget.duration=12h,evaluator='python bench.py',metric_pattern='CYCLES: (\\d+)' \
+        "$(cat TASK.md)"
+
+A coordinator plans N lanes and leaves; in each lane two actors alternate, each lane in its own
+clone of a central repository seeded with the source's baseline. No lane is privileged: lanes
+push their own branches (through the central repository's hook) and open pull requests with
+`flamechase pr`; the runtime measures a ready PR in a clean checkout of exactly its head,
+keeps the receipt where lanes cannot write, merges the best PR that beats main (re-measuring a
+merge with a main that moved), and publishes each merge into the source tree, path by path.
+Reports pass between lanes as in parallel_flame_chase; what the runtime decides reaches each
+lane as system reports. See the modules: `setup` (the layout), `pushes` and `requests` (after
+each turn), `review` (receipts and the integration policy), `publication` (the source).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flamechase import events as ev
+from flamechase.flow import Command, FinishRun, Flow, FlowParams, LaneDef, RunSetup, TurnContext
+from flamechase.flow.lanes import LaneBook
+from flamechase.flows.git_pr import jobs, planning, prompts, publication, pushes, review, setup
+from flamechase.flows.git_pr.model import CENTRAL, GitState, Planning, lane_place
+from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_paths
+
+__all__ = ["FLOW", "GitPr"]
+
+PR_SHOWN = 200  # PRs `status --json` lists (the newest)
+
+
+class GitPr(Flow[GitState]):
+    name = "parallel_flame_chase:git_pr"
+    summary = ("A coordinator plans N lanes; each lane, a git clone, competes through pull "
+               "requests the runtime measures, merges and publishes into your tree.")
+    version = "1"
+    Params = GitPrParams
+    State = GitState
+    structural_params = ("lanes",)
+
+    # ---- declarations ----------------------------------------------------------------------
+
+    def lanes(self, params: FlowParams) -> list[LaneDef]:
+        n = params.lanes if isinstance(params, GitPrParams) else 3
+        return [LaneDef(f"lane-{i}", (f"lane_{i}_actor_a", f"lane_{i}_actor_b"),
+                        lane_place(f"lane-{i}")) for i in range(1, n + 1)]
+
+    def roles(self, params: FlowParams) -> list[str]:
+        return [planning.PLANNER, *(r for lane in self.lanes(params) for r in lane.roles)]
+
+    def copies_needed(self, params: FlowParams, *, fresh: bool, revised: bool) -> int:
+        return len(self.copy_names(params, fresh=fresh, revised=revised))
+
+    def copy_names(self, params: FlowParams, *, fresh: bool, revised: bool) -> list[str]:
+        if fresh:
+            return ["planning", "central repository",
+                    *(f"{ln.name} clone" for ln in self.lanes(params))]
+        return ["planning"] if revised else []
+
+    def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
+        # The bundled sample's bench.py prints `STEPS: <int>`, lower is better.
+        return {"evaluator": evaluator, "metric_pattern": r"STEPS: (\d+)", "metric": "steps",
+                "direction": "minimize"}
+
+    # ---- folding ---------------------------------------------------------------------------
+
+    def start(self, run: RunSetup) -> GitState:
+        params = GitPrParams.model_validate(run.params.model_dump())
+        book = LaneBook.open(run.run_id, run.lanes, holds=True, shares_reports=True)
+        return GitState(params=params, allowed=allowed_globs(params, run.objective),
+                        source=run.source, book=book)
+
+    def evolve(self, state: GitState, event: ev.Event) -> GitState:
+        book, owed = state.book.evolve(event)
+        state = state.model_copy(update={"book": book,
+                                         "outbox": state.outbox.settle(event).add(*owed)})
+        if isinstance(event, ev.PlaceMade):
+            return state.model_copy(update={"places": {**state.places,
+                                                       event.place: event.path}})
+        if isinstance(event, ev.RunResumed) and event.params:
+            params = GitPrParams.model_validate(event.params)
+            allowed = tuple(params.allowed_paths) or state.allowed
+            return state.model_copy(update={"params": params, "allowed": allowed})
+        if isinstance(event, ev.ObjectiveRevised):
+            allowed = tuple(state.params.allowed_paths) or tuple(task_paths(event.objective))
+            return state.model_copy(update={"planning": Planning(revision=state.revision + 1),
+                                            "fingerprint": event.task_fingerprint,
+                                            "allowed": allowed})
+        if event.lane is None and event.actor == planning.PLANNER:
+            return planning.fold(state, event)
+        if isinstance(event, ev.TurnValid | ev.TurnFailed) and event.lane in state.book.lanes:
+            return pushes.after_turn(state, event)
+        if isinstance(event, ev.Ran | ev.Measured):
+            return review.integrate(self._result(state, event), event.at)
+        return state
+
+    @staticmethod
+    def _result(state: GitState, event: ev.Ran | ev.Measured) -> GitState:
+        key, receipt = event.key, event.receipt
+        if key.startswith("setup/"):
+            return setup.on_result(state, key, receipt)
+        if key.startswith(publication.KEY):
+            return publication.on_result(state, receipt, event.at)
+        state, job = jobs.take(state, key)
+        if job is None:
+            return state
+        if job.purpose == "export":
+            return pushes.on_export(state, job, receipt, event.at)
+        if job.purpose == "forward":
+            return pushes.on_forward(state, job, receipt, event.at)
+        return review.on_result(state, job, receipt, event.at)
+
+    # ---- deciding --------------------------------------------------------------------------
+
+    def decide(self, state: GitState, now: float) -> Sequence[Command]:
+        out: list[Command] = list(state.outbox.pending())
+        failed = setup.failure(state)
+        if failed is not None:
+            return [*out, failed]
+        out += setup.commands(state)
+        if state.planning is not None:
+            out += planning.commands(state, state.planning)
+        out += jobs.runnable(state)
+        out += publication.commands(state, now)
+        if state.planning is not None:
+            return out
+        if (state.book.all_held() and not state.jobs and state.review is None
+                and not state.outbox):
+            return [*out, FinishRun("held", state.book.held_message())]
+        return out + self._turns(state)
+
+    @staticmethod
+    def _turns(state: GitState) -> list[Command]:
+        out: list[Command] = []
+        for turn in state.book.turns_to_start():
+            lane = turn.lane or ""
+            if lane not in state.steps:
+                continue  # its clone is not made yet
+            out.append(dataclasses.replace(
+                turn, inbox_from=(*turn.inbox_from, f"system:{lane}"), requests=True,
+                reads=(CENTRAL,), artifacts=False))
+        return out
+
+    # ---- words -----------------------------------------------------------------------------
+
+    def prompt(self, state: GitState, ctx: TurnContext) -> str:
+        p = state.params
+        if ctx.turn.lane is None:
+            errors = state.planning.errors if state.planning else ()
+            return prompts.plan_prompt(objective=ctx.objective, lanes=list(state.book.lanes),
+                                       previous_errors=errors, workspace_map=ctx.workspace_map,
+                                       report_path=ctx.report_path, metric=p.metric,
+                                       direction=p.direction)
+        lane = state.book.get(ctx.turn.lane)
+        partner = lane.actors[1] if ctx.turn.role == lane.actors[0] else lane.actors[0]
+        mission = None
+        for entry in (state.plan or {}).get("lanes", []):
+            if entry.get("lane") == lane.name and isinstance(entry.get("mission"), dict):
+                mission = entry["mission"]
+        return prompts.lane_prompt(
+            state, lane=lane.name, role=ctx.turn.role, partner=partner, turn=ctx.turn.number,
+            workspace=ctx.workspace, objective=ctx.objective, mission=mission, inbox=ctx.inbox,
+            inbox_path=ctx.inbox_path, checkpoint_path=ctx.checkpoint_path,
+            checkpoint_identity=ctx.checkpoint_identity, workspace_map=ctx.workspace_map,
+            report_path=ctx.report_path)
+
+    def describe(self, state: GitState) -> dict[str, Any]:
+        p = state.params
+        last = state.ledger[-1] if state.ledger else None
+        best = ({"metric": p.metric, "direction": p.direction, "value": last.score,
+                 "lane": last.lane, "report_id": last.pr} if last else None)
+        per_lane = {n: {"next_role": ln.next_role,
+                        "open_prs": sum(1 for pr in state.prs.values() if pr.lane == n
+                                        and pr.status not in ("merged", "rejected")),
+                        "merged_prs": sum(1 for e in state.ledger if e.lane == n)}
+                    for n, ln in state.book.lanes.items()}
+        return {
+            "plan": state.plan,
+            "main": {"commit": state.main, "score": state.main_score, "metric": p.metric,
+                     "direction": p.direction, "evaluator": p.evaluator,
+                     "baseline": state.baseline, "measured": state.main_measured,
+                     "error": state.main_error, "published": state.published,
+                     "publication_held": state.publication.held,
+                     "central": state.places.get(CENTRAL)},
+            "allowed_paths": list(state.allowed),
+            "pull_requests": [pr.summary() for pr in list(state.prs.values())[-PR_SHOWN:]],
+            "reviewing": state.review.pr if state.review else None,
+            "ledger": [e.model_dump(mode="json") for e in state.ledger],
+            "leaderboard": {"best": best},
+            "lanes": per_lane,
+        }
+
+
+FLOW = GitPr()

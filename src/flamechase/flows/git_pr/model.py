@@ -1,0 +1,222 @@
+"""The state of parallel_flame_chase:git_pr: pull requests, receipts, the ledger of merges, and
+the runtime jobs (git programs and measurements) under way. Frozen pydantic models, stored as
+JSON with every transaction."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from flamechase.flow import Measure, Outbox, Run
+from flamechase.flow.lanes import LaneBook
+from flamechase.flows.git_pr.params import GitPrParams
+
+PrStatus = Literal["draft", "evaluating", "ready", "reviewing", "merged", "rejected"]
+OPEN: tuple[str, ...] = ("draft", "evaluating", "ready", "reviewing")
+FROZEN: tuple[str, ...] = ("evaluating", "ready", "reviewing")
+CENTRAL = "central"
+INTEGRATION = "integration"
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Job(Frozen):
+    """A program (`Run`) or a measurement (`Measure`) the flow wants done, until its event
+    (`Ran`/`Measured` with `key`) arrives; `purpose` says what its result is for."""
+
+    key: str
+    purpose: str
+    subject: str = ""  # the lane or PR the job is about
+    place: str
+    lane: str | None = None
+    reads: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()
+    env: dict[str, str] = {}
+    command: str = ""  # a measurement's shell command
+    pattern: str = ""
+    timeout: float = 600.0
+
+    def command_of(self) -> Run | Measure:
+        if self.command:
+            return Measure(key=self.key, place=self.place, command=self.command,
+                           pattern=self.pattern, timeout=self.timeout, lane=self.lane,
+                           reads=self.reads)
+        # The runtime's own git programs: in a lane's clone, jailed like the lane; on the
+        # run's stores (central, integration, checkouts), which no lane may write, not.
+        return Run(key=self.key, place=self.place, argv=self.argv, timeout=self.timeout,
+                   lane=self.lane, reads=self.reads, env=self.env, jailed=self.lane is not None)
+
+
+class Receipt(Frozen):
+    """What the runtime measured, of exactly which commit and tree."""
+
+    key: str
+    commit: str
+    tree: str
+    command: str
+    exit_code: int | None = None
+    duration: float = 0.0
+    output_sha256: str | None = None
+    value: float | None = None
+    error: str | None = None
+    at: str = ""
+
+
+class PullRequest(Frozen):
+    id: str
+    lane: str
+    branch: str
+    title: str
+    hypothesis: str = ""
+    status: PrStatus = "draft"
+    head: str
+    opened_at: str
+    ready_at: str | None = None
+    ready_seq: int = 0  # order in which PRs became ready (ties go to the earlier)
+    base: str | None = None
+    tree: str | None = None
+    descends: bool = False
+    changed: int = 0
+    score: float | None = None
+    receipt: Receipt | None = None
+    merge: str | None = None
+    merge_receipt: Receipt | None = None
+    reason: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+    def summary(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class LedgerEntry(Frozen):
+    seq: int
+    pr: str
+    lane: str
+    prior_main: str
+    merge: str
+    score: float | None
+    prior_score: float | None
+    fast: bool
+    receipts: tuple[str, ...]
+    at: str
+
+
+class AfterTurn(Frozen):
+    """A lane's turn ended: its pushes go through the hook, then its PR requests are done."""
+
+    turn: int
+    requests: tuple[dict[str, Any], ...] = ()
+    refused_lines: tuple[str, ...] = ()
+    pushed: dict[str, str] | None = None  # the outbox's refs, once exported
+
+
+class Review(Frozen):
+    """The one PR being integrated: merged into main in the integration clone, re-measured
+    when it did not descend from main, then pushed to main through the hook."""
+
+    pr: str
+    main: str
+    merge: str | None = None
+    fast: bool = False
+    score: float | None = None
+    receipt: Receipt | None = None
+
+
+class Publication(Frozen):
+    target: str | None = None  # main, when the source should follow it
+    prs: tuple[str, ...] = ()  # merged since the last publication
+    attempts: int = 0
+    held: str | None = None
+    retry_at: float | None = None
+
+
+class Planning(Frozen):
+    revision: int = 1
+    announced: bool = False
+    busy: bool = False
+    errors: tuple[str, ...] = ()
+
+
+class GitState(Frozen):
+    params: GitPrParams
+    allowed: tuple[str, ...] = ()
+    source: str = ""  # the user's tree
+    book: LaneBook
+    outbox: Outbox = Outbox()
+    places: dict[str, str] = {}
+    plan: dict[str, Any] | None = None
+    revision: int = 0
+    planning: Planning | None = Planning()
+    fingerprint: str = ""
+    ops: int = 0
+    jobs: dict[str, Job] = {}
+    steps: tuple[str, ...] = ()  # setup steps done: clones, the baseline's checkout
+    setup_error: str | None = None
+    baseline: str | None = None
+    main: str | None = None
+    main_score: float | None = None
+    main_measured: bool = False
+    main_error: str | None = None
+    refs: dict[str, dict[str, str]] = {}  # lane -> its branches in the central repository
+    seen: dict[str, dict[str, str]] = {}  # lane -> its outbox refs the runtime forwarded
+    after: dict[str, AfterTurn] = {}
+    prs: dict[str, PullRequest] = {}
+    ready_seq: int = 0
+    review: Review | None = None
+    ledger: tuple[LedgerEntry, ...] = ()
+    published: str | None = None
+    publication: Publication = Publication()
+    system_reports: int = 0
+
+    def place(self, name: str) -> str:
+        return self.places[name]
+
+    def pr(self, pr_id: str) -> PullRequest:
+        return self.prs[pr_id]
+
+    def with_pr(self, pr: PullRequest) -> GitState:
+        return self.model_copy(update={"prs": {**self.prs, pr.id: pr}})
+
+
+def waiting_key(lane: str) -> str:
+    """What a lane waits for after a turn: its pushes and requests carried out."""
+    return f"after:{lane}"
+
+
+def lane_place(lane: str) -> str:
+    return f"lanes/{lane}"
+
+
+def checkout_place(lane: str) -> str:
+    return f"checkouts/{lane}"
+
+
+def epoch(at: str) -> float:
+    """Seconds since the epoch of an event's ISO time (0 when it has none)."""
+    try:
+        return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def result_of(receipt: dict[str, Any]) -> dict[str, Any]:
+    """The JSON a runtime program printed as its last line, or {"error": why not}."""
+    lines = [ln for ln in str(receipt.get("output") or "").splitlines() if ln.strip()]
+    parsed: Any = None
+    if lines:
+        try:
+            parsed = json.loads(lines[-1])
+        except ValueError:
+            parsed = None
+    if isinstance(parsed, dict) and (parsed.get("error") or not receipt.get("error")):
+        return parsed
+    why = receipt.get("error") or "no result"
+    return {"error": f"{why}: {lines[-1][:300]}" if lines else str(why)}

@@ -1,0 +1,63 @@
+"""Pull requests and merges on the replay's timeline: a simulated run of
+parallel_flame_chase:git_pr marks each PR opened, ready, merged or rejected on its lane's
+track, keyed, and a click on a mark goes to its point."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import cli
+from tests.view.test_replay_browser import _open
+
+
+@pytest.fixture(scope="module")
+def git_pr_replay(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("git-pr")
+    html = tmp / "replay.html"
+    proc = cli("simulate", "parallel_flame_chase:git_pr", "--html", str(html), cwd=tmp,
+               env={"FLAMECHASE_HOME": str(tmp / "home"), "TMPDIR": str(tmp)}, timeout=110)
+    assert proc.returncode == 0, proc.stderr
+    return html
+
+
+def _doc(html: Path) -> dict[str, Any]:
+    m = re.search(r'id="fc-data">(.*?)</script>', html.read_text(), re.S)
+    assert m is not None
+    data: dict[str, Any] = json.loads(m.group(1))
+    return data
+
+
+def test_the_replay_marks_prs_and_merges_on_their_lanes(git_pr_replay: Path) -> None:
+    points = _doc(git_pr_replay)["points"]
+    marks = {p["k"]: p["d"]["m"] for p in points if "m" in p["d"]}
+    assert set(marks) >= {"pr_opened", "pr_ready", "pr_merged"}
+    assert marks["pr_merged"][1] == "merge" and marks["pr_opened"][1] == "pr"
+    merged = [p for p in points if p["k"] == "pr_merged"]
+    assert merged and all(p["l"] >= 0 for p in merged)
+    assert "is merged into main at" in merged[0]["x"]
+    published = [p["x"] for p in points if p["k"] == "main_published"]
+    assert published and published[0].startswith("Main (")
+
+
+def test_the_marks_are_drawn_keyed_and_lead_to_their_point(page: Any,
+                                                           git_pr_replay: Path) -> None:
+    _open(page, git_pr_replay)
+    drawn = page.evaluate("""() => [...document.querySelectorAll('#tl-rows .mk')].map(
+        (m) => ({cls: m.getAttribute('class'), p: +m.dataset.p,
+                 label: m.querySelector('title').textContent}))""")
+    points = _doc(git_pr_replay)["points"]
+    assert len(drawn) == sum(1 for p in points if "m" in p["d"])
+    assert {d["cls"] for d in drawn} >= {"mk mk-pr", "mk mk-merge"}
+    keys = page.evaluate("""() => [...document.querySelectorAll('#tl-key .mk-sw')].map(
+        (s) => s.parentNode.textContent.trim())""")
+    assert keys == ["pull request", "merged", "rejected or refused"]
+    merge = next(d for d in drawn if d["cls"] == "mk mk-merge")
+    assert merge["label"].endswith("merged")
+    page.evaluate(f"() => document.querySelector('#tl-rows .mk[data-p=\"{merge['p']}\"]')"
+                  ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    assert "is merged into main" in page.inner_text("#now-x")
