@@ -24,6 +24,9 @@ ALLOWED: dict[str, set[str]] = {
     "workspace": {"errors", "fsutil"},
     "agents": {"procs", "jail", "errors", "fsutil", "reports"},
     "flows": {"flow", "reports", "errors", "events"},
+    # Programs the runtime runs in places, and the job/lock helpers agents call: leaves but
+    # for the public glob library (the same ownership rules as the flows) and file primitives.
+    "tools": {"flow", "fsutil", "errors"},
     "engine": {"store", "agents", "workspace", "procs", "flow", "flows", "reports", "config",
                "errors", "fsutil", "jail", "events"},
     "view": {"store", "errors", "engine", "flows", "agents", "config", "flow", "reports", "fsutil",

@@ -16,7 +16,8 @@
     │   ├── SandboxUnavailable          -p sandbox=... cannot confine agents on this machine
     │   ├── StateHomeInvalid            FLAMECHASE_HOME is a file, or inside the workspace
     │   ├── RunNotFound                 RUN names no run
-    │   └── FlowChanged                 a resume would run other flow code than the run's
+    │   ├── FlowChanged                 a resume would run other flow code than the run's
+    │   └── MachineWorkError            `flamechase job`/`lock` outside a turn, unknown job
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
     │   ├── ControlPathViolation        a control path was replaced or linked
     │   └── FlowError                   the flow broke its contract (a flow bug)
@@ -135,3 +136,8 @@ class SandboxUnavailable(UsageError):
 class StateHomeInvalid(UsageError):
     """FLAMECHASE_HOME (or the default state home) is not a usable directory, or lies where
     an agent could write it (inside the workspace)."""
+
+
+class MachineWorkError(UsageError):
+    """`flamechase job` or `flamechase lock` cannot do what was asked: no job or lock directory
+    (outside a flamechase turn, without --dir), or no such job."""

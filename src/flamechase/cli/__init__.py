@@ -32,13 +32,15 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from flamechase.cli import artifacts, exec_cmd, runs
+    from flamechase.cli import artifacts, exec_cmd, job, lock, runs
 
     cli.add_command(exec_cmd.command)
     cli.add_command(runs.runs_command)
     cli.add_command(runs.status_command)
     cli.add_command(runs.events_command)
     cli.add_command(artifacts.command)
+    cli.add_command(job.command)
+    cli.add_command(lock.command)
     for optional in ("flamechase.cli.agents", "flamechase.cli.views"):
         try:
             module = __import__(optional, fromlist=["command"])

@@ -134,12 +134,14 @@ class RunDirs:
         """It runs the place's code: jailed like that place's turns."""
         cwd = builder.place_path(c.place)
         env = measurement_env()
+        see = set(c.see) if isinstance(c, cm.Run) else set()
         jail = builder.jail(lane=c.lane, place=c.place, turn_dir=None, cli=None,
                             role="evaluator", lanes=[ln["lane"] for ln in self._lanes],
-                            places=self.places())
+                            places={n: p for n, p in self.places().items() if n not in see})
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
         if isinstance(c, cm.Run):
+            env.update(FLAMECHASE_RUN_DIR=str(self.layout.root), FLAMECHASE_LANE=c.lane or "")
             return MeasureJob(key=c.key, argv=c.argv, cwd=cwd, timeout=c.timeout,
                               env={**env, **c.env}, jail=jail)
         return MeasureJob(key=c.key, argv=("/bin/sh", "-c", c.command), cwd=cwd,

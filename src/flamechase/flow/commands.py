@@ -155,7 +155,11 @@ class Measure(Command):
 class Run(Command):
     """Run a program (not an agent: a gate, a build, git) in `place`, jailed like the place's
     turns. Answered by `Ran(key)` with its receipt: exit code, duration, the SHA-256 of its
-    output and the output's last 64 KiB, and an error unless it exited 0 in time."""
+    output and the output's last 64 KiB, and an error unless it exited 0 in time.
+
+    `see`: other private places the program may read (a jail hides every other place), for
+    programs that compare or copy between places. The program's environment names its run
+    and lane (`FLAMECHASE_RUN_DIR`, `FLAMECHASE_LANE`), as a turn's does."""
 
     key: str
     place: str
@@ -163,6 +167,7 @@ class Run(Command):
     timeout: float = 600.0
     lane: str | None = None
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    see: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
