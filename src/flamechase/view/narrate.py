@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from flamechase.view.narrate_fronts import FRONT_KINDS, narrate_front
 from flamechase.view.state import RunFold
 
 __all__ = ["TAGS", "narrate"]
@@ -78,6 +79,8 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
                 f"({_secs(p.get('duration'))}): {_clip(p.get('error'), 200)}{nxt}.", "fail")
     if kind == "report_published":
         return _published(lane, actor, p, fold)
+    if kind in FRONT_KINDS:
+        return narrate_front(kind, p)
     if kind == "run_created":
         lanes = [str(x) for x in p.get("lanes") or fold.order]
         limits = ", ".join(f"{k} {v:g}" for k, v in fold.limits.items() if v is not None)

@@ -1,0 +1,141 @@
+"""The runtime's own programs, as `Run` commands: their keys, places, argv and outputs.
+
+Every key is `pll:<front>:<what>:<round>:<who>`, so a receipt finds its way back to the front
+and round that asked for it, and a resumed run asks again only for what has no receipt.
+Places: `fronts/<F>` is the front's tree (only these programs write it), `builders/<lane>`
+each builder's copy, `critics/<F>` the critic's copy, `stages/<F>` where prep stages work.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from flamechase.flow import Run
+from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
+
+__all__ = ["Key", "front_place", "parse_key", "tool_output"]
+
+PY = sys.executable  # the interpreter running flamechase runs its tools too
+SOURCE = "source"
+IGNORES = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", ".mypy_cache/**",
+           ".ruff_cache/**")
+
+
+class Key(NamedTuple):
+    front: str
+    what: str
+    round: int
+    who: str
+
+
+def key(front: str, what: str, rnd: int = 0, who: str = "") -> str:
+    return f"pll:{front}:{what}:{rnd}:{who}"
+
+
+def parse_key(text: str) -> Key | None:
+    parts = text.split(":")
+    if len(parts) != 5 or parts[0] != "pll" or not parts[3].isdigit():
+        return None
+    return Key(parts[1], parts[2], int(parts[3]), parts[4])
+
+
+def front_place(front: str) -> str:
+    return f"fronts/{front}"
+
+
+def builder_place(lane: str) -> str:
+    return f"builders/{lane}"
+
+
+def critic_place(front: str) -> str:
+    return f"critics/{front}"
+
+
+def stage_place(front: str) -> str:
+    return f"stages/{front}"
+
+
+def tool_output(receipt: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    """The JSON a tool printed on its last `PREFIX {...}` line, if any."""
+    for line in reversed(str(receipt.get("output") or "").splitlines()):
+        if line.startswith(prefix + " "):
+            try:
+                data = json.loads(line[len(prefix) + 1:])
+            except ValueError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def _sync(*args: str) -> tuple[str, ...]:
+    return (PY, "-m", "flamechase.tools.treesync", *args)
+
+
+def owned(front: FrontSpec) -> list[str]:
+    return [g for globs in front.owners.values() for g in globs]
+
+
+def mirror(k: str, place: str, lane: str, other_place: str, other_path: str) -> Run:
+    return Run(key=k, place=place, lane=lane, argv=_sync("mirror", "--from", other_path),
+               see=(other_place,))
+
+
+def compare(k: str, front: FrontSpec, lane: str, other_place: str, other_path: str,
+            allow: Sequence[str], frozen: Sequence[str], plan: PlanSpec,
+            *, apply: bool) -> Run:
+    argv = _sync("apply" if apply else "diff", "--from", other_path, "--allow", *allow,
+                 "--frozen", *frozen, "--ignore", *IGNORES, *plan.ignore)
+    return Run(key=k, place=front_place(front.id), lane=lane, argv=argv, see=(other_place,))
+
+
+def freeze_hash(k: str, front: FrontSpec, lane: str) -> Run:
+    return Run(key=k, place=front_place(front.id), lane=lane,
+               argv=_sync("hash", "--globs", *front.freeze))
+
+
+def gate_full(k: str, front: FrontSpec, lane: str) -> Run:
+    command = f"{front.gate} --full"
+    if front.only:
+        command += f" --only {shlex.quote(front.only)}"
+    argv: tuple[str, ...] = ("/bin/sh", "-c", command)
+    if front.exclusive:  # performance: measured alone, under the run's lock
+        argv = (PY, "-m", "flamechase", "lock", "run", "--who", f"runtime:{front.id}",
+                "--max", "900", "--", *argv)
+    return Run(key=k, place=front_place(front.id), lane=lane, argv=argv,
+               timeout=front.gate_timeout)
+
+
+def reap(k: str, place: str, lane: str) -> Run:
+    return Run(key=k, place=place, lane=lane, argv=(PY, "-m", "flamechase", "job", "reap"),
+               timeout=120)
+
+
+def checkpoint(tag: str, message: str, *, require: bool) -> Run:
+    argv = (PY, "-m", "flamechase.tools.gitpoint", "checkpoint", "--tag", tag, "--message",
+            message, *(("--require",) if require else ()))
+    return Run(key=key("-", "checkpoint"), place=SOURCE, argv=argv, timeout=600)
+
+
+def integrate(front: FrontSpec, path: str, message: str) -> Run:
+    argv = (PY, "-m", "flamechase.tools.gitpoint", "integrate", "--from", path, "--allow",
+            *owned(front), *front.freeze, "--message", message)
+    return Run(key=key(front.id, "integrate"), place=SOURCE, argv=argv, see=(
+        front_place(front.id),), timeout=1800)
+
+
+def quick_command(front: FrontSpec, who: str) -> str:
+    """What a builder runs while iterating (under the lock for a performance gate)."""
+    command = f"{front.gate} --quick"
+    if front.exclusive:
+        return (f"{shlex.quote(PY)} -m flamechase lock run --who {shlex.quote(who)} "
+                f"--max 900 -- /bin/sh -c {shlex.quote(command)}")
+    return command
+
+
+def machine_commands() -> dict[str, str]:
+    base = f"{shlex.quote(PY)} -m flamechase"
+    return {"job": f"{base} job", "lock": f"{base} lock"}
