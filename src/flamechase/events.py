@@ -728,7 +728,8 @@ class GateRefrozen(FlowEvent):
     files: list[str] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
-        return f"{self.front} gate changed by the critic and frozen again ({len(self.files)} file(s))"
+        return (f"{self.front} gate changed in review and frozen again "
+                f"({len(self.files)} file(s))")
 
 
 @register

@@ -23,6 +23,7 @@ from flamechase.flow import Flow
 BUILTIN: dict[str, str] = {
     "flame_chase": "flamechase.flows.flame_chase",
     "parallel_flame_chase": "flamechase.flows.parallel_flame_chase",
+    "parrallello": "flamechase.flows.parrallello",
 }
 
 

@@ -90,11 +90,11 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
     if kind == "place_made":
         return f"{lane or p.get('place')} gets its own private copy of the source tree.", "info"
     if kind == "planning_started":
-        return (f"{actor or 'The planner'} starts planning (revision {p.get('revision', 1)}) "
+        return (f"{actor or 'Planning'} starts planning (revision {p.get('revision', 1)}) "
                 "in a fresh session on a copy of the tree.", "turn")
     if kind == "plan_attempt":
         err = f": {_clip(p.get('error'), 160)}" if p.get("error") else ""
-        return (f"{actor or 'The planner'}'s planning session {p.get('attempt')} ends "
+        return (f"{actor or 'Planning'}'s planning session {p.get('attempt')} ends "
                 f"{p.get('status')} ({_secs(p.get('duration'))}, {_money(p.get('cost_usd'))})"
                 f"{err}.", "fail" if p.get("status") != "valid" else "end")
     if kind == "planned":
@@ -105,7 +105,7 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
             title = (entry.get("mission") or {}).get("title")
             missions.append(f"{entry.get('lane')} “{_clip(title, 60)}”")
         who = _and(missions) if missions else "every lane"
-        return (f"{actor or 'The planner'} hands each lane its mission as words: {who}; "
+        return (f"{actor or 'Planning'} hands each lane its mission as words: {who}; "
                 "then leaves.", "plan")
     if kind == "objective_revised":
         return "The objective changed (TASK.md was revised); the lanes go on toward it.", "plan"
@@ -161,7 +161,7 @@ _SOLO = frozenset({"turn_started", "turn_valid", "turn_failed", "turn_interrupte
 
 
 def _solo(kind: str, actor: str, p: Mapping[str, Any]) -> tuple[str, str]:
-    """A turn outside lanes (a planner's session)."""
+    """A turn outside lanes (a planning session)."""
     who = f"{actor or 'An actor'}'s session {p.get('turn')}"
     if kind == "turn_started":
         attempt = int(p.get("attempt") or 1)

@@ -49,8 +49,9 @@ def narrate_front(kind: str, p: Mapping[str, Any]) -> tuple[str, str]:
         return f"No checkpoint: {p.get('skipped') or p.get('error')}.", "warn"
     if kind == "front_prepped":
         if p.get("ok"):
-            return f"{f} is staged by a one-pass prep: {p.get('tickets')} first ticket(s).", "plan"
-        return f"{f}: prep failed ({p.get('error')}); it starts cold.", "warn"
+            return (f"{f} is staged in one pass: {p.get('tickets')} first ticket(s).",
+                    "plan")
+        return f"{f}: staging failed ({p.get('error')}); it starts cold.", "warn"
     if kind == "front_started":
         return (f"{f} opens (wave {p.get('wave')}): its gate frozen "
                 f"({len(p.get('frozen') or {})} file(s)), baseline {p.get('baseline')}, "

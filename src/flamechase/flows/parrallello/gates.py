@@ -72,8 +72,10 @@ def _items(raw: str) -> tuple[bool, list[dict[str, Any]]] | str:
     """(pass, items) from the RESULT_JSON text, or what is wrong with it."""
     try:
         data = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return f"RESULT_JSON is not JSON ({exc.msg})"
+    except ValueError:
+        return "RESULT_JSON is not JSON"
     if not isinstance(data, dict) or not isinstance(data.get("pass"), bool) \
             or not isinstance(data.get("items"), list):
         return 'RESULT_JSON must be {"pass": bool, "items": [...]}'

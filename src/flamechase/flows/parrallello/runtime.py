@@ -43,20 +43,21 @@ def parse_key(text: str) -> Key | None:
     return Key(parts[1], parts[2], int(parts[3]), parts[4])
 
 
-def front_place(front: str) -> str:
-    return f"fronts/{front}"
+def front_place(lane: str) -> str:
+    """The front's tree, named after its lane (its id, or a planner's slot)."""
+    return f"fronts/{lane}"
 
 
 def builder_place(lane: str) -> str:
     return f"builders/{lane}"
 
 
-def critic_place(front: str) -> str:
-    return f"critics/{front}"
+def critic_place(lane: str) -> str:
+    return f"critics/{lane}"
 
 
-def stage_place(front: str) -> str:
-    return f"stages/{front}"
+def stage_place(lane: str) -> str:
+    return f"stages/{lane}"
 
 
 def tool_output(receipt: dict[str, Any], prefix: str) -> dict[str, Any] | None:
@@ -84,16 +85,17 @@ def mirror(k: str, place: str, lane: str, other_place: str, other_path: str) -> 
                see=(other_place,))
 
 
-def compare(k: str, front: FrontSpec, lane: str, other_place: str, other_path: str,
-            allow: Sequence[str], frozen: Sequence[str], plan: PlanSpec,
-            *, apply: bool) -> Run:
+def compare(k: str, lane: str, other_place: str, other_path: str, allow: Sequence[str],
+            frozen: Sequence[str], plan: PlanSpec, *, apply: bool) -> Run:
+    """Judge (or take) what the copy at `other_place` changed, in the front's tree (the
+    front lane's place)."""
     argv = _sync("apply" if apply else "diff", "--from", other_path, "--allow", *allow,
                  "--frozen", *frozen, "--ignore", *IGNORES, *plan.ignore)
-    return Run(key=k, place=front_place(front.id), lane=lane, argv=argv, see=(other_place,))
+    return Run(key=k, place=front_place(lane), lane=lane, argv=argv, see=(other_place,))
 
 
 def freeze_hash(k: str, front: FrontSpec, lane: str) -> Run:
-    return Run(key=k, place=front_place(front.id), lane=lane,
+    return Run(key=k, place=front_place(lane), lane=lane,
                argv=_sync("hash", "--globs", *front.freeze))
 
 
@@ -105,7 +107,7 @@ def gate_full(k: str, front: FrontSpec, lane: str) -> Run:
     if front.exclusive:  # performance: measured alone, under the run's lock
         argv = (PY, "-m", "flamechase", "lock", "run", "--who", f"runtime:{front.id}",
                 "--max", "900", "--", *argv)
-    return Run(key=k, place=front_place(front.id), lane=lane, argv=argv,
+    return Run(key=k, place=front_place(lane), lane=lane, argv=argv,
                timeout=front.gate_timeout)
 
 
@@ -120,11 +122,11 @@ def checkpoint(tag: str, message: str, *, require: bool) -> Run:
     return Run(key=key("-", "checkpoint"), place=SOURCE, argv=argv, timeout=600)
 
 
-def integrate(front: FrontSpec, path: str, message: str) -> Run:
+def integrate(front: FrontSpec, lane: str, path: str, message: str) -> Run:
     argv = (PY, "-m", "flamechase.tools.gitpoint", "integrate", "--from", path, "--allow",
             *owned(front), *front.freeze, "--message", message)
-    return Run(key=key(front.id, "integrate"), place=SOURCE, argv=argv, see=(
-        front_place(front.id),), timeout=1800)
+    return Run(key=key(front.id, "integrate"), place=SOURCE, argv=argv,
+               see=(front_place(lane),), timeout=1800)
 
 
 def quick_command(front: FrontSpec, who: str) -> str:

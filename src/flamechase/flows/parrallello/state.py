@@ -91,6 +91,7 @@ class RoundState(BaseModel):
     critic_diff: dict[str, Any] | None = None
     critic_applied: bool = False
     rehashed: bool = False
+    refrozen: dict[str, str] | None = None
     regate: GateResult | None = None
     findings: tuple[dict[str, Any], ...] = ()  # the runtime's own findings this round
     started_at: str = ""
