@@ -165,11 +165,22 @@ def _alive(d: Path, meta: Mapping[str, Any]) -> bool:
         return False
     for name in ("supervisor", "pid"):
         try:
-            os.kill(int((d / name).read_text()), 0)
+            pid = int((d / name).read_text())
+            os.kill(pid, 0)
         except (OSError, ValueError):
             continue
-        return True
+        if not _zombie(pid):
+            return True
     return False
+
+
+def _zombie(pid: int) -> bool:
+    """A process that exited and waits for a parent to collect it (it runs nothing)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def state(d: Path) -> dict[str, Any]:
