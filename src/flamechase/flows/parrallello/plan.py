@@ -153,6 +153,12 @@ def _disjoint(fronts: list[FrontSpec], wave: int) -> None:
         if a != b and (sample := overlap(ga, gb)) is not None:
             raise ValueError(f"wave {wave}: {a} ({ga}) and {b} ({gb}) both own {sample}; "
                              "give each file one writer")
+    frozen = [(f.id, g) for f in fronts for g in f.freeze]
+    for (a, ga), (b, gb) in itertools.combinations(frozen, 2):
+        if a != b and (sample := overlap(ga, gb)) is not None:
+            raise ValueError(f"wave {wave}: fronts {a} and {b} both freeze {sample} (their "
+                             "critics may add gate items to it); freeze a shared file in "
+                             "one front, or put the fronts in different waves")
     for f in fronts:
         for g in f.freeze:
             for who, owned in writers:
