@@ -64,7 +64,7 @@ def test_a_block_over_its_share_of_the_budget_paces_the_next_one() -> None:
                     blocks=2, rounds_per_block=1),
                Script(gate=lambda f, r: {"T.a": False}, cost=0.2, verdict=lambda f, r: verdict),
                budget={"cost": 5.0}, pacing_share=0.05, paced_tickets=2).run()
-    first, second = d.of(ev.BlockEnded)
+    first, _ = d.of(ev.BlockEnded)
     assert first.spend["cost"] > 0 and first.share > 0.05 and first.paced_next
     rounds = d.of(ev.RoundStarted)
     assert not rounds[0].paced and sum(len(t) for t in rounds[0].builders.values()) == 6

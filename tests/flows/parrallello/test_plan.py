@@ -68,7 +68,7 @@ def test_a_plan_file_loads_from_yaml_and_says_where_it_is_wrong(tmp_path: Path) 
 
 
 def test_two_fronts_of_a_wave_freezing_one_gate_file_are_refused() -> None:
-    with pytest.raises(ValueError, match="both freeze gates/common.py"):
+    with pytest.raises(ValueError, match=r"both freeze gates/common\.py"):
         PlanSpec.model_validate({"fronts": [
             front("P1", {"a": ["a/**"]}, freeze=["gates/common.py"]),
             front("P2", {"b": ["b/**"]}, freeze=["gates/common.py"])]})
