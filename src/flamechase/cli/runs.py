@@ -131,6 +131,8 @@ def status_command(run: str, as_json: bool) -> int:
         nxt = f", next {ln['next_role']}" if ln.get("next_role") else ""
         click.echo(f"  {ln['lane']}: {ln['turns']} turns{nxt}, {state}"
                    + (f", last error: {ln['last_error'][:100]}" if ln["last_error"] else ""))
+    for line in st.get("display") or ():  # what the flow wants shown, as it wrote it
+        click.echo(f"  {line}")
     best = (st.get("leaderboard") or {}).get("best")
     if best:
         click.echo(f"best: {best['metric']} = {best['value']} from {best['lane']} "
