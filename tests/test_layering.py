@@ -18,15 +18,16 @@ ALLOWED: dict[str, set[str]] = {
     "jail": {"errors"},  # a leaf but for its one typed refusal (SandboxUnavailable)
     "fsutil": set(),
     "reports": set(),
-    "flow": {"reports", "events"},  # the public flow API: deciders over events
+    "globs": set(),  # file globs: matching and overlap (flows and the runtime's tools)
+    "flow": {"reports", "events", "globs"},  # the public flow API: deciders over events
     "config": {"errors", "flow"},  # validates -p against a flow's params model
     "store": {"errors", "fsutil"},
     "workspace": {"errors", "fsutil"},
     "agents": {"procs", "jail", "errors", "fsutil", "reports"},
-    "flows": {"flow", "reports", "errors", "events"},
+    "flows": {"flow", "reports", "errors", "events", "globs"},
     # Programs the runtime runs in places, and the job/lock helpers agents call: leaves but
     # for the public glob library (the same ownership rules as the flows) and file primitives.
-    "tools": {"flow", "fsutil", "errors"},
+    "tools": {"globs", "fsutil", "errors"},
     "engine": {"store", "agents", "workspace", "procs", "flow", "flows", "reports", "config",
                "errors", "fsutil", "jail", "events"},
     "view": {"store", "errors", "engine", "flows", "agents", "config", "flow", "reports", "fsutil",

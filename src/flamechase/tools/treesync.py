@@ -34,7 +34,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from flamechase.flow.globs import GlobError, any_match, parse
+from flamechase.globs import GlobError, any_match, parse
 
 __all__ = ["Entry", "changes", "main", "scan"]
 

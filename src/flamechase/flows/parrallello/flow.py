@@ -13,7 +13,7 @@ blocks by their spend, and integrates approved fronts into the source. See docs/
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flamechase import events as ev
@@ -106,6 +106,10 @@ class Parrallello(Flow[PState]):
         if p.prep:
             names += [rt.stage_place(lane) for lane, _ in lane_names(p.loaded_plan, p.fronts)]
         return names if p.loaded_plan is not None else ["planning", *names]
+
+    def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
+        # A planner, a prep per front and a few rounds each: more turns than the default 12.
+        return {"budget.turns": "40"}
 
     # ---- folding -------------------------------------------------------------------------------
 
@@ -286,7 +290,7 @@ class Parrallello(Flow[PState]):
                               + " | ".join(state.planner_errors))]
         spec = ResultSpec(PlanSpec, noun="plan", context={"fronts_max": len(state.slots)})
         return [StartTurn(role=PLANNER, lane=None, number=1, place="planning", result=spec,
-                          counted=False)]
+                          counted=False, env={"FLAMECHASE_FRONTS_MAX": str(len(state.slots))})]
 
     def _checkpoint(self, state: PState) -> list[Command]:
         date = (state.created_at or "1970-01-01")[:10]

@@ -19,7 +19,6 @@ from typing import Any
 
 from flamechase import events as ev
 from flamechase.flow import Command, Emit, MakePlace, ResultSpec, StartTurn
-from flamechase.flow.globs import overlap
 from flamechase.flows.parrallello import briefs, rounds
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello import tickets as tk
@@ -29,6 +28,7 @@ from flamechase.flows.parrallello.plan import FrontSpec
 from flamechase.flows.parrallello.rounds import Ctx
 from flamechase.flows.parrallello.state import FrontState, PrepState, PState
 from flamechase.flows.parrallello.verdict import PrepResult
+from flamechase.globs import overlap
 
 __all__ = ["commands", "on_place", "on_prep_turn", "on_ran"]
 

@@ -32,8 +32,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from flamechase.flow.globs import GlobError, overlap, parse
 from flamechase.flows.parrallello.verdict import TicketIn
+from flamechase.globs import GlobError, overlap, parse
 
 __all__ = ["FrontSpec", "PlanSpec", "load_plan"]
 

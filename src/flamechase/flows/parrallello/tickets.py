@@ -14,9 +14,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from flamechase.flow.globs import any_match
 from flamechase.flows.parrallello.gates import GateResult
 from flamechase.flows.parrallello.verdict import Finding, TicketIn
+from flamechase.globs import any_match
 
 __all__ = ["Ticket", "assign", "carried", "from_findings", "next_tickets", "rank"]
 

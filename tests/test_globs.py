@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flamechase.flow.globs import GlobError, matches, overlap, parse
+from flamechase.globs import GlobError, matches, overlap, parse
 
 
 @pytest.mark.parametrize(("glob", "path", "named"), [
