@@ -50,6 +50,8 @@ elif mode == "crash":
     raise SystemExit(7)
 elif mode == "timeout":
     time.sleep(60)
+elif mode == "locked" and not __import__("os").environ.get("FLAMECHASE_LOCK_HELD"):
+    raise SystemExit("a performance gate must measure under the lock")
 print("measuring...", file=sys.stderr)
 print(line)
 print(summary)
@@ -81,9 +83,17 @@ if conf.get("outside"):
     open("README.md", "a").write("a builder was here\\n")
 if conf.get("gate_edit"):
     open(f"gates/{{front}}.py", "a").write("\\n# target moved\\n")
+escapes = []
+for target in conf.get("escape", []):
+    target = target.replace("RUN_DIR", os.environ["FLAMECHASE_RUN_DIR"])
+    try:
+        open(target, "w").write("escaped")
+        escapes.append("WROTE " + target)
+    except OSError as exc:
+        escapes.append(f"refused {{exc.__class__.__name__}}")
 json.dump({{"tickets": [{{"id": t["id"], "status": "claimed_fixed", "evidence": "raised VALUE"}}
                         for t in brief["tickets"]],
-           "handoff": f"VALUE {{value}} -> {{value + 1}}\\nquick gate not run"}},
+           "handoff": f"VALUE {{value}} -> {{value + 1}}\\n" + "\\n".join(escapes)}},
           open(os.environ["FLAMECHASE_REPORT"], "w"))
 '''
 

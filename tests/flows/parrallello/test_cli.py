@@ -94,7 +94,9 @@ def test_a_gate_that_silently_drops_items_fails_closed(tmp_path: Path) -> None:
 def test_edits_outside_a_builders_files_are_reverted_and_a_gate_edit_refuses_the_round(
         tmp_path: Path) -> None:
     ws = repo(tmp_path, {"O": {}, "T": {}}, blocks=1, rounds_per_block=1)
-    proc = run(tmp_path, ws, {"O": {"outside": True}, "T": {"gate_edit": True}})
+    escape = ["RUN_DIR/fronts/O/workspace/escape.txt", str(ws / "escape.txt")]
+    proc = run(tmp_path, ws, {"O": {"outside": True, "escape": escape},
+                              "T": {"gate_edit": True}})
     assert proc.returncode == 1, proc.stderr
     evs = events(ws)
     checked = {f: c[0] for f, c in by_front(evs, "builder_checked").items()}
@@ -116,13 +118,22 @@ def test_edits_outside_a_builders_files_are_reverted_and_a_gate_edit_refuses_the
               and e["payload"]["front"] == "T"]
     assert rounds == [0]  # the refused round was never gated nor reviewed
     assert (ws / "README.md").read_text() == "the project\n"
+    # Builders run jailed: the front's tree and the source are out of their reach.
+    assert not (front_o / "escape.txt").exists() and not (ws / "escape.txt").exists()
+    handoff = next(e["payload"] for e in evs if e["kind"] == "turn_valid"
+                   and e["lane"] == "O.core")
+    assert "WROTE" not in json.dumps(handoff)
 
 
 def test_the_round_and_block_ceilings_end_a_front_not_approved(tmp_path: Path) -> None:
-    ws = repo(tmp_path, {"P": {"target": 99}}, blocks=2, rounds_per_block=2)
+    ws = repo(tmp_path, {"P": {"target": 99, "mode": "locked", "plan": {"exclusive": True}}},
+              blocks=2, rounds_per_block=2)
     proc = run(tmp_path, ws, {"P": {}})
     assert proc.returncode == 1, proc.stderr
     evs = events(ws)
+    # A performance gate: the runtime measured it under the run's lock, every time.
+    gates = [e["payload"] for e in evs if e["kind"] == "gate_ran"]
+    assert len(gates) == 5 and all(g["reason"] is None and g["m"] == 2 for g in gates)
     assert [e["payload"]["round"] for e in evs if e["kind"] == "round_started"] == [1, 2, 3, 4]
     assert [(e["payload"]["block"], e["payload"]["rounds"]) for e in evs
             if e["kind"] == "block_ended"] == [(1, 2), (2, 2)]

@@ -194,3 +194,33 @@ def test_describe_shows_a_bar_per_front_and_overall() -> None:
     assert summary["display"][0].startswith("overall [")
     assert summary["lanes"]["P1.core"] == {"front": "P1", "owner": "core",
                                            "files": ["src/P1/**"]}
+
+
+def test_prep_stages_future_fronts_that_collide_with_nothing_in_flight() -> None:
+    d = Driver(plan(front("P1", owners={"a": ["src/a/**"]}),
+                    front("P2", owners={"b": ["src/b/**"]}, wave=2),
+                    front("P3", owners={"c": ["src/a/x.py"]}, wave=2), rounds_per_block=2),
+               prep=True)
+    for _ in range(8):
+        d.step()
+    stages = [c.name for cs in d.commands for c in cs
+              if isinstance(c, MakePlace) and c.name.startswith("stages/")]
+    assert {"stages/P1", "stages/P2"} <= set(stages)  # P0 for wave 1, and a warm P2
+    assert "stages/P3" not in stages  # P3 shares src/a/x.py with P1, which is in flight
+    d.run()
+    order = [(type(e).__name__, getattr(e, "front", "")) for e in d.events
+             if isinstance(e, ev.FrontPrepped | ev.FrontEnded)]
+    assert order.index(("FrontPrepped", "P3")) > order.index(("FrontEnded", "P1"))
+    assert all(e.status == "approved" for e in d.of(ev.FrontEnded))
+
+
+def test_a_performance_gate_runs_under_the_lock_and_only_selects_items() -> None:
+    from flamechase.flows.parrallello import runtime as rt
+    from flamechase.flows.parrallello.plan import PlanSpec
+
+    spec = PlanSpec.model_validate(plan(front(only="T.P1.*", exclusive=True))).fronts[0]
+    argv = rt.gate_full("k", spec, "P1").argv
+    assert argv[argv.index("lock") + 1:argv.index("--")] == (
+        "run", "--who", "runtime:P1", "--max", "900")
+    assert argv[-1] == "python3 gates/P1.py --full --only 'T.P1.*'"
+    assert "lock run" in rt.quick_command(spec, "P1.core")
