@@ -68,9 +68,10 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
         partner = snap.partner(actor) if snap else None
         tree = (f"; hands {partner} {_tree(lane, fold)}" if partner and partner != actor
                 else "")
-        return (f"{actor} — turn {p.get('turn')} of {lane} ends {p.get('report_status')} "
-                f"({_secs(p.get('duration'))}, {_money(p.get('cost_usd'))}): "
-                f"“{_clip(p.get('summary'))}”{tree}.", "end")
+        said = f": “{_clip(p.get('summary'))}”" if p.get("summary") else ""
+        return (f"{actor} — turn {p.get('turn')} of {lane} ends "
+                f"{p.get('report_status') or 'valid'} ({_secs(p.get('duration'))}, "
+                f"{_money(p.get('cost_usd'))}){said}{tree}.", "end")
     if kind == "turn_failed":
         partner = snap.partner(actor) if snap else None
         nxt = (f"; {partner} takes {_tree(lane, fold)} next" if partner and partner != actor

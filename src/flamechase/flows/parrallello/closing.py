@@ -71,7 +71,7 @@ def _step(front: FrontState, rs: RoundState, ctx: Ctx) -> tuple[RoundState, list
         return rs.model_copy(update={"phase": "gate"}), []
     if rs.phase == "gate" and rs.refused:
         return rs.model_copy(update={"phase": "verdict"}), []
-    if rs.phase == "gate" and rs.gate is not None:
+    if rs.phase == "gate" and rs.hashed and rs.gate is not None:
         return rs.model_copy(update={"phase": "critic_sync"}), []
     if rs.phase == "critic_sync" and rs.critic_synced:
         return rs.model_copy(update={"phase": "critic"}), []

@@ -87,10 +87,11 @@ class Parrallello(Flow[PState]):
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
         p = _params(params)
-        front_roles = (CRITIC, PREP) if p.prep else (CRITIC,)
         out = []
         for lane, builders in lane_names(p.loaded_plan, p.fronts):
-            out.append(LaneDef(lane, front_roles, rt.front_place(lane)))
+            # The front's lane also takes its one prep turn; listed with one role, the views
+            # do not take its critics and its prep for two actors handing a tree back and forth.
+            out.append(LaneDef(lane, (CRITIC,), rt.front_place(lane)))
             out += [LaneDef(b, (BUILDER,), rt.builder_place(b)) for b in builders]
         return out
 

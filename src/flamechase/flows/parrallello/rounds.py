@@ -108,9 +108,11 @@ def commands(front: FrontState, ctx: Ctx) -> list[Command]:
                            ctx.path(b.place), ctx.spec.owners[b.owner], ctx.spec.freeze,
                            ctx.plan, apply=True)
                 for b in rs.builders.values() if _taken(b) and not b.applied]
-    elif rs.phase == "gate":
-        out.append(rt.freeze_hash(k(fid, "hash", n), ctx.spec, lane) if not rs.hashed
-                   else rt.gate_full(k(fid, "gate", n), ctx.spec, lane))
+    elif rs.phase == "gate":  # both at once: a gate run next to moved gate files is void
+        if not rs.hashed:
+            out.append(rt.freeze_hash(k(fid, "hash", n), ctx.spec, lane))
+        if rs.gate is None:
+            out.append(rt.gate_full(k(fid, "gate", n), ctx.spec, lane))
     else:
         out += _critic_commands(front, rs, ctx)
     return out
