@@ -65,7 +65,8 @@ def test_every_gate_failure_fails_closed(tmp_path: Path) -> None:
     modes = ["no-result", "bad-json", "empty", "no-summary", "summary-mismatch",
              "exit-mismatch", "crash", "timeout"]
     fronts: dict[str, dict[str, Any]] = {
-        f"G{i}": {"mode": m, "target": 99, "plan": {"gate_timeout": 3}}
+        f"G{i}": {"mode": m, "target": 99,
+                  "plan": {"gate_timeout": 3} if m == "timeout" else {}}
         for i, m in enumerate(modes)}
     ws = repo(tmp_path, fronts, blocks=1, rounds_per_block=1)
     config = {f: {"approve": True} for f in fronts}
