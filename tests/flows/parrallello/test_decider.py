@@ -224,3 +224,24 @@ def test_a_performance_gate_runs_under_the_lock_and_only_selects_items() -> None
         "run", "--who", "runtime:P1", "--max", "900")
     assert argv[-1] == "python3 gates/P1.py --full --only 'T.P1.*'"
     assert "lock run" in rt.quick_command(spec, "P1.core")
+
+
+def test_a_runtime_program_that_fails_is_run_again_then_stops_the_run() -> None:
+    d = Driver(plan(front(), blocks=1, rounds_per_block=1))
+    real = d.receipt
+    calls: list[str] = []
+
+    def receipt(c: Run) -> dict[str, object]:
+        if ":diff:" in c.key:
+            calls.append(c.key)
+            return {"output": 'TREESYNC {"error": "OSError: disk full"}\n', "exit_code": 3,
+                    "error": "exited with code 3"}
+        return real(c)
+
+    d.receipt = receipt  # type: ignore[method-assign]
+    d.run()
+    assert calls == ["pll:P1:diff:1:core"] * 2
+    assert [a.what for a in d.of(ev.Anomaly)] == ["runtime-failed", "runtime-failed"]
+    assert d.finished is not None and d.finished.status == "failed"
+    assert "diff for front P1 failed twice: OSError: disk full" in d.finished.reason
+    assert not d.of(ev.VerdictRecorded)  # nothing was judged on a copy never compared

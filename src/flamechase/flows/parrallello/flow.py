@@ -41,6 +41,7 @@ __all__ = ["FLOW", "Parrallello"]
 
 PLANNER, BUILDER, CRITIC, PREP = "planner", "builder", "critic", "prep"
 PLAN_TRIES = 3
+TOOL_TRIES = 2  # a runtime program (a copy, a diff, a hash) that fails is run once more
 
 
 def _params(params: FlowParams) -> ParrallelloParams:
@@ -211,6 +212,16 @@ class Parrallello(Flow[PState]):
             return state
         if key.what == "checkpoint":
             return self._checkpointed(state, event)
+        failed = rt.tool_failed(key, event.receipt)
+        if failed:  # never judge work on a copy that failed: once more, then stop the run
+            tries = state.retried.get(event.key, 0) + 1
+            fatal = (f"the runtime's {key.what} for front {key.front} failed twice: {failed}"
+                     if tries >= TOOL_TRIES else None)
+            anomaly = ev.Anomaly(front=key.front, round=key.round, what="runtime-failed",
+                                 detail=f"{key.what}: {failed}")
+            return state.model_copy(update={
+                "retried": {**state.retried, event.key: tries}, "fatal": fatal,
+                "outbox": state.outbox.add(Emit(anomaly))})
         f = state.fronts.get(key.front)
         if f is None:
             return state
@@ -270,6 +281,8 @@ class Parrallello(Flow[PState]):
 
     def decide(self, state: PState, now: float) -> Sequence[Command]:
         out: list[Command] = list(state.outbox.pending())
+        if state.fatal:
+            return [*out, FinishRun("failed", state.fatal)]
         if state.plan is None:
             return out + self._plan_commands(state)
         if state.checkpoint is None:

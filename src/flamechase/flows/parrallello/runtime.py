@@ -141,3 +141,19 @@ def quick_command(front: FrontSpec, who: str) -> str:
 def machine_commands() -> dict[str, str]:
     base = f"{shlex.quote(PY)} -m flamechase"
     return {"job": f"{base} job", "lock": f"{base} lock"}
+
+
+TOOLS = frozenset({"sync", "csync", "diff", "cdiff", "apply", "capply", "stage", "freeze",
+                   "hash", "rehash", "reap"})
+
+
+def tool_failed(k: Key, receipt: dict[str, Any]) -> str | None:
+    """Why one of the runtime's own programs failed (None: it did its job, or `k` is a
+    gate, whose failures are judged, not retried)."""
+    if k.what not in TOOLS:
+        return None
+    out = tool_output(receipt, "JOBS" if k.what == "reap" else "TREESYNC")
+    if receipt.get("exit_code") == 0 and out is not None and "error" not in out:
+        return None
+    why = (out or {}).get("error") or receipt.get("error") or "no output"
+    return str(why)[:300]

@@ -188,4 +188,6 @@ class PState(BaseModel):
     limits: dict[str, float] = {}
     spend: Spend = Spend()
     anomalies: tuple[dict[str, Any], ...] = ()
+    retried: dict[str, int] = {}  # runtime programs that failed once, by key
+    fatal: str | None = None  # a runtime program failed twice: the run cannot go on
     outbox: Outbox = Outbox()
