@@ -32,7 +32,7 @@ RULES = (
 
 
 def _gate(spec: FrontSpec, who: str) -> dict[str, Any]:
-    return {"quick": rt.quick_command(spec, who), "full": f"{spec.gate} --full",
+    return {"quick": rt.quick_command(spec, who), "full": rt.gate_command(spec, "full"),
             "only": spec.only, "targets": spec.targets, "frozen": list(spec.freeze),
             "exclusive": spec.exclusive,
             "contract": 'prints RESULT_JSON {"pass": bool, "items": [{"id", "value", '

@@ -99,10 +99,14 @@ def freeze_hash(k: str, front: FrontSpec, lane: str) -> Run:
                argv=_sync("hash", "--globs", *front.freeze))
 
 
+def gate_command(front: FrontSpec, mode: str) -> str:
+    """`GATE --quick|--full [--only ITEMS]`, as the runtime and the builders run it."""
+    command = f"{front.gate} --{mode}"
+    return command + (f" --only {shlex.quote(front.only)}" if front.only else "")
+
+
 def gate_full(k: str, front: FrontSpec, lane: str) -> Run:
-    command = f"{front.gate} --full"
-    if front.only:
-        command += f" --only {shlex.quote(front.only)}"
+    command = gate_command(front, "full")
     argv: tuple[str, ...] = ("/bin/sh", "-c", command)
     if front.exclusive:  # performance: measured alone, under the run's lock
         argv = (PY, "-m", "flamechase", "lock", "run", "--who", f"runtime:{front.id}",
@@ -131,7 +135,7 @@ def integrate(front: FrontSpec, lane: str, path: str, message: str) -> Run:
 
 def quick_command(front: FrontSpec, who: str) -> str:
     """What a builder runs while iterating (under the lock for a performance gate)."""
-    command = f"{front.gate} --quick"
+    command = gate_command(front, "quick")
     if front.exclusive:
         return (f"{shlex.quote(PY)} -m flamechase lock run --who {shlex.quote(who)} "
                 f"--max 900 -- /bin/sh -c {shlex.quote(command)}")
