@@ -245,3 +245,13 @@ def test_a_runtime_program_that_fails_is_run_again_then_stops_the_run() -> None:
     assert d.finished is not None and d.finished.status == "failed"
     assert "diff for front P1 failed twice: OSError: disk full" in d.finished.reason
     assert not d.of(ev.VerdictRecorded)  # nothing was judged on a copy never compared
+
+
+def test_approved_fronts_land_in_the_source_one_at_a_time() -> None:
+    d = Driver(plan(front("P1"), front("P2")))
+    landing: list[list[str]] = []
+    while d.step():
+        landing.append([c.key for c in d.commands[-1]
+                        if isinstance(c, Run) and ":integrate:" in c.key])
+    assert max(len(k) for k in landing) == 1  # never two git commits at once
+    assert [e.front for e in d.of(ev.FrontIntegrated)] == ["P1", "P2"]

@@ -75,11 +75,17 @@ def commands(state: PState, front: FrontState) -> list[Command]:
         return _opening(state, front, spec)
     if front.status == "building":
         return rounds.commands(front, ctx)
-    if front.status == "approved" and front.integrated is None:
+    if front.status == "approved" and front.integrated is None and _next_to_land(state) == front:
         path = state.places.get(rt.front_place(front.lane), "")
         return [rt.integrate(spec, front.lane, path, f"parrallello: front {front.id} "
                              f"approved (round {front.rounds})")]
     return []
+
+
+def _next_to_land(state: PState) -> FrontState | None:
+    """Approved fronts land in your tree one at a time (one git index), in plan order."""
+    return next((f for f in state.fronts.values()
+                 if f.status == "approved" and f.integrated is None), None)
 
 
 def _prep_commands(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]:
