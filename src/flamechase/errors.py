@@ -22,8 +22,9 @@
     │   ├── RunNotFound                 RUN names no run
     │   ├── FlowChanged                 a resume would run other flow code than the run's
     │   ├── ExecutorUnavailable         --executor ray without Ray, or its cluster unreachable
-    │   └── PrRefused                   `flamechase pr` outside a lane's turn, off a lane
+    │   ├── PrRefused                   `flamechase pr` outside a lane's turn, off a lane
     │                                   branch, or before the branch was pushed
+    │   └── MachineWorkError            `flamechase job`/`lock` outside a turn, unknown job
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
     │   ├── ControlPathViolation        a control path was replaced or linked
     │   ├── FlowError                   the flow broke its contract (a flow bug)
@@ -174,3 +175,8 @@ class ExecutorUnavailable(UsageError):
 class PrRefused(UsageError):
     """`flamechase pr` could not ask the runtime: not inside a lane's turn of a PR flow, not on
     one of the lane's branches, or the branch is not pushed; the message says which."""
+
+
+class MachineWorkError(UsageError):
+    """`flamechase job` or `flamechase lock` cannot do what was asked: no job or lock directory
+    (outside a flamechase turn, without --dir), or no such job."""

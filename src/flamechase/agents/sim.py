@@ -29,6 +29,7 @@ What the engine passes in `TurnRequest.env`:
   FLAMECHASE_INBOX       lane turns: JSON list of delivered reports (artifacts carry `blob`)
   FLAMECHASE_ARTIFACTS   lane turns: this lane's artifact root
   FLAMECHASE_CHECKPOINT  lane turns: where the checkpoint goes (steady)
+  FLAMECHASE_BRIEF       flows that run fronts: the turn's brief (see `sim_fronts`)
 """
 
 # long file: the simulated actor's profiles, work and reports are one program read top to bottom.
@@ -51,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from flamechase.agents import sim_git
+from flamechase.agents import sim_fronts, sim_git
 from flamechase.agents.backend import Answer, Backend, Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.sim_ladder import RUNGS, TOP, approach_of, next_rung, rung_of
 from flamechase.agents.spec import AgentSpec
@@ -308,6 +309,9 @@ class SimSession(Session):
     # ---- what a turn does ----
 
     async def _work(self) -> Any:
+        if sim_fronts.wanted(self.request.env):
+            return await asyncio.to_thread(sim_fronts.work, self.request.role,
+                                           self.request.workspace, self.request.env)
         if not self.request.lane:
             return await asyncio.to_thread(self._plan)
         if self.fate == "blocked":
@@ -588,6 +592,8 @@ class SimSession(Session):
 
     def _invalid(self, good: Any) -> Any:
         """A deterministic wrong report, of a kind the engine must send back for repair."""
+        if sim_fronts.wanted(self.request.env):
+            return {**good, "confidence": "high"}  # a key no result schema allows
         if not self.request.lane:
             lanes = good["lanes"]
             # A plan missing its last lane (or a mission with no title, for one lane).

@@ -32,7 +32,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from flamechase.cli import artifacts, exec_cmd, flows, pr, profile, run_cmd, runs
+    from flamechase.cli import artifacts, exec_cmd, flows, job, lock, pr, profile, run_cmd, runs
 
     cli.add_command(exec_cmd.command)
     cli.add_command(flows.group)
@@ -43,6 +43,8 @@ def _register() -> None:
     cli.add_command(runs.status_command)
     cli.add_command(runs.events_command)
     cli.add_command(artifacts.command)
+    cli.add_command(job.command)
+    cli.add_command(lock.command)
     for optional in ("flamechase.cli.agents", "flamechase.cli.accounts", "flamechase.cli.views"):
         try:
             module = __import__(optional, fromlist=["command"])

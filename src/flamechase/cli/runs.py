@@ -167,6 +167,8 @@ def status_lines(st: dict[str, Any]) -> list[str]:
         why = ln["held_reason"] if ln["held"] else ln["last_error"]
         if why:
             out.append(f"      {'held' if ln['held'] else 'last error'}: {str(why)[:160]}")
+    for line in st.get("display") or ():  # what the flow wants shown, as it wrote it
+        out.append(f"  {line}")
     best = (st.get("leaderboard") or {}).get("best")
     if best:
         out.append(f"best: {best['metric']} = {best['value']:g} from {best['lane']} "

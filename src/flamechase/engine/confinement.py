@@ -6,7 +6,7 @@ cannot see.
                       (source or its copy)    artifacts, checkpoint)    place, other lanes'
                                                                         TMPDIRs and homes
     outside lanes     its place               the place's directory     every lane's private
-    (a planner)       (e.g. planning/1)       (attempts, tmp)           parts
+    (planning)        (e.g. planning/1)       (attempts, tmp)           parts
     a measurement     the measured place, jailed as that lane's turns (no CLI state)
 
 A lane's private parts are its private place, its TMPDIR and its private homes; the rest of a

@@ -208,6 +208,7 @@ class RunDirs:
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
         if isinstance(c, cm.Run):
+            env.update(FLAMECHASE_RUN_DIR=str(self.layout.root), FLAMECHASE_LANE=c.lane or "")
             return MeasureJob(key=c.key, argv=c.argv, cwd=cwd, timeout=c.timeout,
                               env={**env, **c.env}, jail=jail)
         return MeasureJob(key=c.key, argv=("/bin/sh", "-c", c.command), cwd=cwd,

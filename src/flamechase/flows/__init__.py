@@ -19,6 +19,7 @@ from flamechase.flow import Flow
 BUILTIN: dict[str, str] = {
     "flame_chase": "flamechase.flows.flame_chase",
     "parallel_flame_chase": "flamechase.flows.parallel_flame_chase",
+    "parrallello": "flamechase.flows.parrallello",
 }
 
 # Built-in variants, `NAME:VARIANT` -> module defining FLOW. A variant is a flow of its own

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from flamechase.view.narrate_fronts import FRONT_KINDS, narrate_front
 from flamechase.view.state import RunFold
 
 __all__ = ["TAGS", "narrate"]
@@ -70,9 +71,10 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
         partner = snap.partner(actor) if snap else None
         tree = (f"; hands {partner} {_tree(lane, fold)}" if partner and partner != actor
                 else "")
-        return (f"{actor} — turn {p.get('turn')} of {lane} ends {p.get('report_status')} "
-                f"({_secs(p.get('duration'))}, {_money(p.get('cost_usd'))}): "
-                f"“{_clip(p.get('summary'))}”{tree}.", "end")
+        said = f": “{_clip(p.get('summary'))}”" if p.get("summary") else ""
+        return (f"{actor} — turn {p.get('turn')} of {lane} ends "
+                f"{p.get('report_status') or 'valid'} ({_secs(p.get('duration'))}, "
+                f"{_money(p.get('cost_usd'))}){said}{tree}.", "end")
     if kind == "turn_failed":
         partner = snap.partner(actor) if snap else None
         nxt = (f"; {partner} takes {_tree(lane, fold)} next" if partner and partner != actor
@@ -81,6 +83,8 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
                 f"({_secs(p.get('duration'))}): {_clip(p.get('error'), 200)}{nxt}.", "fail")
     if kind == "report_published":
         return _published(lane, actor, p, fold)
+    if kind in FRONT_KINDS:
+        return narrate_front(kind, p)
     if kind == "run_created":
         lanes = [str(x) for x in p.get("lanes") or fold.order]
         limits = ", ".join(f"{k} {v:g}" for k, v in fold.limits.items() if v is not None)
@@ -90,11 +94,11 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
     if kind == "place_made":
         return f"{lane or p.get('place')} gets its own private copy of the source tree.", "info"
     if kind == "planning_started":
-        return (f"{actor or 'The planner'} starts planning (revision {p.get('revision', 1)}) "
+        return (f"{actor or 'Planning'} starts planning (revision {p.get('revision', 1)}) "
                 "in a fresh session on a copy of the tree.", "turn")
     if kind == "plan_attempt":
         err = f": {_clip(p.get('error'), 160)}" if p.get("error") else ""
-        return (f"{actor or 'The planner'}'s planning session {p.get('attempt')} ends "
+        return (f"{actor or 'Planning'}'s planning session {p.get('attempt')} ends "
                 f"{p.get('status')} ({_secs(p.get('duration'))}, {_money(p.get('cost_usd'))})"
                 f"{err}.", "fail" if p.get("status") != "valid" else "end")
     if kind == "planned":
@@ -105,7 +109,7 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
             title = (entry.get("mission") or {}).get("title")
             missions.append(f"{entry.get('lane')} “{_clip(title, 60)}”")
         who = _and(missions) if missions else "every lane"
-        return (f"{actor or 'The planner'} hands each lane its mission as words: {who}; "
+        return (f"{actor or 'Planning'} hands each lane its mission as words: {who}; "
                 "then leaves.", "plan")
     if kind == "objective_revised":
         return "The objective changed (TASK.md was revised); the lanes go on toward it.", "plan"
@@ -220,7 +224,7 @@ _SOLO = frozenset({"turn_started", "turn_valid", "turn_failed", "turn_interrupte
 
 
 def _solo(kind: str, actor: str, p: Mapping[str, Any]) -> tuple[str, str]:
-    """A turn outside lanes (a planner's session)."""
+    """A turn outside lanes (a planning session)."""
     who = f"{actor or 'An actor'}'s session {p.get('turn')}"
     if kind == "turn_started":
         attempt = int(p.get("attempt") or 1)

@@ -676,6 +676,20 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.PrRejected: RunFold._marked,
     ev.PushRefused: RunFold._marked,
     ev.PrRequestRefused: RunFold._marked,
+    # parrallello's decisions: narrated (with their progress figures), not folded.
+    ev.FrontsPlanned: RunFold._nothing,
+    ev.CheckpointMade: RunFold._nothing,
+    ev.FrontPrepped: RunFold._nothing,
+    ev.FrontStarted: RunFold._nothing,
+    ev.RoundStarted: RunFold._nothing,
+    ev.BuilderChecked: RunFold._nothing,
+    ev.GateRan: RunFold._nothing,
+    ev.GateRefrozen: RunFold._nothing,
+    ev.VerdictRecorded: RunFold._nothing,
+    ev.BlockEnded: RunFold._nothing,
+    ev.FrontEnded: RunFold._nothing,
+    ev.FrontIntegrated: RunFold._nothing,
+    ev.Anomaly: RunFold._nothing,
 }
 _MARKS: dict[type[ev.Event], tuple[str, str]] = {
     ev.PrOpened: ("opened", "pr"),

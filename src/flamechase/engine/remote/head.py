@@ -29,7 +29,7 @@ LANDING_ERRORS = (OSError, ValueError, EOFError, tarfile.TarError)
 
 def is_remote(job: TurnJob) -> bool:
     """A lane turn in a private place of the run: the turns that leave this machine. Lane 1
-    (the user's tree) and roles outside lanes (a planner) stay."""
+    (the user's tree) and turns outside lanes stay."""
     r = job.request
     return bool(r.lane) and r.workspace != r.run_dir and contains(r.run_dir, r.workspace)
 

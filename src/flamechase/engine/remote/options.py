@@ -149,8 +149,8 @@ def _size(key: str, value: object) -> int:
 
 
 def make_executor(choice: ExecutorChoice, prep: Prepared) -> tuple[Executor | None, Prepared]:
-    """The executor `choice` names (None: the engine's own local one), and `prep` with a
-    notice saying where lanes run. Connecting happens here: a cluster that cannot be
+    """The executor `choice` names (None: the engine's own local one), and the prepared run
+    with a notice saying where lanes run. Connecting happens here: a cluster that cannot be
     reached is a refusal (ExecutorUnavailable, exit 2) before anything is written."""
     if choice.kind == "local":
         return None, prep

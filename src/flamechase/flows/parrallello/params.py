@@ -1,0 +1,53 @@
+"""parrallello's params: the plan (or a planner's lane slots), prep, checkpoints and pacing."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PrivateAttr, model_validator
+
+from flamechase.flow import CopyParams
+from flamechase.flows.parrallello.plan import PlanSpec, load_plan
+
+__all__ = ["ParrallelloParams"]
+
+
+class ParrallelloParams(CopyParams):
+    plan: str | None = Field(
+        default=None, min_length=1, max_length=4096,
+        description="the plan file (YAML or JSON); without it a `planner` role writes one")
+    fronts: int = Field(default=3, ge=1, le=8,
+                        description="with a planner: the most fronts it may plan")
+    prep: bool = Field(default=True,
+                       description="a one-pass `prep` agent stages each front's gate, "
+                                   "baseline and first tickets before it starts")
+    checkpoint: Literal["auto", "require", "off"] = Field(
+        default="auto", description="commit and tag the source before the first wave: auto "
+                                    "(when it is a git repository), require, off")
+    pacing_share: float = Field(
+        default=0.09, gt=0, le=1,
+        description="a block spending more than this share of a budget paces the next one")
+    paced_tickets: int = Field(default=4, ge=1, le=8,
+                               description="tickets per round in a paced block")
+    ceiling: int = Field(default=60, ge=5, le=1000,
+                         description="tool calls a builder may make in a round")
+    paced_ceiling: int = Field(default=40, ge=5, le=1000,
+                               description="the builders' ceiling in a paced block")
+    stop_share: float = Field(
+        default=0.92, gt=0, le=1,
+        description="above this share of a budget no new block starts")
+
+    _plan: PlanSpec | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _load(self) -> ParrallelloParams:
+        if self.plan is not None:
+            path, plan = load_plan(self.plan)
+            object.__setattr__(self, "plan", path)
+            self._plan = plan
+        return self
+
+    @property
+    def loaded_plan(self) -> PlanSpec | None:
+        """The plan file's plan (read when the params were validated), if one was given."""
+        return self._plan

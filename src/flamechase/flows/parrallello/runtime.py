@@ -1,0 +1,163 @@
+"""The runtime's own programs, as `Run` commands: their keys, places, argv and outputs.
+
+Every key is `pll:<front>:<what>:<round>:<who>`, so a receipt finds its way back to the front
+and round that asked for it, and a resumed run asks again only for what has no receipt.
+Places: `fronts/<F>` is the front's tree (only these programs write it), `builders/<lane>`
+each builder's copy, `critics/<F>` the critic's copy, `stages/<F>` where prep stages work.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from flamechase.flow import Run
+from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
+
+__all__ = ["Key", "front_place", "parse_key", "tool_output"]
+
+PY = sys.executable  # the interpreter running flamechase runs its tools too
+SOURCE = "source"
+IGNORES = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", ".mypy_cache/**",
+           ".ruff_cache/**")
+
+
+class Key(NamedTuple):
+    front: str
+    what: str
+    round: int
+    who: str
+
+
+def key(front: str, what: str, rnd: int = 0, who: str = "") -> str:
+    return f"pll:{front}:{what}:{rnd}:{who}"
+
+
+def parse_key(text: str) -> Key | None:
+    parts = text.split(":")
+    if len(parts) != 5 or parts[0] != "pll" or not parts[3].isdigit():
+        return None
+    return Key(parts[1], parts[2], int(parts[3]), parts[4])
+
+
+def front_place(lane: str) -> str:
+    """The front's tree, named after its lane (its id, or a planner's slot)."""
+    return f"fronts/{lane}"
+
+
+def builder_place(lane: str) -> str:
+    return f"builders/{lane}"
+
+
+def critic_place(lane: str) -> str:
+    return f"critics/{lane}"
+
+
+def stage_place(lane: str) -> str:
+    return f"stages/{lane}"
+
+
+def tool_output(receipt: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    """The JSON a tool printed on its last `PREFIX {...}` line, if any."""
+    for line in reversed(str(receipt.get("output") or "").splitlines()):
+        if line.startswith(prefix + " "):
+            try:
+                data = json.loads(line[len(prefix) + 1:])
+            except ValueError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def _sync(*args: str) -> tuple[str, ...]:
+    return (PY, "-m", "flamechase.tools.treesync", *args)
+
+
+def owned(front: FrontSpec) -> list[str]:
+    return [g for globs in front.owners.values() for g in globs]
+
+
+def mirror(k: str, place: str, lane: str, other_place: str, other_path: str) -> Run:
+    return Run(key=k, place=place, lane=lane, argv=_sync("mirror", "--from", other_path),
+               reads=(other_place,))
+
+
+def compare(k: str, lane: str, other_place: str, other_path: str, allow: Sequence[str],
+            frozen: Sequence[str], plan: PlanSpec, *, apply: bool) -> Run:
+    """Judge (or take) what the copy at `other_place` changed, in the front's tree (the
+    front lane's place)."""
+    argv = _sync("apply" if apply else "diff", "--from", other_path, "--allow", *allow,
+                 "--frozen", *frozen, "--ignore", *IGNORES, *plan.ignore)
+    return Run(key=k, place=front_place(lane), lane=lane, argv=argv, reads=(other_place,))
+
+
+def freeze_hash(k: str, front: FrontSpec, lane: str) -> Run:
+    return Run(key=k, place=front_place(lane), lane=lane,
+               argv=_sync("hash", "--globs", *front.freeze))
+
+
+def gate_command(front: FrontSpec, mode: str) -> str:
+    """`GATE --quick|--full [--only ITEMS]`, as the runtime and the builders run it."""
+    command = f"{front.gate} --{mode}"
+    return command + (f" --only {shlex.quote(front.only)}" if front.only else "")
+
+
+def gate_full(k: str, front: FrontSpec, lane: str) -> Run:
+    command = gate_command(front, "full")
+    argv: tuple[str, ...] = ("/bin/sh", "-c", command)
+    if front.exclusive:  # performance: measured alone, under the run's lock
+        argv = (PY, "-m", "flamechase", "lock", "run", "--who", f"runtime:{front.id}",
+                "--max", "900", "--", *argv)
+    return Run(key=k, place=front_place(lane), lane=lane, argv=argv,
+               timeout=front.gate_timeout)
+
+
+def reap(k: str, place: str, lane: str) -> Run:
+    return Run(key=k, place=place, lane=lane, argv=(PY, "-m", "flamechase", "job", "reap"),
+               timeout=120)
+
+
+def checkpoint(tag: str, message: str, *, require: bool) -> Run:
+    argv = (PY, "-m", "flamechase.tools.gitpoint", "checkpoint", "--tag", tag, "--message",
+            message, *(("--require",) if require else ()))
+    return Run(key=key("-", "checkpoint"), place=SOURCE, argv=argv, timeout=600)
+
+
+def integrate(front: FrontSpec, lane: str, path: str, message: str) -> Run:
+    argv = (PY, "-m", "flamechase.tools.gitpoint", "integrate", "--from", path, "--allow",
+            *owned(front), *front.freeze, "--message", message)
+    return Run(key=key(front.id, "integrate"), place=SOURCE, argv=argv,
+               reads=(front_place(lane),), timeout=1800)
+
+
+def quick_command(front: FrontSpec, who: str) -> str:
+    """What a builder runs while iterating (under the lock for a performance gate)."""
+    command = gate_command(front, "quick")
+    if front.exclusive:
+        return (f"{shlex.quote(PY)} -m flamechase lock run --who {shlex.quote(who)} "
+                f"--max 900 -- /bin/sh -c {shlex.quote(command)}")
+    return command
+
+
+def machine_commands() -> dict[str, str]:
+    base = f"{shlex.quote(PY)} -m flamechase"
+    return {"job": f"{base} job", "lock": f"{base} lock"}
+
+
+TOOLS = frozenset({"sync", "csync", "diff", "cdiff", "apply", "capply", "stage", "freeze",
+                   "hash", "rehash", "reap"})
+
+
+def tool_failed(k: Key, receipt: dict[str, Any]) -> str | None:
+    """Why one of the runtime's own programs failed (None: it did its job, or `k` is a
+    gate, whose failures are judged, not retried)."""
+    if k.what not in TOOLS:
+        return None
+    out = tool_output(receipt, "JOBS" if k.what == "reap" else "TREESYNC")
+    if receipt.get("exit_code") == 0 and out is not None and "error" not in out:
+        return None
+    why = (out or {}).get("error") or receipt.get("error") or "no output"
+    return str(why)[:300]

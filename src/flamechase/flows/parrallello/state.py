@@ -1,0 +1,193 @@
+"""parrallello's state: everything the runtime-as-lead decides from, stored with every
+transaction (so a resumed run continues at the right front, block, round and phase)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from flamechase.flow import Outbox
+from flamechase.flows.parrallello.gates import GateResult
+from flamechase.flows.parrallello.params import ParrallelloParams
+from flamechase.flows.parrallello.plan import PlanSpec
+from flamechase.flows.parrallello.tickets import Ticket
+
+__all__ = ["BuilderRun", "FrontState", "Knobs", "PState", "PrepState", "RoundRecord", "RoundState",
+           "Spend", "seconds_between"]
+
+Phase = Literal["sync", "build", "check", "apply", "gate", "critic_sync", "critic",
+                "critic_check", "critic_apply", "verdict"]
+FrontStatus = Literal["waiting", "opening", "building", "approved", "not_approved",
+                      "blocked", "stopped"]
+ENDED: frozenset[str] = frozenset({"approved", "not_approved", "blocked", "stopped"})
+
+
+class Spend(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    cost: float = 0.0
+    turns: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+
+    def plus(self, cost: float = 0.0, turns: int = 0, output_tokens: int = 0,
+             seconds: float = 0.0) -> Spend:
+        return Spend(cost=round(self.cost + cost, 6), turns=self.turns + turns,
+                     output_tokens=self.output_tokens + output_tokens,
+                     seconds=round(self.seconds + seconds, 3))
+
+    def share(self, limits: dict[str, float]) -> float:
+        """The largest fraction of a budget this spend is (0 with no budgets)."""
+        used = {"cost": self.cost, "turns": float(self.turns),
+                "output_tokens": float(self.output_tokens), "duration": self.seconds}
+        return max((used[k] / v for k, v in limits.items() if v and k in used), default=0.0)
+
+
+def seconds_between(start: str, end: str) -> float:
+    try:
+        a = datetime.fromisoformat(start.replace("Z", "+00:00"))
+        b = datetime.fromisoformat(end.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    return max(0.0, (b - a).total_seconds())
+
+
+class BuilderRun(BaseModel):
+    """One builder in one round: fresh, in its own copy of the front's tree."""
+
+    model_config = ConfigDict(frozen=True)
+    owner: str
+    lane: str
+    place: str
+    tickets: tuple[Ticket, ...]
+    synced: bool = False
+    result: dict[str, Any] | None = None
+    failures: int = 0
+    error: str | None = None
+    finished: bool = False
+    diff: dict[str, Any] | None = None
+    applied: bool = False
+    reaped: bool = False
+
+
+class RoundState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    number: int  # the front's round (numbering goes on across blocks)
+    block: int
+    in_block: int
+    phase: Phase = "sync"
+    paced: bool = False
+    ceiling: int = 60
+    builders: dict[str, BuilderRun] = {}
+    refused: str | None = None  # the round's work was refused (a touched gate)
+    hashed: bool = False
+    gate: GateResult | None = None
+    critic_turn: int = 0
+    critic_synced: bool = False
+    critic_failures: int = 0
+    critic_error: str | None = None
+    verdict: dict[str, Any] | None = None
+    critic_diff: dict[str, Any] | None = None
+    critic_applied: bool = False
+    rehashed: bool = False
+    refrozen: dict[str, str] | None = None
+    regate: GateResult | None = None
+    findings: tuple[dict[str, Any], ...] = ()  # the runtime's own findings this round
+    started_at: str = ""
+
+
+class RoundRecord(BaseModel):
+    """What stays of a round once it is judged (the full verdict is in its event)."""
+
+    model_config = ConfigDict(frozen=True)
+    number: int
+    block: int
+    approved: bool
+    majors: int
+    mediums: int
+    minors: int
+    gate: str
+    gate_pass: bool
+    refused: str | None = None
+    mismatch: str | None = None
+    reasons: tuple[str, ...] = ()
+    open_tickets: int = 0
+
+
+class PrepState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    status: Literal["none", "running", "done", "failed"] = "none"
+    turn: int = 0
+    failures: int = 0
+    error: str | None = None
+    result: dict[str, Any] | None = None
+
+
+class FrontState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    lane: str
+    owners: dict[str, str]  # owner -> builder lane
+    status: FrontStatus = "waiting"
+    prep: PrepState = PrepState()
+    frozen: dict[str, str] | None = None  # gate files -> sha256, while the front runs
+    last_gate: GateResult | None = None
+    items: int | None = None  # item count of the last accepted --full run
+    tickets: tuple[Ticket, ...] = ()
+    handoffs: dict[str, str] = {}
+    block: int = 0
+    rounds: int = 0  # rounds started
+    paced: bool = False  # the current block is paced
+    current: RoundState | None = None
+    history: tuple[RoundRecord, ...] = ()
+    blocks: tuple[dict[str, Any], ...] = ()  # per ended block: spend, share, paced_next
+    block_spend: Spend = Spend()
+    block_started: str = ""
+    lane_turns: int = 0  # turns numbered so far in the front's own lane (prep, critics)
+    opened: dict[str, bool] = {}  # the opening steps done: stage, freeze, baseline
+    integrated: dict[str, Any] | None = None
+    ended: str = ""  # why it ended, in words
+
+    @property
+    def done(self) -> bool:
+        return self.status in ENDED and (self.status != "approved"
+                                         or self.integrated is not None)
+
+
+class Knobs(BaseModel):
+    """The params the decider reads (the plan itself is `PState.plan`)."""
+
+    model_config = ConfigDict(frozen=True)
+    prep: bool = True
+    checkpoint: str = "auto"
+    pacing_share: float = 0.09
+    paced_tickets: int = 4
+    ceiling: int = 60
+    paced_ceiling: int = 40
+    stop_share: float = 0.92
+    fronts: int = 3
+
+    @classmethod
+    def of(cls, params: ParrallelloParams) -> Knobs:
+        return cls(**{k: getattr(params, k) for k in cls.model_fields})
+
+
+class PState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    knobs: Knobs
+    run_id: str
+    plan: PlanSpec | None = None
+    planner_errors: tuple[str, ...] = ()
+    planner_busy: bool = False
+    fronts: dict[str, FrontState] = {}
+    slots: tuple[tuple[str, tuple[str, ...]], ...] = ()  # declared lanes, for a planner's plan
+    places: dict[str, str] = {}
+    created_at: str = ""
+    checkpoint: dict[str, Any] | None = None
+    limits: dict[str, float] = {}
+    spend: Spend = Spend()
+    anomalies: tuple[dict[str, Any], ...] = ()
+    retried: dict[str, int] = {}  # runtime programs that failed once, by key
+    fatal: str | None = None  # a runtime program failed twice: the run cannot go on
+    outbox: Outbox = Outbox()

@@ -1,0 +1,161 @@
+"""Scripted builders and critics, real gate scripts and real git repositories for running
+parrallello end to end through the real `flamechase` command.
+
+A repository has per front `src/<F>/core.py` (`VALUE = 1`) and a gate `gates/<F>.py` that
+passes when VALUE reaches the front's target; `mode` makes a gate misbehave in one of the ways
+the runtime must fail closed on. The builder (`exec:`) raises VALUE by one in its own file and
+can be told (a JSON config in $PLL_CONFIG, keyed by front) to also write outside its files,
+edit its gate, wait for other builders (to prove they run at once) or hang once. The critic
+returns findings of a given severity and says whatever `approve` it is told.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+GATE = '''\
+import json, re, sys, time
+mode = {mode!r}
+value = int(re.search(r"VALUE = (\\d+)", open("src/{front}/core.py").read()).group(1))
+items = [{{"id": "T.{front}.value", "value": value, "target": ">={target}",
+          "pass": value >= {target}}},
+         {{"id": "T.{front}.exists", "value": True, "target": True, "pass": True}}]
+if mode == "drop" and value >= 2:
+    items = items[:1]
+ok = all(i["pass"] for i in items)
+n = sum(i["pass"] for i in items)
+line = "RESULT_JSON " + json.dumps({{"pass": ok, "items": items}})
+summary = f"SUMMARY {{n}}/{{len(items)}} PASS"
+code = 0 if ok else 1
+if mode == "no-result":
+    line = "all fine"
+elif mode == "bad-json":
+    line = "RESULT_JSON {{pass: yes"
+elif mode == "empty":
+    line, summary = 'RESULT_JSON {{"pass": true, "items": []}}', "SUMMARY 0/0 PASS"
+elif mode == "no-summary":
+    summary = ""
+elif mode == "summary-mismatch":
+    summary = f"SUMMARY {{len(items)}}/{{len(items)}} PASS"
+elif mode == "exit-mismatch":
+    code = 1 - code
+elif mode == "crash":
+    raise SystemExit(7)
+elif mode == "timeout":
+    time.sleep(60)
+elif mode == "locked" and not __import__("os").environ.get("FLAMECHASE_LOCK_HELD"):
+    raise SystemExit("a performance gate must measure under the lock")
+print("measuring...", file=sys.stderr)
+print(line)
+print(summary)
+sys.exit(code)
+'''
+
+BUILDER = '''\
+#!{python}
+import json, os, re, sys, time
+brief = json.loads(os.environ["FLAMECHASE_BRIEF"])
+front = brief["front"]
+conf = json.load(open(os.environ["PLL_CONFIG"])).get(front, {{}})
+lane_dir = os.path.join(os.environ["FLAMECHASE_RUN_DIR"], "lanes", os.environ["FLAMECHASE_LANE"])
+open(os.path.join(lane_dir, f"started-{{brief['round']}}"), "w").close()
+if conf.get("hang_round") == brief["round"] and os.environ.get("FLAMECHASE_ATTEMPT") == "1":
+    time.sleep(600)
+for other in conf.get("wait_for", []):
+    marker = os.path.join(os.environ["FLAMECHASE_RUN_DIR"], "lanes", other, "started-1")
+    deadline = time.monotonic() + 120
+    while not os.path.exists(marker):
+        if time.monotonic() > deadline:
+            sys.exit("builder " + other + " never ran at the same time")
+        time.sleep(0.05)
+path = f"src/{{front}}/core.py"
+text = open(path).read()
+value = int(re.search(r"VALUE = (\\d+)", text).group(1))
+open(path, "w").write(text.replace(f"VALUE = {{value}}", f"VALUE = {{value + 1}}"))
+if conf.get("outside"):
+    open("README.md", "a").write("a builder was here\\n")
+if conf.get("gate_edit"):
+    open(f"gates/{{front}}.py", "a").write("\\n# target moved\\n")
+escapes = []
+for target in conf.get("escape", []):
+    target = target.replace("RUN_DIR", os.environ["FLAMECHASE_RUN_DIR"])
+    try:
+        open(target, "w").write("escaped")
+        escapes.append("WROTE " + target)
+    except OSError as exc:
+        escapes.append(f"refused {{exc.__class__.__name__}}")
+json.dump({{"tickets": [{{"id": t["id"], "status": "claimed_fixed", "evidence": "raised VALUE"}}
+                        for t in brief["tickets"]],
+           "handoff": f"VALUE {{value}} -> {{value + 1}}\\n" + "\\n".join(escapes)}},
+          open(os.environ["FLAMECHASE_REPORT"], "w"))
+'''
+
+CRITIC = '''\
+#!{python}
+import json, os
+brief = json.loads(os.environ["FLAMECHASE_BRIEF"])
+conf = json.load(open(os.environ["PLL_CONFIG"])).get(brief["front"], {{}})
+run = brief["gate"]["full_run"]
+findings, tickets = [], []
+severity = conf.get("severity")
+if severity:
+    findings.append({{"id": "c1", "severity": severity, "title": "the critic objects",
+                      "evidence": "scripted", "owner": "core"}})
+    tickets.append({{"id": "C-1", "severity": severity, "title": "answer the objection",
+                     "owner": "core"}})
+approve = conf.get("approve", "auto")
+if approve == "auto":
+    approve = bool(run and run["passed"]) and not findings
+json.dump({{"findings": findings, "tickets": tickets, "approve": approve,
+           "summary": "scripted review"}}, open(os.environ["FLAMECHASE_REPORT"], "w"))
+'''
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def repo(tmp: Path, fronts: dict[str, dict[str, Any]], **plan_top: Any) -> Path:
+    """A git repository with a front per entry ({mode, target, wave, depends_on, plan...})
+    and its PLAN.yaml."""
+    ws = tmp / "ws"
+    (ws / "gates").mkdir(parents=True)
+    (ws / "README.md").write_text("the project\n")
+    plan_fronts = []
+    for fid, spec in fronts.items():
+        (ws / "src" / fid).mkdir(parents=True)
+        (ws / "src" / fid / "core.py").write_text("VALUE = 1\n")
+        (ws / "gates" / f"{fid}.py").write_text(GATE.format(
+            mode=spec.get("mode", "ok"), front=fid, target=spec.get("target", 2)))
+        plan_fronts.append({"id": fid, "goal": f"VALUE of {fid} reaches its target",
+                            "gate": f"python3 gates/{fid}.py",
+                            "owners": {"core": [f"src/{fid}/**"]},
+                            "targets": {f"T.{fid}.value": f">={spec.get('target', 2)}"},
+                            **spec.get("plan", {})})
+    (ws / "PLAN.yaml").write_text(yaml.safe_dump({"fronts": plan_fronts, **plan_top}))
+    git(ws, "init", "-q")
+    git(ws, "add", "-A")
+    git(ws, "-c", "user.email=u@example.invalid", "-c", "user.name=u", "commit", "-qm", "start")
+    return ws
+
+
+def actors(tmp: Path, config: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """(`-a` args, env) for the scripted builder and critic with `config` by front."""
+    paths = {}
+    for name, body in (("builder", BUILDER), ("critic", CRITIC)):
+        path = tmp / f"{name}.py"
+        path.write_text(textwrap.dedent(body.format(python=sys.executable)))
+        path.chmod(0o755)
+        paths[name] = path
+    conf = tmp / "pll-config.json"
+    conf.write_text(json.dumps(config))
+    return (["-a", f"builder=exec:{paths['builder']},critic=exec:{paths['critic']}"],
+            {"PLL_CONFIG": str(conf)})

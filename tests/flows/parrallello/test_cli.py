@@ -1,0 +1,186 @@
+"""parrallello end to end through the real `flamechase` command: scripted builders and critics
+(`exec:`), real gate scripts, real git, real places and jails."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.flows.parrallello.scripted import actors, git, repo
+from tests.helpers import cli, events, status
+
+FAST = "rest_seconds=0.05,prep=false,budget.turns=80"
+
+
+def run(tmp: Path, ws: Path, config: dict[str, Any], *params: str,
+        timeout: float = 240) -> Any:
+    args, env = actors(tmp, config)
+    return cli("exec", "-f", "parrallello", *args, "-p", FAST, "-p", "plan=PLAN.yaml",
+               *(x for p in params for x in ("-p", p)), "raise every VALUE", cwd=ws,
+               env=env, timeout=timeout)
+
+
+def by_front(evs: list[dict[str, Any]], kind: str) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for e in evs:
+        if e["kind"] == kind:
+            out.setdefault(e["payload"]["front"], []).append(e["payload"])
+    return out
+
+
+def test_the_approval_truth_table_with_four_fronts_building_at_once(tmp_path: Path) -> None:
+    fronts = {"A": {}, "B": {}, "C": {}, "D": {"target": 99}}
+    ws = repo(tmp_path, fronts, blocks=1, rounds_per_block=1)
+    everyone = [f"{f}.core" for f in fronts]
+    config = {"A": {}, "B": {"severity": "major"}, "C": {"severity": "medium"},
+              "D": {"approve": True}}
+    for f in fronts:  # each builder waits until every other has started: all four at once
+        config[f]["wait_for"] = [x for x in everyone if not x.startswith(f)]
+    proc = run(tmp_path, ws, config)
+    assert proc.returncode == 1, proc.stderr  # not every front was approved
+    evs = events(ws)
+    verdicts = {f: v[0] for f, v in by_front(evs, "verdict_recorded").items()}
+    assert {f: v["approved"] for f, v in verdicts.items()} == {
+        "A": True, "B": False, "C": False, "D": False}
+    assert (verdicts["B"]["majors"], verdicts["C"]["mediums"]) == (1, 1)
+    assert verdicts["D"]["critic_approve"] is True and verdicts["D"]["gate"] == "1/2 FAIL"
+    mismatch = [e["payload"] for e in evs if e["kind"] == "anomaly"
+                and e["payload"]["what"] == "critic-rule-mismatch"]
+    assert [m["front"] for m in mismatch] == ["D"]
+    # Only the approved front lands in the source, as one commit after the checkpoint.
+    assert (ws / "src" / "A" / "core.py").read_text() == "VALUE = 2\n"
+    assert (ws / "src" / "B" / "core.py").read_text() == "VALUE = 1\n"
+    log = git(ws, "log", "--format=%s").splitlines()
+    assert log[0] == "parrallello: front A approved (round 1)"
+    tags = git(ws, "tag").splitlines()
+    assert len(tags) == 1 and tags[0].startswith("pre-parrallello-")
+    st = status(ws)
+    assert st["fronts"]["A"]["status"] == "approved" and st["fronts"]["A"]["progress"] == 1.0
+    assert st["fronts"]["D"]["status"] == "not_approved"
+    assert [ln["front"] for ln in st["lanes"] if ln["lane"].endswith(".core")] == list(fronts)
+
+
+def test_every_gate_failure_fails_closed(tmp_path: Path) -> None:
+    modes = ["no-result", "bad-json", "empty", "no-summary", "summary-mismatch",
+             "exit-mismatch", "crash", "timeout"]
+    fronts: dict[str, dict[str, Any]] = {
+        f"G{i}": {"mode": m, "target": 99,
+                  "plan": {"gate_timeout": 3} if m == "timeout" else {}}
+        for i, m in enumerate(modes)}
+    ws = repo(tmp_path, fronts, blocks=1, rounds_per_block=1)
+    config = {f: {"approve": True} for f in fronts}
+    proc = run(tmp_path, ws, config, "budget.turns=40", timeout=400)
+    assert proc.returncode == 1, proc.stderr
+    gates = by_front(events(ws), "gate_ran")
+    reasons = {f: [g["reason"] for g in runs] for f, runs in gates.items()}
+    want = {"no-result": "no-result-line", "bad-json": "bad-json", "empty": "empty",
+            "no-summary": "no-summary-line", "summary-mismatch": "inconsistent",
+            "exit-mismatch": "inconsistent", "crash": "crash", "timeout": "timeout"}
+    for i, mode in enumerate(modes):
+        assert reasons[f"G{i}"] == [want[mode], want[mode]], (mode, reasons[f"G{i}"])
+    verdicts = by_front(events(ws), "verdict_recorded")
+    assert not any(v[0]["approved"] for v in verdicts.values())  # the critic said approve
+
+
+def test_a_gate_that_silently_drops_items_fails_closed(tmp_path: Path) -> None:
+    ws = repo(tmp_path, {"P": {"mode": "drop"}}, blocks=1, rounds_per_block=1)
+    proc = run(tmp_path, ws, {"P": {"approve": True}})
+    assert proc.returncode == 1, proc.stderr
+    (baseline, rnd) = by_front(events(ws), "gate_ran")["P"]
+    assert baseline["m"] == 2 and baseline["reason"] is None
+    assert rnd["reason"] == "dropped-items" and rnd["m"] == 1 and not rnd["passed"]
+
+
+def test_edits_outside_a_builders_files_are_reverted_and_a_gate_edit_refuses_the_round(
+        tmp_path: Path) -> None:
+    ws = repo(tmp_path, {"O": {}, "T": {}}, blocks=1, rounds_per_block=1)
+    escape = ["RUN_DIR/fronts/O/workspace/escape.txt", str(ws / "escape.txt")]
+    proc = run(tmp_path, ws, {"O": {"outside": True, "escape": escape},
+                              "T": {"gate_edit": True}})
+    assert proc.returncode == 1, proc.stderr
+    evs = events(ws)
+    checked = {f: c[0] for f, c in by_front(evs, "builder_checked").items()}
+    assert checked["O"]["outside"] == ["README.md"] and checked["O"]["accepted"] == 1
+    assert checked["O"]["failed_tickets"] == ["G-T.O.value"]
+    assert checked["T"]["frozen"] == ["gates/T.py"]
+    verdicts = {f: v[0] for f, v in by_front(evs, "verdict_recorded").items()}
+    assert not verdicts["O"]["approved"] and verdicts["O"]["majors"] == 1
+    assert not verdicts["T"]["approved"]
+    assert any("edited the frozen gate" in r for r in verdicts["T"]["reasons"])
+    places = {e["payload"]["place"]: e["payload"]["path"] for e in evs
+              if e["kind"] == "place_made"}
+    front_o, front_t = Path(places["fronts/O"]), Path(places["fronts/T"])
+    assert (front_o / "README.md").read_text() == "the project\n"  # reverted by not taking
+    assert (front_o / "src/O/core.py").read_text() == "VALUE = 2\n"  # its own file taken
+    assert "target moved" not in (front_t / "gates/T.py").read_text()
+    assert (front_t / "src/T/core.py").read_text() == "VALUE = 1\n"  # the round's work refused
+    rounds = [e["payload"]["round"] for e in evs if e["kind"] == "gate_ran"
+              and e["payload"]["front"] == "T"]
+    assert rounds == [0]  # the refused round was never gated nor reviewed
+    assert (ws / "README.md").read_text() == "the project\n"
+    # Builders run jailed: the front's tree and the source are out of their reach.
+    assert not (front_o / "escape.txt").exists() and not (ws / "escape.txt").exists()
+    handoff = next(e["payload"] for e in evs if e["kind"] == "turn_valid"
+                   and e["lane"] == "O.core")
+    assert "WROTE" not in json.dumps(handoff)
+
+
+def test_the_round_and_block_ceilings_end_a_front_not_approved(tmp_path: Path) -> None:
+    ws = repo(tmp_path, {"P": {"target": 99, "mode": "locked", "plan": {"exclusive": True}}},
+              blocks=2, rounds_per_block=2)
+    proc = run(tmp_path, ws, {"P": {}})
+    assert proc.returncode == 1, proc.stderr
+    evs = events(ws)
+    # A performance gate: the runtime measured it under the run's lock, every time.
+    gates = [e["payload"] for e in evs if e["kind"] == "gate_ran"]
+    assert len(gates) == 5 and all(g["reason"] is None and g["m"] == 2 for g in gates)
+    assert [e["payload"]["round"] for e in evs if e["kind"] == "round_started"] == [1, 2, 3, 4]
+    assert [(e["payload"]["block"], e["payload"]["rounds"]) for e in evs
+            if e["kind"] == "block_ended"] == [(1, 2), (2, 2)]
+    (end,) = [e["payload"] for e in evs if e["kind"] == "front_ended"]
+    assert end["status"] == "not_approved" and "ceiling reached: 2 block(s)" in end["reason"]
+    assert [t["id"] for t in end["open_tickets"]] == ["G-T.P.value"]
+    assert not any(e["kind"] == "turn_started" and e["payload"]["turn"] == 5 for e in evs)
+    st = status(ws)
+    assert st["fronts"]["P"]["status"] == "not_approved"
+    assert st["fronts"]["P"]["bar"].endswith("99%")
+    human = cli("status", cwd=ws).stdout
+    assert "P " in human and "not_approved" in human and "overall [" in human
+
+
+def test_a_run_killed_mid_block_resumes_at_the_same_round(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.helpers import FLAMECHASE
+
+    ws = repo(tmp_path, {"P": {"target": 4}}, blocks=2, rounds_per_block=2)
+    args, env = actors(tmp_path, {"P": {"hang_round": 2}})
+    cmd = [*FLAMECHASE, "exec", "-f", "parrallello", *args, "-p", FAST, "-p", "plan=PLAN.yaml",
+           "raise every VALUE"]
+    engine = subprocess.Popen(cmd, cwd=ws, env={**os.environ, **env},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    home = Path(os.environ["FLAMECHASE_HOME"])
+    deadline = time.monotonic() + 120
+    while not list(home.glob("runs/*/lanes/P.core/started-2")):  # round 2's builder hangs
+        assert engine.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    mid = status(ws)["fronts"]["P"]
+    assert (mid["block"], mid["round"], mid["phase"]) == (1, 2, "build")
+    engine.send_signal(signal.SIGKILL)
+    engine.wait()
+    proc = cli(*cmd[len(FLAMECHASE):], cwd=ws, env=env, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    evs = events(ws)
+    assert [e["payload"]["round"] for e in evs if e["kind"] == "round_started"] == [1, 2, 3]
+    assert [e["payload"]["round"] for e in evs if e["kind"] == "verdict_recorded"] == [1, 2, 3]
+    retaken = [e for e in evs if e["kind"] == "turn_started" and e["lane"] == "P.core"
+               and e["payload"]["turn"] == 2]
+    assert [e["payload"]["attempt"] for e in retaken] == [1, 2]
+    assert any(e["kind"] == "run_resumed" for e in evs)
+    assert (ws / "src" / "P" / "core.py").read_text() == "VALUE = 4\n"
+    assert json.loads(cli("status", "--json", cwd=ws).stdout)["fronts"]["P"]["status"] == \
+        "approved"

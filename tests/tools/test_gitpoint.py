@@ -1,0 +1,79 @@
+"""gitpoint: the checkpoint before the first wave (commit + tag, never pushed), and an approved
+front's files landing in the source as one commit. Real git."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def tool(cwd: Path, *args: str) -> tuple[int, dict[str, object]]:
+    proc = subprocess.run([sys.executable, "-m", "flamechase.tools.gitpoint", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, json.loads(proc.stdout.strip().splitlines()[-1].removeprefix(
+        "GITPOINT "))
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    src = tmp_path / "src"
+    src.mkdir()
+    git(src, "init", "-q")
+    git(src, "remote", "add", "origin", str(remote))
+    (src / "a.py").write_text("A = 1\n")
+    git(src, "add", "-A")
+    git(src, "-c", "user.email=u@example.invalid", "-c", "user.name=u", "commit", "-qm", "one")
+    return src
+
+
+def test_checkpoint_commits_everything_and_tags_it_without_pushing(repo: Path) -> None:
+    (repo / "a.py").write_text("A = 2\n")
+    (repo / "new.txt").write_text("untracked work\n")
+    code, out = tool(repo, "checkpoint", "--tag", "pre-parrallello-2026-12-01",
+                     "--message", "checkpoint")
+    assert code == 0 and out["committed"] is True and out["tag"] == "pre-parrallello-2026-12-01"
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "rev-parse", "pre-parrallello-2026-12-01^{commit}") == out["commit"]
+    remote = repo.parent / "remote.git"
+    assert git(remote, "for-each-ref") == ""  # nothing pushed, ever
+    code, again = tool(repo, "checkpoint", "--tag", "pre-parrallello-2026-12-01",
+                       "--message", "checkpoint")
+    assert code == 0 and again["committed"] is False
+    assert again["tag"] == "pre-parrallello-2026-12-01-2" and again["commit"] == out["commit"]
+
+
+def test_no_repository_is_skipped_unless_required(tmp_path: Path) -> None:
+    code, out = tool(tmp_path, "checkpoint", "--tag", "t", "--message", "m")
+    assert code == 0 and "not a git repository" in str(out["skipped"])
+    code, out = tool(tmp_path, "checkpoint", "--tag", "t", "--message", "m", "--require")
+    assert code == 3
+
+
+def test_integrate_lands_only_owned_files_in_one_commit(repo: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "front"
+    subprocess.run(["cp", "-a", str(repo), str(copy)], check=True)
+    (copy / "a.py").write_text("A = 3\n")
+    (copy / "lib").mkdir()
+    (copy / "lib" / "b.py").write_text("B = 1\n")
+    (copy / "other.txt").write_text("not this front's\n")
+    (repo / "user.txt").write_text("the user's own uncommitted work\n")
+    code, out = tool(repo, "integrate", "--from", str(copy), "--allow", "a.py", "lib/**",
+                     "--message", "front P1 approved")
+    assert code == 0 and out["files"] == 2
+    assert out["outside"] == 2  # other.txt added, user.txt "missing": neither is taken
+    assert (repo / "a.py").read_text() == "A = 3\n" and not (repo / "other.txt").exists()
+    assert git(repo, "log", "-1", "--format=%s") == "front P1 approved"
+    assert set(git(repo, "show", "--name-only", "--format=", "HEAD").split()) == {
+        "a.py", "lib/b.py"}
+    assert "user.txt" in git(repo, "status", "--porcelain")  # left alone, uncommitted

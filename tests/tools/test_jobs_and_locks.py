@@ -1,0 +1,102 @@
+"""`flamechase job` and `flamechase lock` through the real command: background work that keeps
+its logs and its exit code, and an exclusive lock a dead holder frees."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from tests.helpers import FLAMECHASE, cli
+
+
+def test_a_job_runs_in_the_background_and_wait_returns_its_exit_code(tmp_path: Path) -> None:
+    env = {"FLAMECHASE_JOBS": str(tmp_path / "jobs")}
+    started = cli("job", "start", "--name", "build", "--", "sh", "-c",
+                  "echo building; read x < /dev/null; exit 3", cwd=tmp_path, env=env)
+    assert started.returncode == 0, started.stderr
+    job = started.stdout.strip()
+    assert job == "build-1"
+    waited = cli("job", "wait", job, "--max", "30", cwd=tmp_path, env=env)
+    assert waited.returncode == 3 and "failed rc=3" in waited.stdout
+    assert cli("job", "logs", job, cwd=tmp_path, env=env).stdout.strip() == "building"
+    rows = json.loads(cli("job", "list", "--json", cwd=tmp_path, env=env).stdout)
+    assert [(r["id"], r["state"], r["rc"]) for r in rows] == [("build-1", "failed", 3)]
+
+
+def test_wait_gives_up_after_max_and_kill_ends_the_group(tmp_path: Path) -> None:
+    env = {"FLAMECHASE_JOBS": str(tmp_path / "jobs")}
+    job = cli("job", "start", "--", "sh", "-c", "sleep 300 & wait", cwd=tmp_path,
+              env=env).stdout.strip()
+    waited = cli("job", "wait", job, "--max", "0.2", cwd=tmp_path, env=env)
+    assert waited.returncode == 124 and "running" in waited.stdout
+    killed = cli("job", "kill", job, cwd=tmp_path, env=env)
+    assert killed.stdout.strip() == f"{job}: killed"
+    pid = int((tmp_path / "jobs" / job / "pid").read_text())
+    try:
+        os.killpg(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive  # the sleep its shell started went too
+
+
+def test_a_job_whose_processes_vanished_reads_lost_and_reap_records_it(tmp_path: Path) -> None:
+    env = {"FLAMECHASE_JOBS": str(tmp_path / "jobs")}
+    job = cli("job", "start", "--", "sleep", "300", cwd=tmp_path, env=env).stdout.strip()
+    d = tmp_path / "jobs" / job
+    for name in ("supervisor", "pid"):  # what a torn-down jail does to a turn's processes
+        os.kill(int((d / name).read_text()), signal.SIGKILL)
+    rows = json.loads(cli("job", "list", "--json", cwd=tmp_path, env=env).stdout)
+    assert rows[0]["state"] == "lost"
+    reaped = cli("job", "reap", cwd=tmp_path, env=env).stdout
+    assert json.loads(reaped.removeprefix("JOBS "))["reaped"] == [job]
+    assert json.loads(cli("job", "list", "--json", cwd=tmp_path,
+                          env=env).stdout)[0]["state"] == "reaped"
+
+
+def test_job_outside_a_turn_without_a_directory_is_refused(tmp_path: Path) -> None:
+    env = {k: "" for k in ("FLAMECHASE_JOBS", "FLAMECHASE_RUN_DIR", "FLAMECHASE_LANE")}
+    proc = cli("job", "list", cwd=tmp_path, env=env)
+    assert proc.returncode == 2 and "no job directory" in proc.stderr
+
+
+def test_the_lock_serialises_and_a_timeout_runs_nothing(tmp_path: Path) -> None:
+    lock = tmp_path / "lockdir"
+    lock.mkdir()
+    held = cli("lock", "acquire", "--who", "perf-a", "--max", "60", "--dir", str(lock),
+               cwd=tmp_path)
+    assert held.returncode == 0, held.stderr
+    status = cli("lock", "status", "--json", "--dir", str(lock), cwd=tmp_path)
+    st = json.loads(status.stdout)
+    assert st["held"] and st["holders"][0]["who"] == "perf-a"
+    marker = tmp_path / "ran"
+    blocked = cli("lock", "run", "--who", "perf-b", "--wait", "0.3", "--dir", str(lock), "--",
+                  "touch", str(marker), cwd=tmp_path)
+    assert blocked.returncode == 75 and not marker.exists()
+    assert cli("lock", "release", "--dir", str(lock), cwd=tmp_path).returncode == 0
+    ran = cli("lock", "run", "--who", "perf-b", "--dir", str(lock), "--", "sh", "-c",
+              "touch " + str(marker) + "; exit 5", cwd=tmp_path)
+    assert ran.returncode == 5 and marker.exists()
+    assert not json.loads(cli("lock", "status", "--json", "--dir", str(lock),
+                              cwd=tmp_path).stdout)["held"]
+
+
+def test_a_killed_holder_frees_the_lock_and_nested_runs_pass_through(tmp_path: Path) -> None:
+    lock = tmp_path / "lockdir"
+    lock.mkdir()
+    holder = subprocess.Popen([*FLAMECHASE, "lock", "run", "--who", "outer", "--dir", str(lock),
+                               "--", "sh", "-c",
+                               f"{' '.join(FLAMECHASE)} lock run --who inner --wait 0 "
+                               f"--dir {lock} -- true && echo nested-ok && sleep 300"],
+                              stdout=subprocess.PIPE, text=True, cwd=tmp_path,
+                              start_new_session=True)
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "nested-ok"  # no deadlock on its parent's lock
+    os.killpg(holder.pid, signal.SIGKILL)
+    holder.wait()
+    took = cli("lock", "run", "--who", "next", "--wait", "30", "--dir", str(lock), "--", "true",
+               cwd=tmp_path)
+    assert took.returncode == 0
