@@ -561,3 +561,27 @@ def test_sample_runs_with_a_plain_python_too(tmp_path: Path) -> None:
         [sys.executable, "bench.py"], cwd=ws, capture_output=True, text=True, check=True
     ).stdout
     assert steps_of(out) == NAIVE_STEPS
+
+
+def test_each_check_is_reported_as_a_process_of_the_turn(tmp_path: Path) -> None:
+    # The checks run the tree's own code: the engine learns of each (to sweep it after a
+    # crash) before it runs, as of an agent's process, under the turn's token.
+    ws = copy_sample(tmp_path / "ws")
+    request = make_request(tmp_path, ws, lane="lane-2")
+    request.env["FLAMECHASE_PROC_TOKEN"] = "turn-token"  # type: ignore[index]
+    spawned: list[tuple[int, str]] = []
+
+    async def go() -> Answer:
+        session = SimBackend(parse_spec("sim/steady")).open(
+            request, lambda pgid, token: spawned.append((pgid, token)))
+        try:
+            return await session.ask(request.prompt)
+        finally:
+            await session.close()
+
+    answer = asyncio.run(go())
+    assert answer.status == "finished", answer.error
+    assert len(spawned) >= 2  # the tests and the bench, at least
+    assert {token for _, token in spawned} == {"turn-token"}
+    for pgid, _ in spawned:
+        assert not Path(f"/proc/{pgid}").exists()  # nothing of a check outlives it

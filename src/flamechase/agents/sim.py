@@ -45,13 +45,14 @@ import os
 import random
 import re
 import shutil
-import signal
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from flamechase import jail, procs
 from flamechase.agents import sim_fronts, sim_git
 from flamechase.agents.backend import Answer, Backend, Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.sim_ladder import RUNGS, TOP, approach_of, next_rung, rung_of
@@ -164,9 +165,9 @@ class SimBackend(Backend):
             )
 
     def open(self, request: TurnRequest, on_spawn: SpawnHook) -> Session:
-        # on_spawn is not called: there is no agent process. The checks this session starts
-        # are its own short-lived children, killed by cut()/close() and on cancellation.
-        return SimSession(self.profile, request)
+        # There is no agent process; the checks this session starts (the tree's own code)
+        # are reported through on_spawn like an agent's, and killed by cut()/close().
+        return SimSession(self.profile, request, on_spawn)
 
     def can_bound_cost(self) -> bool:
         return True
@@ -254,14 +255,16 @@ class SimSession(Session):
 
     continues = True
 
-    def __init__(self, profile: str, request: TurnRequest) -> None:
+    def __init__(self, profile: str, request: TurnRequest,
+                 on_spawn: SpawnHook | None = None) -> None:
         self.profile = profile
         self.request = request
+        self.on_spawn = on_spawn
         self.seed = seed_of(request)
         self.fate: Fate = fate_of(profile, request) if profile in PROFILES else "work"
         self._asks = 0
         self._report: Any = None  # the correct report (or plan) once the work is done
-        self._procs: set[asyncio.subprocess.Process] = set()
+        self._procs: set[procs.Proc] = set()
         self._cut = False
 
     # ---- the Session interface ----
@@ -643,56 +646,51 @@ class SimSession(Session):
         return _Bench(await self._run(["bench.py"], cwd))
 
     async def _run(self, args: Sequence[str], cwd: Path) -> _Check:
+        """One check of the tree (its tests, its bench): the tree's own code, so it runs as an
+        agent's process does, through `procs` (recorded with the engine before it runs, so a
+        crash's sweep finds it) and in the turn's jail."""
         if self._cut:
             raise _CutError
         # -S: the sample is stdlib-only, and skipping site start-up halves each check's time;
-        # -B: no __pycache__ left in the user's tree.
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-S",
-            "-B",
-            *args,
-            cwd=str(cwd),
-            env=_child_env(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,  # its own group, so a cut ends anything it started
-        )
+        # -B: no __pycache__ left in the user's tree. The shell merges stderr into the output.
+        argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", sys.executable, "-S", "-B", *args]
+        req = self.request
+        proc = await procs.Proc.start(jail.wrap(argv, req.jail), cwd=cwd, env=self._env(),
+                                      on_spawn=self.on_spawn)
         self._procs.add(proc)
+        deadline = time.monotonic() + _CHECK_TIMEOUT
+        lines: list[bytes] = []
+        code: int | None
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout=_CHECK_TIMEOUT)
-            code: int | None = proc.returncode
-        except TimeoutError:
-            _kill(proc)
-            await proc.wait()
-            out, code = b"", None
-        except BaseException:
-            _kill(proc)
-            with contextlib.suppress(Exception):
-                await proc.wait()
-            raise
+            while (line := await proc.next_line(deadline=deadline, silence=_CHECK_TIMEOUT)) \
+                    is not None:
+                lines.append(line)
+            code = jail.decode_exit(
+                await proc.wait_exit(deadline=deadline, silence=_CHECK_TIMEOUT), req.jail)
+        except (procs.TurnTimeout, procs.SilenceTimeout):
+            code = None
         finally:
+            await proc.kill(grace=0)
             self._procs.discard(proc)
         if self._cut:
             raise _CutError
+        out = b"".join(ln if ln.endswith(b"\n") else ln + b"\n" for ln in lines)
         return _Check(code=code, output=out.decode("utf-8", "replace"))
+
+    def _env(self) -> dict[str, str]:
+        env = _child_env()
+        if self.request.jail is not None:
+            env["TMPDIR"] = str(self.request.jail.tmp)
+        env.update(self.request.env)
+        return env
 
     async def _kill_all(self) -> None:
         for proc in list(self._procs):
-            _kill(proc)
-        for proc in list(self._procs):
             with contextlib.suppress(Exception):
-                await proc.wait()
+                await proc.kill(grace=0)
 
 
 # ---- helpers ------------------------------------------------------------------------------
-
-
-def _kill(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _child_env() -> dict[str, str]:
