@@ -128,6 +128,13 @@ def test_lanes_in_copies_run_on_their_hosts_and_come_back_whole(
     evs = events(source_tree)
     valid = [e for e in evs if e["kind"] == "turn_valid" and e["lane"]]
 
+    # The turn budget holds with lanes away from the head: 12 counted turns, no more started.
+    assert "budget turns is spent" in end.message
+    ended = [e for e in evs if e["kind"] in ("turn_valid", "turn_failed")
+             and e["payload"].get("counted", True)]
+    assert len(ended) == 12
+    assert len([e for e in evs if e["kind"] == "turn_started" and e["lane"]]) == 12
+
     by_lane = {n: [_facts(e)["ws"] for e in valid if e["lane"] == n]
                for n in ("lane-1", "lane-2", "lane-3")}
     assert set(by_lane["lane-1"]) == {str(source_tree)}
