@@ -43,7 +43,7 @@ def test_ci_runs_the_readme_commands_and_nothing_else_installs() -> None:
     assert "pip install" not in run
     assert "python3 -m pytest" not in run
     later = run.split("\n.ci/readme-commands\n", 1)[1]
-    # .ci/ray-tests: the `ray` extra in a throwaway venv of its own, apart from the README's.
+    # .ci/ray-tests: adds the `ray` extra to that venv once the README's commands have run.
     assert all(line.startswith(("#", "FLAMECHASE_", ".venv/bin/")) or not line.strip()
                or line == ".ci/ray-tests" for line in later.splitlines()), later
     helper = (REPO / ".ci" / "readme-commands").read_text()
