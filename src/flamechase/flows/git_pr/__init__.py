@@ -33,6 +33,11 @@ from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_path
 __all__ = ["FLOW", "GitPr"]
 
 PR_SHOWN = 200  # PRs `status --json` lists (the newest)
+# What the PR protocol rests on is the jail: said at every start that turns it off.
+UNJAILED = ("parallel_flame_chase:git_pr with sandbox=off: lanes and their evaluations run "
+            "unconfined, so nothing stops them from writing the central repository past its "
+            "hook or the run's store (forging receipts, PR states and merges); its "
+            "guarantees hold only with a jail")
 
 
 class GitPr(Flow[GitState]):
@@ -67,6 +72,9 @@ class GitPr(Flow[GitState]):
         # The bundled sample's bench.py prints `STEPS: <int>`, lower is better.
         return {"evaluator": evaluator, "metric_pattern": r"STEPS: (\d+)", "metric": "steps",
                 "direction": "minimize"}
+
+    def start_notices(self, params: FlowParams) -> list[str]:
+        return [UNJAILED] if params.sandbox == "off" else []
 
     # ---- folding ---------------------------------------------------------------------------
 
