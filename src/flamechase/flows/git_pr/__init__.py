@@ -82,7 +82,8 @@ class GitPr(Flow[GitState]):
         params = GitPrParams.model_validate(run.params.model_dump())
         book = LaneBook.open(run.run_id, run.lanes, holds=True, shares_reports=True)
         return GitState(params=params, allowed=allowed_globs(params, run.objective),
-                        source=run.source, book=book)
+                        task_allowed=tuple(task_paths(run.objective)), source=run.source,
+                        book=book)
 
     def evolve(self, state: GitState, event: ev.Event) -> GitState:
         book, owed = state.book.evolve(event)
@@ -92,14 +93,17 @@ class GitPr(Flow[GitState]):
             return state.model_copy(update={"places": {**state.places,
                                                        event.place: event.path}})
         if isinstance(event, ev.RunResumed) and event.params:
+            # The params in force now (the stored ones, with what this command line gave).
             params = GitPrParams.model_validate(event.params)
-            allowed = tuple(params.allowed_paths) or state.allowed
-            return state.model_copy(update={"params": params, "allowed": allowed})
+            task = state.allowed if state.task_allowed is None else state.task_allowed
+            return state.model_copy(update={"params": params,
+                                            "allowed": tuple(params.allowed_paths) or task})
         if isinstance(event, ev.ObjectiveRevised):
-            allowed = tuple(state.params.allowed_paths) or tuple(task_paths(event.objective))
+            task = tuple(task_paths(event.objective))
             return state.model_copy(update={"planning": Planning(revision=state.revision + 1),
                                             "fingerprint": event.task_fingerprint,
-                                            "allowed": allowed})
+                                            "task_allowed": task,
+                                            "allowed": tuple(state.params.allowed_paths) or task})
         if event.lane is None and event.actor == planning.PLANNER:
             return planning.fold(state, event)
         if isinstance(event, ev.TurnValid | ev.TurnFailed) and event.lane in state.book.lanes:
