@@ -4,6 +4,7 @@ directories of flow.yaml manifests and git repositories) pointing at git+file://
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -54,7 +55,8 @@ def test_list_shows_the_built_in_flows_with_their_versions(tmp_path: Path) -> No
     assert got["parallel_flame_chase"]["version"] == "2"
     assert got["flame_chase"]["from"] == "built-in"
     text = cli("flows", "list", cwd=tmp_path, check=True).stdout
-    assert "parallel_flame_chase  2  built-in" in text
+    # Columns are as wide as the longest name (parallel_flame_chase:git_pr and others).
+    assert re.search(r"^parallel_flame_chase +2 +built-in ", text, re.MULTILINE), text
 
 
 def test_install_pins_the_recorded_commit_and_the_flow_runs(indexed) -> None:
