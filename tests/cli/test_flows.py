@@ -4,6 +4,7 @@ directories of flow.yaml manifests and git repositories) pointing at git+file://
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -54,7 +55,8 @@ def test_list_shows_the_built_in_flows_with_their_versions(tmp_path: Path) -> No
     assert got["parallel_flame_chase"]["version"] == "2"
     assert got["flame_chase"]["from"] == "built-in"
     text = cli("flows", "list", cwd=tmp_path, check=True).stdout
-    assert "parallel_flame_chase  2  built-in" in text
+    # Columns are as wide as the longest name (parallel_flame_chase:git_pr and others).
+    assert re.search(r"^parallel_flame_chase +2 +built-in ", text, re.MULTILINE), text
 
 
 def test_install_pins_the_recorded_commit_and_the_flow_runs(indexed) -> None:
@@ -192,3 +194,37 @@ def test_an_installed_flow_named_like_a_built_in_runs_instead_of_it(indexed) -> 
     back = cli("exec", "-f", "flame_chase", "-a", worker(tmp), "-p", "budget.turns=1",
                "do it", cwd=ws)
     assert "v2 ran" not in back.stderr  # the built-in again (it wants two roles)
+
+
+def test_a_json_index_lists_and_installs_through_the_environment_variable(indexed) -> None:
+    tmp, _yaml, first, second = indexed
+    verse = tmp / "verse"
+    verse.mkdir()
+    # A bare JSON list in index.json, found in its directory by FLAMECHASE_FLOW_INDEX.
+    (verse / "index.json").write_text(json.dumps(
+        [_entry(tmp / "repo", first), _entry(tmp / "repo", second, "1.1.0", "v2")]))
+    env = {"FLAMECHASE_FLOW_INDEX": str(verse)}
+    rows = json.loads(cli("flows", "list", "--json", cwd=tmp, env=env, check=True).stdout)
+    offered = [(r["version"], r["commit"], r["from"]) for r in rows if r["name"] == "once"]
+    assert offered == [("1.0.0", first, f"index: {verse}"), ("1.1.0", second, f"index: {verse}")]
+    shown = cli("flows", "show", "once", cwd=tmp, env=env, check=True).stdout
+    assert shown.splitlines()[:2] == ["once 1.1.0: a worker takes turns", f"index: {verse}"]
+    proc = cli("flows", "install", "once@1.0.0", cwd=tmp, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert f"installed once 1.0.0 from file://{tmp}/repo@{first}#once" in proc.stdout
+    rows = json.loads(cli("flows", "list", "--json", cwd=tmp, check=True).stdout)
+    [row] = [r for r in rows if r["name"] == "once"]  # no index now: the installed one
+    assert (row["version"], row["commit"]) == ("1.0.0", first)
+    ws = tmp / "ws"
+    ws.mkdir()
+    run = cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=2,rest_seconds=0.05",
+              "do it", cwd=ws)
+    assert run.returncode == 0, run.stderr
+    assert "v1 ran" in run.stderr
+
+
+def test_a_json_index_entry_missing_its_commit_is_refused_in_one_line(tmp_path: Path) -> None:
+    index = tmp_path / "index.json"
+    index.write_text(json.dumps({"flows": [{"name": "once", "version": "1", "repo": "x/y"}]}))
+    _refused(cli("flows", "install", "once", "--index", str(index), cwd=tmp_path),
+             f"index {index}: entry 1: commit: Field required")

@@ -122,6 +122,7 @@ def prepare(req: RunRequest) -> Prepared:
     # Every role's agents run jailed to their own place (or, said explicitly, unconfined).
     choice = jails.choose(params.sandbox, jails.probe())
     notices += [*choice.notices[:-1], f"every agent and measurement: {choice.notices[-1]}"]
+    notices += flow.start_notices(params)
     return Prepared(
         flow=flow, params=params, jail_mode=choice.mode, budget=budget, agents=agents,
         backends=backends, objective=found.objective, task_fingerprint=found.fingerprint,

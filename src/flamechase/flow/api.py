@@ -187,6 +187,12 @@ class Flow(abc.ABC, Generic[S]):
         """Params for a simulated run on the bundled sample (whose `evaluator` is given)."""
         return {}
 
+    def start_notices(self, params: FlowParams) -> list[str]:
+        """Lines said at the start of every session (after the engine's own, journaled as
+        notices): what these params mean for the run that a user would not guess, such as a
+        guarantee of the flow that they turn off."""
+        return []
+
     # ---- the decider (pure) -------------------------------------------------------------------
 
     @abc.abstractmethod

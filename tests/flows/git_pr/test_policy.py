@@ -248,3 +248,39 @@ def test_main_refusing_the_merge_rejects_the_pr(refused: str | None) -> None:
     assert d.state.pr(pr).status == "rejected"
     assert str(d.state.pr(pr).reason).startswith("main refused the merge: ")
     assert d.state.main == BASE and d.state.review is None
+
+
+def test_allowed_paths_restrict_prs_over_the_task_sentence_and_survive_a_resume() -> None:
+    d = Driver(objective="Speed it up. You MUST NOT modify any file except `solver.py`.",
+               allowed_paths=["src/**", "bench.py"])
+    assert d.state.allowed == ("src/**", "bench.py")  # the param, not the task's solver.py
+    d.set_up(main_score=50)
+
+    def attempt(n: int, disallowed: list[str]) -> str:
+        branch = f"lane-1/x{n}"
+        d.turn("lane-1", [{"op": "open", "branch": branch, "title": "t"},
+                          {"op": "ready", "branch": branch}])
+        d.push("lane-1", {f"refs/heads/{branch}": sha(n)})
+        checkout = d.job("checkout/")
+        allows = [checkout.argv[i + 1] for i, a in enumerate(checkout.argv) if a == "--allow"]
+        assert allows == list(d.state.allowed)
+        d.ran("checkout/", {"commit": sha(n), "tree": "t" * 40, "base": BASE, "descends": True,
+                            "changed": 1, "disallowed": disallowed})
+        return next(p.id for p in d.state.prs.values() if p.branch == branch)
+
+    pr = attempt(1, ["solver.py"])
+    assert d.state.pr(pr).status == "rejected"
+    assert d.state.pr(pr).reason == ("it changes paths the task does not allow: solver.py "
+                                     "(allowed: src/**, bench.py)")
+    # A resume (its params are the stored ones) keeps them; so does a revised task.
+    d.feed(ev.RunResumed(session=2, params=d.state.params.model_dump(mode="json")))
+    d.feed(ev.ObjectiveRevised(task_fingerprint="f2", objective="You MUST only modify `x.py`."))
+    assert d.state.allowed == ("src/**", "bench.py")
+    pr = attempt(2, [])
+    assert d.state.pr(pr).status == "evaluating"
+    d.measured("measure/", 30)
+    assert d.state.pr(pr).status == "reviewing"
+    # Cleared on a later resume, the (revised) task's sentence restricts paths again.
+    cleared = {**d.state.params.model_dump(mode="json"), "allowed_paths": []}
+    d.feed(ev.RunResumed(session=3, params=cleared))
+    assert d.state.params.allowed_paths == [] and d.state.allowed == ("x.py",)

@@ -33,6 +33,11 @@ from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_path
 __all__ = ["FLOW", "GitPr"]
 
 PR_SHOWN = 200  # PRs `status --json` lists (the newest)
+# What the PR protocol rests on is the jail: said at every start that turns it off.
+UNJAILED = ("parallel_flame_chase:git_pr with sandbox=off: lanes and their evaluations run "
+            "unconfined, so nothing stops them from writing the central repository past its "
+            "hook or the run's store (forging receipts, PR states and merges); its "
+            "guarantees hold only with a jail")
 
 
 class GitPr(Flow[GitState]):
@@ -68,13 +73,17 @@ class GitPr(Flow[GitState]):
         return {"evaluator": evaluator, "metric_pattern": r"STEPS: (\d+)", "metric": "steps",
                 "direction": "minimize"}
 
+    def start_notices(self, params: FlowParams) -> list[str]:
+        return [UNJAILED] if params.sandbox == "off" else []
+
     # ---- folding ---------------------------------------------------------------------------
 
     def start(self, run: RunSetup) -> GitState:
         params = GitPrParams.model_validate(run.params.model_dump())
         book = LaneBook.open(run.run_id, run.lanes, holds=True, shares_reports=True)
         return GitState(params=params, allowed=allowed_globs(params, run.objective),
-                        source=run.source, book=book)
+                        task_allowed=tuple(task_paths(run.objective)), source=run.source,
+                        book=book)
 
     def evolve(self, state: GitState, event: ev.Event) -> GitState:
         book, owed = state.book.evolve(event)
@@ -84,14 +93,17 @@ class GitPr(Flow[GitState]):
             return state.model_copy(update={"places": {**state.places,
                                                        event.place: event.path}})
         if isinstance(event, ev.RunResumed) and event.params:
+            # The params in force now (the stored ones, with what this command line gave).
             params = GitPrParams.model_validate(event.params)
-            allowed = tuple(params.allowed_paths) or state.allowed
-            return state.model_copy(update={"params": params, "allowed": allowed})
+            task = state.allowed if state.task_allowed is None else state.task_allowed
+            return state.model_copy(update={"params": params,
+                                            "allowed": tuple(params.allowed_paths) or task})
         if isinstance(event, ev.ObjectiveRevised):
-            allowed = tuple(state.params.allowed_paths) or tuple(task_paths(event.objective))
+            task = tuple(task_paths(event.objective))
             return state.model_copy(update={"planning": Planning(revision=state.revision + 1),
                                             "fingerprint": event.task_fingerprint,
-                                            "allowed": allowed})
+                                            "task_allowed": task,
+                                            "allowed": tuple(state.params.allowed_paths) or task})
         if event.lane is None and event.actor == planning.PLANNER:
             return planning.fold(state, event)
         if isinstance(event, ev.TurnValid | ev.TurnFailed) and event.lane in state.book.lanes:

@@ -147,7 +147,10 @@ class Planning(Frozen):
 
 class GitState(Frozen):
     params: GitPrParams
-    allowed: tuple[str, ...] = ()
+    allowed: tuple[str, ...] = ()  # what PRs may change: the param, else the task's paths
+    # The task's paths alone, so a resume that clears the param falls back to them (None: a
+    # state stored before this was kept; `allowed` stands in).
+    task_allowed: tuple[str, ...] | None = None
     source: str = ""  # the user's tree
     book: LaneBook
     outbox: Outbox = Outbox()
