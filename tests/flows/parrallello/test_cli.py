@@ -184,3 +184,17 @@ def test_a_run_killed_mid_block_resumes_at_the_same_round(tmp_path: Path) -> Non
     assert (ws / "src" / "P" / "core.py").read_text() == "VALUE = 4\n"
     assert json.loads(cli("status", "--json", cwd=ws).stdout)["fronts"]["P"]["status"] == \
         "approved"
+
+
+def test_a_bad_plan_is_refused_in_one_clean_line_and_nothing_is_written(
+        tmp_path: Path, state_home: Path) -> None:
+    ws = repo(tmp_path, {"A": {}, "B": {"plan": {"owners": {"core": ["src/**"]}}}})
+    head = git(ws, "rev-parse", "HEAD")
+    proc = run(tmp_path, ws, {})
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "flamechase exec: error: param plan=PLAN.yaml: wave 1: A.core (src/A/**) and B.core "
+        "(src/**) both own src/A/a; give each file one writer"]
+    assert not (state_home / "runs").exists() or not any((state_home / "runs").iterdir())
+    assert git(ws, "rev-parse", "HEAD") == head and git(ws, "tag") == ""
+    assert git(ws, "status", "--porcelain") == ""
