@@ -30,7 +30,8 @@ class ParrallelloParams(CopyParams):
     paced_tickets: int = Field(default=4, ge=1, le=8,
                                description="tickets per round in a paced block")
     ceiling: int = Field(default=60, ge=5, le=1000,
-                         description="tool calls a builder may make in a round")
+                         description="tool calls a builder is told it may make in a round "
+                                     "(in its brief; not counted by the runtime)")
     paced_ceiling: int = Field(default=40, ge=5, le=1000,
                                description="the builders' ceiling in a paced block")
     stop_share: float = Field(
