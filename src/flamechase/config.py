@@ -303,7 +303,10 @@ def _describe(exc: ValidationError, raw: dict[str, object], model: type[FlowPara
         if compare is not None and compare[0] in err.get("ctx", {}):
             what = f"must be {compare[1]} {_num(err['ctx'][compare[0]])}"
         else:
-            what = _one_line(err["msg"]).replace("Input should be", "must be")
+            # A validator's own ValueError already says what is wrong, in words: pydantic's
+            # "Value error, " prefix only adds noise to the one line a user reads.
+            what = _one_line(err["msg"]).removeprefix("Value error, ").replace(
+                "Input should be", "must be")
         bounds = _bounds(model, name)
         parts.append(f"{subject}: {what}{f' ({bounds})' if bounds else ''}")
     return "; ".join(parts)

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from tests.helpers import FLAMECHASE, cli
@@ -100,3 +101,36 @@ def test_a_killed_holder_frees_the_lock_and_nested_runs_pass_through(tmp_path: P
     took = cli("lock", "run", "--who", "next", "--wait", "30", "--dir", str(lock), "--", "true",
                cwd=tmp_path)
     assert took.returncode == 0
+
+
+def test_an_acquired_lock_expires_after_its_max_and_the_next_waiter_gets_it(
+        tmp_path: Path) -> None:
+    lock = tmp_path / "lockdir"
+    lock.mkdir()
+    held = cli("lock", "acquire", "--who", "forgetful", "--max", "1", "--dir", str(lock),
+               cwd=tmp_path)
+    assert held.returncode == 0, held.stderr
+    holder = int(held.stdout.rsplit("pid ", 1)[1].rstrip(")\n"))
+    marker = tmp_path / "ran"
+    # Nobody releases: the waiter gets the lock only because the hold expires.
+    took = cli("lock", "run", "--who", "next", "--wait", "30", "--dir", str(lock), "--",
+               "touch", str(marker), cwd=tmp_path)
+    assert took.returncode == 0, took.stderr
+    assert marker.exists()
+    st = json.loads(cli("lock", "status", "--json", "--dir", str(lock), cwd=tmp_path).stdout)
+    assert not st["held"] and st["holders"] == []
+    assert _gone(holder)  # the expired holder exited by itself
+    assert cli("lock", "release", "--dir", str(lock), cwd=tmp_path).returncode == 1
+
+
+def _gone(pid: int, within: float = 30.0) -> bool:
+    """Whether `pid` exits within a generous bound (it may be finishing its exit right now)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:  # an exited process nobody reaped yet (a zombie) is gone too
+            if "State:\tZ" in Path(f"/proc/{pid}/status").read_text():
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False

@@ -50,6 +50,7 @@ class Script:
     cost: float = 0.0
     hashes: Callable[[str, int], dict[str, str]] = lambda f, r: {f"gates/{f}.py": "h1"}
     fail_turn: Callable[[StartTurn], bool] = lambda c: False
+    handoff: Callable[[str, int, str], str] = lambda f, r, o: "did it"
 
 
 class Driver:
@@ -119,8 +120,9 @@ class Driver:
             return c.result.validate(self.script.verdict(brief["front"], brief["round"]))
         if c.role == "prep":
             return {"tickets": [], "handoff": "staged"}
-        return {"tickets": [{"id": t["id"], "status": "claimed_fixed"}
-                            for t in brief["tickets"]], "handoff": "did it"}
+        return c.result.validate({  # as the engine does: the result's own rules apply
+            "tickets": [{"id": t["id"], "status": "claimed_fixed"} for t in brief["tickets"]],
+            "handoff": self.script.handoff(brief["front"], brief["round"], brief["owner"])})
 
     def receipt(self, c: Run) -> dict[str, Any]:
         key = parse_key(c.key)

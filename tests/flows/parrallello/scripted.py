@@ -5,7 +5,8 @@ A repository has per front `src/<F>/core.py` (`VALUE = 1`) and a gate `gates/<F>
 passes when VALUE reaches the front's target; `mode` makes a gate misbehave in one of the ways
 the runtime must fail closed on. The builder (`exec:`) raises VALUE by one in its own file and
 can be told (a JSON config in $PLL_CONFIG, keyed by front) to also write outside its files,
-edit its gate, wait for other builders (to prove they run at once) or hang once. The critic
+edit its gate, wait for other builders (to prove they run at once), hang once, or leave a
+background job (`job`: its argv) running. The critic
 returns findings of a given severity and says whatever `approve` it is told.
 """
 
@@ -91,6 +92,11 @@ for target in conf.get("escape", []):
         escapes.append("WROTE " + target)
     except OSError as exc:
         escapes.append(f"refused {{exc.__class__.__name__}}")
+if conf.get("job"):  # a background job the builder leaves running when it finishes
+    import shlex, subprocess
+    started = subprocess.run([*shlex.split(brief["machine"]["job"]), "start", "--name",
+                              "orphan", "--", *conf["job"]], capture_output=True, text=True)
+    escapes.append(f"JOB {{started.returncode}} {{started.stdout.strip()}} {{started.stderr}}")
 json.dump({{"tickets": [{{"id": t["id"], "status": "claimed_fixed", "evidence": "raised VALUE"}}
                         for t in brief["tickets"]],
            "handoff": f"VALUE {{value}} -> {{value + 1}}\\n" + "\\n".join(escapes)}},

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.flows.parrallello.scripted import actors, git, repo
 from tests.helpers import cli, events, status
@@ -184,3 +187,52 @@ def test_a_run_killed_mid_block_resumes_at_the_same_round(tmp_path: Path) -> Non
     assert (ws / "src" / "P" / "core.py").read_text() == "VALUE = 4\n"
     assert json.loads(cli("status", "--json", cwd=ws).stdout)["fronts"]["P"]["status"] == \
         "approved"
+
+
+def test_a_bad_plan_is_refused_in_one_clean_line_and_nothing_is_written(
+        tmp_path: Path, state_home: Path) -> None:
+    ws = repo(tmp_path, {"A": {}, "B": {"plan": {"owners": {"core": ["src/**"]}}}})
+    head = git(ws, "rev-parse", "HEAD")
+    proc = run(tmp_path, ws, {})
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "flamechase exec: error: param plan=PLAN.yaml: wave 1: A.core (src/A/**) and B.core "
+        "(src/**) both own src/A/a; give each file one writer"]
+    assert not (state_home / "runs").exists() or not any((state_home / "runs").iterdir())
+    assert git(ws, "rev-parse", "HEAD") == head and git(ws, "tag") == ""
+    assert git(ws, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_a_job_a_builder_leaves_running_is_ended_at_the_rounds_end(
+        tmp_path: Path, state_home: Path, sandbox: str) -> None:
+    # A sleep no other process on this machine runs: its argv names this test's run alone.
+    seconds = f"300.{uuid.uuid4().int % 10**9:09d}"
+    ws = repo(tmp_path, {"P": {}}, blocks=1, rounds_per_block=1)
+    proc = run(tmp_path, ws, {"P": {"job": ["sleep", seconds]}}, f"sandbox={sandbox}")
+    assert proc.returncode == 0, proc.stderr
+    evs = events(ws)
+    note = next(e["payload"]["result"]["handoff"] for e in evs if e["kind"] == "turn_valid"
+                and e["lane"] == "P.core")
+    assert "JOB 0 orphan-1" in note  # the builder did leave a job behind
+    (jobs,) = state_home.glob("runs/*/lanes/P.core/jobs")
+    rows = json.loads(cli("job", "list", "--json", "--dir", str(jobs), cwd=ws).stdout)
+    assert [(r["id"], r["argv"]) for r in rows] == [("orphan-1", ["sleep", seconds])]
+    # Jailed, the job ended with its turn and the reap records it; unjailed, the reap ends it.
+    assert rows[0]["state"] == ("killed" if sandbox == "off" else "reaped"), rows
+    assert not _running(seconds)
+    ran = [e["payload"] for e in evs if e["kind"] == "ran"
+           and e["payload"]["key"] == "pll:P:reap:1:core"]
+    assert len(ran) == 1 and "orphan-1" in ran[0]["receipt"]["output"]
+
+
+def _running(marker: str) -> list[int]:
+    """Processes on this machine whose argv holds `marker`."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if marker.encode() in cmdline.read_bytes().split(b"\0"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found

@@ -255,3 +255,21 @@ def test_approved_fronts_land_in_the_source_one_at_a_time() -> None:
                         if isinstance(c, Run) and ":integrate:" in c.key])
     assert max(len(k) for k in landing) == 1  # never two git commits at once
     assert [e.front for e in d.of(ev.FrontIntegrated)] == ["P1", "P2"]
+
+
+def test_a_rounds_handoff_note_reaches_the_next_rounds_builder_and_critic_cut_to_15_lines(
+        ) -> None:
+    long_note = "\n".join(f"r1 line {i}" for i in range(1, 31))
+    d = Driver(plan(front(), blocks=1, rounds_per_block=2),
+               Script(gate=lambda f, r: {"T.a": False},
+                      handoff=lambda f, r, o: long_note if r == 1 else f"r{r} note of {o}")
+               ).run()
+    briefs = [c.note["brief"] for cs in d.commands for c in cs if isinstance(c, StartTurn)]
+    by_round = {(b["round"], b["role"]): b for b in briefs}
+    assert set(by_round) == {(1, "builder"), (1, "critic"), (2, "builder"), (2, "critic")}
+    cut = "\n".join(f"r1 line {i}" for i in range(1, 16))  # its first 15 lines
+    assert by_round[2, "builder"]["handoffs"] == {"core": cut}
+    assert by_round[2, "critic"]["earlier_handoffs"] == {"core": cut}
+    # The critic also reads this round's note; round 1 had no note before it.
+    assert by_round[2, "critic"]["builders"]["core"]["handoff"] == "r2 note of core"
+    assert by_round[1, "builder"]["handoffs"] == by_round[1, "critic"]["earlier_handoffs"] == {}

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from flamechase.flows.parrallello.verdict import BuilderResult, Finding, Verdict, judge
+from flamechase.flows.parrallello.verdict import BuilderResult, Finding, PrepResult, Verdict, judge
 
 
 def verdict(majors: int = 0, mediums: int = 0, minors: int = 0, *, approve: bool = True,
@@ -53,10 +53,13 @@ def test_the_runtimes_own_findings_count_and_no_verdict_never_approves() -> None
     assert not judge(None, True, missing="no verdict").approved
 
 
-def test_a_handoff_note_has_at_most_fifteen_lines() -> None:
-    BuilderResult.model_validate({"handoff": "\n".join(["x"] * 15)})
-    with pytest.raises(ValueError, match="16 lines"):
-        BuilderResult.model_validate({"handoff": "\n".join(["x"] * 16)})
+def test_a_handoff_note_is_cut_to_its_first_fifteen_lines_and_3000_characters() -> None:
+    note = "\n".join(f"line {i}" for i in range(1, 21))
+    kept = BuilderResult.model_validate({"handoff": note}).handoff
+    assert kept.splitlines() == [f"line {i}" for i in range(1, 16)]
+    assert len(PrepResult.model_validate({"handoff": "y" * 5000}).handoff) == 3000
+    with pytest.raises(ValueError):
+        BuilderResult.model_validate({"handoff": "  \n "})  # an empty note is still refused
 
 
 def test_a_verdict_carries_at_most_eight_tickets() -> None:

@@ -39,12 +39,19 @@ def _gate(spec: FrontSpec, who: str) -> dict[str, Any]:
                         '"target", "pass"}]} and SUMMARY n/m PASS; --only GLOB selects items'}
 
 
-def builder_brief(plan: PlanSpec, spec: FrontSpec, front: FrontState, rs: RoundState,
-                  owner: str) -> dict[str, Any]:
-    b = rs.builders[owner]
+def _earlier_notes(front: FrontState, rs: RoundState) -> dict[str, str]:
+    """The handoff notes the round before left (prep's, before round 1), by who wrote them.
+    `front.handoffs` changes only when a round closes, so during round N it holds N-1's."""
     notes = dict(front.handoffs)
     if rs.number == 1 and front.prep.result:
         notes["prep"] = str(front.prep.result.get("handoff", ""))
+    return notes
+
+
+def builder_brief(plan: PlanSpec, spec: FrontSpec, front: FrontState, rs: RoundState,
+                  owner: str) -> dict[str, Any]:
+    b = rs.builders[owner]
+    notes = _earlier_notes(front, rs)
     return {
         "role": "builder", "front": spec.id, "goal": spec.goal or spec.label,
         "round": rs.number, "block": rs.block, "round_in_block": rs.in_block,
@@ -81,7 +88,8 @@ def critic_brief(plan: PlanSpec, spec: FrontSpec, front: FrontState,
                      "summary": f"SUMMARY {gate.n}/{gate.m} {'PASS' if gate.passed else 'FAIL'}",
                      "passed": gate.passed, "fails_closed": gate.reason,
                      "detail": gate.detail, "failing": list(gate.failing)}},
-        "builders": builders, "open_tickets": [t.brief() for t in front.tickets],
+        "builders": builders, "earlier_handoffs": _earlier_notes(front, rs),
+        "open_tickets": [t.brief() for t in front.tickets],
         "history": [r.model_dump() for r in front.history[-3:]],
         "machine": rt.machine_commands(),
         "rules": [

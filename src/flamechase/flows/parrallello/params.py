@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from flamechase.flow import CopyParams
 from flamechase.flows.parrallello.plan import PlanSpec, load_plan
@@ -30,7 +30,8 @@ class ParrallelloParams(CopyParams):
     paced_tickets: int = Field(default=4, ge=1, le=8,
                                description="tickets per round in a paced block")
     ceiling: int = Field(default=60, ge=5, le=1000,
-                         description="tool calls a builder may make in a round")
+                         description="tool calls a builder is told it may make in a round "
+                                     "(in its brief; not counted by the runtime)")
     paced_ceiling: int = Field(default=40, ge=5, le=1000,
                                description="the builders' ceiling in a paced block")
     stop_share: float = Field(
@@ -39,12 +40,17 @@ class ParrallelloParams(CopyParams):
 
     _plan: PlanSpec | None = PrivateAttr(default=None)
 
+    @field_validator("plan")
+    @classmethod
+    def _readable(cls, value: str | None) -> str | None:
+        # Refused here, not in `_load`, so that the refusal names the param it is about
+        # (`param plan=PLAN.yaml: ...`); `_load` then reads the file this found valid.
+        return None if value is None else load_plan(value)[0]
+
     @model_validator(mode="after")
     def _load(self) -> ParrallelloParams:
         if self.plan is not None:
-            path, plan = load_plan(self.plan)
-            object.__setattr__(self, "plan", path)
-            self._plan = plan
+            self._plan = load_plan(self.plan)[1]
         return self
 
     @property

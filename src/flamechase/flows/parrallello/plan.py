@@ -177,24 +177,23 @@ def lane_names(plan: PlanSpec | None, slots: int) -> list[tuple[str, list[str]]]
 
 
 def load_plan(path: str) -> tuple[str, PlanSpec]:
-    """(absolute path, plan) of a plan file, or ValueError in one line."""
+    """(absolute path, plan) of a plan file, or ValueError in one line (which does not repeat
+    the path: the refusal's subject, `param plan=PATH`, names it)."""
     p = Path(path).expanduser()
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeError) as exc:
-        raise ValueError(f"cannot read plan {path}: {getattr(exc, 'strerror', None) or exc}"
-                         ) from None
+        raise ValueError(f"cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ValueError(f"plan {path} is not YAML or JSON: {str(exc).splitlines()[0]}"
-                         ) from None
+        raise ValueError(f"not YAML or JSON: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"plan {path} must be a mapping with `fronts`")
+        raise ValueError("a plan must be a mapping with `fronts`")
     try:
         plan = PlanSpec.model_validate(data)
     except ValueError as exc:
-        raise ValueError(f"plan {path}: {_first_error(exc)}") from None
+        raise ValueError(_first_error(exc)) from None
     return str(p.resolve()), plan
 
 

@@ -21,11 +21,17 @@ Severity = Literal["major", "medium", "minor"]
 HANDOFF_LINES = 15
 
 
-def _handoff(text: str) -> str:
-    lines = text.strip().splitlines()
-    if len(lines) > HANDOFF_LINES:
-        raise ValueError(f"the handoff note has {len(lines)} lines; at most {HANDOFF_LINES}")
-    return text.strip()
+HANDOFF_CHARS = 3000
+
+
+def _handoff(text: object) -> object:
+    """A handoff note cut to its limit (its first 15 lines, 3000 characters): the next round
+    never reads more, and a long note is not worth sending a finished builder back to repair
+    its result (its first lines, which the brief asks to be the important ones, are kept)."""
+    if not isinstance(text, str):
+        return text  # the field's own type check refuses it
+    lines = text.strip().splitlines()[:HANDOFF_LINES]
+    return "\n".join(lines)[:HANDOFF_CHARS].strip()
 
 
 class TicketIn(BaseModel):
@@ -102,11 +108,11 @@ class BuilderResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     tickets: tuple[Claim, ...] = Field(default=(), max_length=8)
-    handoff: str = Field(min_length=1, max_length=3000)
+    handoff: str = Field(min_length=1, max_length=HANDOFF_CHARS)
     files_touched: tuple[str, ...] = Field(default=(), max_length=500)
     quick_gate: str = Field(default="", max_length=300)
 
-    _note = field_validator("handoff")(_handoff)
+    _note = field_validator("handoff", mode="before")(_handoff)
 
 
 class PrepResult(BaseModel):
@@ -115,10 +121,10 @@ class PrepResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     tickets: tuple[TicketIn, ...] = Field(default=(), max_length=8)
-    handoff: str = Field(min_length=1, max_length=3000)
+    handoff: str = Field(min_length=1, max_length=HANDOFF_CHARS)
     baseline: str = Field(default="", max_length=300)
 
-    _note = field_validator("handoff")(_handoff)
+    _note = field_validator("handoff", mode="before")(_handoff)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
