@@ -205,12 +205,18 @@ def test_delivery_is_capped_at_12_records_per_source_per_turn(
                 c.wait(lambda _: c.started("lane-2", 14), timeout=90)
             if c.turn == 3:
                 c.save("release", "")
+                # lane-2's 15th turn starts only once its 14th is recorded (and published):
+                # so lane-1's 4th turn, which starts after this one, finds it in its inbox.
+                c.wait(lambda _: c.started("lane-2", 15), timeout=60)
             if c.turn == 4:
+                c.save("release-15", "")
                 return c.ok("blocked", "stop here")
             return None
         if c.lane == "lane-2":
             if c.turn == 14:
                 c.wait(lambda _: c.flag("release"), timeout=60)
+            if c.turn == 15:
+                c.wait(lambda _: c.flag("release-15"), timeout=60)
                 return c.ok("blocked", "stop here")
             return None
         return c.ok("blocked", "stop here")
@@ -218,10 +224,10 @@ def test_delivery_is_capped_at_12_records_per_source_per_turn(
     assert team.run(ws, "budget.duration=150s", timeout=180).returncode == 3
     published = [e["payload"]["report_id"] for e in of_kind(events(ws), "report_published")
                  if e["lane"] == "lane-2"]
-    assert len(published) == 14
+    assert len(published) == 15
     assert _ids(_turn(team, "lane-1", 2), "lane-2") == published[:12]
     assert _ids(_turn(team, "lane-1", 3), "lane-2") == published[12:13]
-    assert _ids(_turn(team, "lane-1", 4), "lane-2") == published[13:]
+    assert _ids(_turn(team, "lane-1", 4), "lane-2") == published[13:14]
     check_delivery(team, ws)
 
 

@@ -265,6 +265,7 @@ class SimSession(Session):
         self._asks = 0
         self._report: Any = None  # the correct report (or plan) once the work is done
         self._procs: set[procs.Proc] = set()
+        self._one_check = asyncio.Lock()
         self._cut = False
 
     # ---- the Session interface ----
@@ -649,6 +650,12 @@ class SimSession(Session):
         """One check of the tree (its tests, its bench): the tree's own code, so it runs as an
         agent's process does, through `procs` (recorded with the engine before it runs, so a
         crash's sweep finds it) and in the turn's jail."""
+        # One check at a time: the checks share the turn's process token, and ending one
+        # (Proc.kill) ends every process carrying it, a concurrent check included.
+        async with self._one_check:
+            return await self._run_one(args, cwd)
+
+    async def _run_one(self, args: Sequence[str], cwd: Path) -> _Check:
         if self._cut:
             raise _CutError
         # -S: the sample is stdlib-only, and skipping site start-up halves each check's time;
