@@ -6,6 +6,7 @@ are imported inside commands so `flamechase --help` stays fast.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 
@@ -24,7 +25,48 @@ Exit codes:
 """
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+# Each command's module, imported only when that command runs (or help lists them all): a
+# CLI call pays for its own imports only. `flamechase pr`, `job` and `lock` run inside agents'
+# turns, and tests call `status` and `events` thousands of times.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "exec": ("exec_cmd", "command"),
+    "run": ("run_cmd", "command"),
+    "runs": ("runs", "runs_command"),
+    "status": ("runs", "status_command"),
+    "events": ("runs", "events_command"),
+    "artifacts": ("artifacts", "command"),
+    "flows": ("flows", "group"),
+    "profile": ("profile", "group"),
+    "pr": ("pr", "command"),
+    "job": ("job", "command"),
+    "lock": ("lock", "command"),
+    "agents": ("agents", "command"),
+    "accounts": ("accounts", "command"),
+    "show": ("views", "show_command"),
+    "simulate": ("views", "simulate_command"),
+    "demo": ("views", "demo_command"),
+    "serve": ("views", "serve_command"),
+    "trace": ("views", "trace_command"),
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attr = COMMANDS[cmd_name]
+            try:
+                found = getattr(importlib.import_module(f"flamechase.cli.{module}"), attr)
+            except ImportError:  # an optional extra's command (its library is missing)
+                return None
+            self.add_command(found, cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                               "max_content_width": 100},
              epilog=EXIT_CODES_HELP)
 @click.version_option(__version__, prog_name="flamechase")
 def cli() -> None:
@@ -32,31 +74,10 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from flamechase.cli import artifacts, exec_cmd, flows, job, lock, pr, profile, run_cmd, runs
-
-    cli.add_command(exec_cmd.command)
-    cli.add_command(flows.group)
-    cli.add_command(pr.command)
-    cli.add_command(profile.group)
-    cli.add_command(run_cmd.command)
-    cli.add_command(runs.runs_command)
-    cli.add_command(runs.status_command)
-    cli.add_command(runs.events_command)
-    cli.add_command(artifacts.command)
-    cli.add_command(job.command)
-    cli.add_command(lock.command)
-    for optional in ("flamechase.cli.agents", "flamechase.cli.accounts", "flamechase.cli.views"):
-        try:
-            module = __import__(optional, fromlist=["command"])
-        except ImportError:
-            continue
-        for name in ("command", "commands"):
-            cmd = getattr(module, name, None)
-            if isinstance(cmd, click.Command):
-                cli.add_command(cmd)
-            elif isinstance(cmd, list):
-                for c in cmd:
-                    cli.add_command(c)
+    """Every command loaded now (for tests and docs that walk them all)."""
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        cli.get_command(ctx, name)
 
 
 def _prompt_here() -> bool:
@@ -73,7 +94,6 @@ def _error(prog: str, message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `flamechase` console script."""
-    _register()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if debug:
