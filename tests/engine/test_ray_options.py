@@ -3,6 +3,7 @@ is written (exit 2, one line)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 from pathlib import Path
@@ -71,4 +72,17 @@ def test_exec_refuses_a_cluster_that_does_not_answer(source_tree: Path,
               cwd=source_tree, env={"RAY_USAGE_STATS_ENABLED": "0"})
     assert out.returncode == 2, out.stderr
     assert f"nothing answers at 127.0.0.1:{port}" in out.stderr
+    assert not (Path(os.environ["FLAMECHASE_HOME"]) / "runs").exists()
+
+
+def test_exec_without_ray_installed_says_how_to_get_it(source_tree: Path,
+                                                       tmp_path: Path) -> None:
+    if importlib.util.find_spec("ray") is not None:
+        pytest.skip("Ray is installed here: the refusal cannot happen")
+    a = actor(tmp_path, "a.sh", REPORT_OK)
+    out = cli("exec", "-f", "flame_chase", "--executor", "ray", "-a", f"exec:{a}",
+              "-a", f"exec:{a}", "-p", "budget.turns=2", "x", cwd=source_tree)
+    assert out.returncode == 2, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert "pip install 'flamechase[ray]'" in line
     assert not (Path(os.environ["FLAMECHASE_HOME"]) / "runs").exists()
