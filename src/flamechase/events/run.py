@@ -1,0 +1,237 @@
+"""The run: created, resumed, running, stopping, ended; budgets and notices."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from flamechase.events.base import Event, register
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunCreated(Event):
+    kind: ClassVar[str] = "run_created"
+    flow: str = ""
+    flow_source: str = ""
+    flow_hash: str = ""
+    workspace: str = ""
+    objective: str = ""
+    lanes: list[str] = dataclasses.field(default_factory=list)
+    agents: dict[str, str] = dataclasses.field(default_factory=dict)
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+    budget_from: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"run of {self.flow} created on {self.workspace}; {budget_words(self.budget)}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunResumed(Event):
+    kind: ClassVar[str] = "run_resumed"
+    session: int = 0
+    agents: dict[str, str] = dataclasses.field(default_factory=dict)
+    changed_agents: dict[str, list[str | None]] = dataclasses.field(default_factory=dict)
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    revised: bool = False
+    budget_from: dict[str, str] = dataclasses.field(default_factory=dict)
+    spent: dict[str, Any] = dataclasses.field(default_factory=dict)  # budget report at resume
+
+    def describe(self) -> str:
+        return (f"run resumed (session {self.session}); "
+                f"{budget_words(self.budget, self.budget_from, self.spent)}")
+
+
+def budget_words(budget: Mapping[str, Any], origin: Mapping[str, str] | None = None,
+                 spent: Mapping[str, Any] | None = None) -> str:
+    """Every bound in force, where it came from and what is spent of it, in one line."""
+    parts = []
+    for key in ("duration", "cost", "turns", "output_tokens"):
+        limit = budget.get(key)
+        if limit is None:
+            continue
+        used = (spent or {}).get(key, {}).get("used") if spent else None
+        text = f"{key} {_amount(key, limit)}"
+        if origin and key in origin:
+            text += f" ({origin[key]}"
+            text += f", {_amount(key, used)} spent)" if used is not None else ")"
+        parts.append(text)
+    if not parts:
+        return "no budget: runs until stopped"
+    return "budget " + ", ".join(parts)
+
+
+def _amount(key: str, value: Any) -> str:
+    if not isinstance(value, int | float):
+        return str(value)
+    if key == "duration":
+        return human_seconds(float(value))
+    if key == "cost":
+        return f"${value:.2f}"
+    return f"{int(value):,}"
+
+
+def human_seconds(seconds: float) -> str:
+    """A duration as people write it: 45s, 3m05s, 1h02m, 2d03h."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s // 60) % 60:02d}m"
+    return f"{s // 86400}d{(s // 3600) % 24:02d}h"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Notice(Event):
+    kind: ClassVar[str] = "notice"
+    message: str = ""
+
+    def describe(self) -> str:
+        return self.message
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ObjectiveRevised(Event):
+    """TASK.md changed between sessions; the run goes on toward the new text."""
+
+    kind: ClassVar[str] = "objective_revised"
+    task_fingerprint: str = ""
+    objective: str = ""
+
+    def describe(self) -> str:
+        return "the objective was revised (TASK.md changed)"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PlaceMade(Event):
+    """A place to work in exists: a private snapshot, a planning copy, a clone."""
+
+    kind: ClassVar[str] = "place_made"
+    place: str = ""
+    path: str = ""
+    how: str = "snapshot"
+    # An overlay's differences from its base (paths relative to the place).
+    changed: list[str] = dataclasses.field(default_factory=list)
+    deleted: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        text = f"{self.how} {self.place} made at {self.path}"
+        if self.how == "overlay":
+            text += f" ({len(self.changed)} changed, {len(self.deleted)} deleted)"
+        return text
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PlaceDropped(Event):
+    kind: ClassVar[str] = "place_dropped"
+    place: str = ""
+
+    def describe(self) -> str:
+        return f"{self.place} removed"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Frozen(Event):
+    """Files of a place hashed and copied into the blob store (`Freeze`)."""
+
+    kind: ClassVar[str] = "frozen"
+    key: str = ""
+    place: str = ""
+    files: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> sha256
+    error: str | None = None
+
+    def describe(self) -> str:
+        if self.error:
+            return f"freezing {self.key} failed: {self.error}"
+        return f"froze {self.key}: {', '.join(sorted(self.files)) or 'no files'}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunRunning(Event):
+    kind: ClassVar[str] = "run_running"
+    lanes: list[str] = dataclasses.field(default_factory=list)
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Stopping(Event):
+    """The user asked the run to stop: turns under way finish (or, `cut`, are cut now)."""
+
+    kind: ClassVar[str] = "stopping"
+    cut: bool = False
+    under_way: int = 0
+
+    def describe(self) -> str:
+        n = self.under_way
+        turns = f"{n} turn{'s' if n != 1 else ''} under way"
+        if self.cut:
+            return f"stopping now: cutting {turns}"
+        if not n:
+            return "stopping: nothing is under way"
+        return f"stopping: {turns} will finish and be recorded; Ctrl-C again to cut them"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetSpent(Event):
+    kind: ClassVar[str] = "budget_spent"
+    key: str = ""
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"budget {self.key} spent; no new turns"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunEnded(Event):
+    """The last event of an engine session (each kind names how it ended)."""
+
+    message: str = ""
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+    valid_turns: int | None = None
+
+    @property
+    def status(self) -> str:
+        return self.kind.removeprefix("run_")
+
+    def describe(self) -> str:
+        return f"run {self.status}: {self.message}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunFinished(RunEnded):
+    kind: ClassVar[str] = "run_finished"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunStopped(RunEnded):
+    kind: ClassVar[str] = "run_stopped"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunFailed(RunEnded):
+    kind: ClassVar[str] = "run_failed"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunHeld(RunEnded):
+    kind: ClassVar[str] = "run_held"
+
+
+END_KINDS: frozenset[str] = frozenset(
+    c.kind for c in (RunFinished, RunStopped, RunFailed, RunHeld))

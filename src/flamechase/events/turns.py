@@ -1,0 +1,119 @@
+"""Turns: started, valid, failed, interrupted."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from flamechase.events.base import Event, register
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStarted(Event):
+    """A turn of `actor` (its role) in `lane` (None: a turn outside lanes, e.g. planning)."""
+
+    kind: ClassVar[str] = "turn_started"
+    turn: int = 0
+    attempt: int = 1
+    backend: str = ""
+    place: str = ""
+    delivered: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        text = f"turn {self.turn} starts ({self.backend})"
+        if self.delivered:
+            text += f" · with {len(self.delivered)} report(s) in its inbox"
+        return text
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TurnEnded(Event):
+    """How a turn ended; each subclass is one outcome. Spend is per turn, never a total."""
+
+    turn: int = 0
+    attempt: int = 1
+    duration: float = 0.0
+    cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    transcript: str | None = None
+    repairs: int = 0
+    exit_code: int | None = None
+    counted: bool = True  # counts toward budget.turns (planning sessions do not)
+    # What the agent asked the runtime for ($FLAMECHASE_REQUESTS), and lines refused.
+    requests: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    requests_refused: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return {"lane_paused": "limited"}.get(self.kind, self.kind.removeprefix("turn_"))
+
+    def payload(self) -> dict[str, Any]:
+        # The outcome in one word as well as in the kind (readers of the JSON lines use it).
+        return {**Event.payload(self), "status": self.status}
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TurnValid(TurnEnded):
+    """The turn's result validated. `result` is the validated JSON object."""
+
+    kind: ClassVar[str] = "turn_valid"
+    result: dict[str, Any] = dataclasses.field(default_factory=dict)
+    report_status: str | None = None
+    summary: str = ""
+    artifacts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    acknowledged: dict[str, int] = dataclasses.field(default_factory=dict)
+    recovered_from_checkpoint: bool = False
+    report_id: str | None = None  # set by flamechase 0.1, which published with the turn
+
+    def describe(self) -> str:
+        text = f"turn {self.turn} {self.report_status or 'valid'}"
+        if self.summary:
+            text += f": {self.summary[:120]}"
+        if self.cost_usd:
+            text += f" · ${self.cost_usd:.4f}"
+        return text + f" · {self.duration:.1f}s"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TurnFailed(TurnEnded):
+    kind: ClassVar[str] = "turn_failed"
+    error: str = ""
+    report_id: str | None = None  # set by flamechase 0.1, which published with the turn
+
+    def describe(self) -> str:
+        return f"turn {self.turn} FAILED: {self.error[:160]}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TurnInterrupted(TurnEnded):
+    """Cut by a stop or a crash: the same role takes the same turn again."""
+
+    kind: ClassVar[str] = "turn_interrupted"
+    reason: str = ""
+    counted: bool = False
+    # Recorded by a resumed engine for a turn a dead one left under way.
+    recovered: bool = False
+
+    def describe(self) -> str:
+        return f"turn {self.turn} cut: {self.reason}"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LanePaused(TurnEnded):
+    """A usage window closed: the lane waits until `until`, then retakes the turn."""
+
+    kind: ClassVar[str] = "lane_paused"
+    until: str | None = None
+    reason: str = ""
+    counted: bool = False
+
+    def describe(self) -> str:
+        return f"paused until {self.until}: {self.reason}"
