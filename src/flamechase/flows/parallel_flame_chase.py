@@ -12,16 +12,14 @@ and next actor, undelivered reports, the leaderboard, submissions still to be me
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from flamechase import events as ev
 from flamechase.flow import (
     Command,
-    CopyParams,
     Emit,
     FinishRun,
     Flow,
@@ -38,6 +36,7 @@ from flamechase.flow import (
 )
 from flamechase.flow.lanes import LaneBook, report_id
 from flamechase.flows import candidates, pfc_measure, pfc_prompts
+from flamechase.flows.lane_params import MeasuredLaneParams
 from flamechase.flows.plans import PlanResult
 
 PLANNER = "coordinator"
@@ -46,31 +45,14 @@ GO_ON = ("to go on, change TASK.md and run the same command with the task `conti
          "coordinator re-plans and the held lanes are released")
 
 
-class ParallelParams(CopyParams):
-    lanes: int = Field(default=3, ge=1, le=8, description="number of lanes")
+class ParallelParams(MeasuredLaneParams):
     evaluator: str | None = Field(
         default=None, min_length=1, max_length=1000,
         description="shell command the runtime runs to measure a submission")
-    metric_pattern: str = Field(
-        default=r"SCORE:\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)",
-        description="regex with one group: the value in the evaluator's output")
-    metric: str = Field(default="score", min_length=1, max_length=200)
-    direction: Literal["minimize", "maximize"] = "minimize"
-    evaluator_timeout: float = Field(default=600.0, gt=0, le=86400)
     evaluator_files: list[str] = Field(
         default_factory=list, max_length=100,
         description="globs of files the evaluator uses besides those its command names; "
                     "frozen at the start, a submission that changes them is not measured")
-
-    @model_validator(mode="after")
-    def _pattern_compiles(self) -> ParallelParams:
-        try:
-            compiled = re.compile(self.metric_pattern)
-        except re.error as exc:
-            raise ValueError(f"metric_pattern does not compile: {exc}") from None
-        if compiled.groups != 1:
-            raise ValueError("metric_pattern must have exactly one group")
-        return self
 
 
 class Planning(BaseModel):

@@ -3,29 +3,21 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from flamechase.flow import CopyParams
+from flamechase.flows.lane_params import MeasuredLaneParams
 
 NEEDS_EVALUATOR = ("parallel_flame_chase:git_pr needs -p evaluator='COMMAND': the runtime "
                    "runs it on main and on every candidate to decide what is merged")
 
 
-class GitPrParams(CopyParams):
-    lanes: int = Field(default=3, ge=1, le=8, description="number of lanes")
+class GitPrParams(MeasuredLaneParams):
     evaluator: str = Field(
         default="", max_length=1000, validate_default=True,
         description="shell command the runtime runs in a clean checkout of each candidate "
                     "(and of main at the start); required")
-    metric_pattern: str = Field(
-        default=r"SCORE:\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)",
-        description="regex with one group: the value in the evaluator's output")
-    metric: str = Field(default="score", min_length=1, max_length=200)
-    direction: Literal["minimize", "maximize"] = "minimize"
-    evaluator_timeout: float = Field(default=600.0, gt=0, le=86400)
     allowed_paths: list[str] = Field(
         default_factory=list, max_length=200,
         description="globs of the paths PRs may change (JSON list); empty: any path but "
@@ -39,13 +31,7 @@ class GitPrParams(CopyParams):
         return value
 
     @model_validator(mode="after")
-    def _pattern_compiles(self) -> GitPrParams:
-        try:
-            compiled = re.compile(self.metric_pattern)
-        except re.error as exc:
-            raise ValueError(f"metric_pattern does not compile: {exc}") from None
-        if compiled.groups != 1:
-            raise ValueError("metric_pattern must have exactly one group")
+    def _paths_relative(self) -> GitPrParams:
         bad = [p for p in self.allowed_paths if not _relative(p)]
         if bad:
             raise ValueError(f"allowed_paths must be relative paths or globs, not {bad[0]!r}")
