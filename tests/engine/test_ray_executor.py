@@ -271,3 +271,57 @@ def test_a_lane_no_node_can_take_fails_its_turns_and_the_run_goes_on(
                           for f in failed)
     assert any(e["kind"] == "turn_valid" and e["lane"] == "lane-1"
                for e in events(source_tree))
+
+
+TREE_LANE = """\
+echo "$FLAMECHASE_ROLE turn $FLAMECHASE_TURN" >> notes.txt
+python3 - <<'PY'
+import json, os
+try:
+    open("{source}/escape", "w").write("x")
+    escaped = True
+except OSError:
+    escaped = False
+facts = {{"ws": os.environ["FLAMECHASE_WORKSPACE"], "escaped": escaped,
+          "git": os.path.isdir(".git")}}
+json.dump({{"status": "progress", "summary": json.dumps(facts)}},
+          open(os.environ["FLAMECHASE_REPORT"], "w"))
+PY
+"""
+
+
+def test_lane_one_runs_on_a_node_and_its_turns_come_back_as_commits(
+        cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path) -> None:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(source_tree), "-c", "user.name=u",
+                               "-c", "user.email=u@x", *args], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-qm", "the user's work")
+    head_commit = git("rev-parse", "HEAD")
+    lane = actor(tmp_path, "lane.sh", TREE_LANE.format(source=source_tree))
+    out = cli("exec", "-f", "flame_chase", "--executor", f"ray={cluster.address}",
+              "-a", f"exec:{lane}", "-a", f"exec:{lane}",
+              "-p", "budget.turns=3,rest_seconds=0.05,lane_resources.cpus=0,"
+                    "lane_resources.lane_slot=1,ray.lane_1=node", "do it",
+              cwd=source_tree, env=ray_cluster.env(), timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "lane 1 in a git copy of your tree there" in out.stdout + out.stderr
+    valid = [e for e in events(source_tree) if e["kind"] == "turn_valid"]
+    assert len(valid) == 3
+    facts = [_facts(e) for e in valid]
+    # Every turn ran on a worker node, in a git work tree there, jailed.
+    assert {_node_of(f["ws"], cluster) for f in facts} <= {"node-b", "node-c"}
+    assert all(f["git"] and f["escaped"] is False for f in facts)
+    assert not (source_tree / "escape").exists()
+    # Each turn landed in the user's tree, and as one commit on the lane's chain.
+    assert (source_tree / "notes.txt").read_text() == (
+        "first_chaser turn 1\nsecond_chaser turn 2\nfirst_chaser turn 3\n")
+    run_id = json.loads(cli("status", "--json", cwd=source_tree, check=True).stdout)["id"]
+    chain = git("log", "--format=%s", f"refs/flamechase/{run_id}/lane-1").splitlines()
+    assert [c.split(" on node")[0] for c in chain[:3]] == [
+        "lane-1 turn 3 (first_chaser)", "lane-1 turn 2 (second_chaser)",
+        "lane-1 turn 1 (first_chaser)"]
+    assert git("rev-parse", "HEAD") == head_commit

@@ -36,11 +36,30 @@ def test_lane_resources_become_ray_options() -> None:
     ("ray", {"lane_resources.cpus": "lots"}, ParamError, "expected a number"),
     ("ray", {"lane_resources.memory": "4 parsecs"}, ParamError, "expected a size"),
     ("ray", {"lane_resources.a b": "1"}, ParamError, "not a resource name"),
+    ("ray", {"ray.lane_1": "moon"}, ParamError, "expected head .* or node"),
+    ("local", {"ray.lane_1": "node"}, ParamError, "a setting of the Ray executor"),
 ])
 def test_bad_executor_settings_are_refused(text: str, settings: dict[str, object],
                                            error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         options.choose(text, settings)
+
+
+def test_lane_one_stays_here_unless_asked_for_on_a_node() -> None:
+    assert not options.choose("ray", {}).lane_1_on_node
+    assert options.choose("ray", options.take_settings({"ray.lane_1": "node"})).lane_1_on_node
+    assert not options.choose("ray", {"ray.lane_1": "head"}).lane_1_on_node
+
+
+def test_exec_refuses_lane_one_on_a_node_outside_a_git_repository(source_tree: Path,
+                                                                  tmp_path: Path) -> None:
+    a = actor(tmp_path, "a.sh", REPORT_OK)
+    out = cli("exec", "-f", "flame_chase", "--executor", "ray", "-a", f"exec:{a}",
+              "-a", f"exec:{a}", "-p", "budget.turns=2,ray.lane_1=node", "x", cwd=source_tree)
+    assert out.returncode == 2, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert "ray.lane_1=node" in line and "is not a git repository" in line
+    assert not (Path(os.environ["FLAMECHASE_HOME"]) / "runs").exists()
 
 
 def test_a_single_lane_resources_value_says_how_to_write_it() -> None:

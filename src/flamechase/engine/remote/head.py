@@ -17,14 +17,14 @@ from typing import Any
 
 from flamechase.engine.clock import iso
 from flamechase.engine.executor import ShippedFile, TurnJob, TurnResult
-from flamechase.engine.remote import shipping
+from flamechase.engine.remote import gitsync, shipping
 from flamechase.engine.remote.node import IO_FILE_LIMIT, TurnOutcome
 from flamechase.jail.spec import contains
 from flamechase.store.blobs import ARTIFACT_FILE_LIMIT
 
 GUARD_SLACK = 300.0  # beyond a turn's own timeouts, before its host is given up on
 # What can go wrong landing a delta: the head's copy then no longer follows the node's.
-LANDING_ERRORS = (OSError, ValueError, EOFError, tarfile.TarError)
+LANDING_ERRORS = (OSError, ValueError, EOFError, tarfile.TarError)  # GitSyncError is one
 
 
 def is_remote(job: TurnJob) -> bool:
@@ -32,6 +32,52 @@ def is_remote(job: TurnJob) -> bool:
     (the user's tree) and turns outside lanes stay."""
     r = job.request
     return bool(r.lane) and r.workspace != r.run_dir and contains(r.run_dir, r.workspace)
+
+
+def in_tree(job: TurnJob, tree: Path | None) -> bool:
+    """A lane turn in the user's tree, when that lane runs on a node (`ray.lane_1=node`)."""
+    r = job.request
+    return tree is not None and bool(r.lane) and r.workspace == tree
+
+
+@dataclasses.dataclass(slots=True)
+class TreeLane:
+    """The head's side of the lane in the user's tree on a node: its link to the tree, and
+    the commit its node's copy holds (None: no copy there yet, or it is to be made anew)."""
+
+    link: gitsync.TreeLink
+    synced: str | None = None
+
+    def sync(self, job: TurnJob) -> gitsync.Sync:
+        """The user's tree as the node needs it before the turn (the whole history when the
+        copy is to be made; then a commit, or nothing)."""
+        r = job.request
+        return self.link.sync(self.synced, f"your tree as {r.lane}'s turn {r.turn} began")
+
+    def land(self, job: TurnJob, outcome: TurnOutcome, sync: gitsync.Sync) -> TurnResult:
+        """The turn's files here and its commit into the user's tree; the result to record
+        (failed when the user changed what the turn changed). Raises one of LANDING_ERRORS."""
+        self.synced = outcome.synced or None
+        shipping.land(job.request.io_dir, outcome.io_files)
+        if outcome.commits is None:  # the turn failed before or while recording it
+            return outcome.result
+        r = job.request
+        landing = self.link.land(sync, outcome.commits, f"turn-{r.turn}-{r.attempt}")
+        return held(outcome, r.lane, landing, sync) if landing.held else outcome.result
+
+
+def held(outcome: TurnOutcome, lane: str, landing: gitsync.Landing,
+         sync: gitsync.Sync) -> TurnResult:
+    """A turn of the lane in the user's tree that changed paths the user changed meanwhile."""
+    paths = ", ".join(landing.clashes[:5]) + (
+        f" and {len(landing.clashes) - 5} more" if len(landing.clashes) > 5 else "")
+    return dataclasses.replace(
+        outcome.result, status="failed", artifacts=(),
+        error=(f"nothing of {lane}'s turn was brought into your tree: you changed {paths} "
+               f"while it ran, and so did the turn. Its changes are kept as commit "
+               f"{landing.commit[:12]} ({landing.held_ref}; `git diff {sync.commit[:12]} "
+               f"{landing.commit[:12]}` shows them); the lane's next turn starts from your "
+               "tree as it is then"))
 
 
 def turn_inputs(job: TurnJob, sent: MutableSet[str]) -> tuple[ShippedFile, ...]:
@@ -114,7 +160,8 @@ def stats(job: TurnJob, outcome: TurnOutcome, inputs: tuple[ShippedFile, ...],
     """What one remote turn cost, for bench/ray_lanes.py."""
     return {"kind": "turn", "lane": job.request.lane, "job": job.job_id, "node": outcome.node,
             "seconds": seconds, "node_seconds": outcome.seconds,
-            "agent_seconds": outcome.result.duration, "delta_bytes": len(outcome.delta.data),
+            "agent_seconds": outcome.result.duration, "delta_bytes": len(outcome.delta.data) + (
+                len(outcome.commits.bundle) if outcome.commits else 0),
             "delta_entries": outcome.delta.entries,
             "io_bytes": sum(len(f.data) for f in outcome.io_files),
             "inputs_bytes": sum(len(f.data) for f in inputs)}

@@ -33,7 +33,7 @@ from flamechase.engine.executor import (
     TurnResult,
     measurement_env,
 )
-from flamechase.engine.remote import shipping
+from flamechase.engine.remote import gitsync, shipping
 from flamechase.engine.remote.paths import PathMap
 from flamechase.engine.turns import run_job
 from flamechase.errors import FlamechaseError, SandboxUnavailable
@@ -54,6 +54,10 @@ class TurnOutcome:
     io_files: tuple[ShippedFile, ...]
     node: str
     seconds: float  # spent on the node, from the job's arrival to the answer
+    # Lane 1 on a node: the copy after the turn as a commit (`delta` is then empty), and the
+    # commit the copy was made before it ("" when it could not be).
+    commits: gitsync.Commits | None = None
+    synced: str = ""
 
 
 def node_root(run_id: str, node_id: str, base: Path | None = None) -> Path:
@@ -63,11 +67,21 @@ def node_root(run_id: str, node_id: str, base: Path | None = None) -> Path:
 
 
 class LaneHost:
+    """One lane's host. `tree` (the head's path of the user's tree) makes it the host of
+    the lane that works there: its copy is a git work tree kept by `gitsync`."""
+
     def __init__(self, run_id: str, head_root: str, node_id: str,
-                 base: Path | None = None) -> None:
+                 base: Path | None = None, *, tree: str | None = None,
+                 lane: str = "") -> None:
         self.node_id = node_id
         self.root = node_root(run_id, node_id, base)
-        self.map = PathMap(Path(head_root), self.root)
+        self.repo: gitsync.NodeRepo | None = None
+        also: tuple[tuple[Path, Path], ...] = ()
+        if tree is not None:
+            trees = self.root.with_name(f"{run_id}.trees")
+            self.repo = gitsync.NodeRepo(trees / f"{lane}.git", trees / lane)
+            also = ((Path(tree), self.repo.place),)
+        self.map = PathMap(Path(head_root), self.root, also)
         self.back = self.map.reverse()
         self.manifests: dict[Path, shipping.Manifest] = {}
         self.cuts: dict[str, asyncio.Event] = {}
@@ -94,20 +108,32 @@ class LaneHost:
     def has_place(self, head_place: str) -> bool:
         return self.map.path(Path(head_place)) in self.manifests
 
+    def materialise_tree(self, sync: gitsync.Sync) -> dict[str, Any]:
+        """The copy of the user's tree made here from the head's commit; what it took."""
+        t0 = time.monotonic()
+        assert self.repo is not None, "not the host of the lane in the user's tree"
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.repo.materialise(sync)
+        return {"bytes": len(sync.bundle), "seconds": time.monotonic() - t0,
+                "path": str(self.repo.place)}
+
     # ---- turns -------------------------------------------------------------------------------
 
-    async def run(self, job: TurnJob, inputs: Sequence[ShippedFile]) -> TurnOutcome:
+    async def run(self, job: TurnJob, inputs: Sequence[ShippedFile],
+                  sync: gitsync.Sync | None = None) -> TurnOutcome:
         t0 = time.monotonic()
         node_job = self._localise(job)
         place = node_job.request.workspace
         before = self.manifests.get(place)
-        refusal = self._refusal(node_job, before)
+        refusal = self._refusal(node_job, before, sync)
         if refusal is not None:
             return self._answer(_failed(refusal), shipping.Delta(b"", (), 0), node_job, t0)
         try:
+            if sync is not None and self.repo is not None:
+                await asyncio.to_thread(self.repo.apply, sync)
             await asyncio.to_thread(self._ready, node_job, inputs)
             backend = self._backend(job.agent)
-        except (OSError, ArtifactRefused, FlamechaseError) as exc:
+        except (OSError, ArtifactRefused, FlamechaseError, gitsync.GitSyncError) as exc:
             return self._answer(_failed(f"node {self.node_id[:12]} could not ready the turn: "
                                         f"{exc}"), shipping.Delta(b"", (), 0), node_job, t0)
         cut = self.cuts.setdefault(job.job_id, asyncio.Event())
@@ -119,17 +145,31 @@ class LaneHost:
             self.cuts.pop(job.job_id, None)
         self._sweep_later(node_job, result)
         result = await asyncio.to_thread(self._with_artifacts, node_job, result)
+        if self.repo is not None:
+            r = node_job.request
+            message = f"{r.lane} turn {r.turn} ({r.role}) on node {self.node_id[:12]}"
+            try:
+                commits = await asyncio.to_thread(self.repo.commit, message)
+            except (OSError, gitsync.GitSyncError) as exc:
+                result = dataclasses.replace(
+                    result, status="failed", artifacts=(),
+                    error=f"node {self.node_id[:12]} could not record what the turn "
+                          f"changed: {exc}")
+                commits = None
+            return self._answer(result, shipping.Delta(b"", (), 0), node_job, t0, commits)
         assert before is not None
         delta, self.manifests[place] = await asyncio.to_thread(shipping.diff, place, before)
         return self._answer(result, delta, node_job, t0)
 
     def _answer(self, result: TurnResult, delta: shipping.Delta, node_job: TurnJob,
-                t0: float) -> TurnOutcome:
+                t0: float, commits: gitsync.Commits | None = None) -> TurnOutcome:
         io_files, _left = shipping.ship_dir(node_job.request.io_dir, IO_FILE_LIMIT)
         # The node's processes are the node's to sweep; the head's reaper cannot see them.
         result = dataclasses.replace(self.back.result(result), spawned=(), since=0)
+        synced = (self.repo.at or "") if self.repo is not None else ""
         return TurnOutcome(result=result, delta=delta, io_files=tuple(io_files),
-                           node=self.node_id, seconds=time.monotonic() - t0)
+                           node=self.node_id, seconds=time.monotonic() - t0,
+                           commits=commits, synced=synced)
 
     def _localise(self, job: TurnJob) -> TurnJob:
         node_job = self.map.job(job)
@@ -141,8 +181,13 @@ class LaneHost:
                 node_job, request=dataclasses.replace(node_job.request, jail=spec))
         return node_job
 
-    def _refusal(self, job: TurnJob, manifest: shipping.Manifest | None) -> str | None:
-        if manifest is None:
+    def _refusal(self, job: TurnJob, manifest: shipping.Manifest | None,
+                 sync: gitsync.Sync | None) -> str | None:
+        if self.repo is not None:
+            if sync is None or self.repo.at is None:
+                return (f"the copy of the user's tree is not on node {self.node_id[:12]}; "
+                        "the executor sends it before the first turn")
+        elif manifest is None:
             return (f"the lane's copy {job.request.workspace} is not on node "
                     f"{self.node_id[:12]}; the executor sends it before the first turn")
         spec = job.request.jail

@@ -9,6 +9,7 @@ flow ever sees it. The dotted keys follow `budget.*`, and in YAML read as a mapp
     -p lane_resources.cpus=4,lane_resources.memory=8G,lane_resources.GPU=1
     lane_resources: {cpus: 4, memory: 8G, GPU: 1}          # in -c CONFIG.yaml
     -p ray.placement_timeout=900     # how long a lane waits for a node (an autoscaler's)
+    -p ray.lane_1=node               # lane 1 too, backed by git (engine/remote/gitsync.py)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 PREFIX = "lane_resources"
 WAIT = "ray.placement_timeout"  # seconds a lane waits for a node that can take it
 DEFAULT_WAIT = 300.0
+LANE_1 = "ray.lane_1"  # head (default) or node: where the lane in the user's tree runs
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_:\-]{0,63}$")
@@ -68,6 +70,7 @@ class ExecutorChoice:
     address: str | None = None  # ray: None means RAY_ADDRESS, else the cluster on this machine
     resources: LaneResources = LaneResources()
     placement_timeout: float = DEFAULT_WAIT
+    lane_1_on_node: bool = False
 
 
 def parse_executor(text: str) -> tuple[Literal["local", "ray"], str | None]:
@@ -84,10 +87,10 @@ def parse_executor(text: str) -> tuple[Literal["local", "ray"], str | None]:
 
 
 def take_settings(settings: MutableMapping[str, object]) -> dict[str, object]:
-    """Remove and return the executor's keys (`lane_resources.*`, `ray.placement_timeout`)
-    from -p/-c settings."""
+    """Remove and return the executor's keys (`lane_resources.*`, `ray.placement_timeout`,
+    `ray.lane_1`) from -p/-c settings."""
     taken = {k: settings.pop(k) for k in list(settings)
-             if k in (PREFIX, WAIT) or k.startswith(PREFIX + ".")}
+             if k in (PREFIX, WAIT, LANE_1) or k.startswith(PREFIX + ".")}
     if PREFIX in taken:
         raise ParamError(f"-p {PREFIX}={taken[PREFIX]}: give each resource as its own key, "
                          f"e.g. -p {PREFIX}.cpus=2,{PREFIX}.memory=4G,{PREFIX}.GPU=1")
@@ -99,14 +102,20 @@ def choose(text: str, settings: Mapping[str, object]) -> ExecutorChoice:
     kind, address = parse_executor(text)
     if kind == "local":
         if settings:
-            raise ParamError(f"-p {next(iter(settings))}: lane resources are asked of a "
-                             "cluster; use them with --executor ray")
+            key = next(iter(settings))
+            what = ("lane resources are asked of a cluster; use them" if key.startswith(PREFIX)
+                    else "a setting of the Ray executor; use it")
+            raise ParamError(f"-p {key}: {what} with --executor ray")
         return ExecutorChoice()
-    rest = {k: v for k, v in settings.items() if k != WAIT}
+    rest = {k: v for k, v in settings.items() if k not in (WAIT, LANE_1)}
     wait = _amount(WAIT, settings[WAIT]) if WAIT in settings else DEFAULT_WAIT
     if wait <= 0:
         raise ParamError(f"-p {WAIT}={settings[WAIT]}: a lane needs some time to be placed")
-    return ExecutorChoice("ray", address, lane_resources(rest), wait)
+    where = str(settings.get(LANE_1, "head")).strip().lower()
+    if where not in ("head", "node"):
+        raise ParamError(f"-p {LANE_1}={settings[LANE_1]}: expected head (lane 1 runs on "
+                         "this machine, in your tree) or node (on the cluster, backed by git)")
+    return ExecutorChoice("ray", address, lane_resources(rest), wait, where == "node")
 
 
 def lane_resources(settings: Mapping[str, object]) -> LaneResources:
@@ -155,7 +164,14 @@ def make_executor(choice: ExecutorChoice, prep: Prepared) -> tuple[Executor | No
     if choice.kind == "local":
         return None, prep
     from flamechase.engine.executor import LocalExecutor
+    from flamechase.engine.remote import gitsync
 
+    tree = None
+    if choice.lane_1_on_node:
+        why = gitsync.why_not(prep.workspace)
+        if why is not None:
+            raise ExecutorUnavailable(f"-p {LANE_1}=node: {why}")
+        tree = prep.workspace
     try:
         from flamechase.engine.remote import ray_executor
     except ImportError:
@@ -165,8 +181,14 @@ def make_executor(choice: ExecutorChoice, prep: Prepared) -> tuple[Executor | No
     local = LocalExecutor({s.text: b for r, s in prep.agents.items()
                            if (b := prep.backends.get(r))})
     address = ray_executor.connect(choice.address)
-    notice = (f"lanes in private copies run on the Ray cluster at {address}, each asking for "
-              f"{choice.resources.describe()}; lane 1 and roles outside lanes run here")
+    if tree is None:
+        notice = (f"lanes in private copies run on the Ray cluster at {address}, each asking "
+                  f"for {choice.resources.describe()}; lane 1 and roles outside lanes run here")
+    else:
+        notice = (f"every lane runs on the Ray cluster at {address}, each asking for "
+                  f"{choice.resources.describe()}; lane 1 in a git copy of your tree there, "
+                  "its turns landed here as commits (refs/flamechase/RUN/lane-1); roles "
+                  "outside lanes run here")
     executor = ray_executor.RayExecutor(choice.resources, local,
-                                        placement_timeout=choice.placement_timeout)
+                                        placement_timeout=choice.placement_timeout, tree=tree)
     return executor, dataclasses.replace(prep, notices=(*prep.notices, notice))

@@ -4,7 +4,9 @@ Everything of a run lives under its run directory on the head (places of lanes 2
 directories, turn directories, the blob store); on a node the same tree is rebuilt under a
 node-local root. A `PathMap` moves a path, a text (a prompt names its paths) or a whole job
 across; paths outside the run directory (the user's tree, a CLI's state in $HOME) are left
-as they are: a node is expected to have the same user and the same agent CLIs.
+as they are: a node is expected to have the same user and the same agent CLIs. The one
+exception is lane 1 on a node (`ray.lane_1=node`): its map moves the user's tree too (`also`),
+to the node's copy of it.
 """
 
 from __future__ import annotations
@@ -22,16 +24,27 @@ from flamechase.jail.spec import contains
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PathMap:
-    """Paths under `src` are moved under `dst`; anything else stays."""
+    """Paths under `src` are moved under `dst` (and under each further pair of `also`);
+    anything else stays."""
 
     src: Path
     dst: Path
+    also: tuple[tuple[Path, Path], ...] = ()
+
+    @property
+    def pairs(self) -> tuple[tuple[Path, Path], ...]:
+        # The deepest first: a path is moved by the most specific pair that holds it.
+        pairs = ((self.src, self.dst), *self.also)
+        return tuple(sorted(pairs, key=lambda p: len(p[0].parts), reverse=True))
 
     def reverse(self) -> PathMap:
-        return PathMap(self.dst, self.src)
+        return PathMap(self.dst, self.src, tuple((b, a) for a, b in self.also))
 
     def path(self, p: Path) -> Path:
-        return self.dst / p.relative_to(self.src) if contains(self.src, p) else p
+        for src, dst in self.pairs:
+            if contains(src, p):
+                return dst / p.relative_to(src)
+        return p
 
     def opt(self, p: Path | None) -> Path | None:
         return None if p is None else self.path(p)
@@ -42,8 +55,10 @@ class PathMap:
     def text(self, s: str) -> str:
         """`s` with every mention of `src` (as a whole path prefix) made `dst`."""
         # Not a longer name (`run1` in `run10`, `run1.bak`); a sentence's full stop is fine.
-        pattern = re.escape(str(self.src)) + r"(?![\w-]|\.[\w-])"
-        return re.sub(pattern, lambda _m: str(self.dst), s)
+        to = {str(src): str(dst) for src, dst in self.pairs}
+        pattern = ("(" + "|".join(re.escape(str(src)) for src, _ in self.pairs) + ")"
+                   r"(?![\w-]|\.[\w-])")
+        return re.sub(pattern, lambda m: to[m.group(1)], s)
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         return {k: self.text(v) for k, v in env.items()}

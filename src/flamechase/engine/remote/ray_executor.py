@@ -30,6 +30,7 @@ import os
 import socket
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -45,7 +46,7 @@ from flamechase.engine.executor import (
     TurnJob,
     TurnResult,
 )
-from flamechase.engine.remote import head, shipping
+from flamechase.engine.remote import gitsync, head, shipping
 from flamechase.engine.remote.node import LaneHost, TurnOutcome
 from flamechase.engine.remote.options import DEFAULT_WAIT, LaneResources
 from flamechase.errors import ExecutorUnavailable
@@ -56,8 +57,10 @@ class LaneActor:
     """A `LaneHost` on the node Ray placed it on. Async: a cut or a measurement is served
     while a turn runs."""
 
-    def __init__(self, run_id: str, head_root: str) -> None:
-        self.host = LaneHost(run_id, head_root, ray.get_runtime_context().get_node_id())
+    def __init__(self, run_id: str, head_root: str, tree: str | None = None,
+                 lane: str = "") -> None:
+        self.host = LaneHost(run_id, head_root, ray.get_runtime_context().get_node_id(),
+                             tree=tree, lane=lane)
 
     async def describe(self) -> dict[str, Any]:
         return self.host.describe()
@@ -65,8 +68,12 @@ class LaneActor:
     async def materialise(self, head_place: str, data: bytes) -> dict[str, Any]:
         return await asyncio.to_thread(self.host.materialise, head_place, data)
 
-    async def run(self, job: TurnJob, inputs: tuple[ShippedFile, ...]) -> TurnOutcome:
-        return await self.host.run(job, inputs)
+    async def materialise_tree(self, sync: gitsync.Sync) -> dict[str, Any]:
+        return await asyncio.to_thread(self.host.materialise_tree, sync)
+
+    async def run(self, job: TurnJob, inputs: tuple[ShippedFile, ...],
+                  sync: gitsync.Sync | None = None) -> TurnOutcome:
+        return await self.host.run(job, inputs, sync)
 
     async def cut(self, job_id: str) -> None:
         await self.host.cut(job_id)
@@ -129,6 +136,7 @@ class _Lane:
     places: set[str] = dataclasses.field(default_factory=set)
     blobs: set[str] = dataclasses.field(default_factory=set)  # sha256 already sent
     lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
+    tree: head.TreeLane | None = None  # the lane in the user's tree
 
 
 class _Lost(Exception):
@@ -137,10 +145,11 @@ class _Lost(Exception):
 
 class RayExecutor(Executor):
     def __init__(self, resources: LaneResources, local: LocalExecutor, *,
-                 placement_timeout: float = DEFAULT_WAIT) -> None:
+                 placement_timeout: float = DEFAULT_WAIT, tree: Path | None = None) -> None:
         self.resources = resources
         self.local = local
         self.placement_timeout = placement_timeout
+        self.tree = tree  # the user's tree, when the lane that works there runs on a node
         self._lanes: dict[str, _Lane] = {}
         self._running: dict[str, _Lane] = {}
         self._starting: set[str] = set()  # remote jobs whose host is being readied
@@ -151,39 +160,76 @@ class RayExecutor(Executor):
     # ---- turns -----------------------------------------------------------------------------
 
     async def run(self, job: TurnJob) -> TurnResult:
-        if not head.is_remote(job):
+        in_tree = head.in_tree(job, self.tree)
+        if not (in_tree or head.is_remote(job)):
             return await self.local.run(job)
         lane, t0, started = job.request.lane, time.monotonic(), iso(time.time())
         self._starting.add(job.job_id)
+        sync: gitsync.Sync | None = None
         try:
-            host = await self._host(lane, job)
+            host = await self._host(lane, job, in_tree)
+            if in_tree:
+                sync = await self._sync(host, job)
             inputs = await asyncio.to_thread(head.turn_inputs, job, host.blobs)
             if job.job_id in self._cut:  # cut while its host was being readied
                 return head.cut_before_start(started, time.monotonic() - t0)
             self._running[job.job_id] = host
             outcome: TurnOutcome = await asyncio.wait_for(
-                host.handle.run.remote(job, inputs), head.guard(job))
-        except (RayError, TimeoutError, _Lost) as exc:
+                host.handle.run.remote(job, inputs, sync), head.guard(job))
+        except (RayError, TimeoutError, _Lost, gitsync.GitSyncError) as exc:
             self._drop(lane)
             return head.lost(lane, _why(exc, job), started, time.monotonic() - t0)
         finally:
             self._running.pop(job.job_id, None)
             self._starting.discard(job.job_id)
             self._cut.discard(job.job_id)
+        return await self._land(job, host, outcome, inputs, sync, t0)
+
+    async def _land(self, job: TurnJob, host: _Lane, outcome: TurnOutcome,
+                    inputs: tuple[ShippedFile, ...], sync: gitsync.Sync | None,
+                    t0: float) -> TurnResult:
+        lane = job.request.lane
         try:
-            await asyncio.to_thread(head.land, job, outcome)
+            if sync is None:
+                await asyncio.to_thread(head.land, job, outcome)
+                result = outcome.result
+            else:
+                assert host.tree is not None
+                result = await asyncio.to_thread(host.tree.land, job, outcome, sync)
         except head.LANDING_ERRORS as exc:
             self._drop(lane)  # its next turn starts afresh from the head's copy
             return head.unlanded(outcome, lane, exc)
         self.stats.append(head.stats(job, outcome, inputs, time.monotonic() - t0))
-        return outcome.result
+        return result
 
-    async def _host(self, lane: str, job: TurnJob) -> _Lane:
-        """The lane's actor, placed and holding the job's place (sent if it is not there)."""
+    async def _sync(self, host: _Lane, job: TurnJob) -> gitsync.Sync:
+        """What the lane's node is told before the turn; the copy is made there first when
+        it has none."""
+        assert self.tree is not None
+        if host.tree is None:
+            r = job.request
+            host.tree = head.TreeLane(gitsync.TreeLink(self.tree, r.run_id, r.lane))
+        t0 = time.monotonic()
+        sync = await asyncio.to_thread(host.tree.sync, job)
+        if host.tree.synced is None:
+            done = await host.handle.materialise_tree.remote(sync)
+            host.tree.synced = sync.commit
+            self.stats.append({"kind": "tree", "lane": job.request.lane,
+                               "node": host.info.get("node"), "bytes": len(sync.bundle),
+                               "unpack_seconds": done["seconds"],
+                               "seconds": time.monotonic() - t0})
+            return gitsync.Sync(sync.commit)
+        return sync
+
+    async def _host(self, lane: str, job: TurnJob, in_tree: bool = False) -> _Lane:
+        """The lane's actor, placed and holding the job's place (sent if it is not there;
+        the user's tree is sent by `_sync`)."""
         host = self._lanes.get(lane)
         if host is None:
-            host = await self._place(lane, job)
+            host = await self._place(lane, job, in_tree)
             self._lanes[lane] = host
+        if in_tree:
+            return host
         async with host.lock:
             place = str(job.request.workspace)
             if place not in host.places:
@@ -201,11 +247,11 @@ class RayExecutor(Executor):
                     "seconds": time.monotonic() - t0})
         return host
 
-    async def _place(self, lane: str, job: TurnJob) -> _Lane:
+    async def _place(self, lane: str, job: TurnJob, in_tree: bool) -> _Lane:
         r = job.request
         actor: Any = LaneActor  # what @ray.remote made of the class (typed or not)
-        handle = actor.options(**self.resources.ray_options()).remote(r.run_id,
-                                                                      str(r.run_dir))
+        handle = actor.options(**self.resources.ray_options()).remote(
+            r.run_id, str(r.run_dir), str(r.workspace) if in_tree else None, lane)
         try:
             info: dict[str, Any] = await asyncio.wait_for(handle.describe.remote(),
                                                           self.placement_timeout)
@@ -269,6 +315,9 @@ class RayExecutor(Executor):
 def _why(exc: BaseException, job: TurnJob) -> str:
     if isinstance(exc, _Lost):
         return str(exc)
+    if isinstance(exc, gitsync.GitSyncError):
+        return (f"could not be given your tree ({exc}); its next turn tries again on a "
+                "new host")
     if isinstance(exc, TimeoutError):
         return (f"gave no answer {head.guard(job):g} s into the turn, past every timeout the "
                 "turn has; its next turn starts on a live node from its last recorded state")
