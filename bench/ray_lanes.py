@@ -1,7 +1,7 @@
 """The Ray executor on a loopback cluster: what a lane's copy costs to send, and what a remote
 turn costs over a local one.
 
-    python bench/ray_lanes.py [--turns 40] [--skip-copies] [--skip-turns]
+    python bench/ray_lanes.py [--turns 40] [--skip-copies] [--skip-turns] [--skip-tree]
 
 Starts a head node and one worker node (tests/engine/ray_cluster.py: Ray's cluster utility,
 127.0.0.1 only), then:
@@ -16,6 +16,12 @@ turns   parallel_flame_chase, 2 lanes, instant `exec:` actors, budget.turns=3 x 
         and p90; the first remote turn (placing the actor, sending the copy) on its own.
         Then the ray run again in this process, for the executor's own record of where a
         remote turn's time goes (round trip seen by the head, time on the node, the agent).
+tree    lane 1 on the node (`ray.lane_1=node`, backed by git): for the sample and the 5,000
+        file tree, each a git repository of one commit plus an uncommitted edit, the first
+        copy (snapshot and bundle here, fetch and checkout there) and its bundle's size; then
+        flame_chase on the sample repository, `--turns` turns, lane 1 here and then on the
+        node: the median turn from start to end event (each remote turn's snapshot, bundle,
+        commit on the node and landing included).
 """
 
 from __future__ import annotations
@@ -208,11 +214,91 @@ def breakdown(cluster: ray_cluster.LoopbackCluster, turns: int, work: Path) -> d
                                                 "unpack_seconds", "seconds")}}
 
 
+def _git_repo(root: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(root), "-c", "user.name=b", "-c", "user.email=b@x",
+                        *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "bench")
+    with open(next(p for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in
+                   p.parts), "a") as f:
+        f.write("# an uncommitted edit\n")
+
+
+def tree_copies(cluster: ray_cluster.LoopbackCluster, work: Path) -> list[dict[str, Any]]:
+    import ray
+
+    from flamechase.engine.remote import gitsync
+    from flamechase.engine.remote.ray_executor import LaneActor
+
+    sample = Path(__import__("flamechase").__file__).parent / "sample"
+    trees = {"sample": work / "g-sample", "text-5000": work / "g-text"}
+    shutil.copytree(sample, trees["sample"])
+    text_tree(trees["text-5000"], 5000)
+    ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
+    out = []
+    try:
+        for name, tree in trees.items():
+            _git_repo(tree)
+            actor = LaneActor.options(num_cpus=0, resources={"lane_slot": 1}).remote(
+                f"bench-tree-{name}", str(work / "run"), str(tree), "lane-1")
+            ray.get(actor.describe.remote())
+            t0 = time.monotonic()
+            sync = gitsync.TreeLink(tree, f"bench-{name}", "lane-1").sync(None, "bench")
+            made = time.monotonic() - t0
+            t1 = time.monotonic()
+            done = ray.get(actor.materialise_tree.remote(sync))
+            out.append({"tree": name, "bundle_mb": round(len(sync.bundle) / 2**20, 2),
+                        "snapshot_and_bundle_s": round(made, 2),
+                        "transfer_and_checkout_s": round(time.monotonic() - t1, 2),
+                        "node_checkout_s": round(done["seconds"], 2)})
+            print(json.dumps(out[-1]), flush=True)
+            ray.kill(actor)
+    finally:
+        ray.shutdown()
+    return out
+
+
+def tree_turns(executor: str, turns: int, work: Path, extra: str) -> dict[str, Any]:
+    kind = executor.partition("=")[0]
+    src = work / f"tree-src-{kind}"
+    shutil.copytree(Path(__import__("flamechase").__file__).parent / "sample", src)
+    _git_repo(src)
+    lane = work / "actor.sh"
+    lane.write_text(ACTOR)
+    lane.chmod(0o755)
+    env = {**ray_cluster.env(), "FLAMECHASE_HOME": str(work / f"tree-home-{kind}")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "flamechase", "exec", "-f", "flame_chase", "--executor",
+         executor, "-a", f"exec:{lane}", "-a", f"exec:{lane}",
+         "-p", f"budget.turns={turns},rest_seconds=0.05{extra}", "bench"],
+        cwd=src, env=env, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise SystemExit(f"{executor}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+    evs = [json.loads(x) for x in subprocess.run(
+        [sys.executable, "-m", "flamechase", "events", "last", "--json"], cwd=src, env=env,
+        capture_output=True, text=True, check=True).stdout.splitlines()]
+    starts = {e["payload"]["turn"]: _at(e) for e in evs if e["kind"] == "turn_started"}
+    spans = sorted((e["payload"]["turn"], _at(e) - starts[e["payload"]["turn"]])
+                   for e in evs if e["kind"] == "turn_valid")
+    if len(spans) != turns:
+        raise SystemExit(f"{executor}: {turns - len(spans)} turns were not valid")
+    later = sorted(s for t, s in spans if t > 1)
+    lines = (src / "notes.txt").read_text().count("\n")
+    return {"executor": kind, "turns": len(spans), "first_turn_ms": round(spans[0][1] * 1000),
+            "median_turn_ms": round(statistics.median(later) * 1000),
+            "p90_turn_ms": round(later[int(0.9 * (len(later) - 1))] * 1000),
+            "lines_landed_in_tree": lines}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=40)
     ap.add_argument("--skip-copies", action="store_true")
     ap.add_argument("--skip-turns", action="store_true")
+    ap.add_argument("--skip-tree", action="store_true")
     args = ap.parse_args()
     t0 = time.monotonic()
     cluster = ray_cluster.LoopbackCluster(head={"head_slot": 1},
@@ -236,6 +322,16 @@ def main() -> None:
                                                          - local["median_turn_ms"])
                 result["breakdown"] = breakdown(cluster, args.turns, work)
                 print(json.dumps(result["breakdown"]), flush=True)
+            if not args.skip_tree:
+                result["tree_copies"] = tree_copies(cluster, work)
+                res = ",lane_resources.lane_slot=1,lane_resources.cpus=0,ray.lane_1=node"
+                here = tree_turns("local", args.turns, work, "")
+                print(json.dumps(here), flush=True)
+                there = tree_turns(f"ray={cluster.address}", args.turns, work, res)
+                print(json.dumps(there), flush=True)
+                result["tree_turns"] = [here, there]
+                result["overhead_per_tree_turn_ms"] = (there["median_turn_ms"]
+                                                       - here["median_turn_ms"])
     finally:
         cluster.stop()
     result["load_after"] = os.getloadavg()

@@ -39,7 +39,8 @@ NO_ENVIRONMENTS = (
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per event on stdout")
 @click.option("--executor", "executor_text", default="local", metavar="local|ray[=ADDRESS]",
               help="where lanes in private copies run: here (local), or on a Ray cluster "
-                   "(pip install 'flamechase[ray]'; -p lane_resources.cpus=N,...)")
+                   "(pip install 'flamechase[ray]'; -p lane_resources.cpus=N,...; "
+                   "-p ray.lane_1=node sends lane 1 too, backed by git)")
 @click.option("--allow-workspace", is_flag=True,
               help="run even when the current directory is /, a system directory or your home")
 # The published runtime's `-e ROLE=ENV` (ssh, docker, ...): taken only to answer it.

@@ -1,9 +1,11 @@
-"""Lanes 2..N on a Ray cluster: one long-lived actor per lane, on whatever node can hold it.
+"""Lanes on a Ray cluster: one long-lived actor per lane, on whatever node can hold it.
 
 The control loop stays here and stays the only writer. A turn of a lane that works in a
 private place under the run directory goes to that lane's actor (a `LaneHost` on a node,
-asking for `lane_resources`); everything else (lane 1 in the user's tree, roles outside lanes)
-runs here, on the `LocalExecutor`. What travels (see `shipping`):
+asking for `lane_resources`); so does a turn of lane 1 in the user's tree when `tree` is set
+(`ray.lane_1=node`: its copy and its turns travel as commits, see `gitsync`); everything else
+(roles outside lanes, lane 1 by default) runs here, on the `LocalExecutor`. What travels
+for lanes in private places (see `shipping`):
 
     head -> node   the place, packed, once per actor (through Ray's object store); per turn
                    the job (paths rewritten there), the turn's inbox and the frozen
