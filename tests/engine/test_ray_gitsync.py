@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flamechase.engine.remote.gitsync import GitSyncError, NodeRepo, TreeLink, why_not
+from flamechase.engine.remote.gitsync import GitSyncError, NodeRepo, Sync, TreeLink, why_not
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -42,16 +42,18 @@ def _state(repo: Path) -> tuple[str, str, str]:
             git(repo, "ls-files", "--stage"))
 
 
-def _node(tmp_path: Path, link: TreeLink) -> NodeRepo:
-    node = NodeRepo(tmp_path / "node" / "lane-1.git", tmp_path / "node" / "lane-1")
-    node.materialise(link.sync(None, "first turn"))
-    return node
+def _first_turn(user: Path, tmp_path: Path) -> tuple[TreeLink, NodeRepo, Sync]:
+    """The head's link, the node's copy made from the first sync, and that sync."""
+    link = TreeLink(user, "run1", "lane-1")
+    node = NodeRepo(tmp_path / "n.git", tmp_path / "n")
+    sync = link.sync(None, "first")
+    node.materialise(sync)
+    return link, node, sync
 
 
 def test_the_copy_on_the_node_is_the_tree_git_would_record(user: Path, tmp_path: Path) -> None:
     before = _state(user)
-    link = TreeLink(user, "run1", "lane-1")
-    node = _node(tmp_path, link)
+    _link, node, _sync = _first_turn(user, tmp_path)
     place = node.place
     assert (place / "solver.py").read_text() == "slow\n"
     assert (place / "notes.txt").read_text() == "uncommitted, untracked\n"
@@ -66,10 +68,7 @@ def test_the_copy_on_the_node_is_the_tree_git_would_record(user: Path, tmp_path:
 
 def test_a_turn_lands_in_the_tree_as_one_commit(user: Path, tmp_path: Path) -> None:
     before = _state(user)
-    link = TreeLink(user, "run1", "lane-1")
-    sync = link.sync(None, "first turn")
-    node = NodeRepo(tmp_path / "n.git", tmp_path / "n")
-    node.materialise(sync)
+    link, node, sync = _first_turn(user, tmp_path)
     p = node.place
     (p / "solver.py").write_text("fast\n")
     (p / "lib" / "a.txt").unlink()
@@ -100,10 +99,7 @@ def test_a_turn_lands_in_the_tree_as_one_commit(user: Path, tmp_path: Path) -> N
 
 
 def test_a_turn_that_changed_nothing_sends_nothing(user: Path, tmp_path: Path) -> None:
-    link = TreeLink(user, "run1", "lane-1")
-    sync = link.sync(None, "first")
-    node = NodeRepo(tmp_path / "n.git", tmp_path / "n")
-    node.materialise(sync)
+    link, node, sync = _first_turn(user, tmp_path)
     back = node.commit("idle turn")
     assert back.commit == sync.commit and back.bundle == b""
     assert link.land(sync, back, "t").changed == ()
@@ -113,10 +109,7 @@ def test_a_turn_that_changed_nothing_sends_nothing(user: Path, tmp_path: Path) -
 
 def test_the_users_edits_meanwhile_are_kept_and_reach_the_node(user: Path,
                                                               tmp_path: Path) -> None:
-    link = TreeLink(user, "run1", "lane-1")
-    node = NodeRepo(tmp_path / "n.git", tmp_path / "n")
-    sync = link.sync(None, "first")
-    node.materialise(sync)
+    link, node, sync = _first_turn(user, tmp_path)
     (node.place / "solver.py").write_text("fast\n")
     (node.place / "scratch.tmp").write_text("left by the agent\n")
     back = node.commit("turn 1")
@@ -136,10 +129,7 @@ def test_the_users_edits_meanwhile_are_kept_and_reach_the_node(user: Path,
 
 def test_a_turn_that_changed_what_the_user_changed_is_held(user: Path,
                                                           tmp_path: Path) -> None:
-    link = TreeLink(user, "run1", "lane-1")
-    node = NodeRepo(tmp_path / "n.git", tmp_path / "n")
-    sync = link.sync(None, "first")
-    node.materialise(sync)
+    link, node, sync = _first_turn(user, tmp_path)
     (node.place / "solver.py").write_text("agent's\n")
     (node.place / "other.txt").write_text("agent's other\n")
     back = node.commit("turn 1")
@@ -158,10 +148,7 @@ def test_a_turn_that_changed_what_the_user_changed_is_held(user: Path,
 
 
 def test_a_file_that_became_a_directory_lands(user: Path, tmp_path: Path) -> None:
-    link = TreeLink(user, "run1", "lane-1")
-    node = NodeRepo(tmp_path / "n.git", tmp_path / "n")
-    sync = link.sync(None, "first")
-    node.materialise(sync)
+    link, node, sync = _first_turn(user, tmp_path)
     (node.place / "solver.py").unlink()
     (node.place / "solver.py").mkdir()
     (node.place / "solver.py" / "__init__.py").write_text("pkg\n")
@@ -175,10 +162,7 @@ def test_a_file_that_became_a_directory_lands(user: Path, tmp_path: Path) -> Non
 
 def test_the_runtimes_git_on_the_node_runs_nothing_the_agent_planted(
         user: Path, tmp_path: Path) -> None:
-    link = TreeLink(user, "run1", "lane-1")
-    node = NodeRepo(tmp_path / "n.git", tmp_path / "n")
-    sync = link.sync(None, "first")
-    node.materialise(sync)
+    link, node, sync = _first_turn(user, tmp_path)
     marker = tmp_path / "pwned"
     p = node.place
     # A filter and hooks in the agent's own .git and a .gitattributes asking for them.
@@ -206,10 +190,7 @@ def test_the_runtimes_git_on_the_node_runs_nothing_the_agent_planted(
 
 def test_a_commit_that_does_not_follow_the_sent_tree_is_refused(user: Path,
                                                                tmp_path: Path) -> None:
-    link = TreeLink(user, "run1", "lane-1")
-    node = NodeRepo(tmp_path / "n.git", tmp_path / "n")
-    sync = link.sync(None, "first")
-    node.materialise(sync)
+    link, node, sync = _first_turn(user, tmp_path)
     (node.place / "solver.py").write_text("fast\n")
     honest = node.commit("turn")
     # A hostile node names another commit than the bundle holds.
@@ -237,10 +218,7 @@ def test_a_resumed_run_goes_on_with_the_lanes_chain(user: Path, tmp_path: Path) 
 
 
 def test_a_tree_that_reaches_into_git_is_refused_on_arrival(user: Path, tmp_path: Path) -> None:
-    link = TreeLink(user, "run1", "lane-1")
-    node = NodeRepo(tmp_path / "n.git", tmp_path / "n")
-    sync = link.sync(None, "first")
-    node.materialise(sync)
+    link, node, sync = _first_turn(user, tmp_path)
     # A hostile node crafts a commit whose tree holds `.git/hooks/post-checkout` (and
     # removes a file, which must not be removed either).
     gd = ["git", "--git-dir", str(node.git_dir)]

@@ -27,11 +27,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from flamechase.engine.remote import shipping
 
 # The runtime's git must not run anything a repository or a tree asks for.
 _SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
@@ -149,26 +150,9 @@ def _clash(path: str, user: set[str]) -> bool:
 
 
 def _remove(root: Path, rel: str) -> None:
-    """Remove `root/rel` without following a link on the way; then its empty parents."""
-    current = root
-    parts = rel.split("/")
-    for part in parts[:-1]:
-        current = current / part
-        try:
-            if not stat.S_ISDIR(os.lstat(current).st_mode):
-                return  # a link or a file on the way: nothing of ours is behind it
-        except FileNotFoundError:
-            return
-    target = current / parts[-1]
-    try:
-        st = os.lstat(target)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(target)
-    else:
-        target.unlink()
-    parent = target.parent
+    """Remove `root/rel` (never through a link on the way), then the parents it left empty."""
+    shipping.remove(root, rel)
+    parent = (root / rel).parent
     while parent != root:
         try:
             parent.rmdir()

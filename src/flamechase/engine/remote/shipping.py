@@ -122,7 +122,8 @@ def _inside(root: Path, rel: str) -> Path | None:
     return current / parts[-1]
 
 
-def _remove(root: Path, rel: str) -> None:
+def remove(root: Path, rel: str) -> None:
+    """Remove `root/rel`, file or directory; ValueError when a link or a file is on the way."""
     target = _inside(root, rel)
     if target is None:
         return
@@ -155,7 +156,7 @@ def unpack(data: bytes, dest: Path) -> None:
 def apply(delta: Delta, dest: Path) -> None:
     """Make `dest` what the place became: remove what went, then land what changed."""
     for rel in delta.removed:
-        _remove(dest, rel)
+        remove(dest, rel)
     unpack(delta.data, dest)
 
 
