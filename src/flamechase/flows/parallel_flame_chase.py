@@ -27,20 +27,15 @@ from flamechase.flow import (
     LaneDef,
     MakePlace,
     Outbox,
-    ReleaseLane,
-    ResultSpec,
     Role,
     RunSetup,
-    StartTurn,
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook, report_id
-from flamechase.flows import candidates, pfc_measure, pfc_prompts
+from flamechase.flows import candidates, pfc_measure, pfc_prompts, planner
 from flamechase.flows.lane_params import MeasuredLaneParams
-from flamechase.flows.plans import PlanResult
+from flamechase.flows.planner import PLANNER, Planning
 
-PLANNER = "coordinator"
-PLAN_ATTEMPTS = 3  # fresh planning sessions before the run fails
 GO_ON = ("to go on, change TASK.md and run the same command with the task `continue`: the "
          "coordinator re-plans and the held lanes are released")
 
@@ -53,17 +48,6 @@ class ParallelParams(MeasuredLaneParams):
         default_factory=list, max_length=100,
         description="globs of files the evaluator uses besides those its command names; "
                     "frozen at the start, a submission that changes them is not measured")
-
-
-class Planning(BaseModel):
-    """A plan being made: revision n, in its own copy, up to PLAN_ATTEMPTS sessions."""
-
-    model_config = ConfigDict(frozen=True)
-
-    revision: int = 1
-    announced: bool = False
-    busy: bool = False
-    errors: tuple[str, ...] = ()
 
 
 class PfcState(BaseModel):
@@ -178,37 +162,15 @@ class ParallelFlameChase(Flow[PfcState]):
 
     def _planning(self, state: PfcState, event: ev.Event) -> PfcState:
         p = state.planning
-        if p is None:
+        step = None if p is None else planner.fold(p, event, state.book.lanes,
+                                                   state.fingerprint)
+        if p is None or step is None:
             return state
-        if isinstance(event, ev.PlanningStarted):
-            return state.model_copy(update={"planning": p.model_copy(update={"announced": True})})
-        if isinstance(event, ev.TurnStarted):
-            return state.model_copy(update={"planning": p.model_copy(update={"busy": True})})
-        if isinstance(event, ev.TurnInterrupted | ev.LanePaused):
-            return state.model_copy(update={"planning": p.model_copy(update={"busy": False})})
-        if not isinstance(event, ev.TurnValid | ev.TurnFailed):
-            return state
-        attempt = ev.PlanAttempt(actor=PLANNER, attempt=event.attempt, status=event.status,
-                                 error=getattr(event, "error", None),
-                                 cost_usd=event.cost_usd, output_tokens=event.output_tokens,
-                                 duration=round(event.duration, 3))
-        if isinstance(event, ev.TurnFailed):
-            errors = (*p.errors, f"attempt {event.attempt}: {event.error or 'failed'}")
-            return state.model_copy(update={
-                "planning": p.model_copy(update={"busy": False, "errors": errors}),
-                "outbox": state.outbox.add(Emit(attempt))})
-        held = [n for n, ln in state.book.lanes.items() if ln.held]
-        owed: list[Command] = [Emit(attempt), Emit(ev.Planned(
-            actor=PLANNER, revision=p.revision, plan=event.result, released=held))]
-        if p.revision > 1:
-            owed.append(Emit(ev.ObjectiveReplanned(revision=p.revision,
-                                                   task_fingerprint=state.fingerprint,
-                                                   released=held)))
-        # A new plan gives every lane a clean slate: held lanes go again, streaks restart.
-        owed += [ReleaseLane(n, "a new plan") for n, ln in state.book.lanes.items()
-                 if ln.held or ln.consecutive_failures]
-        return state.model_copy(update={"plan": event.result, "revision": p.revision,
-                                        "planning": None, "outbox": state.outbox.add(*owed)})
+        update: dict[str, Any] = {"planning": step.planning,
+                                  "outbox": state.outbox.add(*step.owed)}
+        if step.plan is not None:
+            update.update(plan=step.plan, revision=p.revision)
+        return state.model_copy(update=update)
 
     def _submitted(self, state: PfcState, event: ev.TurnValid) -> PfcState:
         lane = event.lane or ""
@@ -279,7 +241,7 @@ class ParallelFlameChase(Flow[PfcState]):
             if ready:  # nothing runs before the baseline and the frozen evaluator exist
                 return out + ready
         if state.planning is not None:
-            return out + self._plan(state, state.planning)
+            return out + planner.commands(state.planning, state.places, state.book.lanes)
         for key, info in state.measuring.items():
             lane = state.book.get(info["lane"])
             out += pfc_measure.steps(key, info, lane.place, state.places, p.evaluator or "",
@@ -290,25 +252,6 @@ class ParallelFlameChase(Flow[PfcState]):
                 and not state.dropping:
             return [*out, FinishRun("held", state.book.held_message(GO_ON))]
         return out + state.book.turns_to_start()
-
-    def _plan(self, state: PfcState, p: Planning) -> list[Command]:
-        place = f"planning/{p.revision}"
-        if place not in state.places:
-            return [MakePlace(place)]
-        if len(p.errors) >= PLAN_ATTEMPTS:
-            return [FinishRun("failed", f"planning failed after {len(p.errors)} fresh "
-                              "sessions: " + " | ".join(p.errors))]
-        out: list[Command] = []
-        if not p.announced:
-            # Announced once per revision; the outbox carries it through a crash.
-            out.append(Emit(ev.PlanningStarted(actor=PLANNER, revision=p.revision,
-                                               workspace=state.places[place])))
-        spec = ResultSpec(PlanResult, noun="plan",
-                          context={"lanes": list(state.book.lanes)})
-        out.append(StartTurn(role=PLANNER, lane=None, number=p.revision, place=place,
-                             result=spec, counted=False,
-                             env={"FLAMECHASE_LANES": ",".join(state.book.lanes)}))
-        return out
 
     # ---- words -----------------------------------------------------------------------------
 

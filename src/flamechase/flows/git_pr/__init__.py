@@ -27,8 +27,9 @@ from flamechase import events as ev
 from flamechase.flow import Command, FinishRun, Flow, FlowParams, LaneDef, RunSetup, TurnContext
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr import jobs, planning, prompts, publication, pushes, review, setup
-from flamechase.flows.git_pr.model import CENTRAL, GitState, Planning, lane_place
+from flamechase.flows.git_pr.model import CENTRAL, GitState, lane_place
 from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_paths
+from flamechase.flows.planner import Planning
 
 __all__ = ["FLOW", "GitPr"]
 

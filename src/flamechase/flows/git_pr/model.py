@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from flamechase.flow import Measure, Outbox, Run
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr.params import GitPrParams
+from flamechase.flows.planner import Planning
 
 PrStatus = Literal["draft", "evaluating", "ready", "reviewing", "merged", "rejected"]
 OPEN: tuple[str, ...] = ("draft", "evaluating", "ready", "reviewing")
@@ -136,13 +137,6 @@ class Publication(Frozen):
     attempts: int = 0
     held: str | None = None
     retry_at: float | None = None
-
-
-class Planning(Frozen):
-    revision: int = 1
-    announced: bool = False
-    busy: bool = False
-    errors: tuple[str, ...] = ()
 
 
 class GitState(Frozen):
