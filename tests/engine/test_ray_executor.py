@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import flamechase
 from tests.engine import ray_cluster
 from tests.helpers import (
     FLAMECHASE,
@@ -217,6 +219,77 @@ def test_lanes_run_on_nodes_and_a_lost_node_costs_one_turn(
     for e in _turns(evs, "lane-2", "turn_valid"):
         assert f"{e['actor']} turn {e['payload']['turn']}" in notes
     assert "lane_2_actor_b turn 2\n" not in notes
+
+
+HELD = "sleep 615.5"
+# `flamechase` as another release would run it: only the driver believes it is 0.0.0-other.
+OTHER_VERSION = [sys.executable, "-c", "import runpy, flamechase; "
+                 "flamechase.__version__ = '0.0.0-other'; "
+                 "runpy.run_module('flamechase', run_name='__main__', alter_sys=True)"]
+
+
+def _lane_actors(cluster: ray_cluster.LoopbackCluster) -> list[int]:
+    """This cluster's LaneActor processes (Ray titles an actor's worker
+    `ray::LaneActor[.method]`; every process of the cluster has its state home)."""
+    mine = f"FLAMECHASE_HOME={cluster.tmp / 'home'}".encode()
+    out = subprocess.run(["pgrep", "-f", "^ray::LaneActor"], capture_output=True, text=True)
+    found = []
+    for pid in map(int, out.stdout.split()):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile
+            continue
+        if mine in environ:
+            found.append(pid)
+    return found
+
+
+def test_a_node_with_another_version_fails_the_turn_and_keeps_nothing(
+        cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path) -> None:
+    """The lane's actor is ended once it says which version its node runs, the turn fails
+    saying what to do, and nothing of the run is written on the node. Lane 1 holds the run
+    open meanwhile: the actor is seen gone while its driver lives (a driver's exit would end
+    its actors anyway), and the budget (two turns) leaves lane 2 one turn."""
+    plan = actor(tmp_path, "plan.sh", PLAN)
+    lane = actor(tmp_path, "lane.sh", f'[ "$FLAMECHASE_LANE" = lane-1 ] && {HELD}\n' + REPORT_OK)
+    agents = ",".join(f"lane_{n}_actor_{x}=exec:{lane}" for n in (1, 2) for x in "ab")
+    env = ray_cluster.env()
+    proc = subprocess.Popen(
+        [*OTHER_VERSION, "exec", "-f", "parallel_flame_chase", "--executor",
+         f"ray={cluster.address}", "-a", f"coordinator=exec:{plan}", "-a", agents,
+         "-p", "lanes=2,budget.turns=2,rest_seconds=0.05,lane_resources.lane_slot=1,"
+               "lane_resources.cpus=0", "do it"],
+        cwd=source_tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL, text=True)
+    try:
+        wait_for_process(f"^{HELD}$", timeout=120)
+        _wait_events(source_tree, env, lambda evs: _turns(evs, "lane-2", "turn_failed"), 120)
+        deadline = time.monotonic() + 60
+        while _lane_actors(cluster):
+            assert time.monotonic() < deadline, "the refused lane's actor was left running"
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before its actors were looked at"
+        send_signal(proc, signal.SIGINT)
+        send_signal(proc, signal.SIGINT)  # the second cuts lane 1's turn
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err[-3000:]
+    evs = events(source_tree)
+
+    assert not _turns(evs, "lane-2", "turn_valid")
+    [failed] = _turns(evs, "lane-2", "turn_failed")
+    error = failed["payload"]["error"]
+    m = re.fullmatch(r"lane-2's node ([0-9a-f]{12}) \(.+\) runs flamechase (\S+), this "
+                     r"machine 0\.0\.0-other; install the same version on every node", error)
+    assert m, error
+    assert m.group(2) == flamechase.__version__
+    assert any(nid.startswith(m.group(1)) for nid in cluster.nodes.values())
+
+    run_id = json.loads(cli("status", "--json", cwd=source_tree, check=True).stdout)["id"]
+    assert not list((cluster.tmp / "home" / "nodes").glob(f"*/{run_id}"))
 
 
 CUT = "sleep 614.5"

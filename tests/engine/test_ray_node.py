@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,7 @@ class NearbyNodes(Executor):
         self.base = base
         self.hosts: dict[str, LaneHost] = {}
         self.sent: dict[str, set[str]] = {}
+        self.placed: list[str] = []  # the node of every host started, in order
         self.measured_on_nodes = 0
 
     async def run(self, job: TurnJob) -> TurnResult:
@@ -83,14 +85,20 @@ class NearbyNodes(Executor):
         r = job.request
         host = self.hosts.get(r.lane)
         if host is None:
-            host = self.hosts[r.lane] = LaneHost(r.run_id, str(r.run_dir),
-                                                 f"node0000{r.lane}", self.base)
+            node = f"n{len(self.placed):03d}-{r.lane}"
+            host = self.hosts[r.lane] = LaneHost(r.run_id, str(r.run_dir), node, self.base)
+            self.placed.append(node)
+            self.sent[r.lane] = set()
         if not host.has_place(str(r.workspace)):
             data, _ = await asyncio.to_thread(shipping.pack_tree, r.workspace)
             await asyncio.to_thread(host.materialise, str(r.workspace), data)
-        inputs = head.turn_inputs(job, self.sent.setdefault(r.lane, set()))
+        inputs = head.turn_inputs(job, self.sent[r.lane])
         outcome = await host.run(job, inputs)
-        await asyncio.to_thread(head.land, job, outcome)
+        try:  # as RayExecutor.run: a host whose changes cannot land is dropped
+            await asyncio.to_thread(head.land, job, outcome)
+        except head.LANDING_ERRORS as exc:
+            await self.hosts.pop(r.lane).close()
+            return head.unlanded(outcome, r.lane, exc)
         return outcome.result
 
     async def cut(self, job_id: str) -> None:
@@ -174,6 +182,82 @@ def test_lanes_in_copies_run_on_their_hosts_and_come_back_whole(
         for e in valid:
             if e["lane"] == n:
                 assert f"{e['actor']} turn {e['payload']['turn']}\n" in notes
+
+
+# Every turn writes log/TURN.txt when `log` is a directory (or not there yet) and says what
+# `log` was when it started; lane-2's second turn also declares an artifact.
+LOG_LANE = """\
+python3 - <<'PY'
+import json, os
+lane, turn = os.environ["FLAMECHASE_LANE"], os.environ["FLAMECHASE_TURN"]
+log = (sorted(os.listdir("log")) if os.path.isdir("log")
+       else open("log").read() if os.path.exists("log") else None)
+if log is None or isinstance(log, list):
+    os.makedirs("log", exist_ok=True)
+    open("log/" + turn + ".txt", "w").write(turn)
+facts = {"ws": os.environ["FLAMECHASE_WORKSPACE"], "log": log}
+report = {"status": "progress", "summary": json.dumps(facts)}
+if lane == "lane-2" and turn == "2":
+    open(os.environ["FLAMECHASE_ARTIFACTS"] + "/fault.diff", "w").write("lost")
+    report.update(status="deliverable_ready", deliverable={
+        "title": "a patch", "integration_notes": "apply it",
+        "artifacts": [{"path": "fault.diff", "description": "the patch"}]})
+json.dump(report, open(os.environ["FLAMECHASE_REPORT"], "w"))
+PY
+"""
+
+
+class SpoiledCopy(NearbyNodes):
+    """Before lane-2's second turn, the directory `log` of the head's copy of its place
+    becomes a file: what the turn writes under log/ on its node cannot land there."""
+
+    async def run(self, job: TurnJob) -> TurnResult:
+        r = job.request
+        if head.is_remote(job) and (r.lane, r.turn, r.attempt) == ("lane-2", 2, 1):
+            shutil.rmtree(r.workspace / "log")
+            (r.workspace / "log").write_text("the head's own\n")
+        return await super().run(job)
+
+
+def test_a_turn_whose_changes_cannot_land_fails_and_its_lane_restarts_from_the_head(
+        source_tree: Path, tmp_path: Path) -> None:
+    plan = actor(tmp_path, "plan.sh", PLAN)
+    lane = actor(tmp_path, "lane.sh", LOG_LANE)
+    agents: list[tuple[str | None, str]] = [("coordinator", f"exec:{plan}"), *(
+        (f"lane_{n}_actor_{x}", f"exec:{lane}") for n in (1, 2) for x in "ab")]
+    prep = prepare(RunRequest(
+        flow=load_flow("parallel_flame_chase"), agents=agents, task="do it",
+        workspace=source_tree, warn=lambda _t: None,
+        settings={"lanes": "2", "budget.turns": "9", "rest_seconds": "0.05"}))
+    nodes = SpoiledCopy(LocalExecutor(), tmp_path / "nodes")
+    end = asyncio.run(Engine(prep, None, executor=nodes).run())
+    assert end.status == "finished", end.message
+    evs = events(source_tree)
+
+    # The turn is a failed turn of its lane, with the reason.
+    failed = [e for e in evs if e["kind"] == "turn_failed"]
+    assert [(e["lane"], e["payload"]["turn"]) for e in failed] == [("lane-2", 2)]
+    error = failed[0]["payload"]["error"]
+    assert error.startswith("what lane-2's turn changed could not be brought back from its "
+                            "node: ")
+    assert "Not a directory" in error
+
+    # Its deliverable went with it: nothing of it reached the run.
+    run_id = json.loads(cli("status", "--json", cwd=source_tree, check=True).stdout)["id"]
+    run_dir = tmp_path / "fc-home" / "runs" / run_id
+    assert not any(e["kind"] == "report_published" and e["payload"].get("artifacts")
+                   for e in evs)
+    assert not list(run_dir.rglob("fault.diff"))
+
+    # The lane went on, on a host started afresh from the head's copy: `log` is the head's
+    # file there, not the node's directory with the failed turn's log/2.txt.
+    after = [_facts(e) for e in evs if e["kind"] == "turn_valid" and e["lane"] == "lane-2"
+             and e["seq"] > failed[0]["seq"]]
+    assert after and after[0]["log"] == "the head's own\n"
+    assert nodes.placed == ["n000-lane-2", "n001-lane-2"]
+    assert all(f["ws"].startswith(str(tmp_path / "nodes" / "n001-lane-2")) for f in after)
+    assert (run_dir / "lanes" / "lane-2" / "workspace" / "log").read_text() == (
+        "the head's own\n")
 
 
 def test_a_path_map_moves_whole_paths_only(tmp_path: Path) -> None:

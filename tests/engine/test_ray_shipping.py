@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
 
-from flamechase.engine.executor import ShippedFile
-from flamechase.engine.remote import shipping
+from flamechase.engine.executor import ShippedFile, TurnResult
+from flamechase.engine.remote import head, shipping
+from flamechase.engine.remote.node import TurnOutcome
 from flamechase.store.blobs import ArtifactRefused, BlobStore
 
 
@@ -111,6 +114,82 @@ def test_removal_never_follows_a_link_out_of_the_place(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a directory"):
         shipping.apply(delta, head)
     assert (outside / "precious").read_text() == "keep\n"
+
+
+def _hostile(*members: tuple[str, str, str | bytes]) -> shipping.Delta:
+    """A delta no honest node sends: (name, kind "f"/"l"/"h", data or link target)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, kind, what in members:
+            info = tarfile.TarInfo(name)
+            if kind == "f":
+                assert isinstance(what, bytes)
+                info.size = len(what)
+                tar.addfile(info, io.BytesIO(what))
+                continue
+            info.type = tarfile.SYMTYPE if kind == "l" else tarfile.LNKTYPE
+            info.linkname = str(what)
+            tar.addfile(info)
+    return shipping.Delta(data=buf.getvalue(), removed=(), entries=len(members))
+
+
+def _outside(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("keep\n")
+    return outside
+
+
+def test_a_delta_never_lands_through_a_link_in_the_heads_copy(tmp_path: Path) -> None:
+    """The head's copy holds a link out of the place (links travel as links): a delta
+    naming a file under it is refused, as is one that brings the link and the file."""
+    outside = _outside(tmp_path)
+    place = tmp_path / "head"
+    place.mkdir()
+    (place / "escape").symlink_to(outside)
+    for delta in (_hostile(("escape/planted", "f", b"x")),
+                  _hostile(("new", "l", "../outside"), ("new/planted", "f", b"x"))):
+        with pytest.raises(head.LANDING_ERRORS, match="outside the destination"):
+            shipping.apply(delta, place)
+    assert sorted(p.name for p in outside.iterdir()) == ["precious"]
+
+
+def test_a_delta_carrying_a_hard_link_is_refused(tmp_path: Path) -> None:
+    """Hard links travel as copies: one in a delta would let the node write through it to
+    any file of the head's file system (tarfile's `tar` filter does not check their target)."""
+    outside = _outside(tmp_path)
+    place = tmp_path / "head"
+    place.mkdir()
+    for target in (str(outside / "precious"), "../outside/precious"):
+        delta = _hostile(("x", "h", target), ("x", "f", b"planted\n"))
+        with pytest.raises(head.LANDING_ERRORS, match="hard link"):
+            shipping.apply(delta, place)
+        assert (outside / "precious").read_text() == "keep\n"
+    assert not (place / "x").exists()
+    # An honest tree's hard links travel as copies.
+    (outside / "twin").hardlink_to(outside / "precious")
+    shipping.materialise(shipping.pack_tree(outside)[0], place)
+    assert (place / "twin").read_text() == "keep\n"
+    assert (place / "twin").stat().st_nlink == 1
+
+
+def test_a_turn_whose_changes_cannot_land_is_failed_with_the_reason(tmp_path: Path) -> None:
+    outside = _outside(tmp_path)
+    place = tmp_path / "head"
+    place.mkdir()
+    (place / "escape").symlink_to(outside)
+    art = ShippedFile("a.txt", hashlib.sha256(b"a").hexdigest(), b"a")
+    outcome = TurnOutcome(
+        result=TurnResult(status="valid", started="s", ended="e", duration=1.0,
+                          result={"status": "progress"}, artifacts=(art,)),
+        delta=_hostile(("escape/planted", "f", b"x")), io_files=(), node="n", seconds=1.0)
+    with pytest.raises(head.LANDING_ERRORS) as caught:
+        shipping.apply(outcome.delta, place)
+    failed = head.unlanded(outcome, "lane-2", caught.value)
+    assert failed.status == "failed" and failed.artifacts == ()
+    assert failed.error is not None and failed.error.startswith(
+        "what lane-2's turn changed could not be brought back from its node: ")
+    assert "outside the destination" in failed.error
 
 
 def test_landed_files_are_checked_against_their_hash(tmp_path: Path) -> None:

@@ -9,8 +9,9 @@ size and mtime is still seen.
 
 Trees hold directories, regular files and symlinks (copied as links, never followed), as
 snapshots do; FIFOs, sockets and devices are skipped. Unpacking uses tarfile's `tar` filter
-(nothing outside the destination, through a link or by a name) and removal walks parents
-without following links: a packed tree is never trusted to stay inside its place.
+(nothing outside the destination, through a link or by a name) and refuses hard links, and
+removal walks parents without following links: a packed tree is never trusted to stay inside
+its place.
 """
 
 from __future__ import annotations
@@ -138,9 +139,14 @@ def remove(root: Path, rel: str) -> None:
 
 
 def _owned(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
-    """tarfile's `tar` filter, with the files owned by whoever lands them."""
+    """tarfile's `tar` filter, with the files owned by whoever lands them. Hard links are
+    refused: packs carry copies (`_pack`), and the filter leaves a hard link's target
+    unchecked, so one could tie a file of the place to any file of this file system."""
+    if member.islnk():
+        raise ValueError(f"{member.name!r} is a hard link to {member.linkname!r}; packed "
+                         "trees carry copies, never hard links")
     kept = tarfile.tar_filter(member, dest)
-    if not (kept.isreg() or kept.isdir() or kept.issym() or kept.islnk()):
+    if not (kept.isreg() or kept.isdir() or kept.issym()):
         return None
     return kept.replace(uid=os.getuid(), gid=os.getgid(), uname="", gname="", deep=False)
 
