@@ -35,6 +35,7 @@ Entry = tuple[str, int, int, int, int, str]
 Manifest = dict[str, Entry]
 
 COMPRESS_LEVEL = 1
+_NAME_MAX = 3072  # bytes of a member's path; PATH_MAX is 4096 with the destination before it
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -100,9 +101,10 @@ def diff(root: Path, before: Manifest) -> tuple[Delta, Manifest]:
     """What changed under `root` since `before` was taken, and the manifest now."""
     now = scan(root)
     changed = sorted(n for n, e in now.items() if _changed(before.get(n), e))
-    # Removed: gone, or of another kind now (a file that became a directory, ...).
+    # Removed: gone, or of another kind now (a file that became a directory, ...), or a
+    # link pointed elsewhere (landing one over the old would resolve the old one's target).
     removed = sorted(n for n, e in before.items()
-                     if n not in now or now[n][0] != e[0])
+                     if n not in now or now[n][0] != e[0] or (e[0] == "l" and now[n] != e))
     data = _pack(root, changed) if changed else b""
     return Delta(data=data, removed=tuple(removed), entries=len(changed)), now
 
@@ -145,6 +147,16 @@ def _owned(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
     if member.islnk():
         raise ValueError(f"{member.name!r} is a hard link to {member.linkname!r}; packed "
                          "trees carry copies, never hard links")
+    # Checked here too, not only by the filter (it resolves paths with realpath, which some
+    # Pythons let a long enough path defeat): names of a sane length, every directory on the
+    # way a real one (members land in order, so earlier ones are on disk), and never a write
+    # through a link that is already there.
+    raw = os.fsencode(member.name)
+    if len(raw) > _NAME_MAX or any(len(part) > 255 for part in raw.split(b"/")):
+        raise ValueError(f"{member.name[:80]!r}...: a name longer than a place's names are")
+    target = _inside(Path(dest), member.name)
+    if target is not None and not member.issym() and target.is_symlink():
+        raise ValueError(f"{member.name!r} would be written through the link already there")
     kept = tarfile.tar_filter(member, dest)
     if not (kept.isreg() or kept.isdir() or kept.issym()):
         return None
