@@ -245,3 +245,22 @@ def test_a_tree_that_reaches_into_git_is_refused_on_arrival(user: Path, tmp_path
         link.land(sync, type(node.commit("x"))(commit, bundle.read_bytes()), "t")
     assert not (user / ".git" / "hooks" / "post-checkout").exists()
     assert (user / "solver.py").read_text() == "slow\n"
+
+
+def test_a_link_out_of_the_tree_is_never_written_through(user: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link, node, sync = _first_turn(user, tmp_path)
+    (node.place / "evil").symlink_to(outside)
+    link.land(sync, node.commit("turn 1: a link out"), "t1")
+    assert os.readlink(user / "evil") == str(outside)
+    # The next turn makes the link a directory with a file in it.
+    sync = link.sync(node.at, "turn 2")
+    node.apply(sync)
+    (node.place / "evil").unlink()
+    (node.place / "evil").mkdir()
+    (node.place / "evil" / "x").write_text("planted\n")
+    link.land(sync, node.commit("turn 2"), "t2")
+    assert list(outside.iterdir()) == []
+    assert (user / "evil" / "x").read_text() == "planted\n"
+    assert not (user / "evil").is_symlink()
