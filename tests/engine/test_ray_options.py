@@ -62,6 +62,19 @@ def test_exec_refuses_lane_one_on_a_node_outside_a_git_repository(source_tree: P
     assert not (Path(os.environ["FLAMECHASE_HOME"]) / "runs").exists()
 
 
+def test_exec_refuses_lane_one_on_a_node_for_a_flow_without_a_lane_in_the_tree(
+        source_tree: Path, tmp_path: Path) -> None:
+    a = actor(tmp_path, "a.sh", REPORT_OK)
+    agents = ",".join(f"lane_{n}_actor_{x}=exec:{a}" for n in (1, 2, 3) for x in "ab")
+    out = cli("exec", "-f", "parallel_flame_chase:git_pr", "--executor", "ray",
+              "-a", f"coordinator=exec:{a}", "-a", agents,
+              "-p", "budget.turns=2,evaluator=true,ray.lane_1=node", "x", cwd=source_tree)
+    assert out.returncode == 2, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert "no lane of parallel_flame_chase:git_pr works in your tree" in line
+    assert not (Path(os.environ["FLAMECHASE_HOME"]) / "runs").exists()
+
+
 def test_a_single_lane_resources_value_says_how_to_write_it() -> None:
     with pytest.raises(ParamError, match=r"lane_resources\.cpus=2"):
         options.take_settings({"lane_resources": "cpus=2"})

@@ -166,8 +166,13 @@ def make_executor(choice: ExecutorChoice, prep: Prepared) -> tuple[Executor | No
     from flamechase.engine.executor import LocalExecutor
     from flamechase.engine.remote import gitsync
 
-    tree = None
+    tree, in_tree = None, list[str]()
     if choice.lane_1_on_node:
+        in_tree = [ln.name for ln in prep.flow.lanes(prep.params) if ln.in_source]
+        if not in_tree:
+            raise ParamError(f"-p {LANE_1}=node: no lane of {prep.flow.name} works in your "
+                             "tree (each has a copy of its own, which goes to the cluster "
+                             "anyway); drop it")
         why = gitsync.why_not(prep.workspace)
         if why is not None:
             raise ExecutorUnavailable(f"-p {LANE_1}=node: {why}")
@@ -186,9 +191,9 @@ def make_executor(choice: ExecutorChoice, prep: Prepared) -> tuple[Executor | No
                   f"for {choice.resources.describe()}; lane 1 and roles outside lanes run here")
     else:
         notice = (f"every lane runs on the Ray cluster at {address}, each asking for "
-                  f"{choice.resources.describe()}; lane 1 in a git copy of your tree there, "
-                  "its turns landed here as commits (refs/flamechase/RUN/lane-1); roles "
-                  "outside lanes run here")
+                  f"{choice.resources.describe()}; {', '.join(in_tree)} in a git copy of "
+                  "your tree there, its turns landed here as commits "
+                  f"(refs/flamechase/RUN/{in_tree[0]}); roles outside lanes run here")
     executor = ray_executor.RayExecutor(choice.resources, local,
                                         placement_timeout=choice.placement_timeout, tree=tree)
     return executor, dataclasses.replace(prep, notices=(*prep.notices, notice))
