@@ -381,7 +381,7 @@ def test_lane_one_runs_on_a_node_and_its_turns_come_back_as_commits(
                     "lane_resources.lane_slot=1,ray.lane_1=node", "do it",
               cwd=source_tree, env=ray_cluster.env(), timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "lane 1 in a git copy of your tree there" in out.stdout + out.stderr
+    assert "lane-1 in a git copy of your tree there" in out.stdout + out.stderr
     valid = [e for e in events(source_tree) if e["kind"] == "turn_valid"]
     assert len(valid) == 3
     facts = [_facts(e) for e in valid]
