@@ -149,6 +149,11 @@ def test_lanes_in_copies_run_on_their_hosts_and_come_back_whole(
     for n in ("lane-2", "lane-3"):
         assert by_lane[n] and all(ws.startswith(str(tmp_path / "nodes")) for ws in by_lane[n])
 
+    # Each turn's event says where it ran: lanes 2..3 on their nodes, lane 1 here (no host).
+    assert {e["payload"]["host"] for e in valid if e["lane"] == "lane-1"} == {None}
+    assert all(e["payload"]["host"].endswith("lane-2") for e in valid
+               if e["lane"] == "lane-2")
+
     # The jail travels with the job: the user's tree stays out of reach on the node.
     assert all(_facts(e)["escaped"] is False for e in valid if e["lane"] != "lane-1")
     assert not list(source_tree.glob("escape-*"))

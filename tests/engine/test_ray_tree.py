@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import platform
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -112,6 +113,8 @@ def test_lane_one_on_a_node_lands_its_turns_as_commits_and_keeps_the_users_edits
     assert all(f["ws"].startswith(node_tree) and f["cwd"].startswith(node_tree)
                for f in facts)
     assert not any(f["escaped"] for f in facts)
+    # ... and say so: each turn's event names the machine and node it ran on.
+    assert {e["payload"]["host"] for e in ended} == {f"{platform.node()}, node node0000tree"}
     assert not (source_tree / "escape").exists()
     # The user's file, written between turns, reached the node; it stays in the tree.
     assert [f["saw_user"] for f in facts] == [False, True, True]

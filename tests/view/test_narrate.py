@@ -50,3 +50,15 @@ def test_a_lone_lane_on_the_source_hands_over_the_tree() -> None:
                                                "summary": "s", "duration": 1.0}}
     fold.apply(ev)
     assert narrate(ev, fold)[0].endswith("; hands second_chaser the tree.")
+
+
+def test_a_turn_on_another_machine_says_where_it_ran(sim_run: Run) -> None:
+    fold = RunFold.from_run(sim_run.run, sim_run.lanes)
+    for ev in sim_run.events:
+        fold.apply(ev)
+        if ev["kind"] in ("turn_valid", "turn_failed") and ev["lane"] == "lane-2":
+            remote = {**ev, "payload": {**ev["payload"], "host": "gpu-7, node a83cc9697f6c"}}
+            assert ", on gpu-7, node a83cc9697f6c)" in narrate(remote, fold)[0]
+            assert " on " not in narrate(ev, fold)[0].split(")")[0]
+            return
+    raise AssertionError("no turn of lane-2 in the sample run")

@@ -75,6 +75,7 @@ class TurnResult:
     # the job's artifact root, checking every hash on arrival, then freezes them as usual.
     # Empty for a turn that ran here (the loop reads the artifact root itself).
     artifacts: tuple[ShippedFile, ...] = ()
+    host: str | None = None  # the machine it ran on, when not this one ("HOST, node ID")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

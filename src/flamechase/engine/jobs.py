@@ -52,7 +52,8 @@ class TurnDone:
             input_tokens=u.input_tokens, output_tokens=u.output_tokens,
             cache_read_tokens=u.cache_read_tokens, cache_write_tokens=u.cache_write_tokens,
             transcript=r.transcript, repairs=r.repairs, exit_code=r.exit_code,
-            requests=list(r.requests), requests_refused=list(r.requests_refused))
+            requests=list(r.requests), requests_refused=list(r.requests_refused),
+            host=r.host)
         status = self.status
         if status == "valid":
             result = r.result or {}

@@ -46,6 +46,8 @@ class TurnEnded(Event):
     # What the agent asked the runtime for ($FLAMECHASE_REQUESTS), and lines refused.
     requests: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     requests_refused: list[str] = dataclasses.field(default_factory=list)
+    # Where the turn ran when not on the machine that runs the run (a Ray node), else None.
+    host: str | None = None
 
     @property
     def status(self) -> str:
@@ -76,7 +78,7 @@ class TurnValid(TurnEnded):
             text += f": {self.summary[:120]}"
         if self.cost_usd:
             text += f" · ${self.cost_usd:.4f}"
-        return text + f" · {self.duration:.1f}s"
+        return text + f" · {self.duration:.1f}s" + (f" · on {self.host}" if self.host else "")
 
 
 @register
@@ -87,7 +89,8 @@ class TurnFailed(TurnEnded):
     report_id: str | None = None  # set by flamechase 0.1, which published with the turn
 
     def describe(self) -> str:
-        return f"turn {self.turn} FAILED: {self.error[:160]}"
+        where = f" (on {self.host})" if self.host else ""
+        return f"turn {self.turn} FAILED{where}: {self.error[:160]}"
 
 
 @register

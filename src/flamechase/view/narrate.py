@@ -74,13 +74,14 @@ def narrate(ev: Mapping[str, Any], fold: RunFold) -> tuple[str, str]:
         said = f": “{_clip(p.get('summary'))}”" if p.get("summary") else ""
         return (f"{actor} — turn {p.get('turn')} of {lane} ends "
                 f"{p.get('report_status') or 'valid'} ({_secs(p.get('duration'))}, "
-                f"{_money(p.get('cost_usd'))}){said}{tree}.", "end")
+                f"{_money(p.get('cost_usd'))}{_on(p)}){said}{tree}.", "end")
     if kind == "turn_failed":
         partner = snap.partner(actor) if snap else None
         nxt = (f"; {partner} takes {_tree(lane, fold)} next" if partner and partner != actor
                else "")
         return (f"{actor} — turn {p.get('turn')} of {lane} FAILED "
-                f"({_secs(p.get('duration'))}): {_clip(p.get('error'), 200)}{nxt}.", "fail")
+                f"({_secs(p.get('duration'))}{_on(p)}): {_clip(p.get('error'), 200)}{nxt}.",
+                "fail")
     if kind == "report_published":
         return _published(lane, actor, p, fold)
     if kind in FRONT_KINDS:
@@ -237,6 +238,11 @@ def _solo(kind: str, actor: str, p: Mapping[str, Any]) -> tuple[str, str]:
     if kind == "lane_paused":
         return f"{who} pauses until {p.get('until')}: {_clip(p.get('reason'), 160)}.", "warn"
     return f"{who} was cut ({_clip(p.get('reason'), 160)}); it is taken again.", "fail"
+
+
+def _on(p: Mapping[str, Any]) -> str:
+    """Where a turn ran, when that was another machine (a Ray node)."""
+    return f", on {_clip(p.get('host'), 80)}" if p.get("host") else ""
 
 
 def _tree(lane: str, fold: RunFold) -> str:

@@ -165,7 +165,8 @@ class LaneHost:
                 t0: float, commits: gitsync.Commits | None = None) -> TurnOutcome:
         io_files, _left = shipping.ship_dir(node_job.request.io_dir, IO_FILE_LIMIT)
         # The node's processes are the node's to sweep; the head's reaper cannot see them.
-        result = dataclasses.replace(self.back.result(result), spawned=(), since=0)
+        result = dataclasses.replace(self.back.result(result), spawned=(), since=0,
+                                     host=f"{platform.node()}, node {self.node_id[:12]}")
         synced = (self.repo.at or "") if self.repo is not None else ""
         return TurnOutcome(result=result, delta=delta, io_files=tuple(io_files),
                            node=self.node_id, seconds=time.monotonic() - t0,
