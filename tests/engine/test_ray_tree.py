@@ -19,7 +19,7 @@ from flamechase.engine.prepare import RunRequest, prepare
 from flamechase.engine.remote import gitsync, head
 from flamechase.engine.remote.node import LaneHost
 from flamechase.flows import load_flow
-from tests.helpers import actor, events
+from tests.helpers import actor, cli, events
 
 LANE = """\
 echo "$FLAMECHASE_ROLE turn $FLAMECHASE_TURN" >> notes.txt
@@ -140,10 +140,21 @@ def test_lane_one_on_a_node_lands_its_turns_as_commits_and_keeps_the_users_edits
     assert git(source_tree, "rev-parse", "HEAD") == head_commit
     assert git(source_tree, "diff", "--cached", "--name-only") == ""
 
+    # The run resumes on this machine alone (`--executor local`): lane 1 goes on in the tree
+    # from where its last landed turn left it.
+    out = cli("exec", "-f", "flame_chase", "--resume", "-a", f"exec:{lane}", "-a",
+              f"exec:{lane}", "-p", "budget.turns=6,rest_seconds=0.05", "do it",
+              cwd=source_tree)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert prep_run_id(source_tree) == run_id
+    assert (source_tree / "notes.txt").read_text().endswith(
+        "a line the user added\nsecond_chaser turn 4\nfirst_chaser turn 5\n"
+        "second_chaser turn 6\n")
+    later = [e for e in events(source_tree) if e["kind"] == "turn_valid"][-2:]
+    assert [e["payload"]["host"] for e in later] == [None, None]
+
 
 def prep_run_id(source: Path) -> str:
-    from tests.helpers import cli
-
     status: dict[str, Any] = json.loads(cli("status", "--json", cwd=source,
                                             check=True).stdout)
     return str(status["id"])
