@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,29 @@ def test_a_link_out_of_the_tree_is_never_written_through(user: Path, tmp_path: P
     assert list(outside.iterdir()) == []
     assert (user / "evil" / "x").read_text() == "planted\n"
     assert not (user / "evil").is_symlink()
+
+
+def test_a_same_size_edit_in_the_indexs_last_second_is_never_missed(tmp_path: Path) -> None:
+    """Git trusts a file's cached stat only when the file is older than the index, so a
+    snapshot's private index keeps the real one's modification time. With a copy made in a
+    later second, an edit of the same size, in the index's second, onto a reused inode (what
+    landing a turn right after the user's `git commit` does) looked unchanged, and the next
+    turn's copy lost it. Each round starts just after a second begins and takes the next
+    snapshot in the second after; a round the machine is too busy for just proves less."""
+    for n in range(2):
+        time.sleep(1 - time.time() % 1 + 0.01)
+        user = tmp_path / f"user{n}"
+        user.mkdir()
+        git(user, "init", "-q", "-b", "main")
+        (user / "solver.py").write_text("slow\n")
+        git(user, "add", "-A")
+        git(user, "commit", "-qm", "first")
+        link = TreeLink(user, "run1", "lane-1")
+        node = NodeRepo(tmp_path / f"n{n}.git", tmp_path / f"n{n}")
+        sync = link.sync(None, "first")
+        node.materialise(sync)
+        (node.place / "solver.py").write_text("fast\n")
+        link.land(sync, node.commit("turn 1"), "t1")
+        time.sleep(1 - time.time() % 1 + 0.01)
+        nxt = link.sync(node.at, "turn 2")
+        assert git(user, "show", f"{nxt.commit}:solver.py") == "fast", f"round {n}"

@@ -143,6 +143,14 @@ def _fetch(base: Sequence[str], data: bytes, src: str, dst: str) -> str:
     return _line(base, "rev-parse", "--verify", f"{dst}^{{commit}}")
 
 
+def _copy_index(src: Path, dest: Path) -> None:
+    """A copy of an index that git reads as it reads the original: with its modification
+    time. Git trusts a file's cached stat only when the file is older than the index; a copy
+    made now would make every file written in the index's last second look unchanged (a
+    same-size edit a turn made just after its copy was made went missing)."""
+    shutil.copy2(src, dest)
+
+
 def _clash(path: str, user: set[str]) -> bool:
     if path in user:
         return True
@@ -196,7 +204,7 @@ class TreeLink:
         real = Path(_line(self.base, "rev-parse", "--path-format=absolute",
                           "--git-path", "index"))
         if real.is_file():
-            shutil.copyfile(real, index)
+            _copy_index(real, index)
         return index
 
     def snapshot(self, message: str) -> str:
@@ -312,7 +320,7 @@ class NodeRepo:
             raise GitSyncError("the copy was never made")
         with tempfile.TemporaryDirectory(prefix="flamechase-index-") as tmp:
             index = Path(tmp) / "index"
-            shutil.copyfile(self.git_dir / "index", index)
+            _copy_index(self.git_dir / "index", index)
             tree = _tree_of(self.base, index)
         if _line(self.base, "rev-parse", f"{self.at}^{{tree}}") == tree:
             return Commits(self.at)
