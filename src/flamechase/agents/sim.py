@@ -30,32 +30,29 @@ What the engine passes in `TurnRequest.env`:
   FLAMECHASE_ARTIFACTS   lane turns: this lane's artifact root
   FLAMECHASE_CHECKPOINT  lane turns: where the checkpoint goes (steady)
   FLAMECHASE_BRIEF       flows that run fronts: the turn's brief (see `sim_fronts`)
-"""
 
-# long file: the simulated actor's profiles, work and reports are one program read top to bottom.
+Beside it: `sim_fate` (seed, fate, usage), `sim_plan` (the planner's missions), `sim_ladder`
+(the solver's rungs), `sim_checks` (tests and bench as jailed subprocesses), `sim_inbox`
+(verified candidates from other lanes), `sim_git` (PR lanes), `sim_fronts` (fronts).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
-import hashlib
 import json
 import os
 import random
-import re
 import shutil
-import sys
-import tempfile
-import time
-from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from flamechase import jail, procs
-from flamechase.agents import sim_fronts, sim_git
-from flamechase.agents.backend import Answer, Backend, Session, SpawnHook, TurnRequest, Usage
-from flamechase.agents.sim_ladder import RUNGS, TOP, approach_of, next_rung, rung_of
+from flamechase.agents import sim_fronts, sim_git, sim_plan
+from flamechase.agents.backend import Answer, Backend, Session, SpawnHook, TurnRequest
+from flamechase.agents.sim_checks import Attempt, Bench, Checks, CutError, tests_line
+from flamechase.agents.sim_fate import Fate, fate_of, seed_of, usage_of
+from flamechase.agents.sim_inbox import Candidate, scratch_copy, verified_candidates
+from flamechase.agents.sim_ladder import RUNGS, TOP, approach_of, next_rung, rung_of, stride
 from flamechase.agents.spec import AgentSpec
 from flamechase.errors import BackendUnavailable
 from flamechase.fsutil import atomic_write
@@ -77,74 +74,14 @@ EVALUATOR = "python bench.py"
 METRIC_PATTERN = r"STEPS: (\d+)"
 METRIC = "steps"
 
-# Fake prices (USD per token) so budgets and views have figures to show.
-_PRICE_INPUT = 3.0 / 1_000_000
-_PRICE_OUTPUT = 15.0 / 1_000_000
-_PRICE_CACHE_READ = 0.3 / 1_000_000
-
-# The sample's bench takes well under a second; anything near this is a hung solver.
-_CHECK_TIMEOUT = 20.0
-_MAX_CANDIDATES = 6  # inbox artifacts measured per turn, at most
 _MAX_RISKS = 30  # the report schema's limit on `risks`
-_MAX_BLOB = 1 << 20  # an inbox solver.py larger than this is not a solver worth measuring
-_STEPS_LINE = re.compile(r"^STEPS: (\d+)\s*$", re.MULTILINE)
-_RAN_LINE = re.compile(r"^Ran (\d+) tests?", re.MULTILINE)
-_LANE_NAME = re.compile(r"\blane-(\d+)\b")
 
-Fate = Literal["work", "crash", "invalid_first", "silent", "blocked"]
 Report = dict[str, Any]
 
 
 def sample_dir() -> Path:
     """The bundled sample repository (package data; copy it before running anything in it)."""
     return Path(__file__).resolve().parent.parent / "sample"
-
-
-def seed_of(request: TurnRequest) -> int:
-    """The turn's seed: the same run, role, lane, turn and attempt always give the same one."""
-    key = "\0".join(
-        [request.run_id, request.role, request.lane, str(request.turn), str(request.attempt)]
-    )
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
-
-
-def fate_of(profile: str, request: TurnRequest) -> Fate:
-    """What a turn of `profile` will do, decided before any work (tests use it too)."""
-    if profile == "silent":
-        return "silent"
-    # The actor's own second turn: a lane's two actors alternate, actor a first, so actor a
-    # takes lane turns 1, 3, 5... and actor b 2, 4, 6...: its second is lane turn 3 or 4.
-    if profile == "blocked" and request.lane and (request.turn + 1) // 2 == 2:
-        return "blocked"
-    if profile == "flaky":
-        # Independent of the bits the usage figures are drawn from (those use the whole seed).
-        roll = (seed_of(request) >> 40) % 4
-        if roll == 0:
-            return "crash"
-        if roll == 1:
-            return "invalid_first"
-    return "work"
-
-
-def _usage(seed: int, ask: int, *, repair: bool) -> Usage:
-    rng = random.Random(f"{seed}/{ask}")
-    if repair:
-        input_tokens = 1_500 + rng.randrange(2_500)
-        output_tokens = 150 + rng.randrange(450)
-    else:
-        input_tokens = 9_000 + rng.randrange(27_000)
-        output_tokens = 700 + rng.randrange(3_300)
-    cache_read = rng.randrange(input_tokens)
-    cost = (
-        input_tokens * _PRICE_INPUT + output_tokens * _PRICE_OUTPUT + cache_read * _PRICE_CACHE_READ
-    )
-    return Usage(
-        cost_usd=round(cost, 6),
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cache_read,
-        self_reported=True,
-    )
 
 
 class SimBackend(Backend):
@@ -173,80 +110,6 @@ class SimBackend(Backend):
         return True
 
 
-# ---- measurements ----------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Check:
-    """One finished subprocess: exit code (None on timeout) and its merged output."""
-
-    code: int | None
-    output: str
-
-    @property
-    def ok(self) -> bool:
-        return self.code == 0
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Bench:
-    check: _Check
-
-    @property
-    def steps(self) -> int | None:
-        """The measured STEPS: only from a run that exited 0 and printed exactly one line."""
-        if not self.check.ok:
-            return None
-        found = _STEPS_LINE.findall(self.check.output)
-        return int(found[0]) if len(found) == 1 else None
-
-    def line(self, label: str = "python bench.py") -> str:
-        if self.check.code is None:
-            return f"{label}: timed out after {_CHECK_TIMEOUT:.0f} s"
-        if self.steps is not None:
-            return f"{label}: STEPS: {self.steps} (exit 0)"
-        return f"{label}: no STEPS (exit {self.check.code}): {_tail(self.check.output)}"
-
-
-def _tests_line(check: _Check) -> str:
-    ran = _RAN_LINE.search(check.output)
-    count = f"{ran.group(1)} tests" if ran else "no test count"
-    if check.code is None:
-        return f"python -m unittest -q: timed out after {_CHECK_TIMEOUT:.0f} s"
-    if check.ok:
-        return f"python -m unittest -q: OK ({count})"
-    return f"python -m unittest -q: FAILED, exit {check.code} ({count}): {_tail(check.output)}"
-
-
-def _tail(text: str, limit: int = 300) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return " | ".join(lines[-3:])[-limit:] or "no output"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Candidate:
-    """A verified inbox artifact: its bytes hash to what the publishing lane recorded."""
-
-    report_id: str
-    lane: str
-    path: str
-    sha256: str
-    data: bytes
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Attempt:
-    """A change tried in the tree: kept only when tests pass and STEPS went down."""
-
-    kept: bool
-    tests: _Check
-    bench: _Bench
-
-
-class _CutError(Exception):
-    """cut() was called: stop the turn, leave the tree as it was."""
-
-
 # ---- the session ------------------------------------------------------------------------
 
 
@@ -264,18 +127,16 @@ class SimSession(Session):
         self.fate: Fate = fate_of(profile, request) if profile in PROFILES else "work"
         self._asks = 0
         self._report: Any = None  # the correct report (or plan) once the work is done
-        self._procs: set[procs.Proc] = set()
-        self._one_check = asyncio.Lock()
-        self._cut = False
+        self.checks = Checks(request, on_spawn)
 
     # ---- the Session interface ----
 
     async def ask(self, prompt: str, *, repair: str | None = None) -> Answer:
         self._asks += 1
-        usage = _usage(self.seed, self._asks, repair=repair is not None)
+        usage = usage_of(self.seed, self._asks, repair=repair is not None)
         if self.profile not in PROFILES:
             return Answer(status="failed", error=f"sim: unknown profile {self.profile!r}")
-        if self._cut:
+        if self.checks.was_cut:
             return Answer(status="interrupted", usage=usage, error="sim: turn was cut")
         if self.fate == "crash":
             return Answer(
@@ -294,7 +155,7 @@ class SimSession(Session):
             if self.profile == "steady" and self.request.lane:
                 await asyncio.to_thread(self._write_checkpoint, self._report)
             await asyncio.to_thread(_write_json, self.request.report_path, self._report)
-        except _CutError:
+        except CutError:
             return Answer(status="interrupted", usage=usage, error="sim: turn was cut")
         except OSError as exc:
             return Answer(
@@ -304,11 +165,10 @@ class SimSession(Session):
         return Answer(status="finished", usage=usage, text=f"sim: {summary}")
 
     async def cut(self) -> None:
-        self._cut = True
-        await self._kill_all()
+        await self.checks.cut()
 
     async def close(self) -> None:
-        await self._kill_all()
+        await self.checks.kill_all()
 
     # ---- what a turn does ----
 
@@ -317,81 +177,30 @@ class SimSession(Session):
             return await asyncio.to_thread(sim_fronts.work, self.request.role,
                                            self.request.workspace, self.request.env)
         if not self.request.lane:
-            return await asyncio.to_thread(self._plan)
+            return await asyncio.to_thread(sim_plan.plan, self.request)
         if self.fate == "blocked":
             return self._blocked()
         ws = self.request.workspace
-        if not await asyncio.to_thread(_is_sample, ws):
+        if not await asyncio.to_thread(sim_plan.is_sample, ws):
             return await asyncio.to_thread(self._generic)
         if await asyncio.to_thread(sim_git.speaks_pr, self.request):
             return _bounded(await sim_git.turn(self))
         # Lane 1 weighs the inbox's verified artifacts against the tree, all measured at once.
-        candidates: list[_Candidate] = []
+        candidates: list[Candidate] = []
         risks: list[str] = []
         if self.request.lane == "lane-1":
             current = await asyncio.to_thread((ws / "solver.py").read_bytes)
             candidates, risks = await asyncio.to_thread(
-                _verified_candidates, self.request.env.get("FLAMECHASE_INBOX"), current
+                verified_candidates, self.request.env.get("FLAMECHASE_INBOX"), current
             )
         before, *measured = await asyncio.gather(
-            self._bench(ws), *(self._measure(c) for c in candidates)
+            self.checks.bench(ws), *(self._measure(c) for c in candidates)
         )
         if candidates:
             integrated = await self._integrate(before, candidates, measured, risks)
             if integrated is not None:
                 return _bounded(integrated)
         return _bounded(await self._climb(before, risks))
-
-    def _plan(self) -> dict[str, Any]:
-        lanes = self._lane_names()
-        measurable = _is_sample(self.request.workspace)
-        objective = (
-            "Lower the STEPS that `python bench.py` prints while `python -m unittest` stays green."
-            if measurable
-            else "Make small, verifiable progress on the task and record it."
-        )
-        entries = []
-        for lane in lanes:
-            stride = _stride(lane)
-            if lane == "lane-1":
-                mission = {
-                    "title": "Integrate the best measured results",
-                    "objective": objective + " Integrate other lanes' artifact packages "
-                    "that measure better than the tree; otherwise improve it directly.",
-                    "success_criteria": [
-                        "every integrated package verified against its sha256",
-                        "tests green after each change",
-                        "STEPS never goes up",
-                    ],
-                    "kind": "integration",
-                    "approach_class": "integration",
-                    "change_scale": "integration",
-                }
-            else:
-                pace = f"in leaps of {stride} rungs"
-                mission = {
-                    "title": f"Explore {pace}",
-                    "objective": objective + f" Work in the private copy, {pace}, and publish "
-                    "every measured improvement as an artifact package with a submission.",
-                    "success_criteria": [
-                        "each package measured with python bench.py before it is published",
-                        "tests green on every published solver.py",
-                    ],
-                    "kind": "implementation",
-                    "approach_class": f"leap-{stride}",
-                    "change_scale": "component",
-                }
-            entries.append({"lane": lane, "mission": mission})
-        return {"lanes": entries}
-
-    def _lane_names(self) -> list[str]:
-        given = self.request.env.get("FLAMECHASE_LANES", "")
-        names = [n.strip() for n in given.split(",") if n.strip()]
-        if not names:
-            # An agent without the list reads its prompt, as a real one would.
-            numbers = sorted({int(m) for m in _LANE_NAME.findall(self.request.prompt)})
-            names = [f"lane-{n}" for n in numbers] or ["lane-1", "lane-2", "lane-3"]
-        return list(dict.fromkeys(names))
 
     def _blocked(self) -> Report:
         return {
@@ -422,9 +231,9 @@ class SimSession(Session):
 
     async def _integrate(
         self,
-        before: _Bench,
-        candidates: Sequence[_Candidate],
-        measured: Sequence[_Bench],
+        before: Bench,
+        candidates: Sequence[Candidate],
+        measured: Sequence[Bench],
         risks: list[str],
     ) -> Report | None:
         """Lane 1: take the best verified artifact that measured better than the tree.
@@ -448,7 +257,7 @@ class SimSession(Session):
             if not attempt.kept:
                 risks.append(
                     f"report {cand.report_id} {cand.path}: measured better in a scratch copy but "
-                    f"not in the tree ({_tests_line(attempt.tests)}; {attempt.bench.line()}); "
+                    f"not in the tree ({tests_line(attempt.tests)}; {attempt.bench.line()}); "
                     "reverted"
                 )
                 continue
@@ -461,7 +270,7 @@ class SimSession(Session):
                     f"solver.py: replaced by artifact {cand.path} of report {cand.report_id} "
                     f"from {cand.lane} (sha256 {cand.sha256[:16]}, verified)"
                 ],
-                "tests": [_tests_line(attempt.tests)],
+                "tests": [tests_line(attempt.tests)],
                 "evidence": [
                     f"integrated report_id {cand.report_id}",
                     measured[index].line("python bench.py on a scratch copy with the artifact"),
@@ -474,7 +283,7 @@ class SimSession(Session):
         return None
 
     # long: one simulated turn's work (edit, test, measure, report) in order.
-    async def _climb(self, before: _Bench, risks: list[str], *, publish: bool = True) -> Report:
+    async def _climb(self, before: Bench, risks: list[str], *, publish: bool = True) -> Report:
         """Apply this lane's next ladder rung; keep it only if it measures better.
 
         `publish`: lanes 2..N publish the result as an artifact package (a lane that works
@@ -484,7 +293,7 @@ class SimSession(Session):
         current_text = await asyncio.to_thread((ws / "solver.py").read_text, "utf-8")
         current = rung_of(current_text)
         was = approach_of(current_text) or "an unknown approach"
-        target = next_rung(current, _stride(req.lane))
+        target = next_rung(current, stride(req.lane))
         if target is None:
             return {
                 "status": "no_result",
@@ -496,7 +305,7 @@ class SimSession(Session):
             }
         rung = RUNGS[target]
         attempt = await self._try(rung.source.encode(), before)
-        tests = _tests_line(attempt.tests)
+        tests = tests_line(attempt.tests)
         evidence = [
             before.line("python bench.py before"),
             attempt.bench.line("python bench.py after"),
@@ -613,15 +422,15 @@ class SimSession(Session):
 
     # ---- subprocesses ----
 
-    async def _try(self, new: bytes, before: _Bench) -> _Attempt:
+    async def _try(self, new: bytes, before: Bench) -> Attempt:
         """Write `new` as solver.py, run tests and bench; restore the old file unless better."""
         path = self.request.workspace / "solver.py"
         old = await asyncio.to_thread(path.read_bytes)
         await asyncio.to_thread(_write_bytes, path, new)
         try:
             tests, bench = await asyncio.gather(
-                self._run(["-m", "unittest", "-q"], self.request.workspace),
-                self._bench(self.request.workspace),
+                self.checks.run(["-m", "unittest", "-q"], self.request.workspace),
+                self.checks.bench(self.request.workspace),
             )
         except BaseException:
             await asyncio.to_thread(_write_bytes, path, old)
@@ -633,89 +442,17 @@ class SimSession(Session):
         )
         if not better:
             await asyncio.to_thread(_write_bytes, path, old)
-        return _Attempt(kept=better, tests=tests, bench=bench)
+        return Attempt(kept=better, tests=tests, bench=bench)
 
-    async def _measure(self, cand: _Candidate) -> _Bench:
+    async def _measure(self, cand: Candidate) -> Bench:
         """bench.py on a scratch copy of the tree's Python files with the candidate solver."""
-        scratch = await asyncio.to_thread(_scratch_copy, self.request.workspace, cand.data)
+        scratch = await asyncio.to_thread(scratch_copy, self.request.workspace, cand.data)
         try:
-            return await self._bench(scratch)
+            return await self.checks.bench(scratch)
         finally:
             await asyncio.to_thread(shutil.rmtree, scratch, True)
 
-    async def _bench(self, cwd: Path) -> _Bench:
-        return _Bench(await self._run(["bench.py"], cwd))
-
-    async def _run(self, args: Sequence[str], cwd: Path) -> _Check:
-        """One check of the tree (its tests, its bench): the tree's own code, so it runs as an
-        agent's process does, through `procs` (recorded with the engine before it runs, so a
-        crash's sweep finds it) and in the turn's jail."""
-        # One check at a time: the checks share the turn's process token, and ending one
-        # (Proc.kill) ends every process carrying it, a concurrent check included.
-        async with self._one_check:
-            return await self._run_one(args, cwd)
-
-    async def _run_one(self, args: Sequence[str], cwd: Path) -> _Check:
-        if self._cut:
-            raise _CutError
-        # -S: the sample is stdlib-only, and skipping site start-up halves each check's time;
-        # -B: no __pycache__ left in the user's tree. The shell merges stderr into the output.
-        argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", sys.executable, "-S", "-B", *args]
-        req = self.request
-        proc = await procs.Proc.start(jail.wrap(argv, req.jail), cwd=cwd, env=self._env(),
-                                      on_spawn=self.on_spawn)
-        self._procs.add(proc)
-        deadline = time.monotonic() + _CHECK_TIMEOUT
-        lines: list[bytes] = []
-        code: int | None
-        try:
-            while (line := await proc.next_line(deadline=deadline, silence=_CHECK_TIMEOUT)) \
-                    is not None:
-                lines.append(line)
-            code = jail.decode_exit(
-                await proc.wait_exit(deadline=deadline, silence=_CHECK_TIMEOUT), req.jail)
-        except (procs.TurnTimeout, procs.SilenceTimeout):
-            code = None
-        finally:
-            await proc.kill(grace=0)
-            self._procs.discard(proc)
-        if self._cut:
-            raise _CutError
-        out = b"".join(ln if ln.endswith(b"\n") else ln + b"\n" for ln in lines)
-        return _Check(code=code, output=out.decode("utf-8", "replace"))
-
-    def _env(self) -> dict[str, str]:
-        env = _child_env()
-        if self.request.jail is not None:
-            env["TMPDIR"] = str(self.request.jail.tmp)
-        env.update(self.request.env)
-        return env
-
-    async def _kill_all(self) -> None:
-        for proc in list(self._procs):
-            with contextlib.suppress(Exception):
-                await proc.kill(grace=0)
-
-
 # ---- helpers ------------------------------------------------------------------------------
-
-
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    # PYTHONSAFEPATH would keep bench.py from importing solver.py next to it.
-    env.pop("PYTHONSAFEPATH", None)
-    env["PYTHONHASHSEED"] = "0"
-    return env
-
-
-def _stride(lane: str) -> int:
-    """Rungs per turn: lane 1 climbs one at a time, lane k (k >= 2) leaps k rungs.
-
-    The exploring lanes diverge from each other and get ahead of lane 1, so lane 1 has
-    better packages to integrate, as the flow intends.
-    """
-    found = re.fullmatch(r"lane-(\d+)", lane)
-    return max(int(found.group(1)), 1) if found and lane != "lane-1" else 1
 
 
 def _bounded(report: Report) -> Report:
@@ -729,10 +466,6 @@ def _bounded(report: Report) -> Report:
 
 def _fmt(steps: int | None) -> str:
     return "unmeasured (bench failed)" if steps is None else str(steps)
-
-
-def _is_sample(ws: Path) -> bool:
-    return (ws / "bench.py").is_file() and (ws / "solver.py").is_file()
 
 
 def _count_files(ws: Path, limit: int = 100_000) -> int:
@@ -755,92 +488,3 @@ def _write_json(path: Path, value: Any) -> None:
     _write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
 
 
-def _scratch_copy(ws: Path, solver: bytes) -> Path:
-    """A temporary directory with the tree's top-level Python files and `solver` as solver.py."""
-    scratch = Path(tempfile.mkdtemp(prefix="flamechase-sim-"))
-    for entry in os.scandir(ws):
-        if entry.name.endswith(".py") and entry.is_file(follow_symlinks=False):
-            shutil.copyfile(entry.path, scratch / entry.name)
-    (scratch / "solver.py").write_bytes(solver)
-    return scratch
-
-
-def _artifacts_of(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Artifact records of a delivered report, one per path, the hashed one where there is one.
-
-    The engine lists frozen artifacts (with sha256 and blob) beside the report; the report's own
-    deliverable lists the same paths without them.
-    """
-    by_path: dict[str, Mapping[str, Any]] = {}
-    deliverable = report.get("deliverable")
-    for source in (
-        report.get("artifacts"),
-        deliverable.get("artifacts") if isinstance(deliverable, Mapping) else None,
-    ):
-        if not isinstance(source, list):
-            continue
-        for art in source:
-            if isinstance(art, Mapping):
-                path = str(art.get("path", ""))
-                held = by_path.get(path)
-                if held is None or ("blob" not in held and "blob" in art):
-                    by_path[path] = art
-    return list(by_path.values())
-
-
-def _verified_candidates(
-    inbox_path: str | None, current: bytes
-) -> tuple[list[_Candidate], list[str]]:
-    """The inbox's solver.py artifacts whose blob hashes as recorded, and why others were not."""
-    if not inbox_path:
-        return [], []
-    try:
-        with open(inbox_path, encoding="utf-8") as f:
-            inbox = json.load(f)
-    except (OSError, ValueError) as exc:
-        return [], [f"inbox unreadable ({exc.__class__.__name__}); nothing integrated"]
-    if not isinstance(inbox, list):
-        return [], ["inbox is not a JSON list; nothing integrated"]
-    current_sha = hashlib.sha256(current).hexdigest()
-    seen = {current_sha}
-    candidates: list[_Candidate] = []
-    refused: list[str] = []
-    for entry in inbox:
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("report"), Mapping):
-            continue
-        report_id = str(entry.get("report_id", "?"))
-        lane = str(entry.get("lane", "?"))
-        for art in _artifacts_of(entry["report"]):
-            path = str(art.get("path", ""))
-            if PurePosixPath(path).name != "solver.py":
-                continue
-            sha, blob = art.get("sha256"), art.get("blob")
-            if not isinstance(sha, str) or not isinstance(blob, str):
-                refused.append(f"report {report_id} {path}: no sha256/blob; not integrated")
-                continue
-            data = _read_blob(Path(blob))
-            if data is None:
-                refused.append(f"report {report_id} {path}: blob unreadable; not integrated")
-                continue
-            actual = hashlib.sha256(data).hexdigest()
-            if actual != sha.lower():
-                refused.append(
-                    f"report {report_id} {path}: sha256 mismatch (recorded {sha[:16]}, "
-                    f"blob {actual[:16]}); not integrated"
-                )
-                continue
-            if actual in seen:  # already in the tree, or offered twice
-                continue
-            seen.add(actual)
-            if len(candidates) < _MAX_CANDIDATES:
-                candidates.append(_Candidate(report_id, lane, path, actual, data))
-    return candidates, refused
-
-
-def _read_blob(path: Path) -> bytes | None:
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_BLOB:
-            return None
-        return path.read_bytes()
-    except OSError:
-        return None

@@ -64,7 +64,7 @@ async def turn(session: SimSession) -> dict[str, Any]:
         _steps, env, ws, ["git", "fetch", "-q", "origin"],
         ["git", "checkout", "-q", "-f", "-B", branch, "origin/main"],
         ["git", "clean", "-q", "-fd"])
-    before = await session._bench(ws)
+    before = await session.checks.bench(ws)
     report = await session._climb(before, [], publish=False)
     changed = await asyncio.to_thread(_run, ["git", "diff", "--quiet"], ws, env)
     if report.get("status") != "progress" or changed.returncode == 0:

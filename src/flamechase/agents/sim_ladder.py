@@ -200,3 +200,13 @@ def next_rung(current: int | None, stride: int) -> int | None:
     if current >= TOP:
         return None
     return min(current + max(stride, 1), TOP)
+
+
+def stride(lane: str) -> int:
+    """Rungs per turn: lane 1 climbs one at a time, lane k (k >= 2) leaps k rungs.
+
+    The exploring lanes diverge from each other and get ahead of lane 1, so lane 1 has
+    better packages to integrate, as the flow intends.
+    """
+    found = re.fullmatch(r"lane-(\d+)", lane)
+    return max(int(found.group(1)), 1) if found and lane != "lane-1" else 1
