@@ -126,6 +126,16 @@ def _at(e: dict[str, Any]) -> float:
     return datetime.fromisoformat(e["at"].replace("Z", "+00:00")).timestamp()
 
 
+def _events_of(proc: subprocess.CompletedProcess[str], executor: str, src: Path,
+               env: dict[str, str]) -> list[dict[str, Any]]:
+    """The events of the run `proc` made in `src` (it must have exited 0)."""
+    if proc.returncode != 0:
+        raise SystemExit(f"{executor}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+    return [json.loads(x) for x in subprocess.run(
+        [sys.executable, "-m", "flamechase", "events", "last", "--json"], cwd=src, env=env,
+        capture_output=True, text=True, check=True).stdout.splitlines()]
+
+
 def run_turns(executor: str, turns: int, work: Path, extra: str) -> dict[str, Any]:
     kind = executor.partition("=")[0]
     src = work / f"src-{kind}"
@@ -147,11 +157,7 @@ def run_turns(executor: str, turns: int, work: Path, extra: str) -> dict[str, An
          "-p", f"lanes=2,budget.turns={3 * turns},rest_seconds=0.05{extra}", "bench"],
         cwd=src, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"{executor}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
-    evs = [json.loads(x) for x in subprocess.run(
-        [sys.executable, "-m", "flamechase", "events", "last", "--json"], cwd=src, env=env,
-        capture_output=True, text=True, check=True).stdout.splitlines()]
+    evs = _events_of(proc, executor, src, env)
     starts = {(e["payload"]["turn"], e["payload"]["attempt"]): _at(e) for e in evs
               if e["kind"] == "turn_started" and e["lane"] == "lane-2"}
     ends = sorted((e["payload"]["turn"], _at(e) - starts[(e["payload"]["turn"],
@@ -275,11 +281,7 @@ def tree_turns(executor: str, turns: int, work: Path, extra: str) -> dict[str, A
          executor, "-a", f"exec:{lane}", "-a", f"exec:{lane}",
          "-p", f"budget.turns={turns},rest_seconds=0.05{extra}", "bench"],
         cwd=src, env=env, capture_output=True, text=True, timeout=1800)
-    if proc.returncode != 0:
-        raise SystemExit(f"{executor}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
-    evs = [json.loads(x) for x in subprocess.run(
-        [sys.executable, "-m", "flamechase", "events", "last", "--json"], cwd=src, env=env,
-        capture_output=True, text=True, check=True).stdout.splitlines()]
+    evs = _events_of(proc, executor, src, env)
     starts = {e["payload"]["turn"]: _at(e) for e in evs if e["kind"] == "turn_started"}
     spans = sorted((e["payload"]["turn"], _at(e) - starts[e["payload"]["turn"]])
                    for e in evs if e["kind"] == "turn_valid")
