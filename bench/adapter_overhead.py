@@ -47,22 +47,51 @@ def measure(name: str, spec: str | None, turns: int, tmp: Path, bin_dir: Path) -
     home = tmp / f"home-{name}"
     if spec is None:
         actor = tmp / "instant.sh"
-        actor.write_text("#!/bin/sh\necho '{\"status\":\"progress\",\"summary\":\"x\"}' "
-                         "> \"$FLAMECHASE_REPORT\"\n")
+        actor.write_text(
+            '#!/bin/sh\necho \'{"status":"progress","summary":"x"}\' > "$FLAMECHASE_REPORT"\n'
+        )
         actor.chmod(0o755)
         spec = f"exec:{actor}"
-    env = dict(os.environ, FLAMECHASE_HOME=str(home), PATH=path_with(bin_dir),
-               FLAMECHASE_RETRY_DELAYS="0,0,0")
-    subprocess.run([sys.executable, "-m", "flamechase", "exec", "-f", "flame_chase",
-                    "-a", spec, "-a", spec, "-p", f"budget.turns={turns},rest_seconds={REST}",
-                    "bench"], cwd=ws, env=env, check=True, capture_output=True)
+    env = dict(
+        os.environ,
+        FLAMECHASE_HOME=str(home),
+        PATH=path_with(bin_dir),
+        FLAMECHASE_RETRY_DELAYS="0,0,0",
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flamechase",
+            "exec",
+            "-f",
+            "flame_chase",
+            "-a",
+            spec,
+            "-a",
+            spec,
+            "-p",
+            f"budget.turns={turns},rest_seconds={REST}",
+            "bench",
+        ],
+        cwd=ws,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     db = next((home / "runs").iterdir()) / "run.db"
-    rows = sqlite3.connect(db).execute(
-        "SELECT started, ended, duration FROM turns WHERE lane='lane-1' ORDER BY id").fetchall()
-    gaps = [(_ts(rows[i + 1][0]) - _ts(rows[i][1])) * 1000 - REST * 1000
-            for i in range(len(rows) - 1)]
-    return {"median_gap_ms": round(statistics.median(gaps), 2),
-            "median_turn_ms": round(statistics.median(r[2] for r in rows) * 1000, 1)}
+    rows = (
+        sqlite3.connect(db)
+        .execute("SELECT started, ended, duration FROM turns WHERE lane='lane-1' ORDER BY id")
+        .fetchall()
+    )
+    gaps = [
+        (_ts(rows[i + 1][0]) - _ts(rows[i][1])) * 1000 - REST * 1000 for i in range(len(rows) - 1)
+    ]
+    return {
+        "median_gap_ms": round(statistics.median(gaps), 2),
+        "median_turn_ms": round(statistics.median(r[2] for r in rows) * 1000, 1),
+    }
 
 
 def main() -> None:

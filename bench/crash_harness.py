@@ -27,13 +27,26 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as d:
-        res = kill_points(Path(d), list(range(1, args.points + 1)), turns=args.turns,
-                          random_kills=args.random_kills)
-    print(json.dumps({"kill_points": res.kill_points, "kills": res.kills,
-                      "resumes": res.resumes, "runs_finished": res.runs_finished,
-                      "late_lock_releases": res.late_lock_releases,
-                      "violations": res.violations, "seconds": round(time.monotonic() - t0, 1)},
-                     indent=1))
+        res = kill_points(
+            Path(d),
+            list(range(1, args.points + 1)),
+            turns=args.turns,
+            random_kills=args.random_kills,
+        )
+    print(
+        json.dumps(
+            {
+                "kill_points": res.kill_points,
+                "kills": res.kills,
+                "resumes": res.resumes,
+                "runs_finished": res.runs_finished,
+                "late_lock_releases": res.late_lock_releases,
+                "violations": res.violations,
+                "seconds": round(time.monotonic() - t0, 1),
+            },
+            indent=1,
+        )
+    )
     sys.exit(1 if res.violations else 0)
 
 

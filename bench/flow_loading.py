@@ -23,14 +23,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.flows.loading_repos import make_repo
 
-PROBE = ("import time, sys; from flamechase.flows import load_flow, flow_identity; "
-         "t = time.perf_counter(); f = load_flow(sys.argv[1]); flow_identity(f, sys.argv[1]); "
-         "print((time.perf_counter() - t) * 1000)")
+PROBE = (
+    "import time, sys; from flamechase.flows import load_flow, flow_identity; "
+    "t = time.perf_counter(); f = load_flow(sys.argv[1]); flow_identity(f, sys.argv[1]); "
+    "print((time.perf_counter() - t) * 1000)"
+)
 
 
 def once(ref: str, home: Path) -> float:
-    out = subprocess.run([sys.executable, "-c", PROBE, ref], capture_output=True, text=True,
-                         check=True, env={**os.environ, "FLAMECHASE_HOME": str(home)})
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, ref],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "FLAMECHASE_HOME": str(home)},
+    )
     return float(out.stdout.strip())
 
 
@@ -44,8 +51,7 @@ def main() -> None:
         (root / "once.py").write_text((repo / "once" / "__init__.py").read_text())
         home = root / "home"
         results: dict[str, float] = {}
-        for label, ref in (("built-in", "parallel_flame_chase"),
-                           ("file", str(root / "once.py"))):
+        for label, ref in (("built-in", "parallel_flame_chase"), ("file", str(root / "once.py"))):
             results[label] = statistics.median(once(ref, home) for _ in range(args.repeat))
         cold = []
         for _ in range(args.repeat):
@@ -53,9 +59,11 @@ def main() -> None:
             cold.append(once(f"git+file://{repo}@v1#once", home))
         results["git cold (clone)"] = statistics.median(cold)
         results["git warm, by tag"] = statistics.median(
-            once(f"git+file://{repo}@v1#once", home) for _ in range(args.repeat))
+            once(f"git+file://{repo}@v1#once", home) for _ in range(args.repeat)
+        )
         results["git warm, by commit"] = statistics.median(
-            once(f"git+file://{repo}@{sha}#once", home) for _ in range(args.repeat))
+            once(f"git+file://{repo}@{sha}#once", home) for _ in range(args.repeat)
+        )
         print(json.dumps({k: round(v, 1) for k, v in results.items()}, indent=1))
 
 

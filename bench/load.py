@@ -90,7 +90,8 @@ def _at(text: str) -> float:
 def _gaps(db: Path, rest: float, window: int) -> list[dict[str, Any]]:
     with _ro(db) as conn:
         rows = conn.execute(
-            "SELECT id, lane, started, ended FROM turns WHERE lane != '' ORDER BY id").fetchall()
+            "SELECT id, lane, started, ended FROM turns WHERE lane != '' ORDER BY id"
+        ).fetchall()
     last_end: dict[str, float] = {}
     per_window: dict[int, list[float]] = {}
     for i, (_id, lane, started, ended) in enumerate(rows):
@@ -98,10 +99,14 @@ def _gaps(db: Path, rest: float, window: int) -> list[dict[str, Any]]:
             gap = (_at(started) - last_end[lane] - rest) * 1000
             per_window.setdefault(i // window, []).append(gap)
         last_end[lane] = _at(ended)
-    return [{"turns": f"{w * window + 1}-{(w + 1) * window}", "median_gap_ms":
-             round(statistics.median(g), 1), "p90_gap_ms": round(
-                 statistics.quantiles(g, n=10)[-1], 1) if len(g) >= 10 else None}
-            for w, g in sorted(per_window.items())]
+    return [
+        {
+            "turns": f"{w * window + 1}-{(w + 1) * window}",
+            "median_gap_ms": round(statistics.median(g), 1),
+            "p90_gap_ms": round(statistics.quantiles(g, n=10)[-1], 1) if len(g) >= 10 else None,
+        }
+        for w, g in sorted(per_window.items())
+    ]
 
 
 def main() -> None:
@@ -111,8 +116,12 @@ def main() -> None:
     ap.add_argument("--rest", type=float, default=0.05)
     ap.add_argument("--sample-every", type=int, default=500)
     ap.add_argument("--window", type=int, default=1000)
-    ap.add_argument("--sandbox", default="off", choices=["off", "auto", "landlock"],
-                    help="off (default) measures the engine, not the sandbox launcher")
+    ap.add_argument(
+        "--sandbox",
+        default="off",
+        choices=["off", "auto", "landlock"],
+        help="off (default) measures the engine, not the sandbox launcher",
+    )
     ap.add_argument("--keep", type=Path, help="keep the run's state home here")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -129,12 +138,25 @@ def main() -> None:
         t0 = time.monotonic()
         with open(err_path, "wb") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "flamechase", "exec", "-f", "parallel_flame_chase",
-                 *(["-a", f"exec:{actor}"] * (1 + 2 * args.lanes)),
-                 "-p", f"lanes={args.lanes},budget.turns={args.turns},rest_seconds={args.rest},"
-                       f"sandbox={args.sandbox}", "load"],
-                cwd=ws, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=err)
+                [
+                    sys.executable,
+                    "-m",
+                    "flamechase",
+                    "exec",
+                    "-f",
+                    "parallel_flame_chase",
+                    *(["-a", f"exec:{actor}"] * (1 + 2 * args.lanes)),
+                    "-p",
+                    f"lanes={args.lanes},budget.turns={args.turns},rest_seconds={args.rest},"
+                    f"sandbox={args.sandbox}",
+                    "load",
+                ],
+                cwd=ws,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
         samples: list[dict[str, Any]] = []
         next_at = args.sample_every
         run_dir: Path | None = None
@@ -150,9 +172,15 @@ def main() -> None:
             peak = max(peak, _status_kib(proc.pid, "VmHWM") or 0)
             turns = _count(run_dir / "run.db", "turns")
             if turns >= next_at and rss is not None:
-                samples.append({"turns": turns, "rss_kib": rss, "db_bytes": _db_bytes(run_dir),
-                                "events": _count(run_dir / "run.db", "events"),
-                                "seconds": round(time.monotonic() - t0, 1)})
+                samples.append(
+                    {
+                        "turns": turns,
+                        "rss_kib": rss,
+                        "db_bytes": _db_bytes(run_dir),
+                        "events": _count(run_dir / "run.db", "events"),
+                        "seconds": round(time.monotonic() - t0, 1),
+                    }
+                )
                 print(json.dumps(samples[-1]), file=sys.stderr, flush=True)
                 while next_at <= turns:
                     next_at += args.sample_every
@@ -165,18 +193,29 @@ def main() -> None:
         xs = [float(s["turns"]) for s in later]
         rss_slope = _slope(xs, [float(s["rss_kib"]) for s in later])
         db_slope = _slope(xs, [float(s["db_bytes"]) for s in later])
-        print(json.dumps({
-            "command": " ".join(["python", "bench/load.py", *sys.argv[1:]]),
-            "turns": total, "lanes": args.lanes, "rest_seconds": args.rest,
-            "sandbox": args.sandbox, "wall_seconds": round(wall, 1),
-            "turns_per_second": round(total / wall, 1),
-            "peak_rss_kib": peak,
-            "final_db_bytes": _db_bytes(run_dir), "events": _count(db, "events"),
-            "rss_kib_per_1000_turns": None if rss_slope is None else round(rss_slope * 1000, 1),
-            "db_bytes_per_turn": None if db_slope is None else round(db_slope, 1),
-            "median_gap_ms": _gaps(db, args.rest, args.window),
-            "samples": samples,
-        }, indent=1))
+        print(
+            json.dumps(
+                {
+                    "command": " ".join(["python", "bench/load.py", *sys.argv[1:]]),
+                    "turns": total,
+                    "lanes": args.lanes,
+                    "rest_seconds": args.rest,
+                    "sandbox": args.sandbox,
+                    "wall_seconds": round(wall, 1),
+                    "turns_per_second": round(total / wall, 1),
+                    "peak_rss_kib": peak,
+                    "final_db_bytes": _db_bytes(run_dir),
+                    "events": _count(db, "events"),
+                    "rss_kib_per_1000_turns": None
+                    if rss_slope is None
+                    else round(rss_slope * 1000, 1),
+                    "db_bytes_per_turn": None if db_slope is None else round(db_slope, 1),
+                    "median_gap_ms": _gaps(db, args.rest, args.window),
+                    "samples": samples,
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

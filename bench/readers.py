@@ -69,8 +69,7 @@ def timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
 def spread(xs: list[float], scale: float = 1.0) -> dict[str, float]:
     if not xs:
         return {}
-    return {"median": round(statistics.median(xs) * scale, 3),
-            "max": round(max(xs) * scale, 3)}
+    return {"median": round(statistics.median(xs) * scale, 3), "max": round(max(xs) * scale, 3)}
 
 
 def main() -> None:
@@ -89,12 +88,23 @@ def main() -> None:
         env = dict(os.environ, FLAMECHASE_HOME=str(base / "home"))
         t0 = time.monotonic()
         run = subprocess.Popen(
-            [*FLAMECHASE, "exec", "-f", "parallel_flame_chase",
-             *(["-a", f"exec:{actor}"] * (1 + 2 * args.lanes)),
-             "-p", f"lanes={args.lanes},budget.turns={args.turns},rest_seconds=0.05,"
-                   "sandbox=off", "readers"],
-            cwd=ws, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True)
+            [
+                *FLAMECHASE,
+                "exec",
+                "-f",
+                "parallel_flame_chase",
+                *(["-a", f"exec:{actor}"] * (1 + 2 * args.lanes)),
+                "-p",
+                f"lanes={args.lanes},budget.turns={args.turns},rest_seconds=0.05,sandbox=off",
+                "readers",
+            ],
+            cwd=ws,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         while not list((base / "home" / "runs").glob("*/run.db")) and run.poll() is None:
             time.sleep(0.05)
         status_s: list[float] = []
@@ -119,9 +129,19 @@ def main() -> None:
             sys.exit(1)
         with Reader(run_dir / "run.db") as r:
             events = r.events()
-    print(json.dumps({"status_s": spread(status_s), "version_s": spread(version_s),
-                      "read_ms": spread(read_s, 1000), "gap_s": spread(gaps(events)),
-                      "turns": args.turns, "wall_s": round(wall, 1)}, indent=1))
+    print(
+        json.dumps(
+            {
+                "status_s": spread(status_s),
+                "version_s": spread(version_s),
+                "read_ms": spread(read_s, 1000),
+                "gap_s": spread(gaps(events)),
+                "turns": args.turns,
+                "wall_s": round(wall, 1),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

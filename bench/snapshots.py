@@ -42,8 +42,10 @@ def timed(fn: object, where: Path) -> dict[str, float]:
     fn()  # type: ignore[operator]
     os.sync()
     elapsed = time.monotonic() - t0
-    return {"seconds": round(elapsed, 2),
-            "bytes_written_mb": round((before - free_bytes(where)) / 2**20, 1)}
+    return {
+        "seconds": round(elapsed, 2),
+        "bytes_written_mb": round((before - free_bytes(where)) / 2**20, 1),
+    }
 
 
 def main() -> None:
@@ -56,11 +58,17 @@ def main() -> None:
         root = Path(d)
         src = root / "src"
         build(src, args.files, args.mb)
-        out = {"files": args.files, "mb": args.mb, "fs": subprocess.run(
-            ["stat", "-f", "-c", "%T", str(root)], capture_output=True, text=True).stdout.strip()}
+        out = {
+            "files": args.files,
+            "mb": args.mb,
+            "fs": subprocess.run(
+                ["stat", "-f", "-c", "%T", str(root)], capture_output=True, text=True
+            ).stdout.strip(),
+        }
         out["flamechase_snapshot"] = timed(lambda: snapshot(src, root / "snap"), root)
-        out["cp_a"] = timed(lambda: subprocess.run(["cp", "-a", f"{src}/.", str(root / "cpa")],
-                                                   check=True), root)
+        out["cp_a"] = timed(
+            lambda: subprocess.run(["cp", "-a", f"{src}/.", str(root / "cpa")], check=True), root
+        )
         shutil.rmtree(root / "snap")
         shutil.rmtree(root / "cpa")
     print(json.dumps(out, indent=1))

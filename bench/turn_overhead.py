@@ -50,8 +50,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=200)
     ap.add_argument("--rest", type=float, default=0.05)
-    ap.add_argument("--flow", default="flame_chase",
-                    choices=["flame_chase", "parallel_flame_chase"])
+    ap.add_argument(
+        "--flow", default="flame_chase", choices=["flame_chase", "parallel_flame_chase"]
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -65,10 +66,24 @@ def main() -> None:
         t0 = time.monotonic()
         agents = 2 if args.flow == "flame_chase" else 7
         proc = subprocess.run(
-            [sys.executable, "-m", "flamechase", "exec", "-f", args.flow,
-             *(["-a", f"exec:{actor}"] * agents),
-             "-p", f"budget.turns={args.turns},rest_seconds={args.rest},sandbox=off", "bench"],
-            cwd=ws, env=env, capture_output=True, text=True, check=False)
+            [
+                sys.executable,
+                "-m",
+                "flamechase",
+                "exec",
+                "-f",
+                args.flow,
+                *(["-a", f"exec:{actor}"] * agents),
+                "-p",
+                f"budget.turns={args.turns},rest_seconds={args.rest},sandbox=off",
+                "bench",
+            ],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         wall = time.monotonic() - t0
         if proc.returncode != 0:
             sys.exit(f"flamechase failed: {proc.stderr}")

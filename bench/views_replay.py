@@ -35,9 +35,15 @@ from tests.view.synth import make_run  # noqa: E402
 
 FLAMECHASE = [sys.executable, "-m", "flamechase"]
 CHROMIUM = os.environ.get("FLAMECHASE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 LATENCY_JS = """async (count) => {
   const bar = document.getElementById("bar"), out = [];
@@ -55,9 +61,13 @@ LATENCY_JS = """async (count) => {
 
 def _stats(xs: list[float]) -> dict[str, float]:
     xs = sorted(xs)
-    return {"n": len(xs), "min": round(xs[0], 3), "median": round(statistics.median(xs), 3),
-            "p95": round(xs[min(len(xs) - 1, int(0.95 * len(xs)))], 3),
-            "max": round(xs[-1], 3)}
+    return {
+        "n": len(xs),
+        "min": round(xs[0], 3),
+        "median": round(statistics.median(xs), 3),
+        "p95": round(xs[min(len(xs) - 1, int(0.95 * len(xs)))], 3),
+        "max": round(xs[-1], 3),
+    }
 
 
 def bench_show(home: Path, run_id: str, out: Path, repeat: int) -> dict[str, Any]:
@@ -65,14 +75,18 @@ def bench_show(home: Path, run_id: str, out: Path, repeat: int) -> dict[str, Any
     walls, inner = [], []
     for _ in range(repeat):
         t0 = time.monotonic()
-        proc = subprocess.run([*FLAMECHASE, "show", run_id, "--html", str(out)], env=env,
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            [*FLAMECHASE, "show", run_id, "--html", str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         walls.append(time.monotonic() - t0)
         m = re.search(r"in ([0-9.]+) s", proc.stdout)
         if m:
             inner.append(float(m.group(1)))
-    return {"wall_s": _stats(walls), "command_s": _stats(inner),
-            "html_bytes": out.stat().st_size}
+    return {"wall_s": _stats(walls), "command_s": _stats(inner), "html_bytes": out.stat().st_size}
 
 
 def bench_drag(html: Path, steps: int) -> dict[str, Any]:
@@ -95,9 +109,10 @@ def bench_drag(html: Path, steps: int) -> dict[str, Any]:
         before = metrics()
         lat: list[float] = page.evaluate(LATENCY_JS, steps)
         after = metrics()
-        per = {k: round((after[k] - before[k]) / steps * 1000, 3)
-               for k in ("ScriptDuration", "LayoutDuration", "RecalcStyleDuration",
-                         "TaskDuration")}
+        per = {
+            k: round((after[k] - before[k]) / steps * 1000, 3)
+            for k in ("ScriptDuration", "LayoutDuration", "RecalcStyleDuration", "TaskDuration")
+        }
         # A real mouse drag across the bar, end to end, for the record.
         box = page.locator("#bar").bounding_box()
         assert box is not None
@@ -110,10 +125,17 @@ def bench_drag(html: Path, steps: int) -> dict[str, Any]:
         drag_s = time.monotonic() - t1
         points = page.evaluate("() => window.fcReplay.count()")
         browser.close()
-    return {"points": points, "page_load_s": round(load_s, 3),
-            "repaint_ms": _stats(lat), "per_step_main_thread_ms": per,
-            "mouse_drag": {"steps": steps, "seconds": round(drag_s, 3),
-                           "ms_per_step": round(1000 * drag_s / steps, 3)}}
+    return {
+        "points": points,
+        "page_load_s": round(load_s, 3),
+        "repaint_ms": _stats(lat),
+        "per_step_main_thread_ms": per,
+        "mouse_drag": {
+            "steps": steps,
+            "seconds": round(drag_s, 3),
+            "ms_per_step": round(1000 * drag_s / steps, 3),
+        },
+    }
 
 
 def bench_simulate(tmp: Path, repeat: int) -> dict[str, Any]:
@@ -121,9 +143,14 @@ def bench_simulate(tmp: Path, repeat: int) -> dict[str, Any]:
     for i in range(repeat):
         env = dict(os.environ, FLAMECHASE_HOME=str(tmp / f"simhome{i}"), TMPDIR=str(tmp))
         t0 = time.monotonic()
-        subprocess.run([*FLAMECHASE, "simulate", "parallel_flame_chase", "--html",
-                        str(tmp / f"sim{i}.html")], env=env, cwd=tmp, capture_output=True,
-                       text=True, check=True)
+        subprocess.run(
+            [*FLAMECHASE, "simulate", "parallel_flame_chase", "--html", str(tmp / f"sim{i}.html")],
+            env=env,
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         walls.append(time.monotonic() - t0)
     return {"wall_s": _stats(walls)}
 
@@ -149,9 +176,11 @@ def main() -> int:
     print(json.dumps(results, indent=1))
     ok_show = results["show_html"]["wall_s"]["median"] < 2.0
     ok_sim = results["simulate"]["wall_s"]["median"] < 5.0
-    print(f"show --html {args.events} events: median {results['show_html']['wall_s']['median']}"
-          f" s wall ({'OK' if ok_show else 'OVER'} the 2 s target); simulate: median "
-          f"{results['simulate']['wall_s']['median']} s ({'OK' if ok_sim else 'OVER'} 5 s)")
+    print(
+        f"show --html {args.events} events: median {results['show_html']['wall_s']['median']}"
+        f" s wall ({'OK' if ok_show else 'OVER'} the 2 s target); simulate: median "
+        f"{results['simulate']['wall_s']['median']} s ({'OK' if ok_sim else 'OVER'} 5 s)"
+    )
     if "drag" in results:
         r = results["drag"]["repaint_ms"]
         print(f"drag to repaint: median {r['median']} ms, p95 {r['p95']} ms, max {r['max']} ms")

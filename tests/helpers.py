@@ -14,14 +14,26 @@ from typing import Any
 FLAMECHASE = [sys.executable, "-m", "flamechase"]
 
 
-def cli(*args: str, cwd: Path, timeout: float = 60, env: dict[str, str] | None = None,
-        check: bool = False) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str,
+    cwd: Path,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
     """Run `flamechase ARGS` in `cwd`; FLAMECHASE_HOME comes from the test's environment."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    proc = subprocess.run([*FLAMECHASE, *args], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [*FLAMECHASE, *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"flamechase {args} exited {proc.returncode}:\n{proc.stderr}")
     return proc

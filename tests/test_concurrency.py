@@ -31,7 +31,7 @@ GATED_TURN = """while [ ! -e "$GATE" ]; do sleep 0.05; done
 echo '{"status":"progress","summary":"slow turn"}' > "$FLAMECHASE_REPORT"
 """
 
-PFC_ACTOR = r'''#!/bin/bash
+PFC_ACTOR = r"""#!/bin/bash
 if [ -z "$FLAMECHASE_LANE" ]; then
   sep=; printf '{"lanes":[' > "$FLAMECHASE_REPORT"
   for l in ${FLAMECHASE_LANES//,/ }; do
@@ -50,13 +50,19 @@ EOF
   exit 0
 fi
 echo '{"status":"progress","summary":"a turn"}' > "$FLAMECHASE_REPORT"
-'''
+"""
 
 
 def _popen(ws: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([*FLAMECHASE, *args], cwd=ws, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, **(env or {})))
+    return subprocess.Popen(
+        [*FLAMECHASE, *args],
+        cwd=ws,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+    )
 
 
 def test_two_execs_on_one_source_exactly_one_runs(tmp_path: Path, state_home: Path) -> None:
@@ -67,8 +73,18 @@ def test_two_execs_on_one_source_exactly_one_runs(tmp_path: Path, state_home: Pa
         # The turns wait for a gate opened only once one of the two has exited, so the two
         # overlap however slowly either starts.
         gate = tmp_path / f"gate-{i}"
-        args = ["exec", "-f", "flame_chase", "-a", f"exec:{gated}", "-a", f"exec:{gated}",
-                "-p", "budget.turns=2,rest_seconds=0.05", f"race {i}"]
+        args = [
+            "exec",
+            "-f",
+            "flame_chase",
+            "-a",
+            f"exec:{gated}",
+            "-a",
+            f"exec:{gated}",
+            "-p",
+            "budget.turns=2,rest_seconds=0.05",
+            f"race {i}",
+        ]
         both = [_popen(ws, *args, env={"GATE": str(gate)}) for _ in range(2)]
         deadline = time.monotonic() + 60
         while all(p.poll() is None for p in both) and time.monotonic() < deadline:
@@ -123,9 +139,16 @@ def test_readers_never_block_or_corrupt_a_live_run(tmp_path: Path, state_home: P
     a.write_text(PFC_ACTOR)
     a.chmod(0o755)
     turns = 40
-    run = _popen(ws, "exec", "-f", "parallel_flame_chase", *(["-a", f"exec:{a}"] * 5),
-                 "-p", f"lanes=2,budget.turns={turns},rest_seconds=0.05,sandbox=off",
-                 "readers")
+    run = _popen(
+        ws,
+        "exec",
+        "-f",
+        "parallel_flame_chase",
+        *(["-a", f"exec:{a}"] * 5),
+        "-p",
+        f"lanes=2,budget.turns={turns},rest_seconds=0.05,sandbox=off",
+        "readers",
+    )
     db = _wait_live(state_home)
     run_dir = db.parent
     follow = _popen(ws, "events", "--follow", "--json")
@@ -191,19 +214,52 @@ def test_a_reader_probe_never_refuses_a_starting_run(tmp_path: Path, state_home:
     """`status` probes the source lock for an instant; an `exec` starting then still runs."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    fast = actor(tmp_path, "fast.sh",
-                 """echo '{"status":"progress","summary":"t"}' > "$FLAMECHASE_REPORT"\n""")
-    assert cli("exec", "-f", "flame_chase", "-a", f"exec:{fast}", "-a", f"exec:{fast}",
-               "-p", "budget.turns=1", "first", cwd=ws).returncode == 0
+    fast = actor(
+        tmp_path,
+        "fast.sh",
+        """echo '{"status":"progress","summary":"t"}' > "$FLAMECHASE_REPORT"\n""",
+    )
+    assert (
+        cli(
+            "exec",
+            "-f",
+            "flame_chase",
+            "-a",
+            f"exec:{fast}",
+            "-a",
+            f"exec:{fast}",
+            "-p",
+            "budget.turns=1",
+            "first",
+            cwd=ws,
+        ).returncode
+        == 0
+    )
     stop = tmp_path / "stop"
     prober = subprocess.Popen(
-        ["bash", "-c", f"while [ ! -e {stop} ]; do {' '.join(FLAMECHASE)} status --json "
-                       ">/dev/null; done"],
-        cwd=ws, env=dict(os.environ))
+        [
+            "bash",
+            "-c",
+            f"while [ ! -e {stop} ]; do {' '.join(FLAMECHASE)} status --json >/dev/null; done",
+        ],
+        cwd=ws,
+        env=dict(os.environ),
+    )
     try:
         for i in range(3):
-            proc = cli("exec", "-f", "flame_chase", "-a", f"exec:{fast}", "-a", f"exec:{fast}",
-                       "-p", "budget.turns=2,rest_seconds=0.05", f"probe {i}", cwd=ws)
+            proc = cli(
+                "exec",
+                "-f",
+                "flame_chase",
+                "-a",
+                f"exec:{fast}",
+                "-a",
+                f"exec:{fast}",
+                "-p",
+                "budget.turns=2,rest_seconds=0.05",
+                f"probe {i}",
+                cwd=ws,
+            )
             assert proc.returncode == 0, proc.stderr
     finally:
         stop.touch()

@@ -31,7 +31,7 @@ RSS_LIMIT_KB = 150 * 1024
 SLACK = 4.0
 STDOUT_BYTES = 300_000_000  # 1 GB takes ~5 s through the pipe on a busy 2-CPU box
 
-GOOD = r'''#!/usr/bin/env python3
+GOOD = r"""#!/usr/bin/env python3
 import json, os, sys
 lane, report = os.environ["FLAMECHASE_LANE"], os.environ["FLAMECHASE_REPORT"]
 if lane == "":
@@ -39,7 +39,7 @@ if lane == "":
             "success_criteria": ["c"]}} for l in os.environ["FLAMECHASE_LANES"].split(",")]}
     open(report, "w").write(json.dumps(plan)); sys.exit(0)
 open(report, "w").write(json.dumps({"status": "progress", "summary": lane + " did a turn"}))
-'''
+"""
 GOOD_SH = r"""#!/bin/bash
 if [ -z "$FLAMECHASE_LANE" ]; then
   sep=; printf '{"lanes":[' > "$FLAMECHASE_REPORT"
@@ -65,36 +65,75 @@ class Fault:
 
 
 FAULTS = [
-    Fault("crash", 'echo "fatal: disk on fire" >&2\nexit 1\n', "exited with code 1: fatal: "
-          "disk on fire"),
+    Fault(
+        "crash",
+        'echo "fatal: disk on fire" >&2\nexit 1\n',
+        "exited with code 1: fatal: disk on fire",
+    ),
     Fault("segfault", "kill -SEGV $$\n", "killed by SIGSEGV"),
-    Fault("silent_hang", "exec -a {marker} sleep 300\n",
-          "turn cut: no output for", slow=True,
-          cut_by=SILENCE_TIMEOUT),
-    Fault("chatty_hang", "while :; do echo still thinking >&2; sleep 0.2; done\n",
-          f"ran past turn_timeout {TURN_TIMEOUT:g}s", slow=True),
-    Fault("stops_itself", "kill -STOP $$\n", "(silence_timeout)", slow=True,
-          cut_by=SILENCE_TIMEOUT),
-    Fault("closes_its_pipes_and_hangs", "exec >&- 2>&-\nexec -a {marker} sleep 300\n",
-          "(silence_timeout)", slow=True, cut_by=SILENCE_TIMEOUT),
-    Fault("ignores_sigterm", "trap '' TERM\nexec -a {marker} sleep 300\n", "(silence_timeout)",
-          slow=True, cut_by=SILENCE_TIMEOUT + KILL_GRACE),
-    Fault("exit_0_without_report", "echo 'all done, trust me'\nexit 0\n",
-          "no report was written to"),
-    Fault("report_of_100_mb", 'truncate -s 100M "$FLAMECHASE_REPORT"\n',
-          "is 104857600 bytes, over the 4194304-byte limit"),
-    Fault("report_nested_too_deeply",
-          """python3 -c 'print("[" * 100000)' > "$FLAMECHASE_REPORT"\n""",
-          "nested too deeply"),
-    Fault("endless_stdout", "exec cat /dev/zero\n", f"ran past turn_timeout {TURN_TIMEOUT:g}s",
-          slow=True),
-    Fault("stdout_300_mb", f"head -c {STDOUT_BYTES} /dev/zero\n" + REPORT, None,
-          params=",turn_timeout=60"),
-    Fault("forks_daemons",
-          # One daemon leaves the session, one also ignores SIGTERM; both hold stdout open.
-          "(setsid bash -c 'exec -a {marker} sleep 300' &)\n"
-          "(setsid bash -c \"trap '' TERM; exec -a {marker} sleep 300\" &)\n"
-          "bash -c 'exec -a {marker} sleep 300' &\n" + REPORT, None),
+    Fault(
+        "silent_hang",
+        "exec -a {marker} sleep 300\n",
+        "turn cut: no output for",
+        slow=True,
+        cut_by=SILENCE_TIMEOUT,
+    ),
+    Fault(
+        "chatty_hang",
+        "while :; do echo still thinking >&2; sleep 0.2; done\n",
+        f"ran past turn_timeout {TURN_TIMEOUT:g}s",
+        slow=True,
+    ),
+    Fault(
+        "stops_itself", "kill -STOP $$\n", "(silence_timeout)", slow=True, cut_by=SILENCE_TIMEOUT
+    ),
+    Fault(
+        "closes_its_pipes_and_hangs",
+        "exec >&- 2>&-\nexec -a {marker} sleep 300\n",
+        "(silence_timeout)",
+        slow=True,
+        cut_by=SILENCE_TIMEOUT,
+    ),
+    Fault(
+        "ignores_sigterm",
+        "trap '' TERM\nexec -a {marker} sleep 300\n",
+        "(silence_timeout)",
+        slow=True,
+        cut_by=SILENCE_TIMEOUT + KILL_GRACE,
+    ),
+    Fault(
+        "exit_0_without_report", "echo 'all done, trust me'\nexit 0\n", "no report was written to"
+    ),
+    Fault(
+        "report_of_100_mb",
+        'truncate -s 100M "$FLAMECHASE_REPORT"\n',
+        "is 104857600 bytes, over the 4194304-byte limit",
+    ),
+    Fault(
+        "report_nested_too_deeply",
+        """python3 -c 'print("[" * 100000)' > "$FLAMECHASE_REPORT"\n""",
+        "nested too deeply",
+    ),
+    Fault(
+        "endless_stdout",
+        "exec cat /dev/zero\n",
+        f"ran past turn_timeout {TURN_TIMEOUT:g}s",
+        slow=True,
+    ),
+    Fault(
+        "stdout_300_mb",
+        f"head -c {STDOUT_BYTES} /dev/zero\n" + REPORT,
+        None,
+        params=",turn_timeout=60",
+    ),
+    Fault(
+        "forks_daemons",
+        # One daemon leaves the session, one also ignores SIGTERM; both hold stdout open.
+        "(setsid bash -c 'exec -a {marker} sleep 300' &)\n"
+        "(setsid bash -c \"trap '' TERM; exec -a {marker} sleep 300\" &)\n"
+        "bash -c 'exec -a {marker} sleep 300' &\n" + REPORT,
+        None,
+    ),
 ]
 
 
@@ -105,8 +144,11 @@ def _marker(name: str) -> str:
 def _survivors(marker: str, engine: int | None = None) -> list[str]:
     """Processes whose command line holds `marker` (the engine's own names the actor)."""
     out = subprocess.run(["pgrep", "-af", marker], check=False, capture_output=True, text=True)
-    return [line for line in out.stdout.splitlines()
-            if "pgrep" not in line and line.split()[0] != str(engine)]
+    return [
+        line
+        for line in out.stdout.splitlines()
+        if "pgrep" not in line and line.split()[0] != str(engine)
+    ]
 
 
 def _run_engine(ws: Path, args: list[str], timeout: float) -> tuple[int, str, int]:
@@ -118,8 +160,13 @@ def _run_engine(ws: Path, args: list[str], timeout: float) -> tuple[int, str, in
     """
     err_path = ws.parent / f"stderr-{time.time_ns()}.txt"
     with open(err_path, "wb") as err:
-        p = subprocess.Popen([*FLAMECHASE, *args], cwd=ws, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=err)
+        p = subprocess.Popen(
+            [*FLAMECHASE, *args],
+            cwd=ws,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     deadline = time.monotonic() + timeout
     peak = 0
     while True:
@@ -131,8 +178,9 @@ def _run_engine(ws: Path, args: list[str], timeout: float) -> tuple[int, str, in
             p.kill()
             os.wait4(p.pid, 0)
             p.returncode = -9
-            raise AssertionError(f"flamechase {args} did not end within {timeout}s:\n"
-                                 f"{err_path.read_text()[-2000:]}")
+            raise AssertionError(
+                f"flamechase {args} did not end within {timeout}s:\n{err_path.read_text()[-2000:]}"
+            )
         time.sleep(0.05)
     p.returncode = os.waitstatus_to_exitcode(status)
     return p.returncode, err_path.read_text(), peak
@@ -159,9 +207,13 @@ def _lane_turns(evs: list[dict[str, Any]], lane: str) -> list[dict[str, Any]]:
 UNMARKED = {"report_nested_too_deeply"}  # crashed the whole engine with a traceback once
 
 
-@pytest.mark.parametrize("fault", [
-    pytest.param(f, id=f.name, marks=() if f.name in UNMARKED else pytest.mark.slow)
-    for f in FAULTS])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(f, id=f.name, marks=() if f.name in UNMARKED else pytest.mark.slow)
+        for f in FAULTS
+    ],
+)
 def test_faulty_lane_two_turn_ends_and_lane_one_goes_on(tmp_path: Path, fault: Fault) -> None:
     marker = _marker(fault.name)
     ws = tmp_path / "ws"
@@ -174,13 +226,25 @@ def test_faulty_lane_two_turn_ends_and_lane_one_goes_on(tmp_path: Path, fault: F
     bad.write_text("#!/bin/bash\n" + fault.body.replace("{marker}", marker))
     bad.chmod(0o755)
     t0 = time.monotonic()
-    code, err, rss_kb = _run_engine(ws, [
-        "exec", "-f", "parallel_flame_chase", "-a", f"coordinator=exec:{good}",
-        "-a", f"lane_1_actor_a=exec:{good},lane_1_actor_b=exec:{good}",
-        "-a", f"lane_2_actor_a=exec:{bad},lane_2_actor_b=exec:{bad}",
-        "-p", f"lanes=2,budget.turns=6,rest_seconds=0.05,turn_timeout={TURN_TIMEOUT:g},"
-              f"silence_timeout={SILENCE_TIMEOUT:g}{fault.params}",
-        "faulty agents"], timeout=90)
+    code, err, rss_kb = _run_engine(
+        ws,
+        [
+            "exec",
+            "-f",
+            "parallel_flame_chase",
+            "-a",
+            f"coordinator=exec:{good}",
+            "-a",
+            f"lane_1_actor_a=exec:{good},lane_1_actor_b=exec:{good}",
+            "-a",
+            f"lane_2_actor_a=exec:{bad},lane_2_actor_b=exec:{bad}",
+            "-p",
+            f"lanes=2,budget.turns=6,rest_seconds=0.05,turn_timeout={TURN_TIMEOUT:g},"
+            f"silence_timeout={SILENCE_TIMEOUT:g}{fault.params}",
+            "faulty agents",
+        ],
+        timeout=90,
+    )
     wall = time.monotonic() - t0
     assert code == 0, err
     assert "Traceback" not in err, err
@@ -226,8 +290,11 @@ AT_ONCE = {  # lane -> fault; lane 1 is well behaved
     "lane-5": FAULT["ignores_sigterm"],
     "lane-6": FAULT["exit_0_without_report"],
     "lane-7": FAULT["report_of_100_mb"],
-    "lane-8": Fault("stdout_300_mb_and_daemons", FAULT["stdout_300_mb"].body.replace(
-        REPORT, "") + FAULT["forks_daemons"].body, None),
+    "lane-8": Fault(
+        "stdout_300_mb_and_daemons",
+        FAULT["stdout_300_mb"].body.replace(REPORT, "") + FAULT["forks_daemons"].body,
+        None,
+    ),
 }
 
 
@@ -240,8 +307,12 @@ def test_seven_faults_at_once_in_eight_lanes(tmp_path: Path) -> None:
     good = tmp_path / "good.sh"  # bash, not python: starts fast on a loaded machine
     good.write_text(GOOD_SH)
     good.chmod(0o755)
-    agents = ["-a", f"coordinator=exec:{good}",
-              "-a", f"lane_1_actor_a=exec:{good},lane_1_actor_b=exec:{good}"]
+    agents = [
+        "-a",
+        f"coordinator=exec:{good}",
+        "-a",
+        f"lane_1_actor_a=exec:{good},lane_1_actor_b=exec:{good}",
+    ]
     for lane, fault in AT_ONCE.items():
         bad = tmp_path / f"{marker}-{lane}.sh"
         bad.write_text("#!/bin/bash\n" + fault.body.replace("{marker}", marker))
@@ -249,10 +320,20 @@ def test_seven_faults_at_once_in_eight_lanes(tmp_path: Path) -> None:
         n = lane.split("-")[1]
         agents += ["-a", f"lane_{n}_actor_a=exec:{bad},lane_{n}_actor_b=exec:{bad}"]
     turn_timeout = 30.0  # the 300 MB must get through on a loaded machine; hangs are silent
-    code, err, rss_kb = _run_engine(ws, [
-        "exec", "-f", "parallel_flame_chase", *agents,
-        "-p", f"lanes=8,budget.turns=24,rest_seconds=0.05,turn_timeout={turn_timeout:g},"
-              f"silence_timeout={SILENCE_TIMEOUT:g}", "faulty agents"], timeout=120)
+    code, err, rss_kb = _run_engine(
+        ws,
+        [
+            "exec",
+            "-f",
+            "parallel_flame_chase",
+            *agents,
+            "-p",
+            f"lanes=8,budget.turns=24,rest_seconds=0.05,turn_timeout={turn_timeout:g},"
+            f"silence_timeout={SILENCE_TIMEOUT:g}",
+            "faulty agents",
+        ],
+        timeout=120,
+    )
     assert code == 0, err
     assert "Traceback" not in err, err
     assert _survivors(marker) == []
@@ -286,17 +367,33 @@ def test_a_stopped_engine_leaves_no_faulty_agent_behind(tmp_path: Path) -> None:
     good.write_text(GOOD)
     good.chmod(0o755)
     bad = tmp_path / f"{marker}.sh"
-    bad.write_text(f"#!/bin/bash\ntrap '' TERM\nwhile :; do echo busy >&2; sleep 0.2; done &\n"
-                   f"exec -a {marker} sleep 300\n")
+    bad.write_text(
+        f"#!/bin/bash\ntrap '' TERM\nwhile :; do echo busy >&2; sleep 0.2; done &\n"
+        f"exec -a {marker} sleep 300\n"
+    )
     bad.chmod(0o755)
     p = subprocess.Popen(
-        [*FLAMECHASE, "exec", "-f", "parallel_flame_chase", "-a", f"coordinator=exec:{good}",
-         "-a", f"lane_1_actor_a=exec:{good},lane_1_actor_b=exec:{good}",
-         "-a", f"lane_2_actor_a=exec:{bad},lane_2_actor_b=exec:{bad}",
-         "-p", "lanes=2,budget.turns=50,rest_seconds=0.05,turn_timeout=600,"
-               "silence_timeout=600", "faulty agents"],
-        cwd=ws, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True)
+        [
+            *FLAMECHASE,
+            "exec",
+            "-f",
+            "parallel_flame_chase",
+            "-a",
+            f"coordinator=exec:{good}",
+            "-a",
+            f"lane_1_actor_a=exec:{good},lane_1_actor_b=exec:{good}",
+            "-a",
+            f"lane_2_actor_a=exec:{bad},lane_2_actor_b=exec:{bad}",
+            "-p",
+            "lanes=2,budget.turns=50,rest_seconds=0.05,turn_timeout=600,silence_timeout=600",
+            "faulty agents",
+        ],
+        cwd=ws,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while not _survivors(marker, p.pid) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -35,6 +35,7 @@ def _flow_words() -> tuple[set[str], set[str]]:
 
 def _reads_param(node: ast.AST, params: set[str]) -> bool:
     """`params.X`, `getattr(p, "X")`, `params["X"]` or `params.get("X")`, X in `params`."""
+
     def on_params(value: ast.AST) -> bool:
         return "param" in ast.unparse(value).lower()
 
@@ -50,13 +51,21 @@ def _reads_param(node: ast.AST, params: set[str]) -> bool:
     func = node.func
     if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr"):
         return len(node.args) >= 2 and named(node.args[1])
-    return (isinstance(func, ast.Attribute) and func.attr == "get" and bool(node.args)
-            and named(node.args[0]) and on_params(func.value))
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "get"
+        and bool(node.args)
+        and named(node.args[0])
+        and on_params(func.value)
+    )
 
 
 def _names_in(path: Path, params: set[str]) -> list[str]:
-    return [ast.unparse(node) for node in ast.walk(ast.parse(path.read_text()))
-            if _reads_param(node, params)]
+    return [
+        ast.unparse(node)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if _reads_param(node, params)
+    ]
 
 
 def test_no_engine_view_or_cli_module_names_a_builtin_flows_roles_or_params() -> None:

@@ -39,8 +39,11 @@ EXAMPLES = int(os.environ.get("FLAMECHASE_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.function_scoped_fixture],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 LANES = [lane.name for lane in FLOW.lanes(FLOW.Params())]
 
@@ -59,8 +62,13 @@ NASTY = st.text(
     | st.characters(),
     max_size=24,
 )
-SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-           | st.floats(allow_nan=True, allow_infinity=True) | NASTY)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | NASTY
+)
 
 
 def json_values(keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
@@ -71,11 +79,33 @@ def json_values(keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
     )
 
 
-REPORT_KEYS = st.sampled_from([
-    "status", "summary", "changes", "evidence", "tests", "risks", "next_step", "deliverable",
-    "submission", "title", "artifacts", "path", "description", "integration_notes",
-    "approach_class", "validation", "metric", "value", "direction", "evaluator",
-]) | NASTY
+REPORT_KEYS = (
+    st.sampled_from(
+        [
+            "status",
+            "summary",
+            "changes",
+            "evidence",
+            "tests",
+            "risks",
+            "next_step",
+            "deliverable",
+            "submission",
+            "title",
+            "artifacts",
+            "path",
+            "description",
+            "integration_notes",
+            "approach_class",
+            "validation",
+            "metric",
+            "value",
+            "direction",
+            "evaluator",
+        ]
+    )
+    | NASTY
+)
 STATUSES = st.sampled_from(["progress", "deliverable_ready", "no_result", "blocked", "done"])
 ARTIFACT = st.fixed_dictionaries(
     {"path": NASTY | st.sampled_from(["a.txt", "../x", "/etc/passwd", "a//b", "./a", "a\0b"])},
@@ -85,21 +115,34 @@ DELIVERABLE = st.fixed_dictionaries(
     {"title": NASTY, "artifacts": st.lists(ARTIFACT, max_size=3), "integration_notes": NASTY},
     optional={"validation": st.lists(NASTY, max_size=3), "approach_class": NASTY | st.none()},
 )
-SUBMISSION = st.fixed_dictionaries({
-    "title": NASTY, "metric": NASTY, "evaluator": NASTY,
-    "value": SCALARS, "direction": st.sampled_from(["minimize", "maximize", "sideways"]),
-})
+SUBMISSION = st.fixed_dictionaries(
+    {
+        "title": NASTY,
+        "metric": NASTY,
+        "evaluator": NASTY,
+        "value": SCALARS,
+        "direction": st.sampled_from(["minimize", "maximize", "sideways"]),
+    }
+)
 NEAR_REPORT = st.fixed_dictionaries(
     {"status": STATUSES, "summary": NASTY},
-    optional={"deliverable": DELIVERABLE | SCALARS, "submission": SUBMISSION | SCALARS,
-              "changes": st.lists(NASTY, max_size=3) | SCALARS, "next_step": SCALARS,
-              "extra\nkey": SCALARS, "risks": st.lists(SCALARS)},
+    optional={
+        "deliverable": DELIVERABLE | SCALARS,
+        "submission": SUBMISSION | SCALARS,
+        "changes": st.lists(NASTY, max_size=3) | SCALARS,
+        "next_step": SCALARS,
+        "extra\nkey": SCALARS,
+        "risks": st.lists(SCALARS),
+    },
 )
 
 
 @FUZZ
-@given(json_values(REPORT_KEYS) | NEAR_REPORT
-       | st.dictionaries(NASTY, json_values(REPORT_KEYS), max_size=4))
+@given(
+    json_values(REPORT_KEYS)
+    | NEAR_REPORT
+    | st.dictionaries(NASTY, json_values(REPORT_KEYS), max_size=4)
+)
 def test_parse_report_returns_a_report_or_one_line(data: Any) -> None:
     try:
         report = parse_report(data)
@@ -111,18 +154,40 @@ def test_parse_report_returns_a_report_or_one_line(data: Any) -> None:
     json.dumps(report.model_dump(mode="json"), allow_nan=False)
 
 
-PLAN_KEYS = st.sampled_from([
-    "lanes", "lane", "mission", "title", "objective", "success_criteria", "kind",
-    "approach_class", "change_scale", "information_question", "dependencies",
-]) | NASTY
+PLAN_KEYS = (
+    st.sampled_from(
+        [
+            "lanes",
+            "lane",
+            "mission",
+            "title",
+            "objective",
+            "success_criteria",
+            "kind",
+            "approach_class",
+            "change_scale",
+            "information_question",
+            "dependencies",
+        ]
+    )
+    | NASTY
+)
 LANE_NAMES = st.sampled_from([*LANES, "lane-9", "", "lane-1\nlane-2"]) | NASTY
 MISSION = st.fixed_dictionaries(
     {"title": NASTY, "objective": NASTY, "success_criteria": st.lists(NASTY, max_size=3)},
-    optional={"kind": st.sampled_from(["research", "implementation", "other"]),
-              "dependencies": st.lists(NASTY, max_size=2) | SCALARS, "bogus": SCALARS},
+    optional={
+        "kind": st.sampled_from(["research", "implementation", "other"]),
+        "dependencies": st.lists(NASTY, max_size=2) | SCALARS,
+        "bogus": SCALARS,
+    },
 )
-NEAR_PLAN = st.fixed_dictionaries({"lanes": st.lists(
-    st.fixed_dictionaries({"lane": LANE_NAMES, "mission": MISSION | SCALARS}), max_size=5)})
+NEAR_PLAN = st.fixed_dictionaries(
+    {
+        "lanes": st.lists(
+            st.fixed_dictionaries({"lane": LANE_NAMES, "mission": MISSION | SCALARS}), max_size=5
+        )
+    }
+)
 
 
 @FUZZ
@@ -175,15 +240,16 @@ def test_read_result_file_refuses_links_fifos_and_huge_files_unread(tmp_path: Pa
 
 
 IDENTITY = {"run_id": "20260101T000000Z-abcdef0123", "lane": "lane-2", "turn": 3, "attempt": 1}
-CHECKPOINTS = (
-    FILE_BYTES
-    | st.fixed_dictionaries({
+CHECKPOINTS = FILE_BYTES | st.fixed_dictionaries(
+    {
         "identity": st.fixed_dictionaries(
             {k: st.just(v) | SCALARS for k, v in IDENTITY.items()},
-            optional={"phase": st.sampled_from(["terminal", "working"]) | SCALARS}) | SCALARS,
+            optional={"phase": st.sampled_from(["terminal", "working"]) | SCALARS},
+        )
+        | SCALARS,
         "report": json_values(REPORT_KEYS) | NEAR_REPORT,
-    }).map(lambda v: json.dumps(v).encode())
-)
+    }
+).map(lambda v: json.dumps(v).encode())
 
 
 @FUZZ
@@ -201,9 +267,12 @@ def test_read_checkpoint_never_raises(scratch: Path, raw: bytes) -> None:
 
 
 @FUZZ
-@given(raw=FILE_BYTES | json_values(st.sampled_from(
-    ["cost_usd", "input_tokens", "output_tokens", "cache_read_tokens"]) | NASTY)
-    .map(lambda v: json.dumps(v).encode()))
+@given(
+    raw=FILE_BYTES
+    | json_values(
+        st.sampled_from(["cost_usd", "input_tokens", "output_tokens", "cache_read_tokens"]) | NASTY
+    ).map(lambda v: json.dumps(v).encode())
+)
 def test_usage_file_never_fails_a_turn(scratch: Path, raw: bytes) -> None:
     path = scratch / "usage.json"
     path.write_bytes(raw)
@@ -214,7 +283,7 @@ def test_usage_file_never_fails_a_turn(scratch: Path, raw: bytes) -> None:
 
 # ---- inbox copies: an agent may rewrite the ones in its own lane directory ---------------------
 
-ACTOR = r'''#!/usr/bin/env python3
+ACTOR = r"""#!/usr/bin/env python3
 import json, os, sys
 lane, report = os.environ["FLAMECHASE_LANE"], os.environ["FLAMECHASE_REPORT"]
 if lane == "":
@@ -222,7 +291,7 @@ if lane == "":
             "success_criteria": ["c"]}} for l in os.environ["FLAMECHASE_LANES"].split(",")]}
     open(report, "w").write(json.dumps(plan)); sys.exit(0)
 open(report, "w").write(json.dumps({"status": "progress", "summary": "ok"}))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -237,23 +306,39 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     actor.chmod(0o755)
     env = dict(os.environ, FLAMECHASE_HOME=str(base / "home"))
     proc = subprocess.run(
-        [sys.executable, "-m", "flamechase", "exec", "-f", "parallel_flame_chase",
-         *(["-a", f"exec:{actor}"] * 5),
-         "-p", "lanes=2,budget.turns=4,rest_seconds=0.05,sandbox=off", "fuzz inboxes"],
-        cwd=ws, env=env, capture_output=True, text=True, timeout=90, check=False)
+        [
+            sys.executable,
+            "-m",
+            "flamechase",
+            "exec",
+            "-f",
+            "parallel_flame_chase",
+            *(["-a", f"exec:{actor}"] * 5),
+            "-p",
+            "lanes=2,budget.turns=4,rest_seconds=0.05,sandbox=off",
+            "fuzz inboxes",
+        ],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     run_dir = next((base / "home" / "runs").iterdir())
     assert check_run(run_dir) == []
     return run_dir
 
 
-INBOX = (
-    FILE_BYTES
-    | st.lists(st.fixed_dictionaries(
+INBOX = FILE_BYTES | st.lists(
+    st.fixed_dictionaries(
         {"report_id": NASTY | st.sampled_from(["lane-1.0001.abcdef"])},
-        optional={"lane": NASTY, "report": json_values(REPORT_KEYS)}) | SCALARS, max_size=4)
-    .map(lambda v: json.dumps(v).encode())
-)
+        optional={"lane": NASTY, "report": json_values(REPORT_KEYS)},
+    )
+    | SCALARS,
+    max_size=4,
+).map(lambda v: json.dumps(v).encode())
 
 
 @FUZZ
@@ -271,13 +356,32 @@ def test_check_run_reads_any_inbox_copy(finished_run: Path, raw: bytes) -> None:
 
 # ---- config YAML built from structures (raw bytes are fuzzed in tests/test_config.py) ---------
 
-CONFIG_KEYS = st.sampled_from([
-    "budget", "duration", "cost", "turns", "output_tokens", "graceful", "budget.turns",
-    "lanes", "rest_seconds", "evaluator", "sandbox",
-]) | NASTY
+CONFIG_KEYS = (
+    st.sampled_from(
+        [
+            "budget",
+            "duration",
+            "cost",
+            "turns",
+            "output_tokens",
+            "graceful",
+            "budget.turns",
+            "lanes",
+            "rest_seconds",
+            "evaluator",
+            "sandbox",
+        ]
+    )
+    | NASTY
+)
 CONFIG_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | NASTY
-    | st.dates() | st.binary(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | NASTY
+    | st.dates()
+    | st.binary(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(CONFIG_KEYS, inner, max_size=4),
     max_leaves=12,
 )
@@ -288,8 +392,9 @@ CONFIG_VALUES = st.recursive(
 def test_load_config_of_any_yaml_document(scratch: Path, doc: Any) -> None:
     path = scratch / "config.yaml"
     try:
-        path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8",
-                        errors="surrogatepass")
+        path.write_text(
+            yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8", errors="surrogatepass"
+        )
     except (yaml.YAMLError, UnicodeEncodeError):
         assume(False)
     try:
@@ -309,42 +414,76 @@ NUMBER = st.floats(allow_nan=False, allow_infinity=False) | st.integers(-(2**60)
 def _events() -> st.SearchStrategy[list[dict[str, Any]]]:
     lane = st.sampled_from(["lane-1", "lane-2"])
     payloads = {
-        "turn_started": st.fixed_dictionaries({"turn": st.integers(1, 9),
-                                               "attempt": st.integers(1, 3),
-                                               "backend": AGENT_TEXT,
-                                               "delivered": st.lists(AGENT_TEXT, max_size=2)}),
-        "turn_valid": st.fixed_dictionaries({
-            "turn": st.integers(1, 9), "report_id": AGENT_TEXT, "summary": AGENT_TEXT,
-            "report_status": STATUSES, "cost_usd": NUMBER.map(abs), "duration": NUMBER,
-            "acknowledged": st.dictionaries(lane, st.integers(0, 5), max_size=2)}),
-        "turn_failed": st.fixed_dictionaries({"turn": st.integers(1, 9), "error": AGENT_TEXT,
-                                              "report_id": AGENT_TEXT}),
-        "report_published": st.fixed_dictionaries({
-            "report_id": AGENT_TEXT, "report_status": STATUSES,
-            "artifacts": st.lists(st.fixed_dictionaries({"path": AGENT_TEXT}), max_size=2)}),
-        "candidate_submitted": st.fixed_dictionaries({
-            "report_id": AGENT_TEXT, "metric": AGENT_TEXT,
-            "direction": st.sampled_from(["minimize", "maximize"]),
-            "claimed": NUMBER, "measured": NUMBER | st.none(), "verified": st.booleans(),
-            "unverified_reason": AGENT_TEXT | st.none()}),
+        "turn_started": st.fixed_dictionaries(
+            {
+                "turn": st.integers(1, 9),
+                "attempt": st.integers(1, 3),
+                "backend": AGENT_TEXT,
+                "delivered": st.lists(AGENT_TEXT, max_size=2),
+            }
+        ),
+        "turn_valid": st.fixed_dictionaries(
+            {
+                "turn": st.integers(1, 9),
+                "report_id": AGENT_TEXT,
+                "summary": AGENT_TEXT,
+                "report_status": STATUSES,
+                "cost_usd": NUMBER.map(abs),
+                "duration": NUMBER,
+                "acknowledged": st.dictionaries(lane, st.integers(0, 5), max_size=2),
+            }
+        ),
+        "turn_failed": st.fixed_dictionaries(
+            {"turn": st.integers(1, 9), "error": AGENT_TEXT, "report_id": AGENT_TEXT}
+        ),
+        "report_published": st.fixed_dictionaries(
+            {
+                "report_id": AGENT_TEXT,
+                "report_status": STATUSES,
+                "artifacts": st.lists(st.fixed_dictionaries({"path": AGENT_TEXT}), max_size=2),
+            }
+        ),
+        "candidate_submitted": st.fixed_dictionaries(
+            {
+                "report_id": AGENT_TEXT,
+                "metric": AGENT_TEXT,
+                "direction": st.sampled_from(["minimize", "maximize"]),
+                "claimed": NUMBER,
+                "measured": NUMBER | st.none(),
+                "verified": st.booleans(),
+                "unverified_reason": AGENT_TEXT | st.none(),
+            }
+        ),
         "lane_held": st.fixed_dictionaries({"reason": AGENT_TEXT}),
         "notice": st.fixed_dictionaries({"message": AGENT_TEXT}),
     }
     event = st.sampled_from(sorted(payloads)).flatmap(
-        lambda kind: st.fixed_dictionaries({
-            "kind": st.just(kind), "lane": lane, "actor": AGENT_TEXT | st.none(),
-            "payload": payloads[kind]}))
+        lambda kind: st.fixed_dictionaries(
+            {
+                "kind": st.just(kind),
+                "lane": lane,
+                "actor": AGENT_TEXT | st.none(),
+                "payload": payloads[kind],
+            }
+        )
+    )
     return st.lists(event, max_size=12)
 
 
 @FUZZ
 @given(events=_events())
 def test_replay_folds_any_agent_text(events: list[dict[str, Any]]) -> None:
-    run = {"id": "20260101T000000Z-fuzz", "flow": "parallel_flame_chase", "status": "running",
-           "params": {"evaluator": "sh e.sh", "direction": "minimize"}, "task": "t",
-           "budget": {"turns": 10}}
-    builder = ReplayBuilder(run, [{"lane": "lane-1", "roles": ["a", "b"]},
-                                  {"lane": "lane-2", "roles": ["c", "d"]}])
+    run = {
+        "id": "20260101T000000Z-fuzz",
+        "flow": "parallel_flame_chase",
+        "status": "running",
+        "params": {"evaluator": "sh e.sh", "direction": "minimize"},
+        "task": "t",
+        "budget": {"turns": 10},
+    }
+    builder = ReplayBuilder(
+        run, [{"lane": "lane-1", "roles": ["a", "b"]}, {"lane": "lane-2", "roles": ["c", "d"]}]
+    )
     for seq, ev in enumerate(events, 1):
         builder.add({**ev, "seq": seq, "at": f"2026-01-01T00:00:{seq:02d}.000Z"})
     page = embed_json(builder.document())

@@ -29,8 +29,10 @@ from tests.helpers import cli, events, status
 
 SECRET = "SOURCE SECRET 7f3a"  # in the user's tree; must never reach the blob store
 JAILS = probe()  # sandbox=auto: bubblewrap where it runs, else Landlock
-needs_jail = pytest.mark.skipif(not (JAILS.bwrap_ok or JAILS.landlock_ok),
-                                reason="no jail runs here (neither bubblewrap nor Landlock)")
+needs_jail = pytest.mark.skipif(
+    not (JAILS.bwrap_ok or JAILS.landlock_ok),
+    reason="no jail runs here (neither bubblewrap nor Landlock)",
+)
 
 LANE_ONE = r"""#!/bin/bash
 if [ -z "$FLAMECHASE_LANE" ]; then
@@ -50,7 +52,7 @@ echo '{"status":"progress","summary":"lane 1 did a turn"}' > "$FLAMECHASE_REPORT
 """
 
 # What every attacker starts with (python: links, FIFOs, sockets and sqlite are one call).
-HEAD = r'''#!/usr/bin/env python3
+HEAD = r"""#!/usr/bin/env python3
 import hashlib, json, os, socket, sqlite3, stat, subprocess, sys, time
 E = os.environ
 lane, turn = E["FLAMECHASE_LANE"], int(E["FLAMECHASE_TURN"])
@@ -98,7 +100,7 @@ def attempt_write(key, fn):
         note(key, "wrote")
     except Exception as exc:
         note(key, f"refused: {exc}")
-'''
+"""
 
 
 def _tree(root: Path) -> dict[str, bytes | str]:
@@ -126,9 +128,16 @@ def _source(tmp_path: Path) -> Path:
     return src
 
 
-def _run(tmp_path: Path, src: Path, body: str, *, params: str = "", timeout: float = 90,
-         attackers: int = 1, env: dict[str, str] | None = None,
-         ) -> subprocess.CompletedProcess[str]:
+def _run(
+    tmp_path: Path,
+    src: Path,
+    body: str,
+    *,
+    params: str = "",
+    timeout: float = 90,
+    attackers: int = 1,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Lane 1 well behaved, lanes 2..attackers+1 the attacker `HEAD + body`."""
     one = tmp_path / "lane1.sh"
     one.write_text(LANE_ONE)
@@ -136,15 +145,27 @@ def _run(tmp_path: Path, src: Path, body: str, *, params: str = "", timeout: flo
     two = tmp_path / "attacker.py"
     two.write_text(HEAD + body)
     two.chmod(0o755)
-    agents = ["-a", f"coordinator=exec:{one}",
-              "-a", f"lane_1_actor_a=exec:{one},lane_1_actor_b=exec:{one}"]
+    agents = [
+        "-a",
+        f"coordinator=exec:{one}",
+        "-a",
+        f"lane_1_actor_a=exec:{one},lane_1_actor_b=exec:{one}",
+    ]
     for n in range(2, attackers + 2):
         agents += ["-a", f"lane_{n}_actor_a=exec:{two},lane_{n}_actor_b=exec:{two}"]
-    return cli("exec", "-f", "parallel_flame_chase", *agents,
-               "-p", f"lanes={attackers + 1},budget.turns=200,rest_seconds=0.05,turn_timeout=30,"
-                     f"silence_timeout=15{params}",
-               "hostile agents", cwd=src, timeout=timeout,
-               env={"SRC": str(src), "ATTACKERS": str(attackers), **(env or {})})
+    return cli(
+        "exec",
+        "-f",
+        "parallel_flame_chase",
+        *agents,
+        "-p",
+        f"lanes={attackers + 1},budget.turns=200,rest_seconds=0.05,turn_timeout=30,"
+        f"silence_timeout=15{params}",
+        "hostile agents",
+        cwd=src,
+        timeout=timeout,
+        env={"SRC": str(src), "ATTACKERS": str(attackers), **(env or {})},
+    )
 
 
 def _run_dir(state_home: Path, src: Path) -> Path:
@@ -153,13 +174,15 @@ def _run_dir(state_home: Path, src: Path) -> Path:
 
 def _attempts(run_dir: Path, lane: str = "lane-2") -> dict[str, str]:
     result: dict[str, str] = json.loads(
-        (run_dir / "lanes" / lane / "workspace" / "attempts.json").read_text())
+        (run_dir / "lanes" / lane / "workspace" / "attempts.json").read_text()
+    )
     return result
 
 
 def _blobs(run_dir: Path) -> list[bytes]:
-    return [p.read_bytes() for p in (run_dir / "blobs").rglob("*")
-            if p.is_file() and not p.is_symlink()]
+    return [
+        p.read_bytes() for p in (run_dir / "blobs").rglob("*") if p.is_file() and not p.is_symlink()
+    ]
 
 
 def _lane2_turns(evs: list[dict[str, Any]], lane: str = "lane-2") -> list[dict[str, Any]]:
@@ -168,29 +191,38 @@ def _lane2_turns(evs: list[dict[str, Any]], lane: str = "lane-2") -> list[dict[s
 
 # ---- control paths replaced by links -------------------------------------------------------------
 
-REPLACE = r'''
+REPLACE = r"""
 target = {"source": src, "etc": "/etc"}[E["TARGET_KIND"]]
 victim = {"workspace": ws, "artifacts": art}[E["VICTIM"]]
 if turn == 1:
     os.rename(victim, victim + ".moved")
     os.symlink(target, victim)
 progress()
-'''
+"""
 
 
-@pytest.mark.parametrize(("victim", "target", "sandbox"), [
-    ("workspace", "source", "off"),
-    ("workspace", "etc", "off"),
-    ("artifacts", "source", "off"),
-    ("artifacts", "etc", "off"),
-    pytest.param("workspace", "source", "auto", marks=needs_jail),
-])
+@pytest.mark.parametrize(
+    ("victim", "target", "sandbox"),
+    [
+        ("workspace", "source", "off"),
+        ("workspace", "etc", "off"),
+        ("artifacts", "source", "off"),
+        ("artifacts", "etc", "off"),
+        pytest.param("workspace", "source", "auto", marks=needs_jail),
+    ],
+)
 def test_control_path_swapped_for_a_link_stops_the_run(
-        tmp_path: Path, state_home: Path, victim: str, target: str, sandbox: str) -> None:
+    tmp_path: Path, state_home: Path, victim: str, target: str, sandbox: str
+) -> None:
     src = _source(tmp_path)
     before = _tree(src)
-    proc = _run(tmp_path, src, REPLACE, params=f",sandbox={sandbox}",
-                env={"VICTIM": victim, "TARGET_KIND": target})
+    proc = _run(
+        tmp_path,
+        src,
+        REPLACE,
+        params=f",sandbox={sandbox}",
+        env={"VICTIM": victim, "TARGET_KIND": target},
+    )
     assert proc.returncode == 1, proc.stderr
     st = status(src)
     assert st["status"] == "failed"
@@ -201,7 +233,7 @@ def test_control_path_swapped_for_a_link_stops_the_run(
     assert [e["kind"] for e in events(src)][-1] == "run_failed"
 
 
-CHECKPOINT = r'''
+CHECKPOINT = r"""
 ident = {"run_id": E["FLAMECHASE_RUN_ID"], "lane": lane, "turn": turn, "attempt": attempt,
          "phase": "terminal"}
 forged = {"identity": ident, "report": {"status": "progress", "summary": "FROM CHECKPOINT"}}
@@ -213,15 +245,17 @@ if E["LINKED"] == "1":
 else:
     open(cp, "w").write(json.dumps(forged))
 done() if turn > 1 else sys.exit(0)  # turn 1: die without a report, leaving the checkpoint
-'''
+"""
 
 
 @pytest.mark.parametrize("linked", [True, False], ids=["linked", "regular"])
 def test_checkpoint_through_a_link_is_ignored(
-        tmp_path: Path, state_home: Path, linked: bool) -> None:
+    tmp_path: Path, state_home: Path, linked: bool
+) -> None:
     src = _source(tmp_path)
-    proc = _run(tmp_path, src, CHECKPOINT, params=",sandbox=off",
-                env={"LINKED": "1" if linked else "0"})
+    proc = _run(
+        tmp_path, src, CHECKPOINT, params=",sandbox=off", env={"LINKED": "1" if linked else "0"}
+    )
     lane2 = _lane2_turns(events(src))
     if linked:
         # The linked checkpoint never counted: turn 1 failed.
@@ -237,7 +271,7 @@ def test_checkpoint_through_a_link_is_ignored(
 
 # ---- artifacts declared through links, odd paths and odd files ---------------------------------
 
-DECLARE = r'''
+DECLARE = r"""
 ATTACKS = [
     ("symlink_to_source_file", "leak.txt",
      lambda p: os.symlink(os.path.join(src, "secret.txt"), p)),
@@ -276,7 +310,7 @@ else:
         clear(os.path.join(art, first))
         make(os.path.join(art, path) if "/" not in path else os.path.join(art, first))
     deliver([path])
-'''
+"""
 
 EXPECTED = {
     "symlink_to_source_file": "is a symbolic link",
@@ -296,7 +330,8 @@ EXPECTED = {
 
 
 def test_artifacts_declared_through_links_and_odd_files_are_refused(
-        tmp_path: Path, state_home: Path) -> None:
+    tmp_path: Path, state_home: Path
+) -> None:
     src = _source(tmp_path)
     before = _tree(src)
     proc = _run(tmp_path, src, DECLARE, params=",sandbox=off", attackers=2)
@@ -324,7 +359,7 @@ def test_artifacts_declared_through_links_and_odd_files_are_refused(
 
 # ---- published artifacts edited afterwards -------------------------------------------------------
 
-EDIT = r'''
+EDIT = r"""
 if turn == 1:
     os.makedirs(os.path.join(art, "pkg"), exist_ok=True)
     open(os.path.join(art, "pkg", "a.txt"), "w").write("original a\n")
@@ -345,20 +380,20 @@ elif turn == 2:
     progress()
 else:
     done()
-'''
+"""
 
 
-@pytest.mark.parametrize("sandbox", [
-    "off", pytest.param("auto", marks=needs_jail)])
+@pytest.mark.parametrize("sandbox", ["off", pytest.param("auto", marks=needs_jail)])
 def test_published_artifacts_cannot_be_changed_afterwards(
-        tmp_path: Path, state_home: Path, sandbox: str) -> None:
+    tmp_path: Path, state_home: Path, sandbox: str
+) -> None:
     src = _source(tmp_path)
     proc = _run(tmp_path, src, EDIT, params=f",sandbox={sandbox}")
     assert proc.returncode == 3, proc.stderr
     run_dir = _run_dir(state_home, src)
     tried = _attempts(run_dir)
     packages = json.loads(cli("artifacts", "--json", cwd=src, check=True).stdout)
-    (rid, files), = packages.items()
+    ((rid, files),) = packages.items()
     by_path = {f["path"]: f for f in files}
     assert by_path["pkg/b.txt"]["sha256"] == hashlib.sha256(b"original b\n").hexdigest()
     out = tmp_path / "extracted"
@@ -384,7 +419,7 @@ def test_published_artifacts_cannot_be_changed_afterwards(
 
 # ---- the run database, the report store, other lanes' reports and inboxes ------------------------
 
-FORGE = r'''
+FORGE = r"""
 forged_report = json.dumps({"status": "progress", "summary": "FORGED by lane 2"})
 forged_inbox = json.dumps([{"report_id": "lane-2.9999.ffffff", "lane": "lane-2",
                             "report": {"status": "progress", "summary": "FORGED by lane 2"}}])
@@ -419,20 +454,23 @@ if turn == 1:
     progress()
 else:
     done()
-'''
+"""
 
 
 @pytest.mark.parametrize("sandbox", [pytest.param("auto", marks=needs_jail), "off"])
 def test_forged_reports_and_database_writes_never_show(
-        tmp_path: Path, state_home: Path, sandbox: str) -> None:
+    tmp_path: Path, state_home: Path, sandbox: str
+) -> None:
     src = _source(tmp_path)
     if sandbox == "off":
         # Unconfined, lane 2 could write anything of this user's; what is tested here is
         # only that files planted for lane 1's future turns are never taken as lane 1's.
-        body = FORGE.replace('attempt_write("database", database)', "").replace(
-            'attempt_write("database_file",', "(lambda *a: None)(").replace(
-            'attempt_write("source",', "(lambda *a: None)(").replace(
-            'attempt_write("report_store",', "(lambda *a: None)(")
+        body = (
+            FORGE.replace('attempt_write("database", database)', "")
+            .replace('attempt_write("database_file",', "(lambda *a: None)(")
+            .replace('attempt_write("source",', "(lambda *a: None)(")
+            .replace('attempt_write("report_store",', "(lambda *a: None)(")
+        )
     else:
         body = FORGE
     # Unconfined, a plant for lane 1's turn under way could win the race with lane 1's own
@@ -444,7 +482,8 @@ def test_forged_reports_and_database_writes_never_show(
     tried = _attempts(run_dir)
     if sandbox == "auto":
         assert tried and all(v.startswith("refused") for v in tried.values()), {
-            k: v for k, v in tried.items() if not v.startswith("refused")}
+            k: v for k, v in tried.items() if not v.startswith("refused")
+        }
         assert (src / "secret.txt").read_text() == SECRET + "\n"
     else:
         assert tried["lane1_report_12"] == "wrote"
@@ -458,8 +497,11 @@ def test_forged_reports_and_database_writes_never_show(
     assert lane1["lane"] == "lane-1" and lane1["turns"] >= 2 and lane1["last_error"] is None
     assert check_run(run_dir) == []
     # Lane 1's turns saw only real inboxes (planted files of turns never taken stay unread).
-    taken = [e["payload"]["turn"] for e in events(src)
-             if e["lane"] == "lane-1" and e["kind"] == "turn_started"]
+    taken = [
+        e["payload"]["turn"]
+        for e in events(src)
+        if e["lane"] == "lane-1" and e["kind"] == "turn_started"
+    ]
     for turn in taken:
         inbox = run_dir / "lanes" / "lane-1" / "turns" / f"{turn:05d}-1" / "inbox.json"
         assert "FORGED" not in inbox.read_text()
@@ -467,7 +509,7 @@ def test_forged_reports_and_database_writes_never_show(
 
 # ---- links planted where the runtime writes a turn's files (found: it wrote through them) ------
 
-PLANT = r'''
+PLANT = r"""
 turns = os.path.join(run_dir, "lanes", lane, "turns")
 def plant():
     # Turn t+1's inbox.json a link to a source file; turn t+2's directory a link into the
@@ -479,12 +521,13 @@ def plant():
 if turn % 2:
     attempt_write(f"plant_{turn}", plant)
 done() if turn >= 5 else progress()
-'''
+"""
 
 
 @pytest.mark.parametrize("sandbox", [pytest.param("auto", marks=needs_jail), "off"])
 def test_links_planted_for_the_next_turns_files_are_not_written_through(
-        tmp_path: Path, state_home: Path, sandbox: str) -> None:
+    tmp_path: Path, state_home: Path, sandbox: str
+) -> None:
     src = _source(tmp_path)
     before = _tree(src)
     proc = _run(tmp_path, src, PLANT, params=f",sandbox={sandbox}")
@@ -503,18 +546,17 @@ def test_links_planted_for_the_next_turns_files_are_not_written_through(
 
 # ---- the leaderboard: false claims, and the evaluator as a way out of the sandbox ---------------
 
-CLAIM = r'''
+CLAIM = r"""
 if turn == 1:
     open(os.path.join(art, "c.txt"), "w").write("candidate\n")
     deliver(["c.txt"], {"title": "fast", "metric": "score", "value": 0.001,
                         "direction": "minimize", "evaluator": "sh bench.sh"})
 else:
     done()
-'''
+"""
 
 
-def test_a_false_score_is_kept_unverified_and_not_ranked(
-        tmp_path: Path, state_home: Path) -> None:
+def test_a_false_score_is_kept_unverified_and_not_ranked(tmp_path: Path, state_home: Path) -> None:
     src = _source(tmp_path)
     proc = _run(tmp_path, src, CLAIM, params=",evaluator=sh bench.sh,direction=minimize")
     assert proc.returncode == 3, proc.stderr
@@ -527,7 +569,7 @@ def test_a_false_score_is_kept_unverified_and_not_ranked(
     assert board["best"] is None and board["leaders"] == []
 
 
-ESCAPE = r'''
+ESCAPE = r"""
 if turn == 1:
     # The evaluator runs this lane's bench.sh: make it write the user's tree.
     open(os.path.join(ws, "bench.sh"), "w").write(
@@ -537,12 +579,13 @@ if turn == 1:
                         "evaluator": "sh bench.sh"})
 else:
     done()
-'''
+"""
 
 
 @needs_jail
 def test_the_evaluator_does_not_take_a_sandboxed_lane_out_of_its_sandbox(
-        tmp_path: Path, state_home: Path) -> None:
+    tmp_path: Path, state_home: Path
+) -> None:
     src = _source(tmp_path)
     before = _tree(src)
     proc = _run(tmp_path, src, ESCAPE, params=",evaluator=sh bench.sh,direction=minimize")
@@ -555,7 +598,7 @@ def test_the_evaluator_does_not_take_a_sandboxed_lane_out_of_its_sandbox(
     assert "tampered" in sub["unverified_reason"] and "bench.sh" in sub["unverified_reason"]
 
 
-FORGE_SCORE = r'''
+FORGE_SCORE = r"""
 if turn == 1:
     # The forged-score attack: make the evaluator print the best possible value.
     open(os.path.join(ws, "bench.sh"), "w").write("echo SCORE: 0.001\n")
@@ -569,14 +612,14 @@ elif turn == 2:
     done()
 else:
     done()
-'''
+"""
 
 
 def test_a_lane_that_rewrites_the_evaluator_cannot_forge_its_score(
-        tmp_path: Path, state_home: Path) -> None:
+    tmp_path: Path, state_home: Path
+) -> None:
     src = _source(tmp_path)
-    proc = _run(tmp_path, src, FORGE_SCORE,
-                params=",evaluator=sh bench.sh,direction=minimize")
+    proc = _run(tmp_path, src, FORGE_SCORE, params=",evaluator=sh bench.sh,direction=minimize")
     assert proc.returncode == 3, proc.stderr
     sub = next(e for e in events(src) if e["kind"] == "candidate_submitted")["payload"]
     assert sub["verified"] is False and sub["ranked"] is False
@@ -588,7 +631,7 @@ def test_a_lane_that_rewrites_the_evaluator_cannot_forge_its_score(
     assert "not measured" in told and "bench.sh" in told
 
 
-SWAP_WORKSPACE = r'''
+SWAP_WORKSPACE = r"""
 if turn == 1:
     open(os.path.join(art, "c.txt"), "w").write("candidate\n")
     os.rename(ws, ws + ".moved")
@@ -597,16 +640,19 @@ if turn == 1:
                         "evaluator": "sh bench.sh"})
 else:
     progress()
-'''
+"""
 
 
-def test_the_evaluator_never_runs_in_a_swapped_workspace(
-        tmp_path: Path, state_home: Path) -> None:
+def test_the_evaluator_never_runs_in_a_swapped_workspace(tmp_path: Path, state_home: Path) -> None:
     src = _source(tmp_path)
     (src / "bench.sh").write_text("echo ran >> evaluated.log\necho SCORE: 5\n")
     before = _tree(src)
-    proc = _run(tmp_path, src, SWAP_WORKSPACE,
-                params=",sandbox=off,evaluator=sh bench.sh,direction=minimize")
+    proc = _run(
+        tmp_path,
+        src,
+        SWAP_WORKSPACE,
+        params=",sandbox=off,evaluator=sh bench.sh,direction=minimize",
+    )
     assert proc.returncode == 1, proc.stderr
     assert "lanes/lane-2/workspace" in status(src)["last_error"]
     assert _tree(src) == before  # no evaluated.log: the evaluator never ran there
@@ -669,7 +715,8 @@ else:
 
 
 def test_swapping_the_artifact_dir_for_a_link_never_publishes_a_source_file(
-        tmp_path: Path, state_home: Path) -> None:
+    tmp_path: Path, state_home: Path
+) -> None:
     src = _source(tmp_path)
     (src / "decoy" / "pkg").mkdir(parents=True)
     (src / "decoy" / "pkg" / "secret.txt").write_text(SECRET + " decoy\n")
@@ -694,22 +741,32 @@ def test_swapping_the_artifact_dir_for_a_link_never_publishes_a_source_file(
 # ---- modes --------------------------------------------------------------------------------------
 
 
-def test_state_home_run_dirs_and_turn_files_are_private(
-        tmp_path: Path, state_home: Path) -> None:
+def test_state_home_run_dirs_and_turn_files_are_private(tmp_path: Path, state_home: Path) -> None:
     src = _source(tmp_path)
     proc = _run(tmp_path, src, "done() if turn > 1 else progress()\n")
     assert proc.returncode == 3, proc.stderr
     run_dir = _run_dir(state_home, src)
-    private = [state_home, state_home / "runs", state_home / "locks", run_dir,
-               run_dir / "lanes", run_dir / "planning", run_dir / "planning" / "1",
-               *run_dir.glob("planning/1/attempts*"), *run_dir.glob("planning/1/attempts/*"),
-               *run_dir.glob("planning/1/attempts/*/prompt.md")]
+    private = [
+        state_home,
+        state_home / "runs",
+        state_home / "locks",
+        run_dir,
+        run_dir / "lanes",
+        run_dir / "planning",
+        run_dir / "planning" / "1",
+        *run_dir.glob("planning/1/attempts*"),
+        *run_dir.glob("planning/1/attempts/*"),
+        *run_dir.glob("planning/1/attempts/*/prompt.md"),
+    ]
     private += list(run_dir.glob("run.db*"))
     for lane in ("lane-1", "lane-2"):
         d = run_dir / "lanes" / lane
         private += [d, d / "turns", d / "artifacts", *d.glob("turns/*")]
         private += [*d.glob("turns/*/prompt.md"), *d.glob("turns/*/inbox.json")]
     assert len(private) > 15
-    loose = {str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.lstat().st_mode))
-             for p in private if p.lstat().st_mode & 0o077}
+    loose = {
+        str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.lstat().st_mode))
+        for p in private
+        if p.lstat().st_mode & 0o077
+    }
     assert loose == {}

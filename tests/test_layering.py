@@ -75,8 +75,11 @@ def test_only_the_control_loop_imports_the_writer() -> None:
         text = path.read_text()
         if "Writer" in text and "import" in text:
             for node in ast.walk(ast.parse(text)):
-                if isinstance(node, ast.ImportFrom) and node.module == "flamechase.store.db" \
-                        and any(a.name == "Writer" for a in node.names):
+                if (
+                    isinstance(node, ast.ImportFrom)
+                    and node.module == "flamechase.store.db"
+                    and any(a.name == "Writer" for a in node.names)
+                ):
                     users.append(str(path.relative_to(SRC)))
     assert users == ["engine/ledger.py"]
 

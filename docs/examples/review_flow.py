@@ -74,8 +74,9 @@ class Review(Flow[ReviewState]):
         if len(verdicts) < len(REVIEWERS) or all(v["approve"] for v in verdicts.values()):
             return state.model_copy(update={"verdicts": verdicts})
         notes = tuple(c for v in verdicts.values() for c in v["comments"])
-        return state.model_copy(update={"draft": state.draft + 1, "drafted": False,
-                                        "verdicts": {}, "notes": notes})
+        return state.model_copy(
+            update={"draft": state.draft + 1, "drafted": False, "verdicts": {}, "notes": notes}
+        )
 
     def decide(self, state: ReviewState, now: float) -> Sequence[Command]:
         if len(state.verdicts) == len(REVIEWERS):  # all in, all approving (see evolve)
@@ -85,20 +86,28 @@ class Review(Flow[ReviewState]):
         if not state.drafted:
             return [StartTurn(role="author", lane=None, number=state.draft)]
         # Both reviewers at once; a turn already under way is not started twice.
-        return [StartTurn(role=r, lane=None, number=state.draft,
-                          result=ResultSpec(Verdict, noun="verdict"))
-                for r in REVIEWERS if r not in state.verdicts]
+        return [
+            StartTurn(
+                role=r, lane=None, number=state.draft, result=ResultSpec(Verdict, noun="verdict")
+            )
+            for r in REVIEWERS
+            if r not in state.verdicts
+        ]
 
     def prompt(self, state: ReviewState, ctx: TurnContext) -> str:
         if ctx.turn.role == "author":
             asked = "".join(f"\n- {n}" for n in state.notes) or " (first draft)"
-            return (f"Write or revise the document the objective asks for, in {ctx.workspace}."
-                    f"\nObjective: {ctx.objective}\nReviewers asked for:{asked}\n"
-                    f"Then write a JSON report to {ctx.report_path}: "
-                    '{"status": "progress", "summary": "what changed"}')
-        return (f"Review the document in {ctx.workspace} against the objective: "
-                f"{ctx.objective}\nDo not edit it. Write your verdict as JSON to "
-                f'{ctx.report_path}: {{"approve": true|false, "comments": ["..."]}}')
+            return (
+                f"Write or revise the document the objective asks for, in {ctx.workspace}."
+                f"\nObjective: {ctx.objective}\nReviewers asked for:{asked}\n"
+                f"Then write a JSON report to {ctx.report_path}: "
+                '{"status": "progress", "summary": "what changed"}'
+            )
+        return (
+            f"Review the document in {ctx.workspace} against the objective: "
+            f"{ctx.objective}\nDo not edit it. Write your verdict as JSON to "
+            f'{ctx.report_path}: {{"approve": true|false, "comments": ["..."]}}'
+        )
 
     def describe(self, state: ReviewState) -> dict[str, Any]:
         return {"draft": state.draft, "verdicts": state.verdicts}

@@ -282,5 +282,7 @@ class Budget:
 
 # An unbounded run is allowed (the seeds: a run ends "when the budget runs out, or you stop
 # it"); it is said out loud at start and in `status`.
-NO_BUDGET = ("no budget: this run goes on until you stop it (Ctrl-C); bound it with -p "
-             "budget.duration=…, budget.cost=…, budget.turns=… or budget.output_tokens=…")
+NO_BUDGET = (
+    "no budget: this run goes on until you stop it (Ctrl-C); bound it with -p "
+    "budget.duration=…, budget.cost=…, budget.turns=… or budget.output_tokens=…"
+)

@@ -305,8 +305,11 @@ def _describe(exc: ValidationError, raw: dict[str, object], model: type[FlowPara
         else:
             # A validator's own ValueError already says what is wrong, in words: pydantic's
             # "Value error, " prefix only adds noise to the one line a user reads.
-            what = _one_line(err["msg"]).removeprefix("Value error, ").replace(
-                "Input should be", "must be")
+            what = (
+                _one_line(err["msg"])
+                .removeprefix("Value error, ")
+                .replace("Input should be", "must be")
+            )
         bounds = _bounds(model, name)
         parts.append(f"{subject}: {what}{f' ({bounds})' if bounds else ''}")
     return "; ".join(parts)

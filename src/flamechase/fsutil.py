@@ -70,8 +70,14 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *,
-                 durable: bool = True, replace_odd: bool = False) -> None:
+def atomic_write(
+    path: str | os.PathLike[str],
+    data: bytes,
+    mode: int = 0o600,
+    *,
+    durable: bool = True,
+    replace_odd: bool = False,
+) -> None:
     """Replace `path` with `data`: readers see the old file or the new one, never half.
 
     The bytes go to a fresh temp file in the same directory (created O_EXCL|O_NOFOLLOW, chmod'ed

@@ -62,8 +62,10 @@ class _Chars:
             return re.escape(self.literal)
         if self.any:
             return "." if self.slash else "[^/]"
-        body = "".join(re.escape(lo) if lo == hi else f"{re.escape(lo)}-{re.escape(hi)}"
-                       for lo, hi in self.ranges)
+        body = "".join(
+            re.escape(lo) if lo == hi else f"{re.escape(lo)}-{re.escape(hi)}"
+            for lo, hi in self.ranges
+        )
         return f"[^/{body}]" if self.negated else f"(?:(?!/)[{body}])"
 
 

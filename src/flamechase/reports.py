@@ -152,28 +152,66 @@ def report_schema() -> dict[str, Any]:
     return _SCHEMA
 
 
-def turn_record(*, run_id: str, report_id: str, lane: str, role: str, actor: str, turn: int,
-                attempt: int, at: str, report: dict[str, Any],
-                artifacts: list[dict[str, Any]],
-                recovered_from_checkpoint: bool) -> dict[str, Any]:
+def turn_record(
+    *,
+    run_id: str,
+    report_id: str,
+    lane: str,
+    role: str,
+    actor: str,
+    turn: int,
+    attempt: int,
+    at: str,
+    report: dict[str, Any],
+    artifacts: list[dict[str, Any]],
+    recovered_from_checkpoint: bool,
+) -> dict[str, Any]:
     """The published record of a valid turn: who, when, the report and its frozen files."""
     return {
-        "report_id": report_id, "run_id": run_id, "lane": lane, "role": role, "actor": actor,
-        "turn": turn, "attempt": attempt, "at": at,
+        "report_id": report_id,
+        "run_id": run_id,
+        "lane": lane,
+        "role": role,
+        "actor": actor,
+        "turn": turn,
+        "attempt": attempt,
+        "at": at,
         "recovered_from_checkpoint": recovered_from_checkpoint,
         **report,
         "artifacts": artifacts,
     }
 
 
-def failed_turn_record(*, run_id: str, report_id: str, lane: str, role: str, actor: str,
-                       turn: int, attempt: int, at: str, error: str) -> dict[str, Any]:
+def failed_turn_record(
+    *,
+    run_id: str,
+    report_id: str,
+    lane: str,
+    role: str,
+    actor: str,
+    turn: int,
+    attempt: int,
+    at: str,
+    error: str,
+) -> dict[str, Any]:
     """The report published for a failed turn, so the partner and other lanes see it."""
     return {
-        "report_id": report_id, "run_id": run_id, "lane": lane, "role": role, "actor": actor,
-        "turn": turn, "attempt": attempt, "at": at,
-        "status": "turn_failed", "summary": (error or "turn failed")[:2000],
-        "changes": [], "evidence": [], "tests": [], "risks": [],
+        "report_id": report_id,
+        "run_id": run_id,
+        "lane": lane,
+        "role": role,
+        "actor": actor,
+        "turn": turn,
+        "attempt": attempt,
+        "at": at,
+        "status": "turn_failed",
+        "summary": (error or "turn failed")[:2000],
+        "changes": [],
+        "evidence": [],
+        "tests": [],
+        "risks": [],
         "next_step": "Retry with the alternating partner or report a concrete blocker.",
-        "deliverable": None, "submission": None, "artifacts": [],
+        "deliverable": None,
+        "submission": None,
+        "artifacts": [],
     }

@@ -101,8 +101,12 @@ Script = Callable[[TurnJob], FakeTurn]
 class ScriptedExecutor(Executor):
     """Answers turn jobs from a script, on a `FakeClock`; records every job it saw."""
 
-    def __init__(self, clock: FakeClock, script: Script,
-                 measure: Callable[[MeasureJob], Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        clock: FakeClock,
+        script: Script,
+        measure: Callable[[MeasureJob], Mapping[str, Any]] | None = None,
+    ) -> None:
         self.clock = clock
         self.script = script
         self.measure_script = measure
@@ -116,6 +120,7 @@ class ScriptedExecutor(Executor):
         started = self.clock.time()
         done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._cuts[job.job_id] = done
+
         def end() -> None:
             if not done.done():
                 done.set_result("ended")
@@ -125,29 +130,43 @@ class ScriptedExecutor(Executor):
         how = await done
         self._cuts.pop(job.job_id, None)
         usage = Usage(cost_usd=turn.cost, output_tokens=turn.output_tokens)
-        common: dict[str, Any] = dict(started=iso(started), ended=iso(self.clock.time()),
-                                      duration=self.clock.time() - started, usage=usage)
+        common: dict[str, Any] = dict(
+            started=iso(started),
+            ended=iso(self.clock.time()),
+            duration=self.clock.time() - started,
+            usage=usage,
+        )
         if how == "cut":
             return TurnResult(status="interrupted", error="turn cut by a stop", **common)
         if turn.limited_for is not None:
-            return TurnResult(status="limited", error="usage limit reached",
-                              resets_at=iso(self.clock.time() + turn.limited_for), **common)
+            return TurnResult(
+                status="limited",
+                error="usage limit reached",
+                resets_at=iso(self.clock.time() + turn.limited_for),
+                **common,
+            )
         if turn.report is None:
-            return TurnResult(status="failed", error=turn.error or "the agent failed",
-                              exit_code=1, **common)
+            return TurnResult(
+                status="failed", error=turn.error or "the agent failed", exit_code=1, **common
+            )
         return self._validated(job, turn, common)
 
     @staticmethod
     def _validated(job: TurnJob, turn: FakeTurn, common: dict[str, Any]) -> TurnResult:
         try:
-            return TurnResult(status="valid", result=job.result.validate(dict(turn.report or {})),
-                              **common)
+            return TurnResult(
+                status="valid", result=job.result.validate(dict(turn.report or {})), **common
+            )
         except ValueError as exc:
             problem = f"{job.result.noun} rejected: {exc}"
         if turn.repaired is not None:
             try:
-                return TurnResult(status="valid", repairs=1,
-                                  result=job.result.validate(dict(turn.repaired)), **common)
+                return TurnResult(
+                    status="valid",
+                    repairs=1,
+                    result=job.result.validate(dict(turn.repaired)),
+                    **common,
+                )
             except ValueError as exc:
                 problem = f"{job.result.noun} rejected: {exc}"
         return TurnResult(status="failed", error=problem, repairs=job.max_repairs, **common)
@@ -160,16 +179,29 @@ class ScriptedExecutor(Executor):
     async def measure(self, job: MeasureJob) -> dict[str, Any]:
         self.measured.append(job)
         if self.measure_script is None:
-            return {"command": job.command, "cwd": str(job.cwd), "exit_code": None,
-                    "value": None, "error": "no measurement scripted"}
+            return {
+                "command": job.command,
+                "cwd": str(job.cwd),
+                "exit_code": None,
+                "value": None,
+                "error": "no measurement scripted",
+            }
         return {"command": job.command, "cwd": str(job.cwd), **self.measure_script(job)}
 
 
-def run_engine(flow: str, workspace: Path, *, executor: Executor, clock: FakeClock,
-               settings: Mapping[str, object] | None = None,
-               agents: Sequence[tuple[str | None, str]] = (), task: str = "make it better",
-               resume: bool = False, observer: Observer | None = None,
-               engine_hook: Callable[[Engine], None] | None = None) -> RunEnd:
+def run_engine(
+    flow: str,
+    workspace: Path,
+    *,
+    executor: Executor,
+    clock: FakeClock,
+    settings: Mapping[str, object] | None = None,
+    agents: Sequence[tuple[str | None, str]] = (),
+    task: str = "make it better",
+    resume: bool = False,
+    observer: Observer | None = None,
+    engine_hook: Callable[[Engine], None] | None = None,
+) -> RunEnd:
     """Prepare and run `flow` on `workspace` as `exec` would, with `executor` and `clock`.
 
     Roles without an agent in `agents` get `sim/steady` (never started: the executor answers).
@@ -186,9 +218,17 @@ def run_engine(flow: str, workspace: Path, *, executor: Executor, clock: FakeClo
 
     _, params = parse_settings(dict(given), loaded.Params, loaded.name)
     items = [*agents, *((r, "sim/steady") for r in loaded.roles(params) if r not in named)]
-    request = RunRequest(flow=loaded, agents=list(items), settings=given, task=task,
-                         workspace=workspace, resume=resume, confirm=None,
-                         warn=lambda _text: None, flow_ref=flow)
+    request = RunRequest(
+        flow=loaded,
+        agents=list(items),
+        settings=given,
+        task=task,
+        workspace=workspace,
+        resume=resume,
+        confirm=None,
+        warn=lambda _text: None,
+        flow_ref=flow,
+    )
     engine = Engine(prepare(request), observer, executor=executor, clock=clock, offload=inline)
     if engine_hook is not None:
         engine_hook(engine)

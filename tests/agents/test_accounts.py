@@ -73,8 +73,7 @@ def test_an_account_name_is_one_safe_path_component(name: str) -> None:
 def test_list_and_remove() -> None:
     accounts.create("gemini", "b")
     accounts.create("claude", "a")
-    assert [(a.cli, a.name) for a in accounts.list_accounts()] == [("claude", "a"),
-                                                                    ("gemini", "b")]
+    assert [(a.cli, a.name) for a in accounts.list_accounts()] == [("claude", "a"), ("gemini", "b")]
     accounts.remove("claude", "a")
     assert [(a.cli, a.name) for a in accounts.list_accounts()] == [("gemini", "b")]
     with pytest.raises(UsageError, match="no claude account called 'a'"):

@@ -141,8 +141,12 @@ def test_the_model_given_with_m_is_selected_the_way_the_agent_offers(
     [answer] = run(ask_once(agent, request_for(), spawns))
     assert answer.status == "finished", answer.error
     messages = sent(cli_log)
-    assert [m["method"] for m in messages] == ["initialize", "session/new", method,
-                                               "session/prompt"]
+    assert [m["method"] for m in messages] == [
+        "initialize",
+        "session/new",
+        method,
+        "session/prompt",
+    ]
     assert messages[2]["params"] == {"sessionId": messages[3]["params"]["sessionId"], **params}
     [start] = [r for r in cli_log("acp") if "argv" in r]
     assert "-m" not in start["argv"] and "large" not in start["argv"]
@@ -159,10 +163,22 @@ def test_a_model_the_agent_cannot_select_fails_the_turn_saying_so(
 
 def test_gemini_quota_meta_is_counted_and_priced_per_model() -> None:
     turn = AcpTurn(RunningTotals(), "")
-    turn.respond({"stopReason": "end_turn", "_meta": {"quota": {
-        "token_count": {"input_tokens": 9200, "output_tokens": 160},
-        "model_usage": [{"model": "gemini-2.5-pro",
-                         "token_count": {"input_tokens": 9200, "output_tokens": 160}}]}}})
+    turn.respond(
+        {
+            "stopReason": "end_turn",
+            "_meta": {
+                "quota": {
+                    "token_count": {"input_tokens": 9200, "output_tokens": 160},
+                    "model_usage": [
+                        {
+                            "model": "gemini-2.5-pro",
+                            "token_count": {"input_tokens": 9200, "output_tokens": 160},
+                        }
+                    ],
+                }
+            },
+        }
+    )
     usage = turn.verdict().usage
     assert (usage.input_tokens, usage.output_tokens) == (9200, 160)
     assert usage.cost_usd == pytest.approx((9200 * 1.25 + 160 * 10) / 1e6)

@@ -153,6 +153,8 @@ def test_a_backend_announces_an_unlisted_model_it_prices(
     assert (notice is not None) is noticed
     if notice is not None:
         assert "has no price; counting it at" in notice and "FLAMECHASE_PRICES" in notice
+
+
 def test_an_acp_agent_whose_spend_cannot_be_seen_says_so_at_start(fake_bin: Path) -> None:
     unseen = backend_for(parse_spec("acp:fake-acp")).spend_notice("lane_2_actor_a")
     assert unseen is not None

@@ -90,7 +90,11 @@ def test_tested_reads_the_number_each_cli_prints(
 
 def test_the_tested_range_covers_the_pinned_clis() -> None:
     pins = json.loads((Path(__file__).parents[1] / "realcli" / "package.json").read_text())
-    packages = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex",
-                "gemini": "@google/gemini-cli", "opencode": "opencode-ai"}
+    packages = {
+        "claude": "@anthropic-ai/claude-code",
+        "codex": "@openai/codex",
+        "gemini": "@google/gemini-cli",
+        "opencode": "opencode-ai",
+    }
     for cli, package in packages.items():
         assert inventory.tested(cli, pins["dependencies"][package]), cli

@@ -573,7 +573,8 @@ def test_each_check_is_reported_as_a_process_of_the_turn(tmp_path: Path) -> None
 
     async def go() -> Answer:
         session = SimBackend(parse_spec("sim/steady")).open(
-            request, lambda pgid, token: spawned.append((pgid, token)))
+            request, lambda pgid, token: spawned.append((pgid, token))
+        )
         try:
             return await session.ask(request.prompt)
         finally:

@@ -132,8 +132,9 @@ def test_an_override_without_vendors_borrows_the_bundled_ones(
 
 
 def test_an_empty_table_bounds_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FLAMECHASE_PRICES", str(write(tmp_path, {"date": "2026-01-01",
-                                                                 "models": {}})))
+    monkeypatch.setenv(
+        "FLAMECHASE_PRICES", str(write(tmp_path, {"date": "2026-01-01", "models": {}}))
+    )
     assert cost_bound("gpt-9") is None
     assert priced("gpt-9", MILLION) is None
 

@@ -23,8 +23,20 @@ TURNS = 20
 
 def _exec_argv(tmp_path: Path, *extra: str) -> list[str]:
     a = actor(tmp_path, "ok.sh", REPORT_OK)
-    return [*FLAMECHASE, "exec", "-f", "flame_chase", "-a", f"exec:{a}", "-a", f"exec:{a}",
-            "-p", f"budget.turns={TURNS},rest_seconds=0.05", *extra, "keep going"]
+    return [
+        *FLAMECHASE,
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"exec:{a}",
+        "-a",
+        f"exec:{a}",
+        "-p",
+        f"budget.turns={TURNS},rest_seconds=0.05",
+        *extra,
+        "keep going",
+    ]
 
 
 def _finished_whole(ws: Path, code: int, err: str) -> None:
@@ -39,8 +51,14 @@ def _finished_whole(ws: Path, code: int, err: str) -> None:
 def test_a_closed_pipe_on_stdout_does_not_stop_the_run(tmp_path: Path, view: list[str]) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    proc = subprocess.Popen(_exec_argv(tmp_path, *view), cwd=ws, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        _exec_argv(tmp_path, *view),
+        cwd=ws,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     first = [proc.stdout.readline() for _ in range(2)]  # `| head -2`
     assert all(first), first
@@ -53,9 +71,15 @@ def test_a_closed_terminal_stops_the_dashboard_not_the_run(tmp_path: Path) -> No
     ws = tmp_path / "ws"
     ws.mkdir()
     master, slave = os.openpty()
-    proc = subprocess.Popen(_exec_argv(tmp_path), cwd=ws, stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
+    proc = subprocess.Popen(
+        _exec_argv(tmp_path),
+        cwd=ws,
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "100"},
+    )
     os.close(slave)
     try:
         assert os.read(master, 1024)  # the dashboard is drawing

@@ -23,15 +23,30 @@ from tests.flows.pfc import Team
 from tests.helpers import FLAMECHASE, cli, status
 
 
-@pytest.mark.parametrize("answer", ["a", "A", "A. Start anyway", "a. start anyway",
-                                    "Start anyway", "start", "yes", "Y", "1", "proceed",
-                                    " yes \n", "继续"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "a",
+        "A",
+        "A. Start anyway",
+        "a. start anyway",
+        "Start anyway",
+        "start",
+        "yes",
+        "Y",
+        "1",
+        "proceed",
+        " yes \n",
+        "继续",
+    ],
+)
 def test_the_obvious_ways_to_say_start(answer: str) -> None:
     assert start_or_stop(answer) is True
 
 
-@pytest.mark.parametrize("answer", ["b", "B. Stop", "stop", "Stop!", "no", "n", "2", "cancel",
-                                    "停止"])
+@pytest.mark.parametrize(
+    "answer", ["b", "B. Stop", "stop", "Stop!", "no", "n", "2", "cancel", "停止"]
+)
 def test_the_obvious_ways_to_say_stop(answer: str) -> None:
     assert start_or_stop(answer) is False
 
@@ -51,17 +66,23 @@ def test_the_question_asks_again_until_it_gets_an_answer() -> None:
 
 def test_no_answer_at_all_means_stop() -> None:
     said: list[str] = []
-    assert ask_start_or_stop("Start?", read=io.StringIO("hmm\n").readline,
-                             say=said.append) is False
+    assert ask_start_or_stop("Start?", read=io.StringIO("hmm\n").readline, say=said.append) is False
 
 
-def _run_on_a_terminal(ws: Path, args: list[str], answers: list[bytes],
-                       timeout: float = 90) -> tuple[int, str]:
+def _run_on_a_terminal(
+    ws: Path, args: list[str], answers: list[bytes], timeout: float = 90
+) -> tuple[int, str]:
     """`flamechase ARGS` with stdin and stderr on a pseudo-terminal; each answer is typed
     once the question (or its repeat) is on the screen. Returns (exit code, screen)."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([*FLAMECHASE, *args], cwd=ws, stdin=slave, stderr=slave,
-                            stdout=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [*FLAMECHASE, *args],
+        cwd=ws,
+        stdin=slave,
+        stderr=slave,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     os.close(slave)
     screen = b""
     pending = list(answers)
@@ -93,8 +114,13 @@ def _run_on_a_terminal(ws: Path, args: list[str], answers: list[bytes],
     return code, screen.decode("utf-8", "replace")
 
 
-LARGE = ("lanes=2", "budget.turns=2", "confirm_large_workspace_copies=true",
-         "workspace_file_warning_threshold=2", "sandbox=off")
+LARGE = (
+    "lanes=2",
+    "budget.turns=2",
+    "confirm_large_workspace_copies=true",
+    "workspace_file_warning_threshold=2",
+    "sandbox=off",
+)
 
 
 @pytest.fixture
@@ -112,9 +138,11 @@ def big_tree(tmp_path: Path) -> Path:
 
 
 def test_a_large_copy_starts_after_asking_again_on_a_stray_answer(
-        team: Team, big_tree: Path, state_home: Path) -> None:
-    code, screen = _run_on_a_terminal(big_tree, team.args(*LARGE),
-                                      [b"what do you mean\n", b"A. Start anyway\n"])
+    team: Team, big_tree: Path, state_home: Path
+) -> None:
+    code, screen = _run_on_a_terminal(
+        big_tree, team.args(*LARGE), [b"what do you mean\n", b"A. Start anyway\n"]
+    )
     assert code == 0, screen
     assert screen.count(CHOICES) == 1
     assert screen.count("Please answer A (start anyway) or B (stop)") == 1
@@ -124,7 +152,8 @@ def test_a_large_copy_starts_after_asking_again_on_a_stray_answer(
 
 @pytest.mark.parametrize("answer", [b"stop\n", b"n\n", b"\x04"])  # \x04: Ctrl-D, no answer
 def test_a_large_copy_answered_stop_writes_nothing(
-        team: Team, big_tree: Path, state_home: Path, answer: bytes) -> None:
+    team: Team, big_tree: Path, state_home: Path, answer: bytes
+) -> None:
     code, screen = _run_on_a_terminal(big_tree, team.args(*LARGE), [answer])
     assert code == 2, screen
     assert "startup cancelled; no copy was made" in screen
@@ -134,14 +163,26 @@ def test_a_large_copy_answered_stop_writes_nothing(
 
 @pytest.mark.parametrize("flag", [["-e", "workspace=docker"], ["--env", "ws=ssh@box"]])
 def test_the_environment_flag_says_what_flamechase_offers_instead(
-        tmp_path: Path, state_home: Path, flag: list[str]) -> None:
-    proc = cli("exec", "-f", "parallel_flame_chase", *flag, "-a", "sim/steady",
-               "-p", "budget.turns=1", "t", cwd=tmp_path)
+    tmp_path: Path, state_home: Path, flag: list[str]
+) -> None:
+    proc = cli(
+        "exec",
+        "-f",
+        "parallel_flame_chase",
+        *flag,
+        "-a",
+        "sim/steady",
+        "-p",
+        "budget.turns=1",
+        "t",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith(f"flamechase exec: error: -e {flag[1]}: flamechase has "
-                               "no environments to choose")
+    assert lines[0].startswith(
+        f"flamechase exec: error: -e {flag[1]}: flamechase has no environments to choose"
+    )
     assert "in the directory you start in" in lines[0] and "drop -e" in lines[0]
     assert "No such option" not in proc.stderr
     assert not state_home.exists()

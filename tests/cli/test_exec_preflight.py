@@ -27,13 +27,18 @@ def _agents(tmp_path: Path) -> list[str]:
     return ["-a", f"exec:{a}", "-a", f"exec:{a}"]
 
 
-def test_a_task_with_bytes_that_are_not_utf8_is_refused(
-        tmp_path: Path, state_home: Path) -> None:
+def test_a_task_with_bytes_that_are_not_utf8_is_refused(tmp_path: Path, state_home: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     argv = [os.fsencode(a) for a in [*FLAMECHASE, *BASE, *_agents(tmp_path)]]
-    proc = subprocess.run([*argv, b"speed \xff\xfe it up"], cwd=ws, capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [*argv, b"speed \xff\xfe it up"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     _refused(proc, "TASK is not valid UTF-8 (byte 0xff at position 6)", state_home)
 
 
@@ -41,9 +46,13 @@ def test_a_deleted_current_directory_is_refused(tmp_path: Path, state_home: Path
     ws = tmp_path / "ws"
     ws.mkdir()
     script = 'cd "$1" && rmdir "$1" && shift && exec "$@"'
-    proc = subprocess.run(["/bin/sh", "-c", script, "sh", str(ws), *FLAMECHASE, *BASE,
-                           *_agents(tmp_path), "t"], capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        ["/bin/sh", "-c", script, "sh", str(ws), *FLAMECHASE, *BASE, *_agents(tmp_path), "t"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     _refused(proc, "the current directory no longer exists", state_home)
 
 
@@ -66,19 +75,20 @@ def test_a_flamechase_home_inside_the_workspace_is_refused(tmp_path: Path) -> No
 
 
 def test_root_and_system_directories_are_refused_as_workspaces(
-        tmp_path: Path, state_home: Path) -> None:
+    tmp_path: Path, state_home: Path
+) -> None:
     for where in ("/", "/usr", "/etc"):
         proc = cli(*BASE, *_agents(tmp_path), "t", cwd=Path(where))
         _refused(proc, "--allow-workspace", state_home)
 
 
 def test_the_home_directory_is_a_workspace_only_when_allowed(
-        tmp_path: Path, state_home: Path) -> None:
+    tmp_path: Path, state_home: Path
+) -> None:
     home = tmp_path / "user-home"
     home.mkdir()
     agents = _agents(tmp_path)
     proc = cli(*BASE, *agents, "t", cwd=home, env={"HOME": str(home)})
     _refused(proc, "your home directory", state_home)
-    proc = cli(*BASE, "--allow-workspace", *agents, "t", cwd=home,
-               env={"HOME": str(home)})
+    proc = cli(*BASE, "--allow-workspace", *agents, "t", cwd=home, env={"HOME": str(home)})
     assert proc.returncode == 0, proc.stderr

@@ -25,28 +25,125 @@ def _refused(proc: object, state_home: Path, needle: str) -> None:
 
 CASES = [
     (["-f", "no_such_flow", "-p", "budget.turns=1", "t"], "no flow called 'no_such_flow'"),
-    (["-f", "flame_chase", "-a", "nobody=exec:{a}", "-p", "budget.turns=1", "t"],
-     "no agent role 'nobody'"),
-    (["-f", "flame_chase", "-a", "first_chaser=exec:{a}", "-a", "first_chaser=exec:{a}",
-      "-p", "budget.turns=1", "t"], "given twice"),
-    (["-f", "flame_chase", "-a", "first_chaser=exec:{a}", "-p", "budget.turns=1", "t"],
-     "needs an agent for 'second_chaser'"),
-    (["-f", "flame_chase", "-a", "first_chaser=exec:{a}", "-a", "exec:{a}",
-      "-p", "budget.turns=1", "t"], "mixing"),
-    (["-f", "flame_chase", "-a", "claude/", "-a", "exec:{a}", "-p", "budget.turns=1", "t"],
-     "claude/"),
-    (["-f", "flame_chase", "-a", "exec:/nonexistent/actor", "-a", "exec:{a}",
-      "-p", "budget.turns=1", "t"], "/nonexistent/actor"),
-    (["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "budget.turns=1",
-      "-p", "rest_seconds=100", "t"], "rest_seconds"),
-    (["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "budget.turns=1",
-      "-p", "colour=blue", "t"], "colour"),
-    (["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "budget.duration=soon",
-      "t"], "budget.duration"),
-    (["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "budget.turns=1", "  "],
-     "TASK is empty"),
-    (["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "budget.turns=1",
-      "--resume", "never ran"], "--resume"),
+    (
+        ["-f", "flame_chase", "-a", "nobody=exec:{a}", "-p", "budget.turns=1", "t"],
+        "no agent role 'nobody'",
+    ),
+    (
+        [
+            "-f",
+            "flame_chase",
+            "-a",
+            "first_chaser=exec:{a}",
+            "-a",
+            "first_chaser=exec:{a}",
+            "-p",
+            "budget.turns=1",
+            "t",
+        ],
+        "given twice",
+    ),
+    (
+        ["-f", "flame_chase", "-a", "first_chaser=exec:{a}", "-p", "budget.turns=1", "t"],
+        "needs an agent for 'second_chaser'",
+    ),
+    (
+        [
+            "-f",
+            "flame_chase",
+            "-a",
+            "first_chaser=exec:{a}",
+            "-a",
+            "exec:{a}",
+            "-p",
+            "budget.turns=1",
+            "t",
+        ],
+        "mixing",
+    ),
+    (
+        ["-f", "flame_chase", "-a", "claude/", "-a", "exec:{a}", "-p", "budget.turns=1", "t"],
+        "claude/",
+    ),
+    (
+        [
+            "-f",
+            "flame_chase",
+            "-a",
+            "exec:/nonexistent/actor",
+            "-a",
+            "exec:{a}",
+            "-p",
+            "budget.turns=1",
+            "t",
+        ],
+        "/nonexistent/actor",
+    ),
+    (
+        [
+            "-f",
+            "flame_chase",
+            "-a",
+            "exec:{a}",
+            "-a",
+            "exec:{a}",
+            "-p",
+            "budget.turns=1",
+            "-p",
+            "rest_seconds=100",
+            "t",
+        ],
+        "rest_seconds",
+    ),
+    (
+        [
+            "-f",
+            "flame_chase",
+            "-a",
+            "exec:{a}",
+            "-a",
+            "exec:{a}",
+            "-p",
+            "budget.turns=1",
+            "-p",
+            "colour=blue",
+            "t",
+        ],
+        "colour",
+    ),
+    (
+        [
+            "-f",
+            "flame_chase",
+            "-a",
+            "exec:{a}",
+            "-a",
+            "exec:{a}",
+            "-p",
+            "budget.duration=soon",
+            "t",
+        ],
+        "budget.duration",
+    ),
+    (
+        ["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "budget.turns=1", "  "],
+        "TASK is empty",
+    ),
+    (
+        [
+            "-f",
+            "flame_chase",
+            "-a",
+            "exec:{a}",
+            "-a",
+            "exec:{a}",
+            "-p",
+            "budget.turns=1",
+            "--resume",
+            "never ran",
+        ],
+        "--resume",
+    ),
 ]
 
 
@@ -66,8 +163,19 @@ def test_non_executable_exec_actor_is_refused(tmp_path: Path, state_home: Path) 
     script.write_text("#!/bin/sh\n")
     ws = tmp_path / "ws"
     ws.mkdir()
-    proc = cli("exec", "-f", "flame_chase", "-a", f"exec:{script}", "-a", f"exec:{script}",
-               "-p", "budget.turns=1", "t", cwd=ws)
+    proc = cli(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"exec:{script}",
+        "-a",
+        f"exec:{script}",
+        "-p",
+        "budget.turns=1",
+        "t",
+        cwd=ws,
+    )
     _refused(proc, state_home, str(script))
 
 
@@ -76,8 +184,19 @@ def test_continue_without_task_md_or_run_is_refused(
 ) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    proc = cli("exec", "-f", "flame_chase", "-a", f"exec:{good_actor}", "-a",
-               f"exec:{good_actor}", "-p", "budget.turns=1", "continue", cwd=ws)
+    proc = cli(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"exec:{good_actor}",
+        "-a",
+        f"exec:{good_actor}",
+        "-p",
+        "budget.turns=1",
+        "continue",
+        cwd=ws,
+    )
     _refused(proc, state_home, "TASK.md")
 
 
@@ -86,8 +205,19 @@ def test_bad_config_file_is_refused(good_actor: Path, tmp_path: Path, state_home
     ws.mkdir()
     cfg = tmp_path / "c.yaml"
     cfg.write_text("budget: [unclosed\n")
-    proc = cli("exec", "-f", "flame_chase", "-a", f"exec:{good_actor}", "-a",
-               f"exec:{good_actor}", "-c", str(cfg), "t", cwd=ws)
+    proc = cli(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"exec:{good_actor}",
+        "-a",
+        f"exec:{good_actor}",
+        "-c",
+        str(cfg),
+        "t",
+        cwd=ws,
+    )
     _refused(proc, state_home, str(cfg.name))
 
 

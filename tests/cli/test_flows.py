@@ -29,10 +29,16 @@ def _refused(proc: subprocess.CompletedProcess[str], *words: str) -> None:
         assert word in line, line
 
 
-def _entry(repo: Path, sha: str, version: str = "1.0.0", ref: str | None = "v1") -> dict[
-        str, str]:
-    entry = {"name": "once", "version": version, "description": "a worker takes turns",
-             "repo": f"file://{repo}", "commit": sha, "subdir": "once", "license": "MIT"}
+def _entry(repo: Path, sha: str, version: str = "1.0.0", ref: str | None = "v1") -> dict[str, str]:
+    entry = {
+        "name": "once",
+        "version": version,
+        "description": "a worker takes turns",
+        "repo": f"file://{repo}",
+        "commit": sha,
+        "subdir": "once",
+        "license": "MIT",
+    }
     if ref:
         entry["ref"] = ref
     return entry
@@ -69,14 +75,32 @@ def test_install_pins_the_recorded_commit_and_the_flow_runs(indexed) -> None:
     assert (row["version"], row["commit"]) == ("1.1.0", second)
     ws = tmp / "ws"
     ws.mkdir()
-    run = cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=2,rest_seconds=0.05",
-              "do it", cwd=ws)
+    run = cli(
+        "exec",
+        "-f",
+        "once",
+        "-a",
+        worker(tmp),
+        "-p",
+        "budget.turns=2,rest_seconds=0.05",
+        "do it",
+        cwd=ws,
+    )
     assert run.returncode == 0, run.stderr
     assert "v2 ran" in run.stderr
     assert status(ws)["flow_source"] == f"git+file://{tmp}/repo@{second}#once"
     # Another flow in the same module: NAME:VARIANT.
-    run = cli("exec", "-f", "once:OTHER", "-a", worker(tmp), "-p",
-              "budget.turns=2,rest_seconds=0.05", "do it", cwd=ws)
+    run = cli(
+        "exec",
+        "-f",
+        "once:OTHER",
+        "-a",
+        worker(tmp),
+        "-p",
+        "budget.turns=2,rest_seconds=0.05",
+        "do it",
+        cwd=ws,
+    )
     assert run.returncode == 0, run.stderr
     assert status(ws)["flow"] == "once_other"
 
@@ -92,38 +116,44 @@ def test_install_a_named_version_then_uninstall(indexed) -> None:
     assert "variants: once:OTHER" in shown
     assert cli("flows", "uninstall", "once", cwd=tmp, check=True).returncode == 0
     (tmp / "ws").mkdir()
-    _refused(cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=1", "x",
-                 cwd=tmp / "ws"), "no flow called 'once'")
+    _refused(
+        cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=1", "x", cwd=tmp / "ws"),
+        "no flow called 'once'",
+    )
 
 
 def test_install_refuses_a_tag_that_no_longer_names_the_recorded_commit(indexed) -> None:
     tmp, index, _first, _second = indexed
     change_flow(tmp / "repo", "v2 again")
     commit(tmp / "repo", "re-tag", "v2", force=True)
-    _refused(cli("flows", "install", "once", "--index", str(index), cwd=tmp),
-             "the index records commit", "refusing to install")
+    _refused(
+        cli("flows", "install", "once", "--index", str(index), cwd=tmp),
+        "the index records commit",
+        "refusing to install",
+    )
     assert not (tmp / "fc-home" / "flows" / "installed").exists()
 
 
 def test_install_refusals_are_one_line(indexed) -> None:
     tmp, index, _first, _second = indexed
-    _refused(cli("flows", "install", "nope", "--index", str(index), cwd=tmp),
-             "has no flow 'nope'; it has: once")
-    _refused(cli("flows", "install", "once@9.9", "--index", str(index), cwd=tmp),
-             "no version 9.9 of once; it has 1.0.0, 1.1.0")
+    _refused(
+        cli("flows", "install", "nope", "--index", str(index), cwd=tmp),
+        "has no flow 'nope'; it has: once",
+    )
+    _refused(
+        cli("flows", "install", "once@9.9", "--index", str(index), cwd=tmp),
+        "no version 9.9 of once; it has 1.0.0, 1.1.0",
+    )
     _refused(cli("flows", "install", "once", cwd=tmp), "no flow index")
     bad = tmp / "bad.yaml"
     bad.write_text("flows:\n  - name: once\n    version: 1\n    repo: x\n    commit: abc\n")
-    _refused(cli("flows", "install", "once", "--index", str(bad), cwd=tmp),
-             "entry 1: commit")
+    _refused(cli("flows", "install", "once", "--index", str(bad), cwd=tmp), "entry 1: commit")
     missing = tmp / "missing.yaml"
     missing.write_text(index_yaml([_entry(tmp / "repo", "0" * 40, ref=None)]))
-    _refused(cli("flows", "install", "once", "--index", str(missing), cwd=tmp),
-             "has no commit")
+    _refused(cli("flows", "install", "once", "--index", str(missing), cwd=tmp), "has no commit")
     gone = tmp / "gone.yaml"
     gone.write_text(index_yaml([_entry(tmp / "nowhere", "0" * 40)]))
-    _refused(cli("flows", "install", "once", "--index", str(gone), cwd=tmp),
-             "could not be reached")
+    _refused(cli("flows", "install", "once", "--index", str(gone), cwd=tmp), "could not be reached")
 
 
 def test_an_index_in_a_git_repository_of_manifests(indexed) -> None:
@@ -132,8 +162,10 @@ def test_an_index_in_a_git_repository_of_manifests(indexed) -> None:
     (verse / "flows" / "once").mkdir(parents=True)
     git(verse, "init", "-q")
     (verse / "flows" / "once" / "flow.yaml").write_text(
-        index_yaml([_entry(tmp / "repo", first)]).replace("flows:\n  - ", "").replace(
-            "\n    ", "\n"))
+        index_yaml([_entry(tmp / "repo", first)])
+        .replace("flows:\n  - ", "")
+        .replace("\n    ", "\n")
+    )
     commit(verse, "index")
     source = f"git+file://{verse}"
     shown = cli("flows", "show", "once", "--index", source, cwd=tmp, check=True).stdout
@@ -161,8 +193,10 @@ def test_an_installed_flow_whose_checkout_changed_is_refused(indexed) -> None:
     (checkout / "once" / "extra.py").write_text("print('injected')\n")
     ws = tmp / "ws"
     ws.mkdir()
-    _refused(cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=1", "x", cwd=ws),
-             "was changed")
+    _refused(
+        cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=1", "x", cwd=ws),
+        "was changed",
+    )
 
 
 def test_list_names_flows_of_installed_packages_without_importing_them(tmp_path: Path) -> None:
@@ -185,14 +219,24 @@ def test_an_installed_flow_named_like_a_built_in_runs_instead_of_it(indexed) -> 
     assert "-f flame_chase now runs the installed flow, not the built-in one" in proc.stdout
     ws = tmp / "ws"
     ws.mkdir()
-    run = cli("exec", "-f", "flame_chase", "-a", worker(tmp), "-p",
-              "budget.turns=1,rest_seconds=0.05", "do it", cwd=ws)
+    run = cli(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        worker(tmp),
+        "-p",
+        "budget.turns=1,rest_seconds=0.05",
+        "do it",
+        cwd=ws,
+    )
     assert run.returncode == 0, run.stderr
     assert "v2 ran" in run.stderr
     assert status(ws)["flow_source"] == f"git+file://{tmp}/repo@{second}#once"
     cli("flows", "uninstall", "flame_chase", cwd=tmp, check=True)
-    back = cli("exec", "-f", "flame_chase", "-a", worker(tmp), "-p", "budget.turns=1",
-               "do it", cwd=ws)
+    back = cli(
+        "exec", "-f", "flame_chase", "-a", worker(tmp), "-p", "budget.turns=1", "do it", cwd=ws
+    )
     assert "v2 ran" not in back.stderr  # the built-in again (it wants two roles)
 
 
@@ -201,8 +245,9 @@ def test_a_json_index_lists_and_installs_through_the_environment_variable(indexe
     verse = tmp / "verse"
     verse.mkdir()
     # A bare JSON list in index.json, found in its directory by FLAMECHASE_FLOW_INDEX.
-    (verse / "index.json").write_text(json.dumps(
-        [_entry(tmp / "repo", first), _entry(tmp / "repo", second, "1.1.0", "v2")]))
+    (verse / "index.json").write_text(
+        json.dumps([_entry(tmp / "repo", first), _entry(tmp / "repo", second, "1.1.0", "v2")])
+    )
     env = {"FLAMECHASE_FLOW_INDEX": str(verse)}
     rows = json.loads(cli("flows", "list", "--json", cwd=tmp, env=env, check=True).stdout)
     offered = [(r["version"], r["commit"], r["from"]) for r in rows if r["name"] == "once"]
@@ -217,8 +262,17 @@ def test_a_json_index_lists_and_installs_through_the_environment_variable(indexe
     assert (row["version"], row["commit"]) == ("1.0.0", first)
     ws = tmp / "ws"
     ws.mkdir()
-    run = cli("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=2,rest_seconds=0.05",
-              "do it", cwd=ws)
+    run = cli(
+        "exec",
+        "-f",
+        "once",
+        "-a",
+        worker(tmp),
+        "-p",
+        "budget.turns=2,rest_seconds=0.05",
+        "do it",
+        cwd=ws,
+    )
     assert run.returncode == 0, run.stderr
     assert "v1 ran" in run.stderr
 
@@ -226,5 +280,7 @@ def test_a_json_index_lists_and_installs_through_the_environment_variable(indexe
 def test_a_json_index_entry_missing_its_commit_is_refused_in_one_line(tmp_path: Path) -> None:
     index = tmp_path / "index.json"
     index.write_text(json.dumps({"flows": [{"name": "once", "version": "1", "repo": "x/y"}]}))
-    _refused(cli("flows", "install", "once", "--index", str(index), cwd=tmp_path),
-             f"index {index}: entry 1: commit: Field required")
+    _refused(
+        cli("flows", "install", "once", "--index", str(index), cwd=tmp_path),
+        f"index {index}: entry 1: commit: Field required",
+    )

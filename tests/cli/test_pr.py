@@ -27,8 +27,9 @@ def lane_clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_outside_a_lanes_turn_pr_refuses_in_one_line(tmp_path: Path) -> None:
@@ -62,17 +63,37 @@ def test_open_asks_for_a_pushed_lane_branch_and_appends_one_request(tmp_path: Pa
     by_id = cli("pr", "ready", "PR000001", cwd=lane, env=env)
     assert by_id.returncode == 0, by_id.stderr
     lines = [json.loads(x) for x in Path(env["FLAMECHASE_REQUESTS"]).read_text().splitlines()]
-    assert lines == [{"op": "open", "branch": "lane-2/x", "head": head, "title": "b file",
-                      "hypothesis": "b helps"}, {"op": "ready", "pr": "PR000001"}]
+    assert lines == [
+        {
+            "op": "open",
+            "branch": "lane-2/x",
+            "head": head,
+            "title": "b file",
+            "hypothesis": "b helps",
+        },
+        {"op": "ready", "pr": "PR000001"},
+    ]
 
 
 def test_list_names_a_run_without_pull_requests(tmp_path: Path, source_tree: Path) -> None:
     actor = tmp_path / "a.sh"
-    actor.write_text("#!/bin/sh\necho '{\"status\":\"progress\",\"summary\":\"ok\"}' > "
-                     "\"$FLAMECHASE_REPORT\"\n")
+    actor.write_text(
+        '#!/bin/sh\necho \'{"status":"progress","summary":"ok"}\' > "$FLAMECHASE_REPORT"\n'
+    )
     actor.chmod(0o755)
-    run = cli("exec", "-f", "flame_chase", "-a", f"exec:{actor}", "-a", f"exec:{actor}", "-p",
-              "budget.turns=1,rest_seconds=0.05", "go", cwd=source_tree)
+    run = cli(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"exec:{actor}",
+        "-a",
+        f"exec:{actor}",
+        "-p",
+        "budget.turns=1,rest_seconds=0.05",
+        "go",
+        cwd=source_tree,
+    )
     assert run.returncode == 0, run.stderr
     proc = cli("pr", "list", "--run", "last", cwd=source_tree)
     assert proc.returncode == 2

@@ -21,12 +21,17 @@ def _refused(proc: subprocess.CompletedProcess[str], *words: str) -> None:
 @pytest.fixture
 def chasers(tmp_path: Path) -> list[str]:
     script = actor(tmp_path, "chaser.sh", REPORT_OK)
-    return ["-a", f"first_chaser=exec:{script},second_chaser=exec:{script}",
-            "-p", "budget.turns=2,rest_seconds=0.05"]
+    return [
+        "-a",
+        f"first_chaser=exec:{script},second_chaser=exec:{script}",
+        "-p",
+        "budget.turns=2,rest_seconds=0.05",
+    ]
 
 
 def test_a_profile_is_kept_in_the_config_directory_and_run_uses_it(
-        tmp_path: Path, config_home: Path, chasers: list[str]) -> None:
+    tmp_path: Path, config_home: Path, chasers: list[str]
+) -> None:
     saved = cli("profile", "set", "flame_chase", *chasers, cwd=tmp_path)
     assert saved.returncode == 0, saved.stderr
     stored = yaml.safe_load((config_home / "profiles.yaml").read_text())
@@ -46,33 +51,73 @@ def test_a_profile_is_kept_in_the_config_directory_and_run_uses_it(
     assert "budget turns is spent" in more.stderr
 
 
-def test_the_platform_config_directory_is_the_default(tmp_path: Path, chasers: list[str],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_platform_config_directory_is_the_default(
+    tmp_path: Path, chasers: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("FLAMECHASE_CONFIG")
     xdg = tmp_path / "xdg"
-    proc = cli("profile", "set", "flame_chase", *chasers, cwd=tmp_path,
-               env={"XDG_CONFIG_HOME": str(xdg)})
+    proc = cli(
+        "profile", "set", "flame_chase", *chasers, cwd=tmp_path, env={"XDG_CONFIG_HOME": str(xdg)}
+    )
     assert proc.returncode == 0, proc.stderr
     assert (xdg / "flamechase" / "profiles.yaml").is_file()
 
 
-def test_a_profile_exec_would_refuse_is_refused_when_set(tmp_path: Path,
-                                                         config_home: Path) -> None:
-    _refused(cli("profile", "set", "flame_chase", "-a", "nobody=sim/steady", "-p",
-                 "budget.turns=1", cwd=tmp_path), "no agent role 'nobody'")
-    _refused(cli("profile", "set", "flame_chase", "-a", "sim/steady", "-a", "sim/steady",
-                 "-p", "budget.turns=x", cwd=tmp_path), "budget.turns")
-    _refused(cli("profile", "set", "flame_chase", "-a", "sim/steady", "-a", "sim/steady",
-                 "-p", "budget.turns=1,lanes=3", cwd=tmp_path), "lanes")
+def test_a_profile_exec_would_refuse_is_refused_when_set(tmp_path: Path, config_home: Path) -> None:
+    _refused(
+        cli(
+            "profile",
+            "set",
+            "flame_chase",
+            "-a",
+            "nobody=sim/steady",
+            "-p",
+            "budget.turns=1",
+            cwd=tmp_path,
+        ),
+        "no agent role 'nobody'",
+    )
+    _refused(
+        cli(
+            "profile",
+            "set",
+            "flame_chase",
+            "-a",
+            "sim/steady",
+            "-a",
+            "sim/steady",
+            "-p",
+            "budget.turns=x",
+            cwd=tmp_path,
+        ),
+        "budget.turns",
+    )
+    _refused(
+        cli(
+            "profile",
+            "set",
+            "flame_chase",
+            "-a",
+            "sim/steady",
+            "-a",
+            "sim/steady",
+            "-p",
+            "budget.turns=1,lanes=3",
+            cwd=tmp_path,
+        ),
+        "lanes",
+    )
     _refused(cli("profile", "set", "no_such_flow", cwd=tmp_path), "no flow called")
     assert not (config_home / "profiles.yaml").exists()
 
 
 def test_a_profile_without_a_budget_is_kept_as_exec_would_run_it(
-        tmp_path: Path, config_home: Path) -> None:
+    tmp_path: Path, config_home: Path
+) -> None:
     # exec runs with no budget until stopped (it says so at start); a profile may too.
-    proc = cli("profile", "set", "flame_chase", "-a", "sim/steady", "-a", "sim/steady",
-               cwd=tmp_path)
+    proc = cli(
+        "profile", "set", "flame_chase", "-a", "sim/steady", "-a", "sim/steady", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert "flame_chase" in (config_home / "profiles.yaml").read_text()
 
@@ -80,8 +125,11 @@ def test_a_profile_without_a_budget_is_kept_as_exec_would_run_it(
 def test_run_without_a_profile_and_rm(tmp_path: Path, chasers: list[str]) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    _refused(cli("run", "flame_chase", "go", cwd=ws), "no profile for flame_chase",
-             "flamechase profile set flame_chase")
+    _refused(
+        cli("run", "flame_chase", "go", cwd=ws),
+        "no profile for flame_chase",
+        "flamechase profile set flame_chase",
+    )
     cli("profile", "set", "flame_chase", *chasers, cwd=tmp_path, check=True)
     assert "flame_chase" in cli("profile", "list", cwd=tmp_path, check=True).stdout
     cli("profile", "rm", "flame_chase", cwd=tmp_path, check=True)

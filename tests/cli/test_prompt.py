@@ -30,19 +30,33 @@ MARK = prompt.PROMPT.strip()  # on screen the space is a cursor move
 def profiled(tmp_path: Path) -> Path:
     """A workspace, and a flame_chase profile whose chasers are exec: scripts."""
     script = actor(tmp_path, "chaser.sh", REPORT_OK)
-    cli("profile", "set", "flame_chase", "-a",
+    cli(
+        "profile",
+        "set",
+        "flame_chase",
+        "-a",
         f"first_chaser=exec:{script},second_chaser=exec:{script}",
-        "-p", "budget.turns=2,rest_seconds=0.05", cwd=tmp_path, check=True)
+        "-p",
+        "budget.turns=2,rest_seconds=0.05",
+        cwd=tmp_path,
+        check=True,
+    )
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
 
 
 def _spawn(ws: Path) -> pexpect.spawn:
-    child = pexpect.spawn(sys.executable, ["-m", "flamechase"], cwd=str(ws),
-                          # pexpect answers no cursor-position request: say so up front.
-                          env={**os.environ, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"},
-                          encoding="utf-8", timeout=60, dimensions=(40, 100))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "flamechase"],
+        cwd=str(ws),
+        # pexpect answers no cursor-position request: say so up front.
+        env={**os.environ, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"},
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 100),
+    )
     child.expect_exact(MARK)
     return child
 
@@ -54,8 +68,7 @@ def test_a_run_from_the_prompt_shows_its_view_and_comes_back(profiled: Path) -> 
     child.expect_exact("$flame_chase ended with exit code 0")
     child.expect_exact(MARK)
     st = status(profiled)
-    assert (st["flow"], st["task"], st["status"]) == ("flame_chase", "make it better",
-                                                      "finished")
+    assert (st["flow"], st["task"], st["status"]) == ("flame_chase", "make it better", "finished")
     # History: Up brings the last line back.
     child.send(UP)
     child.expect_exact("$flame_chase make it better")
@@ -73,12 +86,27 @@ def test_a_stopped_run_comes_back_to_the_prompt(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     gate = ws / "gate"  # in the tree: the jailed actor may write nothing outside it
     gate.mkdir(parents=True)
-    script = actor(tmp_path, "held.sh", f"""
+    script = actor(
+        tmp_path,
+        "held.sh",
+        f"""
         touch {gate}/started
         while [ ! -f {gate}/release ]; do sleep 0.05; done
-        {REPORT_OK}""")
-    cli("profile", "set", "flame_chase", "-a", f"exec:{script}", "-a", f"exec:{script}",
-        "-p", "budget.turns=5,rest_seconds=0.05", cwd=tmp_path, check=True)
+        {REPORT_OK}""",
+    )
+    cli(
+        "profile",
+        "set",
+        "flame_chase",
+        "-a",
+        f"exec:{script}",
+        "-a",
+        f"exec:{script}",
+        "-p",
+        "budget.turns=5,rest_seconds=0.05",
+        cwd=tmp_path,
+        check=True,
+    )
     child = _spawn(ws)
     child.send("$flame_chase make it better\r")
     _wait_for(gate / "started")
@@ -142,16 +170,20 @@ def test_dollar_completes_flow_names_only() -> None:
 
 def test_lines_are_read_as_flow_and_task() -> None:
     assert prompt.parse("$parallel_flame_chase get the solver under 10 s") == (
-        "parallel_flame_chase", "get the solver under 10 s")
+        "parallel_flame_chase",
+        "get the solver under 10 s",
+    )
     assert prompt.parse("  $flame_chase   x ") == ("flame_chase", "x")
     assert prompt.parse("flame_chase x") is None
     assert prompt.parse("$") is None
 
 
-def test_the_prompt_reads_lines_from_a_pipe_and_keeps_them(profiled: Path, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch,
-                                                        capsys: pytest.CaptureFixture[str]
-                                                        ) -> None:
+def test_the_prompt_reads_lines_from_a_pipe_and_keeps_them(
+    profiled: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.chdir(profiled)
     history = tmp_path / "history"
     said: list[str] = []
@@ -159,7 +191,8 @@ def test_the_prompt_reads_lines_from_a_pipe_and_keeps_them(profiled: Path, tmp_p
         keys.send_text("hello\r$flame_chase\r$flame_chase make it better\r")
         keys.send_text("exit\r")
         session: PromptSession[str] = PromptSession(
-            input=keys, output=DummyOutput(), history=FileHistory(str(history)))
+            input=keys, output=DummyOutput(), history=FileHistory(str(history))
+        )
         assert prompt.repl(runner=start, session=session, say=said.append) == 0
     assert said[1].startswith("start a run with $FLOW TASK (flows: flame_chase,")
     assert said[2] == "$flame_chase: say what the agents should achieve"

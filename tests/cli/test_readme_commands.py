@@ -16,8 +16,13 @@ SYSTEM_PYTHON = Path("/usr/bin/python3")
 
 
 def _commands() -> list[str]:
-    out = subprocess.run([str(REPO / ".ci" / "readme-commands"), "--print"], cwd=REPO,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(REPO / ".ci" / "readme-commands"), "--print"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.splitlines()
 
 
@@ -58,16 +63,14 @@ def test_a_readme_without_two_commands_fails_ci(tmp_path: Path) -> None:
     ci.mkdir()
     shutil.copy(REPO / ".ci" / "readme-commands", ci / "readme-commands")
     (tmp_path / "README.md").write_text("# x\n\n```\nmake\n```\n\ntext only\n")
-    proc = subprocess.run([str(ci / "readme-commands"), "--print"], capture_output=True,
-                          text=True)
+    proc = subprocess.run([str(ci / "readme-commands"), "--print"], capture_output=True, text=True)
     assert proc.returncode == 1
     assert "expected two one-line commands" in proc.stderr
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_the_demo_command_runs_as_written_on_an_externally_managed_python(
-        tmp_path: Path) -> None:
+def test_the_demo_command_runs_as_written_on_an_externally_managed_python(tmp_path: Path) -> None:
     """The first command, literally, with Debian's own python3 first on PATH."""
     managed = list(Path("/usr/lib").glob("python3*/EXTERNALLY-MANAGED"))
     if not managed or not SYSTEM_PYTHON.exists():
@@ -81,11 +84,22 @@ def test_the_demo_command_runs_as_written_on_an_externally_managed_python(
     env["PATH"] = "/usr/bin:/bin"
     env["HOME"] = str(tmp_path / "home")
     # The premise: the system Python refuses an install.
-    refused = subprocess.run(["python3", "-m", "pip", "install", "-e", "."], cwd=clone,
-                             env=env, capture_output=True, text=True)
+    refused = subprocess.run(
+        ["python3", "-m", "pip", "install", "-e", "."],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert refused.returncode != 0 and "externally-managed" in refused.stderr
     demo = _commands()[0]
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", demo], cwd=clone, env=env,
-                          capture_output=True, text=True, timeout=850)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", demo],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=850,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "replay" in done.stdout + done.stderr

@@ -32,9 +32,15 @@ SEED_1 = """flamechase exec -f parallel_flame_chase \\
     -p budget.duration=12h,budget.cost=500 "$(cat TASK.md)"
 """
 
-PLAN = {"lanes": [{"lane": f"lane-{i}", "mission": {"title": f"m{i}", "objective": "o",
-                                                      "success_criteria": ["c"]}}
-                  for i in (1, 2, 3)]}
+PLAN = {
+    "lanes": [
+        {
+            "lane": f"lane-{i}",
+            "mission": {"title": f"m{i}", "objective": "o", "success_criteria": ["c"]},
+        }
+        for i in (1, 2, 3)
+    ]
+}
 
 # What fake codex reports per turn: 1000 input tokens of which 800 cached, 50 output.
 CODEX_TURN = TokenCounts(input=200, output=50, cache_read=800)
@@ -48,10 +54,18 @@ def seed_env(tmp_path: Path) -> dict[str, str]:
     launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m flamechase "$@"\n')
     launcher.chmod(0o755)
     (tmp_path / "tmp").mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("FAKE_") and k not in ("FLAMECHASE_PRICES", "CODEX_HOME")}
-    return {**env, "PATH": path_with(bin_dir), "TMPDIR": str(tmp_path / "tmp"),
-            "FAKE_REPORT_COORDINATOR": json.dumps(PLAN), "FLAMECHASE_RETRY_DELAYS": "0,0,0"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("FAKE_") and k not in ("FLAMECHASE_PRICES", "CODEX_HOME")
+    }
+    return {
+        **env,
+        "PATH": path_with(bin_dir),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "FAKE_REPORT_COORDINATOR": json.dumps(PLAN),
+        "FLAMECHASE_RETRY_DELAYS": "0,0,0",
+    }
 
 
 @pytest.fixture
@@ -75,16 +89,27 @@ def _events(home: Path) -> list[dict[str, Any]]:
 
 
 def test_seed_line_with_unpriced_models_and_a_cost_budget_runs_as_written(
-        seed_env: dict[str, str], task_tree: Path, state_home: Path) -> None:
-    proc = subprocess.Popen(["bash", "-c", SEED_1], cwd=task_tree, env=seed_env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seed_env: dict[str, str], task_tree: Path, state_home: Path
+) -> None:
+    proc = subprocess.Popen(
+        ["bash", "-c", SEED_1],
+        cwd=task_tree,
+        env=seed_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         # Runs until its budget or a stop: stop it once every lane's codex actor has counted.
         deadline = time.monotonic() + 90
         while proc.poll() is None and time.monotonic() < deadline:
-            done = {e["lane"] for e in _events(state_home)
-                    if e["kind"] == "turn_valid" and str(e["actor"]).endswith("_actor_b")}
+            done = {
+                e["lane"]
+                for e in _events(state_home)
+                if e["kind"] == "turn_valid" and str(e["actor"]).endswith("_actor_b")
+            }
             if done == {"lane-1", "lane-2", "lane-3"}:
                 break
             time.sleep(0.1)
@@ -107,8 +132,9 @@ def test_seed_line_with_unpriced_models_and_a_cost_budget_runs_as_written(
     evs = _events(state_home)
     bound = cost_bound("gpt-5.6-sol")
     assert bound is not None
-    codex_turns = [e for e in evs if e["kind"] == "turn_valid"
-                   and str(e["actor"]).endswith("_actor_b")]
+    codex_turns = [
+        e for e in evs if e["kind"] == "turn_valid" and str(e["actor"]).endswith("_actor_b")
+    ]
     assert len(codex_turns) >= 3
     for e in codex_turns:
         assert e["payload"]["cost_usd"] == pytest.approx(bound.price.cost(CODEX_TURN))
@@ -119,16 +145,32 @@ def test_seed_line_with_unpriced_models_and_a_cost_budget_runs_as_written(
 
 
 def test_a_cost_budget_stops_a_run_of_an_unpriced_model(
-        seed_env: dict[str, str], task_tree: Path) -> None:
+    seed_env: dict[str, str], task_tree: Path
+) -> None:
     per_turn = cost_bound("gpt-5.6-sol").price.cost(CODEX_TURN)  # type: ignore[union-attr]
     # Two turns stay under the budget, the third crosses it: the run stops there.
     limit = 2.5 * per_turn
     proc = subprocess.run(
-        ["flamechase", "exec", "-f", "flame_chase", "-a", "codex/gpt-5.6-sol:max",
-         "-a", "codex/gpt-5.6-sol:max", "-p", f"budget.cost={limit},rest_seconds=0.05",
-         "get the solver faster"],
-        cwd=task_tree, env=seed_env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=90)
+        [
+            "flamechase",
+            "exec",
+            "-f",
+            "flame_chase",
+            "-a",
+            "codex/gpt-5.6-sol:max",
+            "-a",
+            "codex/gpt-5.6-sol:max",
+            "-p",
+            f"budget.cost={limit},rest_seconds=0.05",
+            "get the solver faster",
+        ],
+        cwd=task_tree,
+        env=seed_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert proc.returncode == 0, proc.stderr
     said = proc.stdout + proc.stderr
     assert said.count("gpt-5.6-sol has no price") == 1, said
@@ -147,10 +189,18 @@ SEED_2 = """flamechase exec -f parallel_flame_chase \\
 
 
 def test_the_positional_seed_line_without_a_budget_runs_until_stopped(
-        seed_env: dict[str, str], task_tree: Path, state_home: Path) -> None:
-    proc = subprocess.Popen(["bash", "-c", SEED_2], cwd=task_tree, env=seed_env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seed_env: dict[str, str], task_tree: Path, state_home: Path
+) -> None:
+    proc = subprocess.Popen(
+        ["bash", "-c", SEED_2],
+        cwd=task_tree,
+        env=seed_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         # Positional agents fill the roles in order: the coordinator plans, then every lane
         # works; with no budget the run goes on until it is stopped.

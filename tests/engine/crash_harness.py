@@ -20,7 +20,7 @@ from pathlib import Path
 from flamechase.engine.invariants import check_run
 from flamechase.workspace.locks import owner
 
-ACTOR = r'''#!/usr/bin/env python3
+ACTOR = r"""#!/usr/bin/env python3
 import json, os, sys
 lane, turn = os.environ["FLAMECHASE_LANE"], int(os.environ["FLAMECHASE_TURN"])
 report = os.environ["FLAMECHASE_REPORT"]
@@ -41,7 +41,7 @@ if lane != "lane-1" and turn % 2 == 0:
            "deliverable": {"title": "p", "artifacts": [{"path": name, "description": "d"}],
                            "integration_notes": "copy it"}}
 open(report, "w").write(json.dumps(out))
-'''
+"""
 
 
 @dataclass
@@ -54,20 +54,36 @@ class HarnessResult:
     late_lock_releases: int = 0
 
 
-def _exec(ws: Path, actor: Path, env: dict[str, str], turns: int,
-          fault: str | None) -> subprocess.Popen[bytes]:
+def _exec(
+    ws: Path, actor: Path, env: dict[str, str], turns: int, fault: str | None
+) -> subprocess.Popen[bytes]:
     e = dict(env)
     if fault:
         e["FLAMECHASE_FAULT"] = fault
     agents = ["-a", f"exec:{actor}"] * 7
     return subprocess.Popen(
-        [sys.executable, "-m", "flamechase", "exec", "-f", "parallel_flame_chase", *agents,
-         "-p", f"budget.turns={turns},rest_seconds=0.05,sandbox=off", "crash test"],
-        cwd=ws, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            "flamechase",
+            "exec",
+            "-f",
+            "parallel_flame_chase",
+            *agents,
+            "-p",
+            f"budget.turns={turns},rest_seconds=0.05,sandbox=off",
+            "crash test",
+        ],
+        cwd=ws,
+        env=e,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
-def kill_points(base: Path, points: list[int], *, turns: int = 9, random_kills: int = 1,
-                seed: int = 7) -> HarnessResult:
+def kill_points(
+    base: Path, points: list[int], *, turns: int = 9, random_kills: int = 1, seed: int = 7
+) -> HarnessResult:
     """Run one fresh run per kill point; return what was tried and every violation."""
     rng = random.Random(seed)
     res = HarnessResult()
@@ -96,16 +112,16 @@ def kill_points(base: Path, points: list[int], *, turns: int = 9, random_kills: 
                 # exec closes it (O_CLOEXEC): give it a moment before calling it a leak.
                 time.sleep(0.5)
                 if owner(home / "locks", ws) is not None:
-                    res.violations.append(f"kill point {k}: lock still held after the "
-                                          "process died")
+                    res.violations.append(f"kill point {k}: lock still held after the process died")
                 else:
                     res.late_lock_releases += 1
             if p.returncode == 0:
                 res.runs_finished += 1
                 break
             if p.returncode not in (-9, 1) or attempts > 20:
-                res.violations.append(f"kill point {k}: exec exited {p.returncode}: "
-                                      f"{err.decode()[-300:]}")
+                res.violations.append(
+                    f"kill point {k}: exec exited {p.returncode}: {err.decode()[-300:]}"
+                )
                 break
             attempts += 1
             res.resumes += 1

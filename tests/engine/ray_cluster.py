@@ -25,8 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
-            "RAY_DISABLE_USAGE_STATS": "1"}
+LOOPBACK = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_DISABLE_USAGE_STATS": "1",
+}
 
 
 def env() -> dict[str, str]:
@@ -39,15 +42,21 @@ def env() -> dict[str, str]:
 class LoopbackCluster:
     """A head node (`head` resources) and worker nodes by name; `address` to join."""
 
-    def __init__(self, head: dict[str, float], workers: dict[str, dict[str, float]],
-                 timeout: float = 240) -> None:
+    def __init__(
+        self, head: dict[str, float], workers: dict[str, dict[str, float]], timeout: float = 240
+    ) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="fcray-", dir="/tmp"))  # sockets: short path
         # The nodes' state home (lanes' copies live under it): never the real one.
         nodes_env = {**env(), "FLAMECHASE_HOME": str(self.tmp / "home")}
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, str(self.tmp)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=open(self.tmp / "cluster.log", "wb"),  # noqa: SIM115
-            env=nodes_env, text=True, start_new_session=True)
+            [sys.executable, __file__, str(self.tmp)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(self.tmp / "cluster.log", "wb"),  # noqa: SIM115
+            env=nodes_env,
+            text=True,
+            start_new_session=True,
+        )
         self.started = time.monotonic()
         hello = self._ask({"head": head, "workers": workers}, timeout)
         self.address: str = hello["address"]
@@ -85,14 +94,27 @@ def _serve(tmp: str) -> None:
     from ray.cluster_utils import Cluster
 
     first = json.loads(sys.stdin.readline())
-    cluster = Cluster(initialize_head=True, connect=False, head_node_args={
-        "num_cpus": 1, "resources": first["head"], "include_dashboard": False,
-        "temp_dir": tmp})
-    nodes = {name: cluster.add_node(num_cpus=2, resources=res, wait=False)
-             for name, res in first["workers"].items()}
+    cluster = Cluster(
+        initialize_head=True,
+        connect=False,
+        head_node_args={
+            "num_cpus": 1,
+            "resources": first["head"],
+            "include_dashboard": False,
+            "temp_dir": tmp,
+        },
+    )
+    nodes = {
+        name: cluster.add_node(num_cpus=2, resources=res, wait=False)
+        for name, res in first["workers"].items()
+    }
     cluster.wait_for_nodes()
-    print(json.dumps({"address": cluster.address,
-                      "nodes": {n: node.node_id for n, node in nodes.items()}}), flush=True)
+    print(
+        json.dumps(
+            {"address": cluster.address, "nodes": {n: node.node_id for n, node in nodes.items()}}
+        ),
+        flush=True,
+    )
     try:
         for line in sys.stdin:
             order = json.loads(line)

@@ -15,8 +15,7 @@ from tests.jail.conftest import needs_bwrap
 LANES = ("lane-1", "lane-2")
 
 
-def _jail(root: Path, reads: tuple[str, ...],
-          mode: Mode = "bwrap") -> tuple[JailSpec, RunLayout]:
+def _jail(root: Path, reads: tuple[str, ...], mode: Mode = "bwrap") -> tuple[JailSpec, RunLayout]:
     layout = RunLayout(root / "home" / "runs" / "r-1")
     places = {name: layout.place(name) for name in ("central", "lanes/lane-1", "lanes/lane-2")}
     for name, path in places.items():
@@ -25,10 +24,21 @@ def _jail(root: Path, reads: tuple[str, ...],
     (layout.lane_dir("lane-1") / "tmp").mkdir()
     source = root / "src"
     source.mkdir()
-    spec = turn_jail(mode, layout, lane="lane-1", place="lanes/lane-1",
-                     place_path=places["lanes/lane-1"], turn_dir=None, cli=None, role="r",
-                     source=source, state_home=root / "home", lanes=LANES, places=places,
-                     reads=reads)
+    spec = turn_jail(
+        mode,
+        layout,
+        lane="lane-1",
+        place="lanes/lane-1",
+        place_path=places["lanes/lane-1"],
+        turn_dir=None,
+        cli=None,
+        role="r",
+        source=source,
+        state_home=root / "home",
+        lanes=LANES,
+        places=places,
+        reads=reads,
+    )
     return spec, layout
 
 
@@ -45,8 +55,14 @@ def test_under_bubblewrap_a_read_place_is_readable_but_not_writable(tmp_path: Pa
     spec, layout = _jail(tmp_path, reads=("central",))
     ready(spec)
     central, other = layout.place("central"), layout.place("lanes/lane-2")
-    script = (f"cat {central}/f.txt; cat {other}/f.txt 2>/dev/null || echo hidden; "
-              f"echo x > {central}/g.txt 2>/dev/null || echo refused")
-    out = subprocess.run(wrap(["/bin/sh", "-c", script], spec),
-                         capture_output=True, text=True, cwd=layout.place("lanes/lane-1"))
+    script = (
+        f"cat {central}/f.txt; cat {other}/f.txt 2>/dev/null || echo hidden; "
+        f"echo x > {central}/g.txt 2>/dev/null || echo refused"
+    )
+    out = subprocess.run(
+        wrap(["/bin/sh", "-c", script], spec),
+        capture_output=True,
+        text=True,
+        cwd=layout.place("lanes/lane-1"),
+    )
     assert out.stdout.split() == ["central", "hidden", "refused"], out.stderr

@@ -29,8 +29,11 @@ def small_home(tmp_path: Path) -> Iterator[Path]:
     home.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs",
-                           str(home)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", str(home)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -40,13 +43,24 @@ def small_home(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_a_full_disk_ends_the_run_in_one_line_and_it_resumes(
-        tmp_path: Path, small_home: Path) -> None:
+    tmp_path: Path, small_home: Path
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     a = actor(tmp_path, "a.sh", FILLER)
     env = {"FLAMECHASE_HOME": str(small_home)}
-    args = ["exec", "-f", "flame_chase", "-a", f"exec:{a}", "-a", f"exec:{a}", "-p",
-            "budget.turns=6,rest_seconds=0.05", "fill it"]
+    args = [
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"exec:{a}",
+        "-a",
+        f"exec:{a}",
+        "-p",
+        "budget.turns=6,rest_seconds=0.05",
+        "fill it",
+    ]
     proc = cli(*args, cwd=ws, env=env, timeout=90)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr

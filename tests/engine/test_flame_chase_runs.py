@@ -26,8 +26,9 @@ from tests.helpers import (
 )
 
 
-def _exec(ws: Path, a: Path, b: Path, *params: str, task: str = "make notes",
-          timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def _exec(
+    ws: Path, a: Path, b: Path, *params: str, task: str = "make notes", timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     args = ["exec", "-f", "flame_chase", "-a", f"exec:{a}", "-a", f"exec:{b}"]
     for p in params:
         args += ["-p", p]
@@ -49,8 +50,13 @@ def test_actors_alternate_and_turn_budget_is_exact(ws: Path, tmp_path: Path) -> 
     proc = _exec(ws, a, a, "budget.turns=5,rest_seconds=0.05")
     assert proc.returncode == 0, proc.stderr
     lines = (ws / "NOTES").read_text().split("\n")[:-1]
-    assert lines == ["1 first_chaser 1", "2 second_chaser 1", "3 first_chaser 1",
-                     "4 second_chaser 1", "5 first_chaser 1"]
+    assert lines == [
+        "1 first_chaser 1",
+        "2 second_chaser 1",
+        "3 first_chaser 1",
+        "4 second_chaser 1",
+        "5 first_chaser 1",
+    ]
     st = status(ws)
     assert st["status"] == "finished"
     assert st["budget"]["turns"] == {"limit": 5, "used": 5}
@@ -58,11 +64,16 @@ def test_actors_alternate_and_turn_budget_is_exact(ws: Path, tmp_path: Path) -> 
 
 
 def test_exec_actor_gets_its_contract(ws: Path, tmp_path: Path) -> None:
-    a = actor(tmp_path, "env.sh", """
+    a = actor(
+        tmp_path,
+        "env.sh",
+        """
         env | grep '^FLAMECHASE_' | sort > env.txt
         cat > stdin.txt
         pwd > cwd.txt
-    """ + REPORT_OK)
+    """
+        + REPORT_OK,
+    )
     assert _exec(ws, a, a, "budget.turns=1", task="the objective").returncode == 0
     env = dict(line.split("=", 1) for line in (ws / "env.txt").read_text().splitlines())
     assert env["FLAMECHASE_FLOW"] == "flame_chase"
@@ -71,8 +82,7 @@ def test_exec_actor_gets_its_contract(ws: Path, tmp_path: Path) -> None:
     assert env["FLAMECHASE_TURN"] == "1"
     assert env["FLAMECHASE_WORKSPACE"] == str(ws)
     assert env["FLAMECHASE_RUN_ID"] == status(ws)["id"]
-    for key in ("FLAMECHASE_REPORT", "FLAMECHASE_USAGE", "FLAMECHASE_PROMPT",
-                "FLAMECHASE_RUN_DIR"):
+    for key in ("FLAMECHASE_REPORT", "FLAMECHASE_USAGE", "FLAMECHASE_PROMPT", "FLAMECHASE_RUN_DIR"):
         assert env[key]
     assert "the objective" in (ws / "stdin.txt").read_text()
     assert Path(env["FLAMECHASE_PROMPT"]).read_text() == (ws / "stdin.txt").read_text()
@@ -81,8 +91,9 @@ def test_exec_actor_gets_its_contract(ws: Path, tmp_path: Path) -> None:
 
 def test_invalid_report_fails_only_that_turn(ws: Path, tmp_path: Path) -> None:
     bad = actor(tmp_path, "bad.sh", """echo 'not json' > "$FLAMECHASE_REPORT"\n""")
-    shape = actor(tmp_path, "shape.sh",
-                  """echo '{"status":"done","summary":"x"}' > "$FLAMECHASE_REPORT"\n""")
+    shape = actor(
+        tmp_path, "shape.sh", """echo '{"status":"done","summary":"x"}' > "$FLAMECHASE_REPORT"\n"""
+    )
     # Every turn failed: the run did no valid work, so it failed (issue 11), and says so.
     proc = _exec(ws, bad, shape, "budget.turns=2")
     assert proc.returncode == 1 and "none of its 2 turns was valid" in proc.stderr
@@ -95,14 +106,18 @@ def test_invalid_report_fails_only_that_turn(ws: Path, tmp_path: Path) -> None:
 
 
 def test_invalid_report_is_repaired_by_a_rerun(ws: Path, tmp_path: Path) -> None:
-    fixer = actor(tmp_path, "fix.sh", """
+    fixer = actor(
+        tmp_path,
+        "fix.sh",
+        """
         if [ -n "$FLAMECHASE_REPAIR" ]; then
           echo "$FLAMECHASE_REPAIR" > repair.txt
           echo '{"status":"progress","summary":"fixed"}' > "$FLAMECHASE_REPORT"
         else
           echo '{"status":"progress"}' > "$FLAMECHASE_REPORT"
         fi
-    """)
+    """,
+    )
     assert _exec(ws, fixer, fixer, "budget.turns=1").returncode == 0
     assert "summary" in (ws / "repair.txt").read_text()
     valid = [e for e in events(ws) if e["kind"] == "turn_valid"]
@@ -117,18 +132,37 @@ def test_failing_actor_is_recorded_with_exit_code_and_stderr(ws: Path, tmp_path:
     assert "disk on fire" in failed["error"]
 
 
-def test_crash_mid_turn_then_resume_gives_cut_turn_to_same_actor(
-        ws: Path, tmp_path: Path) -> None:
+def test_crash_mid_turn_then_resume_gives_cut_turn_to_same_actor(ws: Path, tmp_path: Path) -> None:
     marker = f"fc-cut-{os.getpid()}-{time.time_ns()}"
-    slow = actor(tmp_path, "slow.sh", f"""
+    slow = actor(
+        tmp_path,
+        "slow.sh",
+        f"""
         echo "start $FLAMECHASE_TURN $FLAMECHASE_ROLE $FLAMECHASE_ATTEMPT" >> NOTES
         if [ "$FLAMECHASE_TURN" = 2 ] && [ "$FLAMECHASE_ATTEMPT" = 1 ]; then
           bash -c 'exec -a {marker} sleep 30'
         fi
-    """ + REPORT_OK)
-    p = subprocess.Popen([*FLAMECHASE, "exec", "-f", "flame_chase", "-a", f"exec:{slow}",
-                          "-a", f"exec:{slow}", "-p", "budget.turns=3,rest_seconds=0.05", "t"],
-                         cwd=ws, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """
+        + REPORT_OK,
+    )
+    p = subprocess.Popen(
+        [
+            *FLAMECHASE,
+            "exec",
+            "-f",
+            "flame_chase",
+            "-a",
+            f"exec:{slow}",
+            "-a",
+            f"exec:{slow}",
+            "-p",
+            "budget.turns=3,rest_seconds=0.05",
+            "t",
+        ],
+        cwd=ws,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 30
     while time.time() < deadline:
         if (ws / "NOTES").exists() and "start 2" in (ws / "NOTES").read_text():
@@ -144,8 +178,12 @@ def test_crash_mid_turn_then_resume_gives_cut_turn_to_same_actor(
     proc = _exec(ws, slow, slow, "rest_seconds=0.05", task="t")
     assert proc.returncode == 0, proc.stderr
     lines = (ws / "NOTES").read_text().split("\n")[:-1]
-    assert lines == ["start 1 first_chaser 1", "start 2 second_chaser 1",
-                     "start 2 second_chaser 2", "start 3 first_chaser 1"]
+    assert lines == [
+        "start 1 first_chaser 1",
+        "start 2 second_chaser 1",
+        "start 2 second_chaser 2",
+        "start 3 first_chaser 1",
+    ]
     st = status(ws)
     assert st["budget"]["turns"]["used"] == 3
     # The leftover `sleep 30` of the cut turn was ended by the resume.
@@ -166,11 +204,28 @@ def _wait_for(path: Path, text: str, timeout: float = 20) -> None:
 
 
 def test_sigint_lets_the_turn_finish_then_stops(ws: Path, tmp_path: Path) -> None:
-    slow = actor(tmp_path, "slow.sh", "echo start >> NOTES\nsleep 1\necho end >> NOTES\n"
-                 + REPORT_OK)
-    p = subprocess.Popen([*FLAMECHASE, "exec", "-f", "flame_chase", "-a", f"exec:{slow}",
-                          "-a", f"exec:{slow}", "-p", "budget.turns=10", "t"], cwd=ws,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    slow = actor(
+        tmp_path, "slow.sh", "echo start >> NOTES\nsleep 1\necho end >> NOTES\n" + REPORT_OK
+    )
+    p = subprocess.Popen(
+        [
+            *FLAMECHASE,
+            "exec",
+            "-f",
+            "flame_chase",
+            "-a",
+            f"exec:{slow}",
+            "-a",
+            f"exec:{slow}",
+            "-p",
+            "budget.turns=10",
+            "t",
+        ],
+        cwd=ws,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for(ws / "NOTES", "start")
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=20)
@@ -183,9 +238,25 @@ def test_sigint_lets_the_turn_finish_then_stops(ws: Path, tmp_path: Path) -> Non
 
 def test_second_sigint_cuts_the_turn(ws: Path, tmp_path: Path) -> None:
     slow = actor(tmp_path, "slow.sh", "echo start >> NOTES\nsleep 20\n" + REPORT_OK)
-    p = subprocess.Popen([*FLAMECHASE, "exec", "-f", "flame_chase", "-a", f"exec:{slow}",
-                          "-a", f"exec:{slow}", "-p", "budget.turns=10", "t"], cwd=ws,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            *FLAMECHASE,
+            "exec",
+            "-f",
+            "flame_chase",
+            "-a",
+            f"exec:{slow}",
+            "-a",
+            f"exec:{slow}",
+            "-p",
+            "budget.turns=10",
+            "t",
+        ],
+        cwd=ws,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for(ws / "NOTES", "start")
     send_signal(p, signal.SIGINT)
     send_signal(p, signal.SIGINT)
@@ -255,10 +326,15 @@ def test_a_different_backend_on_resume_is_recorded(ws: Path, tmp_path: Path) -> 
 
 def test_no_process_survives_a_run(ws: Path, tmp_path: Path) -> None:
     marker = f"fc-daemon-{os.getpid()}-{time.time_ns()}"
-    d = actor(tmp_path, "daemon.sh", f"""
+    d = actor(
+        tmp_path,
+        "daemon.sh",
+        f"""
         (setsid bash -c 'exec -a {marker} sleep 300' &)
         bash -c 'exec -a {marker} sleep 300' &
-    """ + REPORT_OK)
+    """
+        + REPORT_OK,
+    )
     assert _exec(ws, d, d, "budget.turns=2").returncode == 0
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
     assert left.stdout.strip() == "", "a daemon outlived its turn"
@@ -272,8 +348,14 @@ def test_runs_and_status_json_shapes(ws: Path, tmp_path: Path) -> None:
     st = status(ws, runs[0]["id"][:12])
     assert st["id"] == runs[0]["id"]
     assert set(st) >= {"id", "flow", "status", "budget", "lanes", "last_error"}
-    assert set(st["lanes"][0]) >= {"lane", "turns", "next_role", "consecutive_failures", "held",
-                                   "last_error"}
+    assert set(st["lanes"][0]) >= {
+        "lane",
+        "turns",
+        "next_role",
+        "consecutive_failures",
+        "held",
+        "last_error",
+    }
     assert st["budget"]["duration"]["limit"] == 3600
     evs = events(ws)
     assert evs[0]["kind"] == "run_created"

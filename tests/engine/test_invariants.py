@@ -19,10 +19,24 @@ def _run(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     home = tmp_path / "home"
-    subprocess.run([sys.executable, "-m", "flamechase", "exec", "-f", "parallel_flame_chase",
-                    *(["-a", f"exec:{actor}"] * 7), "-p",
-                    "budget.turns=9,rest_seconds=0.05,sandbox=off", "t"], cwd=ws, check=True,
-                   env=dict(os.environ, FLAMECHASE_HOME=str(home)), capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flamechase",
+            "exec",
+            "-f",
+            "parallel_flame_chase",
+            *(["-a", f"exec:{actor}"] * 7),
+            "-p",
+            "budget.turns=9,rest_seconds=0.05,sandbox=off",
+            "t",
+        ],
+        cwd=ws,
+        check=True,
+        env=dict(os.environ, FLAMECHASE_HOME=str(home)),
+        capture_output=True,
+    )
     return next((home / "runs").iterdir())
 
 

@@ -26,9 +26,18 @@ def ok(summary: str = "did a turn", status: str = "progress") -> FakeTurn:
 
 def plan(job: TurnJob) -> FakeTurn:
     lanes = job.request.env["FLAMECHASE_LANES"].split(",")
-    return FakeTurn(report={"lanes": [
-        {"lane": n, "mission": {"title": f"m {n}", "objective": "o",
-                                "success_criteria": ["c"]}} for n in lanes]}, duration=30)
+    return FakeTurn(
+        report={
+            "lanes": [
+                {
+                    "lane": n,
+                    "mission": {"title": f"m {n}", "objective": "o", "success_criteria": ["c"]},
+                }
+                for n in lanes
+            ]
+        },
+        duration=30,
+    )
 
 
 def rows(home: Path, sql: str) -> list[dict[str, Any]]:
@@ -72,22 +81,25 @@ def ws(tmp_path: Path) -> Path:
 def test_actors_alternate_and_number_their_turns(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
     ex = ScriptedExecutor(clock, lambda job: ok(f"turn {job.request.turn}"))
-    end = run_engine("flame_chase", ws, executor=ex, clock=clock,
-                     settings={"budget.turns": "5"})
+    end = run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "5"})
     assert (end.status, end.exit_code) == ("finished", 0)
     assert [(j.request.role, j.request.turn, j.request.attempt) for j in ex.jobs] == [
-        ("first_chaser", 1, 1), ("second_chaser", 2, 1), ("first_chaser", 3, 1),
-        ("second_chaser", 4, 1), ("first_chaser", 5, 1)]
+        ("first_chaser", 1, 1),
+        ("second_chaser", 2, 1),
+        ("first_chaser", 3, 1),
+        ("second_chaser", 4, 1),
+        ("first_chaser", 5, 1),
+    ]
     assert [r["status"] for r in lane_turns(state_home, "lane-1")] == ["valid"] * 5
 
 
 def test_a_failed_turn_passes_the_baton_and_is_published(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
-    ex = ScriptedExecutor(clock, lambda job: FakeTurn(error="crashed")
-                          if job.request.turn == 2 else ok())
+    ex = ScriptedExecutor(
+        clock, lambda job: FakeTurn(error="crashed") if job.request.turn == 2 else ok()
+    )
     run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "3"})
-    assert [j.request.role for j in ex.jobs] == ["first_chaser", "second_chaser",
-                                                 "first_chaser"]
+    assert [j.request.role for j in ex.jobs] == ["first_chaser", "second_chaser", "first_chaser"]
     reports = rows(state_home, "SELECT kind FROM reports ORDER BY seq")
     assert [r["kind"] for r in reports] == ["report", "turn_failed", "report"]
     # The next prompt says what went wrong.
@@ -96,11 +108,13 @@ def test_a_failed_turn_passes_the_baton_and_is_published(ws: Path, state_home: P
 
 def test_a_twelve_hour_budget_runs_in_simulated_time(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
-    ex = ScriptedExecutor(clock, lambda job: FakeTurn(report={"status": "progress",
-                                                              "summary": "x"}, duration=600))
+    ex = ScriptedExecutor(
+        clock, lambda job: FakeTurn(report={"status": "progress", "summary": "x"}, duration=600)
+    )
     start = clock.time()
-    end = run_engine("flame_chase", ws, executor=ex, clock=clock,
-                     settings={"budget.duration": "12h"})
+    end = run_engine(
+        "flame_chase", ws, executor=ex, clock=clock, settings={"budget.duration": "12h"}
+    )
     assert end.message.startswith("budget duration is spent")
     # 600 s turns back to back with a 0.05 s rest: the 72nd starts before 12 h, ends after.
     assert len(ex.jobs) == 72
@@ -109,23 +123,33 @@ def test_a_twelve_hour_budget_runs_in_simulated_time(ws: Path, state_home: Path)
 
 def test_a_cost_budget_stops_new_turns(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
-    ex = ScriptedExecutor(clock, lambda job: FakeTurn(report={"status": "progress",
-                                                              "summary": "x"}, cost=0.4))
-    end = run_engine("flame_chase", ws, executor=ex, clock=clock,
-                     settings={"budget.cost": "1"})
+    ex = ScriptedExecutor(
+        clock, lambda job: FakeTurn(report={"status": "progress", "summary": "x"}, cost=0.4)
+    )
+    end = run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.cost": "1"})
     assert end.message.startswith("budget cost is spent")
     assert len(ex.jobs) == 3  # 0.4 + 0.4 = 0.8 leaves room; 1.2 does not
 
 
 def test_a_usage_limit_pauses_the_lane_and_the_same_actor_retakes_the_turn(
-        ws: Path, state_home: Path) -> None:
+    ws: Path, state_home: Path
+) -> None:
     clock = FakeClock()
-    ex = ScriptedExecutor(clock, lambda job: FakeTurn(limited_for=3600)
-                          if (job.request.turn, job.request.attempt) == (2, 1) else ok())
+    ex = ScriptedExecutor(
+        clock,
+        lambda job: (
+            FakeTurn(limited_for=3600)
+            if (job.request.turn, job.request.attempt) == (2, 1)
+            else ok()
+        ),
+    )
     run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "3"})
     assert [(j.request.role, j.request.turn, j.request.attempt) for j in ex.jobs] == [
-        ("first_chaser", 1, 1), ("second_chaser", 2, 1), ("second_chaser", 2, 2),
-        ("first_chaser", 3, 1)]
+        ("first_chaser", 1, 1),
+        ("second_chaser", 2, 1),
+        ("second_chaser", 2, 2),
+        ("first_chaser", 3, 1),
+    ]
     # The retake waited for the usage window to reopen.
     limited, retake = lane_turns(state_home, "lane-1")[1:3]
     assert limited["status"] == "limited" and retake["status"] == "valid"
@@ -138,33 +162,51 @@ def _stop_at(seconds: float, times: int = 1) -> Callable[[Engine], None]:
         assert isinstance(clock, FakeClock)
         for n in range(times):
             clock.call_at(clock.time() + seconds + n, engine.stop)
+
     return hook
 
 
 def test_a_stop_lets_the_turn_under_way_land(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
-    ex = ScriptedExecutor(clock, lambda job: FakeTurn(report={"status": "progress",
-                                                              "summary": "x"}, duration=100))
-    end = run_engine("flame_chase", ws, executor=ex, clock=clock,
-                     settings={"budget.turns": "10"}, engine_hook=_stop_at(150))
+    ex = ScriptedExecutor(
+        clock, lambda job: FakeTurn(report={"status": "progress", "summary": "x"}, duration=100)
+    )
+    end = run_engine(
+        "flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        settings={"budget.turns": "10"},
+        engine_hook=_stop_at(150),
+    )
     assert (end.status, end.exit_code) == ("stopped", 130)
     assert [r["status"] for r in lane_turns(state_home, "lane-1")] == ["valid", "valid"]
 
 
-def test_a_second_stop_cuts_the_turn_and_a_resume_retakes_it(
-        ws: Path, state_home: Path) -> None:
+def test_a_second_stop_cuts_the_turn_and_a_resume_retakes_it(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
-    ex = ScriptedExecutor(clock, lambda job: FakeTurn(report={"status": "progress",
-                                                              "summary": "x"}, duration=100))
-    run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "4"},
-               engine_hook=_stop_at(150, times=2))
+    ex = ScriptedExecutor(
+        clock, lambda job: FakeTurn(report={"status": "progress", "summary": "x"}, duration=100)
+    )
+    run_engine(
+        "flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        settings={"budget.turns": "4"},
+        engine_hook=_stop_at(150, times=2),
+    )
     assert [r["status"] for r in lane_turns(state_home, "lane-1")] == ["valid", "interrupted"]
     again = ScriptedExecutor(clock, lambda job: ok())
-    end = run_engine("flame_chase", ws, executor=again, clock=clock, resume=True,
-                     settings={"budget.turns": "4"})
+    end = run_engine(
+        "flame_chase", ws, executor=again, clock=clock, resume=True, settings={"budget.turns": "4"}
+    )
     assert end.status == "finished"
     assert [(j.request.role, j.request.turn, j.request.attempt) for j in again.jobs] == [
-        ("second_chaser", 2, 2), ("first_chaser", 3, 1), ("second_chaser", 4, 1)]
+        ("second_chaser", 2, 2),
+        ("first_chaser", 3, 1),
+        ("second_chaser", 4, 1),
+    ]
     counted = [r for r in lane_turns(state_home, "lane-1") if r["status"] == "valid"]
     assert [r["number"] for r in counted] == [1, 2, 3, 4]
 
@@ -175,13 +217,22 @@ def test_a_second_stop_cuts_the_turn_and_a_resume_retakes_it(
 def test_the_coordinator_plans_once_then_three_lanes_run(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
     ex = ScriptedExecutor(clock, pfc(lambda job: ok()))
-    end = run_engine("parallel_flame_chase", ws, executor=ex, clock=clock,
-                     settings={"budget.turns": "6"})
+    end = run_engine(
+        "parallel_flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "6"}
+    )
     assert end.status == "finished"
     roles = [j.request.role for j in ex.jobs]
     assert roles[0] == "coordinator" and roles.count("coordinator") == 1
-    assert sorted(roles[1:]) == sorted(["lane_1_actor_a", "lane_1_actor_b", "lane_2_actor_a",
-                                        "lane_2_actor_b", "lane_3_actor_a", "lane_3_actor_b"])
+    assert sorted(roles[1:]) == sorted(
+        [
+            "lane_1_actor_a",
+            "lane_1_actor_b",
+            "lane_2_actor_a",
+            "lane_2_actor_b",
+            "lane_3_actor_a",
+            "lane_3_actor_b",
+        ]
+    )
     # The mission reached each lane's prompt.
     assert all("m lane-" in j.request.prompt for j in ex.jobs[1:])
 
@@ -189,8 +240,13 @@ def test_the_coordinator_plans_once_then_three_lanes_run(ws: Path, state_home: P
 def test_two_failures_hold_a_lane_and_all_held_ends_the_run(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
     ex = ScriptedExecutor(clock, pfc(lambda job: FakeTurn(error="no luck")))
-    end = run_engine("parallel_flame_chase", ws, executor=ex, clock=clock,
-                     settings={"budget.turns": "50", "lanes": "2"})
+    end = run_engine(
+        "parallel_flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        settings={"budget.turns": "50", "lanes": "2"},
+    )
     assert (end.status, end.exit_code) == ("held", 3)
     assert "every lane is held" in end.message
     held = rows(state_home, "SELECT lane, held, held_reason FROM lanes ORDER BY lane")
@@ -202,8 +258,13 @@ def test_two_failures_hold_a_lane_and_all_held_ends_the_run(ws: Path, state_home
 def test_a_blocked_report_holds_its_lane_at_once(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
     ex = ScriptedExecutor(clock, pfc(lambda job: ok("need a key", "blocked")))
-    end = run_engine("parallel_flame_chase", ws, executor=ex, clock=clock,
-                     settings={"budget.turns": "50", "lanes": "1"})
+    end = run_engine(
+        "parallel_flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        settings={"budget.turns": "50", "lanes": "1"},
+    )
     assert end.status == "held"
     assert "lane-1: blocked" in end.message
 
@@ -213,35 +274,56 @@ def test_a_failed_turn_leaves_its_inbox_for_the_partner(ws: Path, state_home: Pa
     # turn gets the same report again; the valid third turn acknowledges it.
     def lanes(job: TurnJob) -> FakeTurn:
         if job.request.lane == "lane-2":
-            return FakeTurn(report={"status": "progress", "summary": "x"},
-                            duration=10 if job.request.turn == 1 else 10_000)
+            return FakeTurn(
+                report={"status": "progress", "summary": "x"},
+                duration=10 if job.request.turn == 1 else 10_000,
+            )
         if job.request.turn == 2:
             return FakeTurn(error="broke", duration=100)
         return FakeTurn(report={"status": "progress", "summary": "x"}, duration=100)
 
     clock = FakeClock()
     ex = ScriptedExecutor(clock, pfc(lanes))
-    run_engine("parallel_flame_chase", ws, executor=ex, clock=clock,
-               settings={"budget.turns": "5", "lanes": "2"})
-    first = rows(state_home, "SELECT report_id FROM reports WHERE lane = 'lane-2' "
-                             "ORDER BY seq LIMIT 1")[0]["report_id"]
-    inboxes = [Path(j.request.env["FLAMECHASE_INBOX"]).read_text()
-               for j in ex.jobs if j.request.lane == "lane-1"]
+    run_engine(
+        "parallel_flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        settings={"budget.turns": "5", "lanes": "2"},
+    )
+    first = rows(
+        state_home, "SELECT report_id FROM reports WHERE lane = 'lane-2' ORDER BY seq LIMIT 1"
+    )[0]["report_id"]
+    inboxes = [
+        Path(j.request.env["FLAMECHASE_INBOX"]).read_text()
+        for j in ex.jobs
+        if j.request.lane == "lane-1"
+    ]
     assert [first in text for text in inboxes] == [False, True, True]
-    acked = rows(state_home, "SELECT c.seq, r.report_id FROM cursors c JOIN reports r "
-                             "ON r.seq = c.seq WHERE c.consumer = 'lane-1'")
+    acked = rows(
+        state_home,
+        "SELECT c.seq, r.report_id FROM cursors c JOIN reports r "
+        "ON r.seq = c.seq WHERE c.consumer = 'lane-1'",
+    )
     assert [a["report_id"] for a in acked] == [first]
 
 
-def test_a_cut_turn_keeps_its_budget_slot_across_a_crash(ws: Path, state_home: Path,
-                                                          tmp_path: Path) -> None:
+def test_a_cut_turn_keeps_its_budget_slot_across_a_crash(
+    ws: Path, state_home: Path, tmp_path: Path
+) -> None:
     """budget.turns=6 over three lanes; the engine dies while the sixth turn runs; the
     resumed run retakes that turn (same role, same number) instead of starting another."""
     saved = tmp_path / "at-crash.db"
     clock = FakeClock()
-    ex = ScriptedExecutor(clock, pfc(lambda job: FakeTurn(
-        report={"status": "progress", "summary": "x"},
-        duration={"lane-1": 100, "lane-2": 130, "lane-3": 170}[job.request.lane])))
+    ex = ScriptedExecutor(
+        clock,
+        pfc(
+            lambda job: FakeTurn(
+                report={"status": "progress", "summary": "x"},
+                duration={"lane-1": 100, "lane-2": 130, "lane-3": 170}[job.request.lane],
+            )
+        ),
+    )
 
     def hook(engine: Engine) -> None:
         seen = {"started": 0}
@@ -253,53 +335,79 @@ def test_a_cut_turn_keeps_its_budget_slot_across_a_crash(ws: Path, state_home: P
             if label != "after-commit" or saved.exists():
                 return
             started = rows(state_home, "SELECT count(*) AS n FROM inflight")[0]["n"]
-            done = rows(state_home, "SELECT count(*) AS n FROM turns WHERE counted = 1 AND "
-                                    "status IN ('valid', 'failed')")[0]["n"]
+            done = rows(
+                state_home,
+                "SELECT count(*) AS n FROM turns WHERE counted = 1 AND "
+                "status IN ('valid', 'failed')",
+            )[0]["n"]
             seen["started"] = started
             if done + started == 6 and started:
                 copy_db(engine.ledger.writer.path, saved)  # what a SIGKILL here would leave
 
         engine.fault_hook = at
 
-    run_engine("parallel_flame_chase", ws, executor=ex, clock=clock,
-               settings={"budget.turns": "6"}, engine_hook=hook)
+    run_engine(
+        "parallel_flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        settings={"budget.turns": "6"},
+        engine_hook=hook,
+    )
     assert saved.exists()
     copy_db(saved, next(state_home.glob("runs/*/run.db")))
     cut = rows(state_home, "SELECT lane, number, role FROM inflight")
     again = ScriptedExecutor(clock, pfc(lambda job: ok()))
-    end = run_engine("parallel_flame_chase", ws, executor=again, clock=clock, resume=True,
-                     settings={"budget.turns": "6"})
+    end = run_engine(
+        "parallel_flame_chase",
+        ws,
+        executor=again,
+        clock=clock,
+        resume=True,
+        settings={"budget.turns": "6"},
+    )
     assert end.message.startswith("budget turns is spent")
-    assert [(j.request.lane, j.request.turn, j.request.role, j.request.attempt)
-            for j in again.jobs] == [(c["lane"], c["number"], c["role"], 2) for c in cut]
-    counted = rows(state_home, "SELECT count(*) AS n FROM turns WHERE counted = 1 AND "
-                               "status IN ('valid', 'failed')")[0]["n"]
+    assert [
+        (j.request.lane, j.request.turn, j.request.role, j.request.attempt) for j in again.jobs
+    ] == [(c["lane"], c["number"], c["role"], 2) for c in cut]
+    counted = rows(
+        state_home,
+        "SELECT count(*) AS n FROM turns WHERE counted = 1 AND status IN ('valid', 'failed')",
+    )[0]["n"]
     assert counted == 6
     assert "turn_interrupted" in kinds(state_home)
 
 
 def test_without_a_budget_the_run_goes_on_until_stopped(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
-    ex = ScriptedExecutor(clock, lambda job: FakeTurn(report={"status": "progress",
-                                                              "summary": "x"}, duration=3600))
-    end = run_engine("flame_chase", ws, executor=ex, clock=clock,
-                     engine_hook=_stop_at(30 * 3600))
+    ex = ScriptedExecutor(
+        clock, lambda job: FakeTurn(report={"status": "progress", "summary": "x"}, duration=3600)
+    )
+    end = run_engine("flame_chase", ws, executor=ex, clock=clock, engine_hook=_stop_at(30 * 3600))
     assert (end.status, end.exit_code) == ("stopped", 130)
     assert len(ex.jobs) == 30  # a day and more of turns, then the stop
     notices = rows(state_home, "SELECT payload FROM events WHERE kind = 'notice'")
-    assert any("no budget: this run goes on until you stop it" in n["payload"]
-               for n in notices)
+    assert any("no budget: this run goes on until you stop it" in n["payload"] for n in notices)
 
 
 def test_a_stop_is_answered_at_once_with_what_happens_next(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
-    ex = ScriptedExecutor(clock, lambda job: FakeTurn(report={"status": "progress",
-                                                              "summary": "x"}, duration=100))
-    run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "9"},
-               engine_hook=_stop_at(150, times=2))
+    ex = ScriptedExecutor(
+        clock, lambda job: FakeTurn(report={"status": "progress", "summary": "x"}, duration=100)
+    )
+    run_engine(
+        "flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        settings={"budget.turns": "9"},
+        engine_hook=_stop_at(150, times=2),
+    )
     said = rows(state_home, "SELECT payload FROM events WHERE kind = 'stopping' ORDER BY seq")
     assert [json.loads(s["payload"]) for s in said] == [
-        {"cut": False, "under_way": 1}, {"cut": True, "under_way": 1}]
+        {"cut": False, "under_way": 1},
+        {"cut": True, "under_way": 1},
+    ]
     kinds_now = kinds(state_home)
     # Said before the turn under way ended.
     assert kinds_now.index("stopping") < kinds_now.index("turn_interrupted")
@@ -308,13 +416,12 @@ def test_a_stop_is_answered_at_once_with_what_happens_next(ws: Path, state_home:
 def test_a_run_whose_every_turn_failed_fails(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
     ex = ScriptedExecutor(clock, lambda job: FakeTurn(error="no"))
-    end = run_engine("flame_chase", ws, executor=ex, clock=clock,
-                     settings={"budget.turns": "3"})
+    end = run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "3"})
     assert (end.status, end.exit_code) == ("failed", 1)
     assert end.message.endswith("none of its 3 turns was valid")
 
 
-STRUCTURED_FLOW = '''
+STRUCTURED_FLOW = """
 from pydantic import BaseModel, ConfigDict
 from flamechase.flow import (FinishRun, Flow, ResultSpec, StartTurn, events)
 
@@ -347,11 +454,12 @@ class Asks(Flow[S]):
 
 
 FLOW = Asks()
-'''
+"""
 
 
 def test_a_structured_result_asks_the_cli_for_its_schema(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
     flow = tmp_path / "asks.py"
     flow.write_text(STRUCTURED_FLOW)
     clock = FakeClock()

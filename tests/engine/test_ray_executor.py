@@ -89,9 +89,9 @@ PY
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[ray_cluster.LoopbackCluster]:
-    c = ray_cluster.LoopbackCluster(head={"head_slot": 1},
-                                    workers={"node-b": {"lane_slot": 2},
-                                             "node-c": {"lane_slot": 2}})
+    c = ray_cluster.LoopbackCluster(
+        head={"head_slot": 1}, workers={"node-b": {"lane_slot": 2}, "node-c": {"lane_slot": 2}}
+    )
     try:
         yield c
     finally:
@@ -108,8 +108,13 @@ def _turns(evs: list[dict[str, Any]], lane: str, kind: str) -> list[dict[str, An
 
 
 def _published(evs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e for e in evs if e["kind"] == "report_published" and e["lane"] == "lane-3"
-            and e["payload"].get("artifacts")]
+    return [
+        e
+        for e in evs
+        if e["kind"] == "report_published"
+        and e["lane"] == "lane-3"
+        and e["payload"].get("artifacts")
+    ]
 
 
 def _node_of(path: str, cluster: ray_cluster.LoopbackCluster) -> str:
@@ -125,8 +130,9 @@ def _hold_pid() -> int:
 
 def _workspace_of(pid: int) -> str:
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return next(v.split(b"=", 1)[1].decode() for v in environ
-                if v.startswith(b"FLAMECHASE_WORKSPACE="))
+    return next(
+        v.split(b"=", 1)[1].decode() for v in environ if v.startswith(b"FLAMECHASE_WORKSPACE=")
+    )
 
 
 def _wait_events(cwd: Path, env: dict[str, str], done: Any, timeout: float = 240) -> None:
@@ -137,31 +143,53 @@ def _wait_events(cwd: Path, env: dict[str, str], done: Any, timeout: float = 240
 
 
 def test_lanes_run_on_nodes_and_a_lost_node_costs_one_turn(
-        cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path) -> None:
+    cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path
+) -> None:
     plan = actor(tmp_path, "plan.sh", PLAN)
     lane = actor(tmp_path, "lane.sh", LANE.format(hold=HOLD, source=source_tree))
     agents = ",".join(f"lane_{n}_actor_{x}=exec:{lane}" for n in (1, 2, 3) for x in "ab")
     env = ray_cluster.env()
     proc = subprocess.Popen(
-        [*FLAMECHASE, "exec", "-f", "parallel_flame_chase", "--executor",
-         f"ray={cluster.address}", "-a", f"coordinator=exec:{plan}", "-a", agents,
-         "-p", "budget.turns=400,rest_seconds=0.3,lane_resources.lane_slot=1,"
-               "lane_resources.cpus=0,evaluator=cat score.txt; pwd,"
-               r"metric_pattern=SCORE: (\d+)", "do it"],
-        cwd=source_tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL, text=True)
+        [
+            *FLAMECHASE,
+            "exec",
+            "-f",
+            "parallel_flame_chase",
+            "--executor",
+            f"ray={cluster.address}",
+            "-a",
+            f"coordinator=exec:{plan}",
+            "-a",
+            agents,
+            "-p",
+            "budget.turns=400,rest_seconds=0.3,lane_resources.lane_slot=1,"
+            "lane_resources.cpus=0,evaluator=cat score.txt; pwd,"
+            r"metric_pattern=SCORE: (\d+)",
+            "do it",
+        ],
+        cwd=source_tree,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         wait_for_process(f"^{HOLD}$", timeout=240)
         victim = _node_of(_workspace_of(_hold_pid()), cluster)
         # Lane 3 may share the node: its artifact and score are in before the node goes.
-        _wait_events(source_tree, env, lambda evs: _published(evs) and any(
-            e["kind"] == "measured" for e in evs))
+        _wait_events(
+            source_tree,
+            env,
+            lambda evs: _published(evs) and any(e["kind"] == "measured" for e in evs),
+        )
         cluster.kill(victim)
 
         def rebuilt(evs: list[dict[str, Any]]) -> bool:
             failed = _turns(evs, "lane-2", "turn_failed")
-            return bool(failed) and any(e["seq"] > failed[0]["seq"]
-                                        for e in _turns(evs, "lane-2", "turn_valid"))
+            return bool(failed) and any(
+                e["seq"] > failed[0]["seq"] for e in _turns(evs, "lane-2", "turn_valid")
+            )
 
         _wait_events(source_tree, env, rebuilt)
         proc.send_signal(signal.SIGINT)  # a graceful stop: remote turns under way finish
@@ -181,8 +209,7 @@ def test_lanes_run_on_nodes_and_a_lost_node_costs_one_turn(
     # Lanes 2 and 3 ran on the worker nodes; lane 1 here, in the user's tree.
     remote = [e for n in ("lane-2", "lane-3") for e in _turns(evs, n, "turn_valid")]
     assert remote and all(_node_of(_facts(e)["ws"], cluster) in cluster.nodes for e in remote)
-    assert {_facts(e)["ws"] for e in _turns(evs, "lane-1", "turn_valid")} == {
-        str(source_tree)}
+    assert {_facts(e)["ws"] for e in _turns(evs, "lane-1", "turn_valid")} == {str(source_tree)}
 
     # The next turn ran on a live node, from the last recorded state: turn 1's line is
     # there, the lost turn's is not.
@@ -200,8 +227,15 @@ def test_lanes_run_on_nodes_and_a_lost_node_costs_one_turn(
     published = _published(evs)
     assert published, "lane 3's deliverable was not published"
     extracted = tmp_path / "extracted"
-    got = cli("artifacts", "last", published[0]["payload"]["report_id"], "--extract",
-              str(extracted), cwd=source_tree, check=True)
+    got = cli(
+        "artifacts",
+        "last",
+        published[0]["payload"]["report_id"],
+        "--extract",
+        str(extracted),
+        cwd=source_tree,
+        check=True,
+    )
     assert (extracted / "pkg" / "patch.diff").read_text() == "diff from lane 3\n", got.stdout
     received = [b for e in _turns(evs, "lane-2", "turn_valid") for b in _facts(e)["blobs"]]
     assert received and all(received)
@@ -223,9 +257,13 @@ def test_lanes_run_on_nodes_and_a_lost_node_costs_one_turn(
 
 HELD = "sleep 615.5"
 # `flamechase` as another release would run it: only the driver believes it is 0.0.0-other.
-OTHER_VERSION = [sys.executable, "-c", "import runpy, flamechase; "
-                 "flamechase.__version__ = '0.0.0-other'; "
-                 "runpy.run_module('flamechase', run_name='__main__', alter_sys=True)"]
+OTHER_VERSION = [
+    sys.executable,
+    "-c",
+    "import runpy, flamechase; "
+    "flamechase.__version__ = '0.0.0-other'; "
+    "runpy.run_module('flamechase', run_name='__main__', alter_sys=True)",
+]
 
 
 def _lane_actors(cluster: ray_cluster.LoopbackCluster) -> list[int]:
@@ -245,7 +283,8 @@ def _lane_actors(cluster: ray_cluster.LoopbackCluster) -> list[int]:
 
 
 def test_a_node_with_another_version_fails_the_turn_and_keeps_nothing(
-        cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path) -> None:
+    cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path
+) -> None:
     """The lane's actor is ended once it says which version its node runs, the turn fails
     saying what to do, and nothing of the run is written on the node. Lane 1 holds the run
     open meanwhile: the actor is seen gone while its driver lives (a driver's exit would end
@@ -255,12 +294,29 @@ def test_a_node_with_another_version_fails_the_turn_and_keeps_nothing(
     agents = ",".join(f"lane_{n}_actor_{x}=exec:{lane}" for n in (1, 2) for x in "ab")
     env = ray_cluster.env()
     proc = subprocess.Popen(
-        [*OTHER_VERSION, "exec", "-f", "parallel_flame_chase", "--executor",
-         f"ray={cluster.address}", "-a", f"coordinator=exec:{plan}", "-a", agents,
-         "-p", "lanes=2,budget.turns=2,rest_seconds=0.05,lane_resources.lane_slot=1,"
-               "lane_resources.cpus=0", "do it"],
-        cwd=source_tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL, text=True)
+        [
+            *OTHER_VERSION,
+            "exec",
+            "-f",
+            "parallel_flame_chase",
+            "--executor",
+            f"ray={cluster.address}",
+            "-a",
+            f"coordinator=exec:{plan}",
+            "-a",
+            agents,
+            "-p",
+            "lanes=2,budget.turns=2,rest_seconds=0.05,lane_resources.lane_slot=1,"
+            "lane_resources.cpus=0",
+            "do it",
+        ],
+        cwd=source_tree,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         wait_for_process(f"^{HELD}$", timeout=120)
         _wait_events(source_tree, env, lambda evs: _turns(evs, "lane-2", "turn_failed"), 120)
@@ -282,8 +338,11 @@ def test_a_node_with_another_version_fails_the_turn_and_keeps_nothing(
     assert not _turns(evs, "lane-2", "turn_valid")
     [failed] = _turns(evs, "lane-2", "turn_failed")
     error = failed["payload"]["error"]
-    m = re.fullmatch(r"lane-2's node ([0-9a-f]{12}) \(.+\) runs flamechase (\S+), this "
-                     r"machine 0\.0\.0-other; install the same version on every node", error)
+    m = re.fullmatch(
+        r"lane-2's node ([0-9a-f]{12}) \(.+\) runs flamechase (\S+), this "
+        r"machine 0\.0\.0-other; install the same version on every node",
+        error,
+    )
     assert m, error
     assert m.group(2) == flamechase.__version__
     assert any(nid.startswith(m.group(1)) for nid in cluster.nodes.values())
@@ -295,8 +354,9 @@ def test_a_node_with_another_version_fails_the_turn_and_keeps_nothing(
 CUT = "sleep 614.5"
 
 
-def test_a_second_signal_cuts_a_remote_turn(cluster: ray_cluster.LoopbackCluster,
-                                            source_tree: Path, tmp_path: Path) -> None:
+def test_a_second_signal_cuts_a_remote_turn(
+    cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path
+) -> None:
     """Stop behaves as here: the first signal lets turns finish, the second cuts them, on
     whatever node they run, and nothing of the cut turn is left running."""
     plan = actor(tmp_path, "plan.sh", PLAN)
@@ -304,12 +364,29 @@ def test_a_second_signal_cuts_a_remote_turn(cluster: ray_cluster.LoopbackCluster
     lane = actor(tmp_path, "lane.sh", body)
     agents = ",".join(f"lane_{n}_actor_{x}=exec:{lane}" for n in (1, 2) for x in "ab")
     proc = subprocess.Popen(
-        [*FLAMECHASE, "exec", "-f", "parallel_flame_chase", "--executor",
-         f"ray={cluster.address}", "-a", f"coordinator=exec:{plan}", "-a", agents,
-         "-p", "lanes=2,budget.turns=400,rest_seconds=0.3,lane_resources.lane_slot=1,"
-               "lane_resources.cpus=0", "do it"],
-        cwd=source_tree, env=ray_cluster.env(), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        [
+            *FLAMECHASE,
+            "exec",
+            "-f",
+            "parallel_flame_chase",
+            "--executor",
+            f"ray={cluster.address}",
+            "-a",
+            f"coordinator=exec:{plan}",
+            "-a",
+            agents,
+            "-p",
+            "lanes=2,budget.turns=400,rest_seconds=0.3,lane_resources.lane_slot=1,"
+            "lane_resources.cpus=0",
+            "do it",
+        ],
+        cwd=source_tree,
+        env=ray_cluster.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         wait_for_process(f"^{CUT}$", timeout=240)
         send_signal(proc, signal.SIGINT)
@@ -320,30 +397,46 @@ def test_a_second_signal_cuts_a_remote_turn(cluster: ray_cluster.LoopbackCluster
             proc.kill()
             proc.communicate()
     assert proc.returncode == 130, err[-3000:]
-    cut = [e for e in events(source_tree) if e["kind"] == "turn_interrupted"
-           and e["lane"] == "lane-2"]
+    cut = [
+        e for e in events(source_tree) if e["kind"] == "turn_interrupted" and e["lane"] == "lane-2"
+    ]
     assert cut and cut[0]["payload"]["turn"] == 1
     gone = subprocess.run(["pgrep", "-f", f"^{CUT}$"], capture_output=True)
     assert gone.returncode == 1, "the cut turn's process outlived it"
 
 
 def test_a_lane_no_node_can_take_fails_its_turns_and_the_run_goes_on(
-        cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path) -> None:
+    cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path
+) -> None:
     plan = actor(tmp_path, "plan.sh", PLAN)
     lane = actor(tmp_path, "lane.sh", REPORT_OK)
     agents = ",".join(f"lane_{n}_actor_{x}=exec:{lane}" for n in (1, 2) for x in "ab")
-    out = cli("exec", "-f", "parallel_flame_chase", "--executor", f"ray={cluster.address}",
-              "-a", f"coordinator=exec:{plan}", "-a", agents,
-              "-p", "lanes=2,budget.turns=8,rest_seconds=0.05,lane_resources.cpus=0,"
-                    "lane_resources.no_such_node=1,ray.placement_timeout=2", "do it",
-              cwd=source_tree, env=ray_cluster.env(), timeout=240)
+    out = cli(
+        "exec",
+        "-f",
+        "parallel_flame_chase",
+        "--executor",
+        f"ray={cluster.address}",
+        "-a",
+        f"coordinator=exec:{plan}",
+        "-a",
+        agents,
+        "-p",
+        "lanes=2,budget.turns=8,rest_seconds=0.05,lane_resources.cpus=0,"
+        "lane_resources.no_such_node=1,ray.placement_timeout=2",
+        "do it",
+        cwd=source_tree,
+        env=ray_cluster.env(),
+        timeout=240,
+    )
     assert out.returncode in (0, 3), out.stderr[-3000:]
-    failed = [e["payload"]["error"] for e in events(source_tree)
-              if e["kind"] == "turn_failed" and e["lane"] == "lane-2"]
-    assert failed and all("could not be placed" in f and "no_such_node 1" in f
-                          for f in failed)
-    assert any(e["kind"] == "turn_valid" and e["lane"] == "lane-1"
-               for e in events(source_tree))
+    failed = [
+        e["payload"]["error"]
+        for e in events(source_tree)
+        if e["kind"] == "turn_failed" and e["lane"] == "lane-2"
+    ]
+    assert failed and all("could not be placed" in f and "no_such_node 1" in f for f in failed)
+    assert any(e["kind"] == "turn_valid" and e["lane"] == "lane-1" for e in events(source_tree))
 
 
 TREE_LANE = """\
@@ -364,22 +457,39 @@ PY
 
 
 def test_lane_one_runs_on_a_node_and_its_turns_come_back_as_commits(
-        cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path) -> None:
+    cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path
+) -> None:
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(source_tree), "-c", "user.name=u",
-                               "-c", "user.email=u@x", *args], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(source_tree), "-c", "user.name=u", "-c", "user.email=u@x", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
 
     git("init", "-q", "-b", "main")
     git("add", "-A")
     git("commit", "-qm", "the user's work")
     head_commit = git("rev-parse", "HEAD")
     lane = actor(tmp_path, "lane.sh", TREE_LANE.format(source=source_tree))
-    out = cli("exec", "-f", "flame_chase", "--executor", f"ray={cluster.address}",
-              "-a", f"exec:{lane}", "-a", f"exec:{lane}",
-              "-p", "budget.turns=3,rest_seconds=0.05,lane_resources.cpus=0,"
-                    "lane_resources.lane_slot=1,ray.lane_1=node", "do it",
-              cwd=source_tree, env=ray_cluster.env(), timeout=240)
+    out = cli(
+        "exec",
+        "-f",
+        "flame_chase",
+        "--executor",
+        f"ray={cluster.address}",
+        "-a",
+        f"exec:{lane}",
+        "-a",
+        f"exec:{lane}",
+        "-p",
+        "budget.turns=3,rest_seconds=0.05,lane_resources.cpus=0,"
+        "lane_resources.lane_slot=1,ray.lane_1=node",
+        "do it",
+        cwd=source_tree,
+        env=ray_cluster.env(),
+        timeout=240,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "lane-1 in a git copy of your tree there" in out.stdout + out.stderr
     valid = [e for e in events(source_tree) if e["kind"] == "turn_valid"]
@@ -391,10 +501,13 @@ def test_lane_one_runs_on_a_node_and_its_turns_come_back_as_commits(
     assert not (source_tree / "escape").exists()
     # Each turn landed in the user's tree, and as one commit on the lane's chain.
     assert (source_tree / "notes.txt").read_text() == (
-        "first_chaser turn 1\nsecond_chaser turn 2\nfirst_chaser turn 3\n")
+        "first_chaser turn 1\nsecond_chaser turn 2\nfirst_chaser turn 3\n"
+    )
     run_id = json.loads(cli("status", "--json", cwd=source_tree, check=True).stdout)["id"]
     chain = git("log", "--format=%s", f"refs/flamechase/{run_id}/lane-1").splitlines()
     assert [c.split(" on node")[0] for c in chain[:3]] == [
-        "lane-1 turn 3 (first_chaser)", "lane-1 turn 2 (second_chaser)",
-        "lane-1 turn 1 (first_chaser)"]
+        "lane-1 turn 3 (first_chaser)",
+        "lane-1 turn 2 (second_chaser)",
+        "lane-1 turn 1 (first_chaser)",
+    ]
     assert git("rev-parse", "HEAD") == head_commit

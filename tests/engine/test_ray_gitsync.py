@@ -14,10 +14,16 @@ from flamechase.engine.remote.gitsync import GitSyncError, NodeRepo, Sync, TreeL
 
 
 def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x",
-           "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}
-    return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
-                          check=True, env=env).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "u",
+        "GIT_AUTHOR_EMAIL": "u@x",
+        "GIT_COMMITTER_NAME": "u",
+        "GIT_COMMITTER_EMAIL": "u@x",
+    }
+    return subprocess.run(
+        ["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -39,8 +45,11 @@ def user(tmp_path: Path) -> Path:
 
 def _state(repo: Path) -> tuple[str, str, str]:
     """What the user's own git says: HEAD, the branch, and the index."""
-    return (git(repo, "rev-parse", "HEAD"), git(repo, "symbolic-ref", "HEAD"),
-            git(repo, "ls-files", "--stage"))
+    return (
+        git(repo, "rev-parse", "HEAD"),
+        git(repo, "symbolic-ref", "HEAD"),
+        git(repo, "ls-files", "--stage"),
+    )
 
 
 def _first_turn(user: Path, tmp_path: Path) -> tuple[TreeLink, NodeRepo, Sync]:
@@ -84,8 +93,7 @@ def test_a_turn_lands_in_the_tree_as_one_commit(user: Path, tmp_path: Path) -> N
     landing = link.land(sync, back, "turn-1-1")
 
     assert not landing.held
-    assert set(landing.changed) == {"solver.py", "lib/a.txt", "lib/b/new.txt", "run.sh",
-                                    "link"}
+    assert set(landing.changed) == {"solver.py", "lib/a.txt", "lib/b/new.txt", "run.sh", "link"}
     assert (user / "solver.py").read_text() == "fast\n"
     assert not (user / "lib" / "a.txt").exists()
     assert (user / "lib" / "b" / "new.txt").read_text() == "new\n"
@@ -108,8 +116,7 @@ def test_a_turn_that_changed_nothing_sends_nothing(user: Path, tmp_path: Path) -
     assert again.commit == sync.commit and again.bundle == b""
 
 
-def test_the_users_edits_meanwhile_are_kept_and_reach_the_node(user: Path,
-                                                              tmp_path: Path) -> None:
+def test_the_users_edits_meanwhile_are_kept_and_reach_the_node(user: Path, tmp_path: Path) -> None:
     link, node, sync = _first_turn(user, tmp_path)
     (node.place / "solver.py").write_text("fast\n")
     (node.place / "scratch.tmp").write_text("left by the agent\n")
@@ -128,8 +135,7 @@ def test_the_users_edits_meanwhile_are_kept_and_reach_the_node(user: Path,
     assert git(user, "rev-parse", f"{nxt.commit}^") == back.commit
 
 
-def test_a_turn_that_changed_what_the_user_changed_is_held(user: Path,
-                                                          tmp_path: Path) -> None:
+def test_a_turn_that_changed_what_the_user_changed_is_held(user: Path, tmp_path: Path) -> None:
     link, node, sync = _first_turn(user, tmp_path)
     (node.place / "solver.py").write_text("agent's\n")
     (node.place / "other.txt").write_text("agent's other\n")
@@ -154,6 +160,7 @@ def test_a_file_that_became_a_directory_lands(user: Path, tmp_path: Path) -> Non
     (node.place / "solver.py").mkdir()
     (node.place / "solver.py" / "__init__.py").write_text("pkg\n")
     import shutil
+
     shutil.rmtree(node.place / "lib")
     (node.place / "lib").write_text("now a file\n")
     link.land(sync, node.commit("turn"), "t")
@@ -162,15 +169,18 @@ def test_a_file_that_became_a_directory_lands(user: Path, tmp_path: Path) -> Non
 
 
 def test_the_runtimes_git_on_the_node_runs_nothing_the_agent_planted(
-        user: Path, tmp_path: Path) -> None:
+    user: Path, tmp_path: Path
+) -> None:
     link, node, sync = _first_turn(user, tmp_path)
     marker = tmp_path / "pwned"
     p = node.place
     # A filter and hooks in the agent's own .git and a .gitattributes asking for them.
     (p / ".gitattributes").write_text("* filter=evil\n")
     with open(p / ".git" / "config", "a") as f:
-        f.write(f'[filter "evil"]\n\tclean = touch {marker}\n\tsmudge = touch {marker}\n'
-                f"[core]\n\tfsmonitor = touch {marker}\n")
+        f.write(
+            f'[filter "evil"]\n\tclean = touch {marker}\n\tsmudge = touch {marker}\n'
+            f"[core]\n\tfsmonitor = touch {marker}\n"
+        )
     hook = p / ".git" / "hooks" / "post-checkout"
     hook.parent.mkdir(exist_ok=True)
     hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
@@ -189,8 +199,7 @@ def test_the_runtimes_git_on_the_node_runs_nothing_the_agent_planted(
     assert marker.exists()
 
 
-def test_a_commit_that_does_not_follow_the_sent_tree_is_refused(user: Path,
-                                                               tmp_path: Path) -> None:
+def test_a_commit_that_does_not_follow_the_sent_tree_is_refused(user: Path, tmp_path: Path) -> None:
     link, node, sync = _first_turn(user, tmp_path)
     (node.place / "solver.py").write_text("fast\n")
     honest = node.commit("turn")
@@ -201,8 +210,7 @@ def test_a_commit_that_does_not_follow_the_sent_tree_is_refused(user: Path,
     assert (user / "solver.py").read_text() == "slow\n"
 
 
-def test_only_the_top_of_a_git_repository_can_go_to_a_node(user: Path,
-                                                          tmp_path: Path) -> None:
+def test_only_the_top_of_a_git_repository_can_go_to_a_node(user: Path, tmp_path: Path) -> None:
     assert why_not(user) is None
     assert "not a git repository" in (why_not(tmp_path) or "")
     assert "inside the git repository" in (why_not(user / "lib") or "")
@@ -225,20 +233,33 @@ def test_a_tree_that_reaches_into_git_is_refused_on_arrival(user: Path, tmp_path
     gd = ["git", "--git-dir", str(node.git_dir)]
 
     def run(*args: str, stdin: str = "") -> str:
-        return subprocess.run([*gd, *args], input=stdin, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            [*gd, *args], input=stdin, capture_output=True, text=True, check=True
+        ).stdout.strip()
 
     blob = run("hash-object", "-w", "--stdin", stdin="#!/bin/sh\ntouch /tmp/x\n")
     hooks = run("mktree", stdin=f"100755 blob {blob}\tpost-checkout\n")
     dotgit = run("mktree", stdin=f"040000 tree {hooks}\thooks\n")
     base = run("rev-parse", f"{sync.commit}^{{tree}}")
-    entries = "\n".join(e for e in run("ls-tree", base).splitlines()
-                        if not e.endswith("\tsolver.py")) + f"\n040000 tree {dotgit}\t.git\n"
+    entries = (
+        "\n".join(e for e in run("ls-tree", base).splitlines() if not e.endswith("\tsolver.py"))
+        + f"\n040000 tree {dotgit}\t.git\n"
+    )
     tree = run("mktree", stdin=entries)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "n", "GIT_AUTHOR_EMAIL": "n@x",
-           "GIT_COMMITTER_NAME": "n", "GIT_COMMITTER_EMAIL": "n@x"}
-    commit = subprocess.run([*gd, "commit-tree", tree, "-p", sync.commit, "-m", "x"],
-                            capture_output=True, text=True, check=True, env=env).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "n",
+        "GIT_AUTHOR_EMAIL": "n@x",
+        "GIT_COMMITTER_NAME": "n",
+        "GIT_COMMITTER_EMAIL": "n@x",
+    }
+    commit = subprocess.run(
+        [*gd, "commit-tree", tree, "-p", sync.commit, "-m", "x"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout.strip()
     run("update-ref", "refs/flamechase/turn", commit)
     bundle = tmp_path / "b"
     run("bundle", "create", "-q", str(bundle), "refs/flamechase/turn", f"^{sync.commit}")

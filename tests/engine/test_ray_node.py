@@ -120,16 +120,30 @@ def _facts(e: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_lanes_in_copies_run_on_their_hosts_and_come_back_whole(
-        source_tree: Path, tmp_path: Path) -> None:
+    source_tree: Path, tmp_path: Path
+) -> None:
     plan = actor(tmp_path, "plan.sh", PLAN)
     lane = actor(tmp_path, "lane.sh", LANE.format(source=source_tree))
     flow = load_flow("parallel_flame_chase")
-    agents: list[tuple[str | None, str]] = [("coordinator", f"exec:{plan}"), *(
-        (f"lane_{n}_actor_{x}", f"exec:{lane}") for n in (1, 2, 3) for x in "ab")]
-    prep = prepare(RunRequest(
-        flow=flow, agents=agents, task="do it", workspace=source_tree, warn=lambda _t: None,
-        settings={"budget.turns": "12", "rest_seconds": "0.05",
-                  "evaluator": "cat score.txt; pwd", "metric_pattern": r"SCORE: (\d+)"}))
+    agents: list[tuple[str | None, str]] = [
+        ("coordinator", f"exec:{plan}"),
+        *((f"lane_{n}_actor_{x}", f"exec:{lane}") for n in (1, 2, 3) for x in "ab"),
+    ]
+    prep = prepare(
+        RunRequest(
+            flow=flow,
+            agents=agents,
+            task="do it",
+            workspace=source_tree,
+            warn=lambda _t: None,
+            settings={
+                "budget.turns": "12",
+                "rest_seconds": "0.05",
+                "evaluator": "cat score.txt; pwd",
+                "metric_pattern": r"SCORE: (\d+)",
+            },
+        )
+    )
     nodes = NearbyNodes(LocalExecutor(), tmp_path / "nodes")
     end = asyncio.run(Engine(prep, None, executor=nodes).run())
     assert end.status == "finished", end.message
@@ -138,32 +152,48 @@ def test_lanes_in_copies_run_on_their_hosts_and_come_back_whole(
 
     # The turn budget holds with lanes away from the head: 12 counted turns, no more started.
     assert "budget turns is spent" in end.message
-    ended = [e for e in evs if e["kind"] in ("turn_valid", "turn_failed")
-             and e["payload"].get("counted", True)]
+    ended = [
+        e
+        for e in evs
+        if e["kind"] in ("turn_valid", "turn_failed") and e["payload"].get("counted", True)
+    ]
     assert len(ended) == 12
     assert len([e for e in evs if e["kind"] == "turn_started" and e["lane"]]) == 12
 
-    by_lane = {n: [_facts(e)["ws"] for e in valid if e["lane"] == n]
-               for n in ("lane-1", "lane-2", "lane-3")}
+    by_lane = {
+        n: [_facts(e)["ws"] for e in valid if e["lane"] == n]
+        for n in ("lane-1", "lane-2", "lane-3")
+    }
     assert set(by_lane["lane-1"]) == {str(source_tree)}
     for n in ("lane-2", "lane-3"):
         assert by_lane[n] and all(ws.startswith(str(tmp_path / "nodes")) for ws in by_lane[n])
 
     # Each turn's event says where it ran: lanes 2..3 on their nodes, lane 1 here (no host).
     assert {e["payload"]["host"] for e in valid if e["lane"] == "lane-1"} == {None}
-    assert all(e["payload"]["host"].endswith("lane-2") for e in valid
-               if e["lane"] == "lane-2")
+    assert all(e["payload"]["host"].endswith("lane-2") for e in valid if e["lane"] == "lane-2")
 
     # The jail travels with the job: the user's tree stays out of reach on the node.
     assert all(_facts(e)["escaped"] is False for e in valid if e["lane"] != "lane-1")
     assert not list(source_tree.glob("escape-*"))
 
     # Lane 3's artifact came back, was frozen here and extracts; lane 2 got it as a blob.
-    published = [e for e in evs if e["kind"] == "report_published" and e["lane"] == "lane-3"
-                 and e["payload"].get("artifacts")]
+    published = [
+        e
+        for e in evs
+        if e["kind"] == "report_published"
+        and e["lane"] == "lane-3"
+        and e["payload"].get("artifacts")
+    ]
     out = tmp_path / "out"
-    cli("artifacts", "last", published[0]["payload"]["report_id"], "--extract", str(out),
-        cwd=source_tree, check=True)
+    cli(
+        "artifacts",
+        "last",
+        published[0]["payload"]["report_id"],
+        "--extract",
+        str(out),
+        cwd=source_tree,
+        check=True,
+    )
     assert (out / "pkg" / "patch.diff").read_text() == "diff from lane 3\n"
     got = [b for e in valid if e["lane"] == "lane-2" for b in _facts(e)["blobs"]]
     assert got and all(got)
@@ -225,15 +255,24 @@ class SpoiledCopy(NearbyNodes):
 
 
 def test_a_turn_whose_changes_cannot_land_fails_and_its_lane_restarts_from_the_head(
-        source_tree: Path, tmp_path: Path) -> None:
+    source_tree: Path, tmp_path: Path
+) -> None:
     plan = actor(tmp_path, "plan.sh", PLAN)
     lane = actor(tmp_path, "lane.sh", LOG_LANE)
-    agents: list[tuple[str | None, str]] = [("coordinator", f"exec:{plan}"), *(
-        (f"lane_{n}_actor_{x}", f"exec:{lane}") for n in (1, 2) for x in "ab")]
-    prep = prepare(RunRequest(
-        flow=load_flow("parallel_flame_chase"), agents=agents, task="do it",
-        workspace=source_tree, warn=lambda _t: None,
-        settings={"lanes": "2", "budget.turns": "9", "rest_seconds": "0.05"}))
+    agents: list[tuple[str | None, str]] = [
+        ("coordinator", f"exec:{plan}"),
+        *((f"lane_{n}_actor_{x}", f"exec:{lane}") for n in (1, 2) for x in "ab"),
+    ]
+    prep = prepare(
+        RunRequest(
+            flow=load_flow("parallel_flame_chase"),
+            agents=agents,
+            task="do it",
+            workspace=source_tree,
+            warn=lambda _t: None,
+            settings={"lanes": "2", "budget.turns": "9", "rest_seconds": "0.05"},
+        )
+    )
     nodes = SpoiledCopy(LocalExecutor(), tmp_path / "nodes")
     end = asyncio.run(Engine(prep, None, executor=nodes).run())
     assert end.status == "finished", end.message
@@ -243,26 +282,26 @@ def test_a_turn_whose_changes_cannot_land_fails_and_its_lane_restarts_from_the_h
     failed = [e for e in evs if e["kind"] == "turn_failed"]
     assert [(e["lane"], e["payload"]["turn"]) for e in failed] == [("lane-2", 2)]
     error = failed[0]["payload"]["error"]
-    assert error.startswith("what lane-2's turn changed could not be brought back from its "
-                            "node: ")
+    assert error.startswith("what lane-2's turn changed could not be brought back from its node: ")
     assert "passes through" in error and "which is not a directory" in error
 
     # Its deliverable went with it: nothing of it reached the run.
     run_id = json.loads(cli("status", "--json", cwd=source_tree, check=True).stdout)["id"]
     run_dir = tmp_path / "fc-home" / "runs" / run_id
-    assert not any(e["kind"] == "report_published" and e["payload"].get("artifacts")
-                   for e in evs)
+    assert not any(e["kind"] == "report_published" and e["payload"].get("artifacts") for e in evs)
     assert not list(run_dir.rglob("fault.diff"))
 
     # The lane went on, on a host started afresh from the head's copy: `log` is the head's
     # file there, not the node's directory with the failed turn's log/2.txt.
-    after = [_facts(e) for e in evs if e["kind"] == "turn_valid" and e["lane"] == "lane-2"
-             and e["seq"] > failed[0]["seq"]]
+    after = [
+        _facts(e)
+        for e in evs
+        if e["kind"] == "turn_valid" and e["lane"] == "lane-2" and e["seq"] > failed[0]["seq"]
+    ]
     assert after and after[0]["log"] == "the head's own\n"
     assert nodes.placed == ["n000-lane-2", "n001-lane-2"]
     assert all(f["ws"].startswith(str(tmp_path / "nodes" / "n001-lane-2")) for f in after)
-    assert (run_dir / "lanes" / "lane-2" / "workspace" / "log").read_text() == (
-        "the head's own\n")
+    assert (run_dir / "lanes" / "lane-2" / "workspace" / "log").read_text() == ("the head's own\n")
 
 
 def test_a_path_map_moves_whole_paths_only(tmp_path: Path) -> None:
@@ -270,5 +309,6 @@ def test_a_path_map_moves_whole_paths_only(tmp_path: Path) -> None:
     assert m.path(Path("/h/runs/r1/lanes/lane-2")) == Path("/n/r1/lanes/lane-2")
     assert m.path(Path("/h/runs/r10/x")) == Path("/h/runs/r10/x")
     assert m.text("cd /h/runs/r1/lanes and not /h/runs/r10 or /h/runs/r1.") == (
-        "cd /n/r1/lanes and not /h/runs/r10 or /n/r1.")
+        "cd /n/r1/lanes and not /h/runs/r10 or /n/r1."
+    )
     assert m.reverse().text(m.text("/h/runs/r1/x")) == "/h/runs/r1/x"

@@ -147,15 +147,18 @@ def test_a_delta_never_lands_through_a_link_in_the_heads_copy(tmp_path: Path) ->
     place = tmp_path / "head"
     place.mkdir()
     (place / "escape").symlink_to(outside)
-    for delta in (_hostile(("escape/planted", "f", b"x")),
-                  _hostile(("new", "l", "../outside"), ("new/planted", "f", b"x"))):
+    for delta in (
+        _hostile(("escape/planted", "f", b"x")),
+        _hostile(("new", "l", "../outside"), ("new/planted", "f", b"x")),
+    ):
         with pytest.raises(head.LANDING_ERRORS, match="which is not a directory"):
             shipping.apply(delta, place)
     assert sorted(p.name for p in outside.iterdir()) == ["precious"]
 
 
 def test_a_delta_never_writes_a_file_through_a_link_or_under_an_overlong_name(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """Checked before tarfile's own filter (which resolves paths with realpath, and some
     Pythons let a long enough path defeat it)."""
     outside = _outside(tmp_path)
@@ -211,15 +214,26 @@ def test_a_turn_whose_changes_cannot_land_is_failed_with_the_reason(tmp_path: Pa
     (place / "escape").symlink_to(outside)
     art = ShippedFile("a.txt", hashlib.sha256(b"a").hexdigest(), b"a")
     outcome = TurnOutcome(
-        result=TurnResult(status="valid", started="s", ended="e", duration=1.0,
-                          result={"status": "progress"}, artifacts=(art,)),
-        delta=_hostile(("escape/planted", "f", b"x")), io_files=(), node="n", seconds=1.0)
+        result=TurnResult(
+            status="valid",
+            started="s",
+            ended="e",
+            duration=1.0,
+            result={"status": "progress"},
+            artifacts=(art,),
+        ),
+        delta=_hostile(("escape/planted", "f", b"x")),
+        io_files=(),
+        node="n",
+        seconds=1.0,
+    )
     with pytest.raises(head.LANDING_ERRORS) as caught:
         shipping.apply(outcome.delta, place)
     failed = head.unlanded(outcome, "lane-2", caught.value)
     assert failed.status == "failed" and failed.artifacts == ()
     assert failed.error is not None and failed.error.startswith(
-        "what lane-2's turn changed could not be brought back from its node: ")
+        "what lane-2's turn changed could not be brought back from its node: "
+    )
     assert "escape/planted' passes through" in failed.error
 
 

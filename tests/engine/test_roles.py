@@ -28,7 +28,8 @@ def test_an_effort_given_or_missing_from_the_clis_ladder_is_left_alone() -> None
 
 def test_a_role_asking_for_a_goal_is_refused_in_one_line() -> None:
     roles = [Role("a", defaults=AgentDefaults(goals=True))]
-    with pytest.raises(BackendUnavailable, match="no flamechase backend runs an agent as a "
-                                                 "goal") as caught:
+    with pytest.raises(
+        BackendUnavailable, match="no flamechase backend runs an agent as a goal"
+    ) as caught:
         with_role_defaults({"a": parse_spec("claude/opus")}, roles, "f")
     assert "\n" not in str(caught.value)

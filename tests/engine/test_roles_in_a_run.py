@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.agents.fakes import install_fakes, path_with
 from tests.helpers import cli, events, status
 
-FLOW = '''
+FLOW = """
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -57,7 +57,7 @@ class Pair(Flow[Done]):
 
 
 FLOW = Pair()
-'''
+"""
 
 
 def test_a_roles_default_effort_reaches_its_cli_and_the_runs_record(tmp_path: Path) -> None:
@@ -67,35 +67,66 @@ def test_a_roles_default_effort_reaches_its_cli_and_the_runs_record(tmp_path: Pa
     (ws / "README.md").write_text("sample\n")
     log = tmp_path / "claude.log"
     bin_dir = install_fakes(tmp_path / "bin")
-    env = {"PATH": path_with(bin_dir), "FAKE_STATE_DIR": str(tmp_path / "fake-state"),
-           "FAKE_CLAUDE_LOG": str(log), "FAKE_CLAUDE_SCENARIO": "success"}
+    env = {
+        "PATH": path_with(bin_dir),
+        "FAKE_STATE_DIR": str(tmp_path / "fake-state"),
+        "FAKE_CLAUDE_LOG": str(log),
+        "FAKE_CLAUDE_SCENARIO": "success",
+    }
     env.update({k: "" for k in os.environ if k.startswith("FAKE_") and k not in env})
     # sandbox=off: the fake keeps its log and sessions outside the turn's own place.
-    proc = cli("exec", "-f", str(tmp_path / "pair.py"),
-               "-a", "author=claude/claude-opus-4-5", "-a", "checker=claude/claude-opus-4-5",
-               "-p", "budget.turns=2,sandbox=off", "write the notes", cwd=ws, env=env,
-               timeout=120)
+    proc = cli(
+        "exec",
+        "-f",
+        str(tmp_path / "pair.py"),
+        "-a",
+        "author=claude/claude-opus-4-5",
+        "-a",
+        "checker=claude/claude-opus-4-5",
+        "-p",
+        "budget.turns=2,sandbox=off",
+        "write the notes",
+        cwd=ws,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert status(ws)["status"] == "finished"
     created = next(e["payload"] for e in events(ws) if e["kind"] == "run_created")
-    assert created["agents"] == {"author": "claude/claude-opus-4-5:high",
-                                 "checker": "claude/claude-opus-4-5"}
-    argvs = [json.loads(line)["argv"] for line in log.read_text().splitlines()
-             if "argv" in json.loads(line)]
+    assert created["agents"] == {
+        "author": "claude/claude-opus-4-5:high",
+        "checker": "claude/claude-opus-4-5",
+    }
+    argvs = [
+        json.loads(line)["argv"]
+        for line in log.read_text().splitlines()
+        if "argv" in json.loads(line)
+    ]
     assert len(argvs) == 2  # one session per turn: the author's, then the checker's
     efforts = [a[a.index("--effort") + 1] if "--effort" in a else None for a in argvs]
     assert efforts == ["high", None]
 
 
 def test_a_flow_asking_for_a_goal_is_refused_before_the_run_in_one_line(tmp_path: Path) -> None:
-    (tmp_path / "goal.py").write_text(FLOW.replace('AgentDefaults(effort="high")',
-                                                   "AgentDefaults(goals=True)"))
+    (tmp_path / "goal.py").write_text(
+        FLOW.replace('AgentDefaults(effort="high")', "AgentDefaults(goals=True)")
+    )
     ws = tmp_path / "ws"
     ws.mkdir()
-    proc = cli("exec", "-f", str(tmp_path / "goal.py"), "-a", "author=claude/claude-opus-4-5",
-               "-a", "checker=claude/claude-opus-4-5", "-p", "budget.turns=2,sandbox=off",
-               "write the notes", cwd=ws,
-               env={"PATH": path_with(install_fakes(tmp_path / "bin"))})
+    proc = cli(
+        "exec",
+        "-f",
+        str(tmp_path / "goal.py"),
+        "-a",
+        "author=claude/claude-opus-4-5",
+        "-a",
+        "checker=claude/claude-opus-4-5",
+        "-p",
+        "budget.turns=2,sandbox=off",
+        "write the notes",
+        cwd=ws,
+        env={"PATH": path_with(install_fakes(tmp_path / "bin"))},
+    )
     assert proc.returncode == 2
     [line] = proc.stderr.strip().splitlines()
     assert "asks for author to run as a goal" in line

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.helpers import actor, cli, events
 
-FLOW = '''
+FLOW = """
 from pydantic import BaseModel, ConfigDict
 from flamechase.flow import (Event, FinishRun, Flow, FlowParams, MakePlace, Run, RunSetup,
                              StartTurn, TurnContext, events)
@@ -58,29 +58,46 @@ class Asker(Flow[S]):
 
 import json
 FLOW = Asker()
-'''
+"""
 
 
 def test_requests_from_a_turn_reach_the_flow_and_run_in_an_empty_place(
-        tmp_path: Path, state_home: Path) -> None:
+    tmp_path: Path, state_home: Path
+) -> None:
     flow = tmp_path / "asker.py"
     flow.write_text(textwrap.dedent(FLOW))
-    agent = actor(tmp_path, "agent.sh", """
+    agent = actor(
+        tmp_path,
+        "agent.sh",
+        """
         echo '{"say": "pwd; ls -A | wc -l; echo hi >&1"}' >> "$FLAMECHASE_REQUESTS"
         echo 'not json' >> "$FLAMECHASE_REQUESTS"
         echo '{"say": "exit 3"}' >> "$FLAMECHASE_REQUESTS"
         echo '{"status":"progress","summary":"asked"}' > "$FLAMECHASE_REPORT"
-    """)
+    """,
+    )
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "big.txt").write_text("not copied into an empty place\n")
-    proc = cli("exec", "-f", str(flow), "-a", f"exec:{agent}", "-p",
-               "budget.turns=3,rest_seconds=0.05", "go", cwd=ws, timeout=60)
+    proc = cli(
+        "exec",
+        "-f",
+        str(flow),
+        "-a",
+        f"exec:{agent}",
+        "-p",
+        "budget.turns=3,rest_seconds=0.05",
+        "go",
+        cwd=ws,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     evs = events(ws)
     valid = next(e for e in evs if e["kind"] == "turn_valid")
-    assert valid["payload"]["requests"] == [{"say": "pwd; ls -A | wc -l; echo hi >&1"},
-                                            {"say": "exit 3"}]
+    assert valid["payload"]["requests"] == [
+        {"say": "pwd; ls -A | wc -l; echo hi >&1"},
+        {"say": "exit 3"},
+    ]
     assert valid["payload"]["requests_refused"] == ["line 2: not JSON"]
     place = next(e for e in evs if e["kind"] == "place_made")["payload"]["path"]
     ran = {e["payload"]["key"]: e["payload"]["receipt"] for e in evs if e["kind"] == "ran"}

@@ -14,12 +14,16 @@ import pytest
 from flamechase.jail import probe, safe_grants
 
 JAILS = probe()
-MODES = [pytest.param("bwrap", marks=pytest.mark.skipif(not JAILS.bwrap_ok,
-                                                        reason=str(JAILS.bwrap_reason))),
-         pytest.param("landlock", marks=pytest.mark.skipif(not JAILS.landlock_ok,
-                                                           reason="kernel has no Landlock"))]
+MODES = [
+    pytest.param(
+        "bwrap", marks=pytest.mark.skipif(not JAILS.bwrap_ok, reason=str(JAILS.bwrap_reason))
+    ),
+    pytest.param(
+        "landlock", marks=pytest.mark.skipif(not JAILS.landlock_ok, reason="kernel has no Landlock")
+    ),
+]
 
-ACTOR = r'''#!/usr/bin/env python3
+ACTOR = r"""#!/usr/bin/env python3
 import json, os, sys
 lane, report = os.environ["FLAMECHASE_LANE"], os.environ["FLAMECHASE_REPORT"]
 if lane == "":
@@ -46,7 +50,7 @@ except (OSError, KeyError) as e:
 open(os.path.join(os.environ["FLAMECHASE_WORKSPACE"], f"results-{lane}.json"), "w").write(
     json.dumps(results))
 open(report, "w").write(json.dumps({"status": "progress", "summary": json.dumps(results)}))
-'''
+"""
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -68,13 +72,27 @@ def test_lane_two_cannot_write_source_database_or_other_lanes(tmp_path: Path, mo
     }
     env = dict(os.environ, FLAMECHASE_HOME=str(tmp_path / "home"), ATTEMPTS=json.dumps(attempts))
     proc = subprocess.run(
-        [sys.executable, "-m", "flamechase", "exec", "-f", "parallel_flame_chase",
-         *(["-a", f"exec:{actor}"] * 5), "-p", f"lanes=2,budget.turns=2,sandbox={mode}",
-         "try to escape"], cwd=ws, env=env, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "flamechase",
+            "exec",
+            "-f",
+            "parallel_flame_chase",
+            *(["-a", f"exec:{actor}"] * 5),
+            "-p",
+            f"lanes=2,budget.turns=2,sandbox={mode}",
+            "try to escape",
+        ],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     run = next((tmp_path / "home" / "runs").iterdir())
-    lane2 = json.loads((run / "lanes" / "lane-2" / "workspace" / "results-lane-2.json")
-                       .read_text())
+    lane2 = json.loads((run / "lanes" / "lane-2" / "workspace" / "results-lane-2.json").read_text())
     assert lane2["own_artifacts"] == "wrote"
     assert lane2["own_checkpoint"] == "wrote"
     assert lane2["tmpdir"] == "wrote"

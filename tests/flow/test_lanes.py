@@ -10,14 +10,22 @@ LANES = [LaneDef("lane-1", ("a1", "b1"), "source"), LaneDef("lane-2", ("a2", "b2
 
 
 def book(**kw: bool) -> LaneBook:
-    return LaneBook.open("run-1", LANES, holds=kw.get("holds", True),
-                         shares_reports=kw.get("shares", True))
+    return LaneBook.open(
+        "run-1", LANES, holds=kw.get("holds", True), shares_reports=kw.get("shares", True)
+    )
 
 
 def valid(lane: str, role: str, turn: int, status: str = "progress") -> ev.TurnValid:
-    return ev.TurnValid(lane=lane, actor=role, turn=turn, attempt=1, at="t",
-                        result={"status": status, "summary": "s"}, report_status=status,
-                        summary="s")
+    return ev.TurnValid(
+        lane=lane,
+        actor=role,
+        turn=turn,
+        attempt=1,
+        at="t",
+        result={"status": status, "summary": "s"},
+        report_status=status,
+        summary="s",
+    )
 
 
 def failed(lane: str, role: str, turn: int) -> ev.TurnFailed:
@@ -27,8 +35,9 @@ def failed(lane: str, role: str, turn: int) -> ev.TurnFailed:
 def test_every_free_lane_gets_its_next_turn_with_the_other_lanes_reports() -> None:
     starts = book().turns_to_start()
     assert [(s.lane, s.role, s.number, s.place, s.inbox_from) for s in starts] == [
-        ("lane-1", "a1", 1, "source", ("lane-2",)), ("lane-2", "a2", 1, "lanes/lane-2",
-                                                     ("lane-1",))]
+        ("lane-1", "a1", 1, "source", ("lane-2",)),
+        ("lane-2", "a2", 1, "lanes/lane-2", ("lane-1",)),
+    ]
     assert all(isinstance(s, StartTurn) and s.checkpoint and s.artifacts for s in starts)
 
 

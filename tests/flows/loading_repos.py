@@ -11,7 +11,7 @@ from tests.helpers import REPORT_OK, actor
 
 # A small complete flow: `worker` takes `turns` turns, then the run finishes saying MESSAGE.
 # OTHER is a second flow in the same module (a variant: `NAME:OTHER`, `#subdir:OTHER`).
-FLOW_SOURCE = '''
+FLOW_SOURCE = """
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -66,15 +66,16 @@ class Other(Once):
 
 FLOW = Once()
 OTHER = Other()
-'''
+"""
 
 
 def flow_source(message: str = "done", name: str = "once", version: str = "1") -> str:
     return FLOW_SOURCE.format(message=message, name=name, version=version)
 
 
-def write_flow_package(parent: Path, package: str, message: str = "done",
-                       name: str = "once") -> Path:
+def write_flow_package(
+    parent: Path, package: str, message: str = "done", name: str = "once"
+) -> Path:
     pkg = parent / package
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text(flow_source(message, name))
@@ -82,15 +83,32 @@ def write_flow_package(parent: Path, package: str, message: str = "done",
 
 
 def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid",
-                           "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false",
-                           "-c", "tag.gpgsign=false", *args],
-                          cwd=repo, capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "tag.gpgsign=false",
+            *args,
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return proc.stdout.strip()
 
 
-def make_repo(root: Path, message: str = "v1", subdir: str = "once",
-              tag: str | None = "v1") -> tuple[Path, str]:
+def make_repo(
+    root: Path, message: str = "v1", subdir: str = "once", tag: str | None = "v1"
+) -> tuple[Path, str]:
     """A git repository whose `subdir` is a flow package; (repo, commit)."""
     root.mkdir(parents=True, exist_ok=True)
     git(root, "init", "-q")
@@ -98,8 +116,9 @@ def make_repo(root: Path, message: str = "v1", subdir: str = "once",
     return root, commit(root, message, tag)
 
 
-def commit(repo: Path, message: str, tag: str | None = None, *, annotated: bool = True,
-           force: bool = False) -> str:
+def commit(
+    repo: Path, message: str, tag: str | None = None, *, annotated: bool = True, force: bool = False
+) -> str:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", message)
     if tag:
@@ -116,8 +135,13 @@ def worker(tmp: Path) -> str:
     return f"worker=exec:{actor(tmp, 'worker.sh', REPORT_OK)}"
 
 
-def install_distribution(site: Path, dist: str, package: str, entry_points: dict[str, str],
-                         message: str = "from an entry point") -> None:
+def install_distribution(
+    site: Path,
+    dist: str,
+    package: str,
+    entry_points: dict[str, str],
+    message: str = "from an entry point",
+) -> None:
     """An installed distribution as pip leaves it in site-packages: the package, and a
     dist-info with METADATA and entry_points.txt (group flamechase.flows)."""
     write_flow_package(site, package, message, name=package)

@@ -47,12 +47,20 @@ class Team:
         text = "import json, os, sys, time\nfrom pathlib import Path\n"
         for name, code in (("act", body), ("plan", planner)):
             if code.strip():
-                text += (f"\n\ndef {name}(c):\n"
-                         + textwrap.indent(textwrap.dedent(code).strip("\n"), "    ") + "\n")
+                text += (
+                    f"\n\ndef {name}(c):\n"
+                    + textwrap.indent(textwrap.dedent(code).strip("\n"), "    ")
+                    + "\n"
+                )
         (self.dir / "hook.py").write_text(text)
 
-    def args(self, *params: str, task: str = "improve it", lanes: int | None = None,
-             agents: list[str] | None = None) -> list[str]:
+    def args(
+        self,
+        *params: str,
+        task: str = "improve it",
+        lanes: int | None = None,
+        agents: list[str] | None = None,
+    ) -> list[str]:
         n = lanes if lanes is not None else _lanes_in(params)
         out = ["exec", "-f", "parallel_flame_chase"]
         for spec in agents if agents is not None else [f"exec:{self.actor}"] * (1 + 2 * n):
@@ -66,24 +74,44 @@ class Team:
             out += ["-p", p]
         return [*out, task]
 
-    def run(self, ws: Path, *params: str, task: str = "improve it", lanes: int | None = None,
-            agents: list[str] | None = None, timeout: float = 90,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return cli(*self.args(*params, task=task, lanes=lanes, agents=agents), cwd=ws,
-                   timeout=timeout, env=env)
+    def run(
+        self,
+        ws: Path,
+        *params: str,
+        task: str = "improve it",
+        lanes: int | None = None,
+        agents: list[str] | None = None,
+        timeout: float = 90,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        return cli(
+            *self.args(*params, task=task, lanes=lanes, agents=agents),
+            cwd=ws,
+            timeout=timeout,
+            env=env,
+        )
 
-    def popen(self, ws: Path, *params: str, task: str = "improve it",
-              lanes: int | None = None) -> subprocess.Popen[str]:
-        return subprocess.Popen([*FLAMECHASE, *self.args(*params, task=task, lanes=lanes)],
-                                cwd=ws, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, text=True)
+    def popen(
+        self, ws: Path, *params: str, task: str = "improve it", lanes: int | None = None
+    ) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*FLAMECHASE, *self.args(*params, task=task, lanes=lanes)],
+            cwd=ws,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
 
     def _scratch(self) -> list[Path]:
         """Where actors leave files: this directory and every lane's (and planning copy's)
         `pfc/` of every run."""
         home = Path(os.environ["FLAMECHASE_HOME"])
-        return [self.dir, *sorted(home.glob("runs/*/planning/*/pfc")),
-                *sorted(home.glob("runs/*/lanes/*/pfc"))]
+        return [
+            self.dir,
+            *sorted(home.glob("runs/*/planning/*/pfc")),
+            *sorted(home.glob("runs/*/lanes/*/pfc")),
+        ]
 
     def log(self) -> list[dict[str, Any]]:
         """Every actor invocation of every run, in start order."""
@@ -125,8 +153,13 @@ def _lanes_in(params: Iterable[str]) -> int:
 def turn_events(evs: list[dict[str, Any]], lane: str | None = None) -> list[dict[str, Any]]:
     """Lane turns' turn_valid/turn_failed events of `evs` (in order), optionally of one lane
     (planning sessions, turns outside lanes, are `plan_attempt`s)."""
-    return [e for e in evs if e["kind"] in ("turn_valid", "turn_failed") and e["lane"]
-            and (lane is None or e["lane"] == lane)]
+    return [
+        e
+        for e in evs
+        if e["kind"] in ("turn_valid", "turn_failed")
+        and e["lane"]
+        and (lane is None or e["lane"] == lane)
+    ]
 
 
 def of_kind(evs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -64,8 +64,7 @@ class Ctx:
         self.inbox: list[dict[str, Any]] = []
         if E.get("FLAMECHASE_INBOX"):
             self.inbox = json.loads(Path(E["FLAMECHASE_INBOX"]).read_text())
-        self.prompt = Path(E["FLAMECHASE_PROMPT"]).read_text() if E.get(
-            "FLAMECHASE_PROMPT") else ""
+        self.prompt = Path(E["FLAMECHASE_PROMPT"]).read_text() if E.get("FLAMECHASE_PROMPT") else ""
         self.actor = "b" if self.role.endswith("_b") else "a"
         if self.lane and self.art is not None:
             self.scratch = self.art.parent / "pfc"
@@ -76,19 +75,34 @@ class Ctx:
     # -- building results -------------------------------------------------------------
     def plan(self, lanes: list[str] | None = None) -> dict[str, Any]:
         names = self.lanes if lanes is None else lanes
-        return {"lanes": [{"lane": n, "mission": {
-            "title": f"mission of {n}", "objective": f"explore direction {n}",
-            "success_criteria": [f"{n} reports evidence"]}} for n in names]}
+        return {
+            "lanes": [
+                {
+                    "lane": n,
+                    "mission": {
+                        "title": f"mission of {n}",
+                        "objective": f"explore direction {n}",
+                        "success_criteria": [f"{n} reports evidence"],
+                    },
+                }
+                for n in names
+            ]
+        }
 
-    def ok(self, status: str = "progress", summary: str | None = None,
-           **kw: Any) -> dict[str, Any]:
-        return {"status": status,
-                "summary": summary or f"{self.role} turn {self.turn} attempt {self.attempt}",
-                **kw}
+    def ok(self, status: str = "progress", summary: str | None = None, **kw: Any) -> dict[str, Any]:
+        return {
+            "status": status,
+            "summary": summary or f"{self.role} turn {self.turn} attempt {self.attempt}",
+            **kw,
+        }
 
-    def deliver(self, files: dict[str, str | bytes] | None = None,
-                paths: list[str] | None = None, submission: dict[str, Any] | None = None,
-                **kw: Any) -> dict[str, Any]:
+    def deliver(
+        self,
+        files: dict[str, str | bytes] | None = None,
+        paths: list[str] | None = None,
+        submission: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> dict[str, Any]:
         """Write `files` under the artifact root; a deliverable_ready report listing `paths`."""
         assert self.art is not None
         for rel, content in (files or {}).items():
@@ -99,16 +113,23 @@ class Ctx:
             else:
                 p.write_text(content)
         listed = list(files or {}) if paths is None else paths
-        deliverable = {"title": f"package of {self.lane} turn {self.turn}",
-                       "artifacts": [{"path": p, "description": f"file {p}"} for p in listed],
-                       "integration_notes": "copy the files into the source and run tests"}
-        return self.ok("deliverable_ready", deliverable=deliverable, submission=submission,
-                       **kw)
+        deliverable = {
+            "title": f"package of {self.lane} turn {self.turn}",
+            "artifacts": [{"path": p, "description": f"file {p}"} for p in listed],
+            "integration_notes": "copy the files into the source and run tests",
+        }
+        return self.ok("deliverable_ready", deliverable=deliverable, submission=submission, **kw)
 
     def checkpoint(self, report: dict[str, Any], **identity: Any) -> None:
         assert self.ckpt is not None
-        ident = {"run_id": self.run_id, "lane": self.lane, "turn": self.turn,
-                 "attempt": self.attempt, "phase": "terminal", **identity}
+        ident = {
+            "run_id": self.run_id,
+            "lane": self.lane,
+            "turn": self.turn,
+            "attempt": self.attempt,
+            "phase": "terminal",
+            **identity,
+        }
         self.ckpt.write_text(json.dumps({"identity": ident, "report": report}))
 
     # -- coordination ------------------------------------------------------------------
@@ -136,8 +157,7 @@ class Ctx:
     def once(self, name: str) -> bool:
         """True the first time any actor of this lane (or the coordinator) asks."""
         try:
-            os.close(os.open(self.scratch / f"once-{name}",
-                             os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(self.scratch / f"once-{name}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return False
         return True
@@ -152,15 +172,29 @@ def _process_id() -> str:
 
 def _record(c: Ctx) -> None:
     entry = {
-        "script": Path(sys.argv[0]).name, "role": c.role, "lane": c.lane, "turn": c.turn,
-        "attempt": c.attempt, "repair": c.repair, "cwd": str(c.ws),
+        "script": Path(sys.argv[0]).name,
+        "role": c.role,
+        "lane": c.lane,
+        "turn": c.turn,
+        "attempt": c.attempt,
+        "repair": c.repair,
+        "cwd": str(c.ws),
         "pid": _process_id(),
-        "workspace": E.get("FLAMECHASE_WORKSPACE"), "artifacts": E.get("FLAMECHASE_ARTIFACTS"),
-        "checkpoint": E.get("FLAMECHASE_CHECKPOINT"), "lanes": E.get("FLAMECHASE_LANES"),
-        "prompt": E.get("FLAMECHASE_PROMPT"), "run_id": c.run_id,
-        "inbox": [{"id": d.get("report_id"), "lane": d.get("lane"),
-                   "status": d.get("report", {}).get("status"), "stub": bool(d.get("stub"))}
-                  for d in c.inbox],
+        "workspace": E.get("FLAMECHASE_WORKSPACE"),
+        "artifacts": E.get("FLAMECHASE_ARTIFACTS"),
+        "checkpoint": E.get("FLAMECHASE_CHECKPOINT"),
+        "lanes": E.get("FLAMECHASE_LANES"),
+        "prompt": E.get("FLAMECHASE_PROMPT"),
+        "run_id": c.run_id,
+        "inbox": [
+            {
+                "id": d.get("report_id"),
+                "lane": d.get("lane"),
+                "status": d.get("report", {}).get("status"),
+                "stub": bool(d.get("stub")),
+            }
+            for d in c.inbox
+        ],
         "t": time.time(),
     }
     with open(c.scratch / "log.jsonl", "ab") as f:

@@ -15,8 +15,16 @@ def test_a_flow_that_does_not_resume_starts_anew_and_refuses_resume(tmp_path: Pa
     flow.write_text(flow_source("done") + "\nOnce.resumable = False\n")
     ws = tmp_path / "ws"
     ws.mkdir()
-    args = ["exec", "-f", str(flow), "-a", worker(tmp_path), "-p",
-            "budget.turns=1,turns=2,rest_seconds=0.05", "do it"]
+    args = [
+        "exec",
+        "-f",
+        str(flow),
+        "-a",
+        worker(tmp_path),
+        "-p",
+        "budget.turns=1,turns=2,rest_seconds=0.05",
+        "do it",
+    ]
     assert cli(*args, cwd=ws).returncode == 0
     assert cli(*args, cwd=ws).returncode == 0
     runs = json.loads(cli("runs", "--json", cwd=ws, check=True).stdout)

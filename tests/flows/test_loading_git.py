@@ -19,8 +19,18 @@ from tests.helpers import cli, status
 
 
 def _exec(ws: Path, tmp: Path, ref: str, *extra: str, params: str = "budget.turns=5"):
-    return cli("exec", "-f", ref, "-a", worker(tmp), "-p", f"{params},rest_seconds=0.05",
-               *extra, "do it", cwd=ws)
+    return cli(
+        "exec",
+        "-f",
+        ref,
+        "-a",
+        worker(tmp),
+        "-p",
+        f"{params},rest_seconds=0.05",
+        *extra,
+        "do it",
+        cwd=ws,
+    )
 
 
 def _runs(ws: Path) -> list[dict[str, object]]:
@@ -43,8 +53,9 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, str]:
     return ws, repo, sha
 
 
-def test_a_tagged_release_runs_and_the_run_records_its_commit(tmp_path: Path,
-                                                              state_home: Path) -> None:
+def test_a_tagged_release_runs_and_the_run_records_its_commit(
+    tmp_path: Path, state_home: Path
+) -> None:
     ws, repo, sha = _setup(tmp_path)
     proc = _exec(ws, tmp_path, f"git+file://{repo}@v1#once")
     assert proc.returncode == 0, proc.stderr
@@ -62,8 +73,9 @@ def test_a_pinned_tag_loads_from_the_cache_when_the_remote_is_gone(tmp_path: Pat
     ws, repo, _sha = _setup(tmp_path)
     assert _exec(ws, tmp_path, f"git+file://{repo}@v1#once").returncode == 0
     shutil.move(repo, tmp_path / "elsewhere")
-    proc = _exec(ws, tmp_path, f"git+file://{repo}@v1#once",
-                 params="budget.turns=5,resume_mode=fresh")
+    proc = _exec(
+        ws, tmp_path, f"git+file://{repo}@v1#once", params="budget.turns=5,resume_mode=fresh"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "v1 ran" in proc.stderr
 
@@ -87,9 +99,13 @@ def test_a_lightweight_tag_a_branch_and_a_commit_all_resolve(tmp_path: Path) -> 
     _ws, repo, first = _setup(tmp_path)
     change_flow(repo, "v2 ran")
     second = commit(repo, "v2", "v2", annotated=False)
-    for rev, sha, said in (("v2", second, "v2 ran"), ("main", second, "v2 ran"),
-                           (first[:10], first, "v1 ran"), (first, first, "v1 ran"),
-                           (None, second, "v2 ran")):
+    for rev, sha, said in (
+        ("v2", second, "v2 ran"),
+        ("main", second, "v2 ran"),
+        (first[:10], first, "v1 ran"),
+        (first, first, "v1 ran"),
+        (None, second, "v2 ran"),
+    ):
         ref = f"git+file://{repo}" + (f"@{rev}" if rev else "") + "#once"
         flow = load_flow(ref)
         assert said == sys.modules[type(flow).__module__].MESSAGE
@@ -99,11 +115,20 @@ def test_a_lightweight_tag_a_branch_and_a_commit_all_resolve(tmp_path: Path) -> 
 def test_one_commit_hashes_the_same_in_every_process(tmp_path: Path) -> None:
     _ws, repo, _sha = _setup(tmp_path)
     ref = f"git+file://{repo}@v1#once"
-    code = "from flamechase.flows import load_flow, flow_identity as i; " \
-           f"r = {ref!r}; print(*i(load_flow(r), r))"
-    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True, env={**os.environ, "PYTHONHASHSEED": str(n)}).stdout
-            for n in (1, 2)}
+    code = (
+        "from flamechase.flows import load_flow, flow_identity as i; "
+        f"r = {ref!r}; print(*i(load_flow(r), r))"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(n)},
+        ).stdout
+        for n in (1, 2)
+    }
     assert len(seen) == 1
     source, digest = seen.pop().split()
     assert (source, digest) == flow_identity(load_flow(ref), ref)
@@ -161,21 +186,26 @@ def test_the_same_commit_resumes_without_refresh(tmp_path: Path) -> None:
 def test_an_unreachable_url_is_one_line(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    _one_line_refusal(_exec(ws, tmp_path, f"git+file://{tmp_path}/missing@v1#once"),
-                      "could not be reached")
+    _one_line_refusal(
+        _exec(ws, tmp_path, f"git+file://{tmp_path}/missing@v1#once"), "could not be reached"
+    )
     # Loopback only: a port nobody listens on.
-    _one_line_refusal(_exec(ws, tmp_path, "git+http://127.0.0.1:9/none.git@v1"),
-                      "could not be reached")
+    _one_line_refusal(
+        _exec(ws, tmp_path, "git+http://127.0.0.1:9/none.git@v1"), "could not be reached"
+    )
 
 
-@pytest.mark.parametrize(("suffix", "words"), [
-    ("@nope#once", "no branch, tag or commit"),
-    ("@v1#missing", "has no missing"),
-    ("@v1", "not a flow package"),
-    ("@v1#once:NOPE", "defines no NOPE"),
-    ("@v1#../etc", "inside the repository"),
-    ("@v1#once:1x", "not a flow name"),
-])
+@pytest.mark.parametrize(
+    ("suffix", "words"),
+    [
+        ("@nope#once", "no branch, tag or commit"),
+        ("@v1#missing", "has no missing"),
+        ("@v1", "not a flow package"),
+        ("@v1#once:NOPE", "defines no NOPE"),
+        ("@v1#../etc", "inside the repository"),
+        ("@v1#once:1x", "not a flow name"),
+    ],
+)
 def test_git_refusals_are_one_line(tmp_path: Path, suffix: str, words: str) -> None:
     _ws, repo, _sha = _setup(tmp_path)
     with pytest.raises(FlowNotFound) as caught:
@@ -194,6 +224,7 @@ def test_a_changed_cached_checkout_is_refused(tmp_path: Path, state_home: Path) 
     assert _exec(ws, tmp_path, f"git+file://{repo}@v1#once").returncode == 0
     [checkout] = (state_home / "flows" / "git").glob(f"*/{sha}")
     (checkout / "once" / "__init__.py").write_text("FLOW = None\n")
-    proc = _exec(ws, tmp_path, f"git+file://{repo}@v1#once",
-                 params="budget.turns=5,resume_mode=fresh")
+    proc = _exec(
+        ws, tmp_path, f"git+file://{repo}@v1#once", params="budget.turns=5,resume_mode=fresh"
+    )
     _one_line_refusal(proc, "was changed", "delete it")

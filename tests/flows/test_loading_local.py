@@ -18,8 +18,18 @@ from tests.helpers import cli, status
 
 
 def _exec(ws: Path, tmp: Path, ref: str, env: dict[str, str] | None = None):
-    return cli("exec", "-f", ref, "-a", worker(tmp), "-p", "budget.turns=3,rest_seconds=0.05",
-               "do it", cwd=ws, env=env)
+    return cli(
+        "exec",
+        "-f",
+        ref,
+        "-a",
+        worker(tmp),
+        "-p",
+        "budget.turns=3,rest_seconds=0.05",
+        "do it",
+        cwd=ws,
+        env=env,
+    )
 
 
 def _refused(proc: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -58,11 +68,20 @@ def test_a_package_directory_runs_and_a_named_flow_in_it(tmp_path: Path, ws: Pat
 def test_a_path_flow_hashes_the_same_in_every_process(tmp_path: Path) -> None:
     path = tmp_path / "once.py"
     path.write_text(flow_source())
-    code = f"from flamechase.flows import load_flow, flow_identity as i; " \
-           f"print(*i(load_flow({str(path)!r}), ''))"
-    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True, env={**os.environ, "PYTHONHASHSEED": str(n)}).stdout
-            for n in (1, 2, 3)}
+    code = (
+        f"from flamechase.flows import load_flow, flow_identity as i; "
+        f"print(*i(load_flow({str(path)!r}), ''))"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(n)},
+        ).stdout
+        for n in (1, 2, 3)
+    }
     assert len(seen) == 1
 
 
@@ -85,15 +104,19 @@ def test_an_importable_module_runs(tmp_path: Path, ws: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "module ran" in proc.stderr
     assert status(ws)["flow_source"] == "module:acme.reviewflows:FLOW"
-    _refused(_exec(ws, tmp_path, "acme.reviewflows:NOPE", env=env), "defines no NOPE",
-             "it has FLOW, OTHER")
+    _refused(
+        _exec(ws, tmp_path, "acme.reviewflows:NOPE", env=env),
+        "defines no NOPE",
+        "it has FLOW, OTHER",
+    )
     _refused(_exec(ws, tmp_path, "acme.missing:FLOW", env=env), "no module named")
 
 
 def test_an_installed_entry_point_runs_and_its_variant(tmp_path: Path, ws: Path) -> None:
     site = tmp_path / "site"
-    install_distribution(site, "acme-flows", "acme_once", {"acme": "acme_once:FLOW"},
-                         message="entry point ran")
+    install_distribution(
+        site, "acme-flows", "acme_once", {"acme": "acme_once:FLOW"}, message="entry point ran"
+    )
     env = {"PYTHONPATH": str(site)}
     proc = _exec(ws, tmp_path, "acme", env=env)
     assert proc.returncode == 0, proc.stderr
@@ -107,8 +130,7 @@ def test_an_installed_entry_point_runs_and_its_variant(tmp_path: Path, ws: Path)
     _refused(_exec(ws, tmp_path, "acme:NOPE", env=env), "defines no NOPE")
 
 
-def test_a_built_in_variant_comes_from_the_variants_table(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_built_in_variant_comes_from_the_variants_table(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(flows.VARIANTS, "flame_chase:again", "flamechase.flows.flame_chase")
     flow = load_flow("flame_chase:again")
     assert flow.name == "flame_chase"
@@ -117,21 +139,25 @@ def test_a_built_in_variant_comes_from_the_variants_table(
         load_flow("flame_chase:nope")
 
 
-@pytest.mark.parametrize(("ref", "words"), [
-    ("parallel_flame_chase:nope", "flow parallel_flame_chase has no variant 'nope'"),
-    ("no_such_flow", "no flow called 'no_such_flow'; flows here: flame_chase"),
-    ("./missing.py", "does not exist"),
-    ("notes.txt", "is not a flow"),
-    ("empty_dir", "directory without __init__.py"),
-    ("noflow.py", "defines no FLOW"),
-    ("wrongflow.py", "FLOW is a int, not a flamechase.flow.Flow"),
-    ("broken.py", "failed to import: ZeroDivisionError"),
-    ("flamechase.flows.flame_chase:NOPE", "defines no NOPE"),
-    ("no_such_pkg.mod:FLOW", "no module named 'no_such_pkg'"),
-    ("", "-f is empty"),
-])
-def test_refusals_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ref: str,
-                               words: str) -> None:
+@pytest.mark.parametrize(
+    ("ref", "words"),
+    [
+        ("parallel_flame_chase:nope", "flow parallel_flame_chase has no variant 'nope'"),
+        ("no_such_flow", "no flow called 'no_such_flow'; flows here: flame_chase"),
+        ("./missing.py", "does not exist"),
+        ("notes.txt", "is not a flow"),
+        ("empty_dir", "directory without __init__.py"),
+        ("noflow.py", "defines no FLOW"),
+        ("wrongflow.py", "FLOW is a int, not a flamechase.flow.Flow"),
+        ("broken.py", "failed to import: ZeroDivisionError"),
+        ("flamechase.flows.flame_chase:NOPE", "defines no NOPE"),
+        ("no_such_pkg.mod:FLOW", "no module named 'no_such_pkg'"),
+        ("", "-f is empty"),
+    ],
+)
+def test_refusals_are_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ref: str, words: str
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("not python\n")
     (tmp_path / "empty_dir").mkdir()
@@ -144,13 +170,17 @@ def test_refusals_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     assert words in message and "\n" not in message
 
 
-@pytest.mark.parametrize(("ref", "words"), [
-    ("notes.txt", "is not a flow"),
-    ("noflow.py", "defines no FLOW"),
-    ("parallel_flame_chase:nope", "has no variant"),
-])
-def test_exec_refuses_them_with_exit_2_and_writes_nothing(ws: Path, state_home: Path,
-                                                          ref: str, words: str) -> None:
+@pytest.mark.parametrize(
+    ("ref", "words"),
+    [
+        ("notes.txt", "is not a flow"),
+        ("noflow.py", "defines no FLOW"),
+        ("parallel_flame_chase:nope", "has no variant"),
+    ],
+)
+def test_exec_refuses_them_with_exit_2_and_writes_nothing(
+    ws: Path, state_home: Path, ref: str, words: str
+) -> None:
     (ws / "notes.txt").write_text("not python\n")
     (ws / "noflow.py").write_text("X = 1\n")
     _refused(_exec(ws, ws.parent, ref), words)

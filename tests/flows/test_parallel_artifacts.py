@@ -30,7 +30,9 @@ def _sha(data: bytes) -> str:
 @pytest.fixture
 def published(ws: Path, tmp_path: Path) -> tuple[Team, str]:
     """A run where lane 2 publishes a package, then edits the files; lane 1 integrates it."""
-    team = Team(tmp_path / "team", f"""
+    team = Team(
+        tmp_path / "team",
+        f"""
         if c.lane == "lane-2":
             if c.turn == 1:
                 return c.deliver({{"notes.md": {V1!r}, "sub/data.bin": {DATA!r}}})
@@ -52,22 +54,29 @@ def published(ws: Path, tmp_path: Path) -> tuple[Team, str]:
                     c.save("seen-artifact.json", json.dumps(a))
             return c.ok("blocked", "integrated lane-2's package")
         return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     assert team.run(ws).returncode == 3
-    rid = next(e["payload"]["report_id"] for e in of_kind(events(ws), "report_published")
-               if e["lane"] == "lane-2")
+    rid = next(
+        e["payload"]["report_id"]
+        for e in of_kind(events(ws), "report_published")
+        if e["lane"] == "lane-2"
+    )
     return team, rid
 
 
 def test_a_package_is_frozen_at_publication(
-        ws: Path, state_home: Path, published: tuple[Team, str]) -> None:
+    ws: Path, state_home: Path, published: tuple[Team, str]
+) -> None:
     team, rid = published
     root = run_dir(state_home, ws)
-    ev = next(e for e in of_kind(events(ws), "report_published")
-              if e["payload"]["report_id"] == rid)
+    ev = next(
+        e for e in of_kind(events(ws), "report_published") if e["payload"]["report_id"] == rid
+    )
     assert ev["payload"]["artifacts"] == [
         {"path": "notes.md", "sha256": _sha(V1.encode()), "size": len(V1)},
-        {"path": "sub/data.bin", "sha256": _sha(DATA), "size": len(DATA)}]
+        {"path": "sub/data.bin", "sha256": _sha(DATA), "size": len(DATA)},
+    ]
     # What lane 1 received: path, size, sha256, description and the frozen blob.
     seen = json.loads(team.saved("seen-artifact.json"))
     assert set(seen) == {"path", "size", "sha256", "description", "blob"}
@@ -84,7 +93,8 @@ def test_a_package_is_frozen_at_publication(
 
 
 def test_extract_rebuilds_one_or_every_package(
-        ws: Path, tmp_path: Path, published: tuple[Team, str]) -> None:
+    ws: Path, tmp_path: Path, published: tuple[Team, str]
+) -> None:
     _, rid = published
     one = tmp_path / "one"
     proc = cli("artifacts", "last", rid, "--extract", str(one), cwd=ws)
@@ -96,12 +106,14 @@ def test_extract_rebuilds_one_or_every_package(
     assert proc.returncode == 0, proc.stderr
     assert (every / rid / "notes.md").read_text() == V1
     assert sorted(p.name for p in every.iterdir()) == [rid]
-    assert cli("artifacts", "last", "nope", "--extract", str(tmp_path / "x"),
-               cwd=ws).returncode == 2
+    assert (
+        cli("artifacts", "last", "nope", "--extract", str(tmp_path / "x"), cwd=ws).returncode == 2
+    )
 
 
 def test_extract_refuses_a_tampered_blob_and_writes_nothing(
-        ws: Path, tmp_path: Path, state_home: Path, published: tuple[Team, str]) -> None:
+    ws: Path, tmp_path: Path, state_home: Path, published: tuple[Team, str]
+) -> None:
     _, rid = published
     sha = _sha(DATA)
     blob = run_dir(state_home, ws) / "blobs" / "sha256" / sha[:2] / sha[2:]
@@ -117,7 +129,8 @@ def test_extract_refuses_a_tampered_blob_and_writes_nothing(
 
 
 def test_extract_never_writes_outside_the_directory(
-        ws: Path, tmp_path: Path, published: tuple[Team, str]) -> None:
+    ws: Path, tmp_path: Path, published: tuple[Team, str]
+) -> None:
     _, rid = published
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -160,10 +173,17 @@ def test_artifact_paths_are_refused_one_turn_at_a_time(ws: Path, tmp_path: Path)
     (outside / "secret.txt").write_text("not for lanes")
     cases = sorted(REFUSALS)
     lanes = 6
-    setup = {case: {k: (v.replace("{outside}", str(outside)) if isinstance(v, str) else v)
-                    for k, v in REFUSALS[case][0].items()} for case in cases}
+    setup = {
+        case: {
+            k: (v.replace("{outside}", str(outside)) if isinstance(v, str) else v)
+            for k, v in REFUSALS[case][0].items()
+        }
+        for case in cases
+    }
     # Lane k takes cases k and k+6 on turns 1 and 3; valid turns in between.
-    team = Team(tmp_path / "team", f"""
+    team = Team(
+        tmp_path / "team",
+        f"""
         cases = {cases!r}
         setup = {setup!r}
         paths = {{k: v[1] for k, v in {REFUSALS!r}.items()}}
@@ -184,7 +204,8 @@ def test_artifact_paths_are_refused_one_turn_at_a_time(ws: Path, tmp_path: Path)
             else:
                 files[name] = content
         return c.deliver(files, paths=paths[case])
-    """)
+    """,
+    )
     assert team.run(ws, f"lanes={lanes}").returncode == 3
     evs = events(ws)
     for n, case in enumerate(cases):
@@ -196,7 +217,9 @@ def test_artifact_paths_are_refused_one_turn_at_a_time(ws: Path, tmp_path: Path)
         assert "\n" not in error
     for n in range(1, lanes + 1):
         assert [e["kind"] for e in turn_events(evs, f"lane-{n}")] == [
-            "turn_failed", "turn_valid"] * 2
+            "turn_failed",
+            "turn_valid",
+        ] * 2
     # Nothing of a refused deliverable was recorded or frozen.
     assert json.loads(cli("artifacts", "last", "--json", cwd=ws, check=True).stdout) == {}
     assert (outside / "secret.txt").read_text() == "not for lanes"

@@ -17,9 +17,15 @@ from flamechase.flow import (
 )
 from flamechase.flows.parallel_flame_chase import FLOW, ParallelParams
 
-PLAN = {"lanes": [{"lane": f"lane-{n}", "mission": {"title": "t", "objective": "o",
-                                                   "success_criteria": ["c"]}}
-                  for n in (1, 2)]}
+PLAN = {
+    "lanes": [
+        {
+            "lane": f"lane-{n}",
+            "mission": {"title": "t", "objective": "o", "success_criteria": ["c"]},
+        }
+        for n in (1, 2)
+    ]
+}
 
 
 def start(**params: Any) -> Any:
@@ -34,8 +40,7 @@ def settle(state: Any, *events: ev.Event) -> tuple[Any, list[Command]]:
     for _ in range(20):
         commands = list(FLOW.decide(state, 0.0))
         owed = [c for c in commands if isinstance(c, PublishReport)]
-        emits = [c for c in commands if type(c).__name__ in ("Emit", "HoldLane",
-                                                             "ReleaseLane")]
+        emits = [c for c in commands if type(c).__name__ in ("Emit", "HoldLane", "ReleaseLane")]
         if not owed and not emits:
             return state, commands
         for c in owed:
@@ -44,11 +49,21 @@ def settle(state: Any, *events: ev.Event) -> tuple[Any, list[Command]]:
             if type(c).__name__ == "Emit":
                 state = FLOW.evolve(state, c.event)  # type: ignore[attr-defined]
             elif type(c).__name__ == "HoldLane":
-                state = FLOW.evolve(state, ev.LaneHeld(lane=c.lane,  # type: ignore[attr-defined]
-                                                       reason=c.reason))  # type: ignore[attr-defined]
+                state = FLOW.evolve(
+                    state,
+                    ev.LaneHeld(
+                        lane=c.lane,  # type: ignore[attr-defined]
+                        reason=c.reason,
+                    ),
+                )  # type: ignore[attr-defined]
             else:
-                state = FLOW.evolve(state, ev.LaneReleased(lane=c.lane,  # type: ignore[attr-defined]
-                                                           reason=c.reason))  # type: ignore[attr-defined]
+                state = FLOW.evolve(
+                    state,
+                    ev.LaneReleased(
+                        lane=c.lane,  # type: ignore[attr-defined]
+                        reason=c.reason,
+                    ),
+                )  # type: ignore[attr-defined]
     raise AssertionError("the flow never settled")
 
 
@@ -70,8 +85,9 @@ def test_places_first_then_one_planning_session() -> None:
 def test_three_failed_planning_sessions_fail_the_run() -> None:
     state, _ = settle(made(start(), "lanes/lane-2", "planning/1"))
     for attempt in (1, 2, 3):
-        state, cmds = settle(state, ev.TurnFailed(actor="coordinator", turn=1,
-                                                  attempt=attempt, error="no plan"))
+        state, cmds = settle(
+            state, ev.TurnFailed(actor="coordinator", turn=1, attempt=attempt, error="no plan")
+        )
     [finish] = [c for c in cmds if isinstance(c, FinishRun)]
     assert finish.status == "failed"
     assert "planning failed after 3 fresh sessions: attempt 1: no plan" in finish.reason
@@ -81,7 +97,9 @@ def test_a_plan_starts_every_lane_with_its_mission() -> None:
     state, _ = settle(made(start(), "lanes/lane-2", "planning/1"))
     state, cmds = settle(state, ev.TurnValid(actor="coordinator", turn=1, result=PLAN))
     assert [(c.lane, c.role) for c in cmds if isinstance(c, StartTurn)] == [
-        ("lane-1", "lane_1_actor_a"), ("lane-2", "lane_2_actor_a")]
+        ("lane-1", "lane_1_actor_a"),
+        ("lane-2", "lane_2_actor_a"),
+    ]
     assert FLOW.describe(state)["plan"] == PLAN
 
 
@@ -93,48 +111,71 @@ def test_with_an_evaluator_nothing_runs_before_the_baseline_and_the_frozen_evalu
     state, cmds = settle(made(state, "baseline"))
     [freeze] = [c for c in cmds if isinstance(c, Freeze)]
     assert freeze.command == "python3 bench.py" and freeze.place == "baseline"
-    state, cmds = settle(state, ev.Frozen(key="evaluator", place="baseline",
-                                          files={"bench.py": "ab"}))
+    state, cmds = settle(
+        state, ev.Frozen(key="evaluator", place="baseline", files={"bench.py": "ab"})
+    )
     assert any(isinstance(c, MakePlace) and c.name == "planning/1" for c in cmds)
 
 
 def _planned_with_evaluator() -> Any:
     state, _ = settle(made(start(evaluator="python3 bench.py"), "baseline"))
-    state, _ = settle(state, ev.Frozen(key="evaluator", place="baseline",
-                                       files={"bench.py": "ab"}))
+    state, _ = settle(state, ev.Frozen(key="evaluator", place="baseline", files={"bench.py": "ab"}))
     state, _ = settle(made(state, "lanes/lane-2", "planning/1"))
     state, _ = settle(state, ev.TurnValid(actor="coordinator", turn=1, result=PLAN))
     return state
 
 
-SUBMISSION = {"status": "deliverable_ready", "summary": "s",
-              "deliverable": {"title": "t", "integration_notes": "n",
-                              "artifacts": [{"path": "a.txt", "description": ""}]},
-              "submission": {"title": "t", "metric": "score", "value": 3.0,
-                             "direction": "minimize", "evaluator": "python3 bench.py"}}
+SUBMISSION = {
+    "status": "deliverable_ready",
+    "summary": "s",
+    "deliverable": {
+        "title": "t",
+        "integration_notes": "n",
+        "artifacts": [{"path": "a.txt", "description": ""}],
+    },
+    "submission": {
+        "title": "t",
+        "metric": "score",
+        "value": 3.0,
+        "direction": "minimize",
+        "evaluator": "python3 bench.py",
+    },
+}
 
 
 def test_a_submission_is_measured_in_a_copy_of_the_baseline_with_the_lane_laid_over() -> None:
     state = _planned_with_evaluator()
-    state, cmds = settle(state, ev.TurnValid(lane="lane-2", actor="lane_2_actor_a", turn=1,
-                                             attempt=1, result=SUBMISSION))
+    state, cmds = settle(
+        state,
+        ev.TurnValid(lane="lane-2", actor="lane_2_actor_a", turn=1, attempt=1, result=SUBMISSION),
+    )
     [overlay] = [c for c in cmds if isinstance(c, MakePlace) and c.how == "overlay"]
-    assert (overlay.base, overlay.over, overlay.restore) == ("baseline", "lanes/lane-2",
-                                                             "evaluator")
+    assert (overlay.base, overlay.over, overlay.restore) == (
+        "baseline",
+        "lanes/lane-2",
+        "evaluator",
+    )
     assert not [c for c in cmds if isinstance(c, StartTurn) and c.lane == "lane-2"]
-    state, cmds = settle(state, ev.PlaceMade(place=overlay.name, path="/m", how="overlay",
-                                             changed=["solver.py"]))
+    state, cmds = settle(
+        state, ev.PlaceMade(place=overlay.name, path="/m", how="overlay", changed=["solver.py"])
+    )
     [measure] = [c for c in cmds if isinstance(c, Measure)]
     assert measure.place == overlay.name and measure.lane == "lane-2"
 
 
 def test_a_submission_that_changed_the_evaluator_is_tampered_and_the_lane_is_told() -> None:
     state = _planned_with_evaluator()
-    state, cmds = settle(state, ev.TurnValid(lane="lane-2", actor="lane_2_actor_a", turn=1,
-                                             attempt=1, result=SUBMISSION))
+    state, cmds = settle(
+        state,
+        ev.TurnValid(lane="lane-2", actor="lane_2_actor_a", turn=1, attempt=1, result=SUBMISSION),
+    )
     [overlay] = [c for c in cmds if isinstance(c, MakePlace) and c.how == "overlay"]
-    state, cmds = settle(state, ev.PlaceMade(place=overlay.name, path="/m", how="overlay",
-                                             changed=["bench.py", "solver.py"]))
+    state, cmds = settle(
+        state,
+        ev.PlaceMade(
+            place=overlay.name, path="/m", how="overlay", changed=["bench.py", "solver.py"]
+        ),
+    )
     assert not [c for c in cmds if isinstance(c, Measure)]
     [row] = state.candidates
     assert row["verified"] is False and "tampered" in row["receipt"]["error"]

@@ -32,8 +32,9 @@ STOP_AT_2 = 'if c.turn >= 2:\n    return c.ok("blocked", "stop here")'
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -55,8 +56,15 @@ def test_positional_agents_fill_the_roles_in_order(ws: Path, tmp_path: Path) -> 
     proc = team.run(ws, agents=scripts)
     assert proc.returncode == 3, proc.stderr
     order = roles(3)
-    assert order == ["coordinator", "lane_1_actor_a", "lane_1_actor_b", "lane_2_actor_a",
-                     "lane_2_actor_b", "lane_3_actor_a", "lane_3_actor_b"]
+    assert order == [
+        "coordinator",
+        "lane_1_actor_a",
+        "lane_1_actor_b",
+        "lane_2_actor_a",
+        "lane_2_actor_b",
+        "lane_3_actor_a",
+        "lane_3_actor_b",
+    ]
     seen = {e["role"]: e["script"] for e in team.log()}
     assert seen == {role: f"r{i}.py" for i, role in enumerate(order)}
     created = next(e for e in events(ws) if e["kind"] == "run_created")["payload"]
@@ -106,24 +114,30 @@ def test_lanes_param_sets_lanes_and_roles(ws: Path, tmp_path: Path, n: int) -> N
     assert all(str(run_dir(tmp_path / "fc-home", ws)) in p for p in private)
 
 
-@pytest.mark.parametrize("param, fragment", [
-    ("rest_seconds=0.01", "rest_seconds"),
-    ("rest_seconds=61", "rest_seconds"),
-    ("resume_mode=sometimes", "resume_mode"),
-    ("confirm_large_workspace_copies=maybe", "confirm_large_workspace_copies"),
-    ("workspace_file_warning_threshold=0", "workspace_file_warning_threshold"),
-    ("workspace_file_warning_threshold=100000001", "workspace_file_warning_threshold"),
-    ("workspace_copy_warning_threshold_bytes=0", "workspace_copy_warning_threshold_bytes"),
-    ("workspace_copy_warning_threshold_bytes=1000000000000000001",
-     "workspace_copy_warning_threshold_bytes"),
-    ("lanes=0", "lanes"),
-    ("lanes=9", "lanes"),
-    ("no_such_param=1", "no_such_param"),
-    ("metric_pattern=SCORE", "metric_pattern"),
-    ("direction=up", "direction"),
-])
+@pytest.mark.parametrize(
+    "param, fragment",
+    [
+        ("rest_seconds=0.01", "rest_seconds"),
+        ("rest_seconds=61", "rest_seconds"),
+        ("resume_mode=sometimes", "resume_mode"),
+        ("confirm_large_workspace_copies=maybe", "confirm_large_workspace_copies"),
+        ("workspace_file_warning_threshold=0", "workspace_file_warning_threshold"),
+        ("workspace_file_warning_threshold=100000001", "workspace_file_warning_threshold"),
+        ("workspace_copy_warning_threshold_bytes=0", "workspace_copy_warning_threshold_bytes"),
+        (
+            "workspace_copy_warning_threshold_bytes=1000000000000000001",
+            "workspace_copy_warning_threshold_bytes",
+        ),
+        ("lanes=0", "lanes"),
+        ("lanes=9", "lanes"),
+        ("no_such_param=1", "no_such_param"),
+        ("metric_pattern=SCORE", "metric_pattern"),
+        ("direction=up", "direction"),
+    ],
+)
 def test_bad_params_are_refused_before_anything_is_written(
-        ws: Path, tmp_path: Path, state_home: Path, param: str, fragment: str) -> None:
+    ws: Path, tmp_path: Path, state_home: Path, param: str, fragment: str
+) -> None:
     team = Team(tmp_path / "team")
     before = _tree(ws)
     proc = team.run(ws, param, "budget.turns=3", lanes=3)
@@ -144,27 +158,41 @@ def test_param_defaults_and_run_id(ws: Path, tmp_path: Path, state_home: Path) -
     assert st["flow"] == "parallel_flame_chase"
     params = json.loads(db_rows(state_home, ws, "SELECT params FROM run")[0]["params"])
     assert params["rest_seconds"] == 0.05
-    assert {k: params[k] for k in ("resume_mode", "confirm_large_workspace_copies",
-                                   "workspace_file_warning_threshold",
-                                   "workspace_copy_warning_threshold_bytes", "lanes")} == {
-        "resume_mode": "auto", "confirm_large_workspace_copies": False,
+    assert {
+        k: params[k]
+        for k in (
+            "resume_mode",
+            "confirm_large_workspace_copies",
+            "workspace_file_warning_threshold",
+            "workspace_copy_warning_threshold_bytes",
+            "lanes",
+        )
+    } == {
+        "resume_mode": "auto",
+        "confirm_large_workspace_copies": False,
         "workspace_file_warning_threshold": 5000,
-        "workspace_copy_warning_threshold_bytes": 1073741824, "lanes": 3}
+        "workspace_copy_warning_threshold_bytes": 1073741824,
+        "lanes": 3,
+    }
 
 
 # ---- lanes ---------------------------------------------------------------------------------
 
 
 def test_lane_1_works_in_the_source_others_in_private_snapshots(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
-    team = Team(tmp_path / "team", """
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         (c.ws / f"written-by-{c.lane}-{c.turn}.txt").write_text(c.role)
         if c.lane != "lane-1":
             (c.ws / "README.md").write_text("changed by " + c.lane)
             (c.ws / "pkg" / "mod.py").unlink(missing_ok=True)
         if c.turn >= 2:
             return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     (ws / "tool.sh").write_text("#!/bin/sh\n")
     (ws / "tool.sh").chmod(0o755)
     (ws / "readme-link").symlink_to("README.md")
@@ -181,14 +209,19 @@ def test_lane_1_works_in_the_source_others_in_private_snapshots(
             assert e["cwd"] == str(root / "lanes" / e["lane"] / "workspace")
     st = status(ws)
     assert [ln["workspace"] for ln in st["lanes"]] == [
-        str(ws), str(root / "lanes/lane-2/workspace"), str(root / "lanes/lane-3/workspace")]
+        str(ws),
+        str(root / "lanes/lane-2/workspace"),
+        str(root / "lanes/lane-3/workspace"),
+    ]
     # The snapshots started as full copies of the source.
     for lane in ("lane-2", "lane-3"):
         snap = root / "lanes" / lane / "workspace"
         assert (snap / "TASK.md").read_bytes() == before["TASK.md"]
         assert (snap / "README.md").read_text() == f"changed by {lane}"
         assert sorted(p.name for p in snap.glob("written-by-*")) == [
-            f"written-by-{lane}-1.txt", f"written-by-{lane}-2.txt"]
+            f"written-by-{lane}-1.txt",
+            f"written-by-{lane}-2.txt",
+        ]
         # A copy with the tree's links and modes, renamed into place whole.
         assert os.readlink(snap / "readme-link") == "README.md"
         assert os.access(snap / "tool.sh", os.X_OK)
@@ -201,7 +234,9 @@ def test_lane_1_works_in_the_source_others_in_private_snapshots(
 
 
 def test_actors_alternate_per_lane_whatever_the_outcome(ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+    team = Team(
+        tmp_path / "team",
+        """
         if c.lane == "lane-2" and c.turn == 1:
             sys.exit(1)
         if c.lane == "lane-3" and c.turn == 2:
@@ -210,14 +245,19 @@ def test_actors_alternate_per_lane_whatever_the_outcome(ws: Path, tmp_path: Path
             return c.ok("no_result", "that direction is exhausted")
         if c.turn >= 4:
             return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     assert team.run(ws).returncode == 3
     st, evs = status(ws), events(ws)
     for n in (1, 2, 3):
         lane = f"lane-{n}"
         got = [(e["turn"], e["role"]) for e in team.lane_log(lane)]
-        assert got == [(1, f"lane_{n}_actor_a"), (2, f"lane_{n}_actor_b"),
-                       (3, f"lane_{n}_actor_a"), (4, f"lane_{n}_actor_b")], lane
+        assert got == [
+            (1, f"lane_{n}_actor_a"),
+            (2, f"lane_{n}_actor_b"),
+            (3, f"lane_{n}_actor_a"),
+            (4, f"lane_{n}_actor_b"),
+        ], lane
         assert lane_of(st, lane)["next_role"] == f"lane_{n}_actor_a"
         assert lane_of(st, lane)["turns"] == 4
     assert [e["kind"] for e in turn_events(evs, "lane-2")][:2] == ["turn_failed", "turn_valid"]
@@ -226,9 +266,10 @@ def test_actors_alternate_per_lane_whatever_the_outcome(ws: Path, tmp_path: Path
     assert len({e["pid"] for e in team.log()}) == len(team.log())
 
 
-def test_lanes_run_concurrently_with_one_turn_in_flight_each(
-        ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+def test_lanes_run_concurrently_with_one_turn_in_flight_each(ws: Path, tmp_path: Path) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         busy = c.scratch / "busy"
         try:
             os.close(os.open(busy, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
@@ -245,16 +286,18 @@ def test_lanes_run_concurrently_with_one_turn_in_flight_each(
             busy.unlink()
         if c.turn >= 3:
             return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     assert team.run(ws).returncode == 3
     assert not team.has("not-concurrent")
     assert not any(team.has(f"overlap-{n}") for n in (1, 2, 3))
     assert len([e for e in team.log() if e["lane"]]) == 9
 
 
-def test_exit_crash_or_timeout_fails_the_turn_without_repair(
-        ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+def test_exit_crash_or_timeout_fails_the_turn_without_repair(ws: Path, tmp_path: Path) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         if c.turn == 1:
             if c.lane == "lane-1":
                 print("disk on fire", file=sys.stderr)
@@ -264,7 +307,8 @@ def test_exit_crash_or_timeout_fails_the_turn_without_repair(
             if c.lane == "lane-3":
                 time.sleep(30)
         return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     (team.dir / "hook.py").write_text("import signal\n" + (team.dir / "hook.py").read_text())
     t0 = time.monotonic()
     assert team.run(ws, "turn_timeout=2").returncode == 3
@@ -282,10 +326,13 @@ def test_exit_crash_or_timeout_fails_the_turn_without_repair(
 
 
 def test_sigint_lets_turns_in_flight_land_then_stops(ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+    team = Team(
+        tmp_path / "team",
+        """
         c.wait(lambda _: c.flag("signalled"), timeout=20)
         time.sleep(0.3)
-    """)
+    """,
+    )
     engine = team.popen(ws)
     end = time.time() + 30
     while time.time() < end and len([e for e in team.log() if e["lane"]]) < 3:
@@ -309,13 +356,16 @@ def test_sigint_lets_turns_in_flight_land_then_stops(ws: Path, tmp_path: Path) -
 
 
 def test_two_failures_hold_a_lane_while_the_others_go_on(ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+    team = Team(
+        tmp_path / "team",
+        """
         if c.lane == "lane-2":
             print(f"broken {c.role}", file=sys.stderr)
             sys.exit(1)
         if c.turn >= 4:
             return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     proc = team.run(ws)
     assert proc.returncode == 3, proc.stderr
     assert [e["role"] for e in team.lane_log("lane-2")] == ["lane_2_actor_a", "lane_2_actor_b"]
@@ -333,14 +383,17 @@ def test_two_failures_hold_a_lane_while_the_others_go_on(ws: Path, tmp_path: Pat
 
 
 def test_a_blocked_report_holds_and_all_held_ends_the_run(ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+    team = Team(
+        tmp_path / "team",
+        """
         if c.lane == "lane-2":
             return c.ok("blocked", "needs a licence key nobody has")
         if c.lane == "lane-3" and c.turn == 1:
             sys.exit(1)
         if c.turn >= 3:
             return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     t0 = time.monotonic()
     proc = team.run(ws, "budget.duration=1h")
     assert proc.returncode == 3, proc.stderr
@@ -379,11 +432,15 @@ def test_budget_lets_turns_in_flight_land(ws: Path, tmp_path: Path) -> None:
 
 
 def test_a_second_run_on_the_same_tree_is_refused(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
-    team = Team(tmp_path / "team", """
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         c.wait(lambda _: c.flag("go"), timeout=60)
         return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     first = team.popen(ws)
     try:
         end = time.time() + 30
@@ -426,7 +483,9 @@ SWAP = {
 @pytest.mark.parametrize("what", sorted(SWAP))
 def test_a_replaced_control_path_fails_the_run(ws: Path, tmp_path: Path, what: str) -> None:
     lane, target, how = SWAP[what]
-    team = Team(tmp_path / "team", f"""
+    team = Team(
+        tmp_path / "team",
+        f"""
         if c.lane == {lane!r} and c.turn == 1:
             target = {target}
             moved = target.with_name(target.name + ".moved")
@@ -441,7 +500,8 @@ def test_a_replaced_control_path_fails_the_run(ws: Path, tmp_path: Path, what: s
         time.sleep(0.2)
         if c.turn >= 6:
             return c.ok("blocked", "stop here")
-    """.replace("import json", ""))
+    """.replace("import json", ""),
+    )
     (team.dir / "hook.py").write_text("import shutil\n" + (team.dir / "hook.py").read_text())
     proc = team.run(ws, *(["sandbox=off"] if what == "database" else []))
     assert proc.returncode == 1, proc.stderr
@@ -463,8 +523,7 @@ def test_a_replaced_control_path_fails_the_run(ws: Path, tmp_path: Path, what: s
 # ---- large copies ----------------------------------------------------------------------------
 
 
-def test_large_copy_warning_is_printed_and_startup_continues(
-        ws: Path, tmp_path: Path) -> None:
+def test_large_copy_warning_is_printed_and_startup_continues(ws: Path, tmp_path: Path) -> None:
     team = Team(tmp_path / "team", 'return c.ok("blocked", "stop here")')
     proc = team.run(ws, "workspace_file_warning_threshold=1")
     assert proc.returncode == 3, proc.stderr
@@ -479,13 +538,16 @@ def test_large_copy_warning_is_printed_and_startup_continues(
     assert "WARNING" not in proc.stderr
 
 
-@pytest.mark.parametrize("params, copies", [
-    (("workspace_copy_warning_threshold_bytes=10",), 3),
-    (("workspace_file_warning_threshold=2", "lanes=5"), 5),
-])
+@pytest.mark.parametrize(
+    "params, copies",
+    [
+        (("workspace_copy_warning_threshold_bytes=10",), 3),
+        (("workspace_file_warning_threshold=2", "lanes=5"), 5),
+    ],
+)
 def test_large_copy_confirmation_without_a_terminal_refuses(
-        ws: Path, tmp_path: Path, state_home: Path, params: tuple[str, ...],
-        copies: int) -> None:
+    ws: Path, tmp_path: Path, state_home: Path, params: tuple[str, ...], copies: int
+) -> None:
     team = Team(tmp_path / "team")
     before = _tree(ws)
     proc = team.run(ws, "confirm_large_workspace_copies=true", *params)
@@ -504,18 +566,25 @@ def test_large_copy_confirmation_without_a_terminal_refuses(
 
 def test_large_copy_check_counts_before_the_lock(ws: Path, tmp_path: Path) -> None:
     """A refusal for large copies wins even while another run holds the tree."""
-    team = Team(tmp_path / "team", """
+    team = Team(
+        tmp_path / "team",
+        """
         c.wait(lambda _: c.flag("go"), timeout=60)
         return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     first = team.popen(ws)
     try:
         end = time.time() + 30
         while time.time() < end and not any(e["lane"] for e in team.log()):
             time.sleep(0.05)
         other = Team(tmp_path / "other")
-        proc = other.run(ws, "confirm_large_workspace_copies=true",
-                         "workspace_file_warning_threshold=1", task="another task")
+        proc = other.run(
+            ws,
+            "confirm_large_workspace_copies=true",
+            "workspace_file_warning_threshold=1",
+            task="another task",
+        )
         assert proc.returncode == 2
         assert proc.stderr.startswith("WARNING")
         assert "owns source" not in proc.stderr

@@ -32,9 +32,11 @@ def ws(source_tree: Path) -> Path:
 
 
 def _sub(value: float, metric: str = "score", direction: str = "minimize") -> str:
-    return (f'{{"title": "candidate", "metric": {metric!r}, "value": {value!r}, '
-            f'"direction": {direction!r}, "evaluator": "python3 eval.py", '
-            '"evidence": ["ran it"]}')
+    return (
+        f'{{"title": "candidate", "metric": {metric!r}, "value": {value!r}, '
+        f'"direction": {direction!r}, "evaluator": "python3 eval.py", '
+        '"evidence": ["ran it"]}'
+    )
 
 
 def _board_in(prompt: str) -> dict[str, Any]:
@@ -45,11 +47,20 @@ def _board_in(prompt: str) -> dict[str, Any]:
 
 
 def test_the_evaluator_measures_and_ranks_strictly_better(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
     # (score the workspace really has, value claimed, metric) per turn of the only lane.
-    turns = [(5, 5, "score"), (9, 1, "score"), (3, 3, "score"), (3, 3, "score"),
-             (4, 4, "score"), (2, 2, "latency")]
-    team = Team(tmp_path / "team", f"""
+    turns = [
+        (5, 5, "score"),
+        (9, 1, "score"),
+        (3, 3, "score"),
+        (3, 3, "score"),
+        (4, 4, "score"),
+        (2, 2, "latency"),
+    ]
+    team = Team(
+        tmp_path / "team",
+        f"""
         turns = {turns!r}
         c.save(f"prompt-{{c.turn}}.txt", c.prompt)
         if c.turn > len(turns):
@@ -59,7 +70,8 @@ def test_the_evaluator_measures_and_ranks_strictly_better(
         sub = {{"title": "candidate", "metric": metric, "value": claim,
                "direction": "minimize", "evaluator": "python3 eval.py", "evidence": []}}
         return c.deliver({{f"cand-{{c.turn}}.txt": str(real)}}, submission=sub)
-    """)
+    """,
+    )
     proc = team.run(ws, "lanes=1", "evaluator=python3 eval.py")
     assert proc.returncode == 3, proc.stderr
     evs = events(ws)
@@ -93,8 +105,11 @@ def test_the_evaluator_measures_and_ranks_strictly_better(
 
 
 def test_the_evaluator_runs_in_the_submitting_lanes_workspace(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
-    team = Team(tmp_path / "team", f"""
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
+    team = Team(
+        tmp_path / "team",
+        f"""
         if c.lane == "lane-1":
             if c.turn == 1:  # no score.txt in the source: the evaluator fails
                 return c.deliver({{"x.txt": "x"}}, submission={_sub(1)})
@@ -108,7 +123,8 @@ def test_the_evaluator_runs_in_the_submitting_lanes_workspace(
             (c.ws / "score.txt").write_text(str(real))
             return c.deliver({{"x.txt": str(real)}}, submission={{**{_sub(0)}, "value": claim}})
         return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     assert team.run(ws, "evaluator=python3 eval.py").returncode == 3
     subs = {s["lane"]: s["payload"] for s in of_kind(events(ws), "candidate_submitted")}
     assert subs["lane-1"]["verified"] is False
@@ -122,18 +138,20 @@ def test_the_evaluator_runs_in_the_submitting_lanes_workspace(
     assert shown["best"]["lane"] == "lane-2" and shown["best"]["value"] == 7.0
     # Each submission is measured in a fresh copy of the baseline with its lane's changes laid
     # over it (never in the lane's own tree): lane 2's and 3's score.txt came along.
-    rows = db_rows(state_home, ws, "SELECT key, lane, receipt FROM measurements "
-                                   "WHERE lane IS NOT NULL")
+    rows = db_rows(
+        state_home, ws, "SELECT key, lane, receipt FROM measurements WHERE lane IS NOT NULL"
+    )
     cwd = {r["lane"]: json.loads(r["receipt"])["cwd"] for r in rows}
     assert cwd == {r["lane"]: str(root / "measure" / r["key"] / "workspace") for r in rows}
     assert set(cwd) == {"lane-1", "lane-2", "lane-3"}
     assert not (ws / "score.txt").exists()
 
 
-def test_without_an_evaluator_claims_are_ranked_but_unverified(
-        ws: Path, tmp_path: Path) -> None:
+def test_without_an_evaluator_claims_are_ranked_but_unverified(ws: Path, tmp_path: Path) -> None:
     claims = [(10, "Score Value"), (12, "score  value"), (12, "SCORE VALUE"), (99, "speed")]
-    team = Team(tmp_path / "team", f"""
+    team = Team(
+        tmp_path / "team",
+        f"""
         claims = {claims!r}
         if c.turn > len(claims):
             return c.ok("blocked", "stop here")
@@ -141,7 +159,8 @@ def test_without_an_evaluator_claims_are_ranked_but_unverified(
         sub = {{"title": "candidate", "metric": metric, "value": value,
                "direction": "maximize", "evaluator": "my own stopwatch", "evidence": []}}
         return c.deliver({{f"c{{c.turn}}.txt": "x"}}, submission=sub)
-    """)
+    """,
+    )
     assert team.run(ws, "lanes=1").returncode == 3
     evs = events(ws)
     ids = [s["payload"]["report_id"] for s in of_kind(evs, "candidate_submitted")]
@@ -155,4 +174,6 @@ def test_without_an_evaluator_claims_are_ranked_but_unverified(
     assert board["best"]["value"] == 12 and board["best"]["verified"] is False
     assert sorted(ld["report_id"] for ld in board["leaders"]) == sorted([ids[1], ids[3]])
     assert [b["payload"]["report_id"] for b in of_kind(evs, "candidate_best_updated")] == [
-        ids[0], ids[1]]
+        ids[0],
+        ids[1],
+    ]

@@ -28,8 +28,11 @@ def _turn(team: Team, lane: str, turn: int) -> dict[str, Any]:
 
 
 def test_a_valid_report_reaches_the_other_lanes_with_its_header(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
-    team = Team(tmp_path / "team", """
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         if c.lane == "lane-1" and c.turn == 1:
             c.wait(lambda _: c.started("lane-2", 2) and c.started("lane-3", 2))
         if c.lane == "lane-2" and c.turn == 1:
@@ -38,7 +41,8 @@ def test_a_valid_report_reaches_the_other_lanes_with_its_header(
                         risks=["stale entries"], next_step="measure memory")
         if c.turn >= 2:
             return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     assert team.run(ws).returncode == 3
     root = run_dir(state_home, ws)
     inbox = json.loads((root / "lanes/lane-1/turns/00002-1/inbox.json").read_text())
@@ -47,19 +51,52 @@ def test_a_valid_report_reaches_the_other_lanes_with_its_header(
     rec = from_2[0]["report"]
     assert from_2[0]["report_id"] == rec["report_id"]
     st = status(ws)
-    assert {k: rec[k] for k in ("run_id", "lane", "role", "actor", "turn", "attempt",
-                                "recovered_from_checkpoint", "status", "summary", "changes",
-                                "evidence", "tests", "risks", "next_step", "deliverable",
-                                "submission", "artifacts")} == {
-        "run_id": st["id"], "lane": "lane-2", "role": "lane_2_actor_a", "actor": "a",
-        "turn": 1, "attempt": 1, "recovered_from_checkpoint": False, "status": "progress",
-        "summary": "tried the cache idea", "changes": ["cache.py added"],
-        "evidence": ["p95 fell from 80 ms to 50 ms"], "tests": ["pytest -q: 12 passed"],
-        "risks": ["stale entries"], "next_step": "measure memory", "deliverable": None,
-        "submission": None, "artifacts": []}
+    assert {
+        k: rec[k]
+        for k in (
+            "run_id",
+            "lane",
+            "role",
+            "actor",
+            "turn",
+            "attempt",
+            "recovered_from_checkpoint",
+            "status",
+            "summary",
+            "changes",
+            "evidence",
+            "tests",
+            "risks",
+            "next_step",
+            "deliverable",
+            "submission",
+            "artifacts",
+        )
+    } == {
+        "run_id": st["id"],
+        "lane": "lane-2",
+        "role": "lane_2_actor_a",
+        "actor": "a",
+        "turn": 1,
+        "attempt": 1,
+        "recovered_from_checkpoint": False,
+        "status": "progress",
+        "summary": "tried the cache idea",
+        "changes": ["cache.py added"],
+        "evidence": ["p95 fell from 80 ms to 50 ms"],
+        "tests": ["pytest -q: 12 passed"],
+        "risks": ["stale entries"],
+        "next_step": "measure memory",
+        "deliverable": None,
+        "submission": None,
+        "artifacts": [],
+    }
     assert rec["at"].endswith("Z")
-    published = [e["payload"]["report_id"] for e in of_kind(events(ws), "report_published")
-                 if e["lane"] == "lane-2"]
+    published = [
+        e["payload"]["report_id"]
+        for e in of_kind(events(ws), "report_published")
+        if e["lane"] == "lane-2"
+    ]
     assert rec["report_id"] == published[0]
     # The prompt shows the same reports as the file.
     prompt = Path(_turn(team, "lane-1", 2)["prompt"]).read_text()
@@ -69,8 +106,11 @@ def test_a_valid_report_reaches_the_other_lanes_with_its_header(
 
 
 def test_failures_are_published_and_a_failed_turn_leaves_its_batch_to_the_partner(
-        ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+    ws: Path, tmp_path: Path
+) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         if c.lane == "lane-1":
             if c.turn == 1:
                 c.wait(lambda _: c.started("lane-2", 2) and c.started("lane-3", 2))
@@ -84,7 +124,8 @@ def test_failures_are_published_and_a_failed_turn_leaves_its_batch_to_the_partne
             sys.exit(1)
         if c.turn >= 3:
             return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     assert team.run(ws).returncode == 3
     t2, t3, t4 = (_turn(team, "lane-1", n) for n in (2, 3, 4))
     assert (t2["role"], t3["role"]) == ("lane_1_actor_b", "lane_1_actor_a")
@@ -100,8 +141,11 @@ def test_failures_are_published_and_a_failed_turn_leaves_its_batch_to_the_partne
 
 
 def test_exec_reports_are_repaired_by_rerunning_the_script(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
-    team = Team(tmp_path / "team", """
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         if c.turn >= 2:
             return c.ok("blocked", "stop here")
         if c.lane == "lane-1":
@@ -111,7 +155,8 @@ def test_exec_reports_are_repaired_by_rerunning_the_script(
         if c.lane == "lane-2" and c.repair:
             return c.ok("progress", "fixed on repair")
         return {"status": "progress"}
-    """)
+    """,
+    )
     assert team.run(ws).returncode == 3
     evs = events(ws)
     one = team.lane_log("lane-1", repairs=True)
@@ -136,30 +181,47 @@ def test_exec_reports_are_repaired_by_rerunning_the_script(
 BAD_REPORTS = {
     "deliverable with status progress": (
         'r = c.deliver({"a.txt": "x"})\nr["status"] = "progress"\nreturn r',
-        "only status deliverable_ready may carry a deliverable"),
+        "only status deliverable_ready may carry a deliverable",
+    ),
     "deliverable_ready without deliverable": (
-        'return c.ok("deliverable_ready")', "requires a deliverable"),
+        'return c.ok("deliverable_ready")',
+        "requires a deliverable",
+    ),
     "submission without deliverable": (
         'return c.ok(submission={"title": "t", "metric": "score", "value": 1, '
-        '"direction": "minimize", "evaluator": "e"})', "submission requires a deliverable"),
+        '"direction": "minimize", "evaluator": "e"})',
+        "submission requires a deliverable",
+    ),
     "infinite value": (
         'return c.deliver({"a.txt": "x"}, submission={"title": "t", "metric": "score", '
-        '"value": float("inf"), "direction": "minimize", "evaluator": "e"})', "finite"),
+        '"value": float("inf"), "direction": "minimize", "evaluator": "e"})',
+        "finite",
+    ),
     "NaN value": (
         'return c.deliver({"a.txt": "x"}, submission={"title": "t", "metric": "score", '
-        '"value": float("nan"), "direction": "minimize", "evaluator": "e"})', "finite"),
+        '"value": float("nan"), "direction": "minimize", "evaluator": "e"})',
+        "finite",
+    ),
     "boolean value": (
         'return c.deliver({"a.txt": "x"}, submission={"title": "t", "metric": "score", '
-        '"value": True, "direction": "minimize", "evaluator": "e"})', "number"),
+        '"value": True, "direction": "minimize", "evaluator": "e"})',
+        "number",
+    ),
     "blank metric": (
         'return c.deliver({"a.txt": "x"}, submission={"title": "t", "metric": "  ", '
-        '"value": 1, "direction": "minimize", "evaluator": "e"})', "blank"),
+        '"value": 1, "direction": "minimize", "evaluator": "e"})',
+        "blank",
+    ),
     "blank title": (
         'return c.deliver({"a.txt": "x"}, submission={"title": "", "metric": "score", '
-        '"value": 1, "direction": "minimize", "evaluator": "e"})', "title"),
+        '"value": 1, "direction": "minimize", "evaluator": "e"})',
+        "title",
+    ),
     "blank evaluator": (
         'return c.deliver({"a.txt": "x"}, submission={"title": "t", "metric": "score", '
-        '"value": 1, "direction": "minimize", "evaluator": " "})', "blank"),
+        '"value": 1, "direction": "minimize", "evaluator": " "})',
+        "blank",
+    ),
     "unknown status": ('return c.ok("done")', "status"),
     "extra key": ('return c.ok(mood="happy")', "mood"),
     "long list item": ('return c.ok(evidence=["x" * 2001])', "2000"),
@@ -168,18 +230,20 @@ BAD_REPORTS = {
 }
 
 
-def test_bad_reports_fail_the_one_turn_with_a_one_line_reason(
-        ws: Path, tmp_path: Path) -> None:
+def test_bad_reports_fail_the_one_turn_with_a_one_line_reason(ws: Path, tmp_path: Path) -> None:
     cases = sorted(BAD_REPORTS)
     lanes = 5
     # Lane k takes cases k, k+5, k+10 on turns 1, 3, 5; valid turns in between keep it unheld.
     body = "cases = " + repr(cases) + "\n"
-    body += (f"i = int(c.lane.split('-')[1]) - 1 + {lanes} * (c.turn // 2)\n"
-             "if c.turn >= 6 or i >= len(cases):\n    return c.ok('blocked', 'stop here')\n"
-             "if c.turn % 2 == 0:\n    return None\n")
+    body += (
+        f"i = int(c.lane.split('-')[1]) - 1 + {lanes} * (c.turn // 2)\n"
+        "if c.turn >= 6 or i >= len(cases):\n    return c.ok('blocked', 'stop here')\n"
+        "if c.turn % 2 == 0:\n    return None\n"
+    )
     for n, case in enumerate(cases):
         body += f"if i == {n}:\n" + "".join(
-            f"    {line}\n" for line in BAD_REPORTS[case][0].splitlines())
+            f"    {line}\n" for line in BAD_REPORTS[case][0].splitlines()
+        )
     team = Team(tmp_path / "team", body)
     assert team.run(ws, f"lanes={lanes}").returncode == 3
     evs = events(ws)
@@ -197,9 +261,10 @@ def test_bad_reports_fail_the_one_turn_with_a_one_line_reason(
     assert all(not ln["held"] or ln["last_status"] == "blocked" for ln in status(ws)["lanes"])
 
 
-def test_delivery_is_capped_at_12_records_per_source_per_turn(
-        ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+def test_delivery_is_capped_at_12_records_per_source_per_turn(ws: Path, tmp_path: Path) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         if c.lane == "lane-1":
             if c.turn == 1:
                 c.wait(lambda _: c.started("lane-2", 14), timeout=90)
@@ -220,10 +285,14 @@ def test_delivery_is_capped_at_12_records_per_source_per_turn(
                 return c.ok("blocked", "stop here")
             return None
         return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     assert team.run(ws, "budget.duration=150s", timeout=180).returncode == 3
-    published = [e["payload"]["report_id"] for e in of_kind(events(ws), "report_published")
-                 if e["lane"] == "lane-2"]
+    published = [
+        e["payload"]["report_id"]
+        for e in of_kind(events(ws), "report_published")
+        if e["lane"] == "lane-2"
+    ]
     assert len(published) == 15
     assert _ids(_turn(team, "lane-1", 2), "lane-2") == published[:12]
     assert _ids(_turn(team, "lane-1", 3), "lane-2") == published[12:13]
@@ -232,8 +301,11 @@ def test_delivery_is_capped_at_12_records_per_source_per_turn(
 
 
 def test_delivery_is_capped_at_128_kib_and_an_oversized_report_comes_as_a_stub(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
-    team = Team(tmp_path / "team", """
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         if c.lane == "lane-1":
             if c.turn == 1:
                 c.wait(lambda _: c.started("lane-2", 6), timeout=60)
@@ -253,12 +325,14 @@ def test_delivery_is_capped_at_128_kib_and_an_oversized_report_comes_as_a_stub(
             c.wait(lambda _: c.flag("release"), timeout=60)
             return c.ok("blocked", "stop here")
         return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     assert team.run(ws).returncode == 3
     evs = events(ws)
     assert [e["kind"] for e in turn_events(evs, "lane-2")] == ["turn_valid"] * 6
-    published = [e["payload"]["report_id"] for e in of_kind(evs, "report_published")
-                 if e["lane"] == "lane-2"]
+    published = [
+        e["payload"]["report_id"] for e in of_kind(evs, "report_published") if e["lane"] == "lane-2"
+    ]
     got = [_ids(_turn(team, "lane-1", n), "lane-2") for n in (2, 3, 4, 5)]
     assert got == [published[0:2], published[2:3], published[3:4], published[4:5]]
     stub = next(d for d in _turn(team, "lane-1", 4)["inbox"] if d["lane"] == "lane-2")
@@ -287,16 +361,18 @@ CHECKPOINTS = {
 
 
 def test_checkpoint_recovery_needs_the_exact_identity_and_a_terminal_phase(
-        ws: Path, tmp_path: Path) -> None:
-    body = ("if c.turn >= 2:\n    return c.ok('blocked', 'stop here')\n"
-            # The other lanes end their first turn only once lanes 1 and 2 were recorded, so
-            # their second turn surely receives what lanes 1 and 2 published.
-            "if c.lane not in ('lane-1', 'lane-2'):\n"
-            "    c.wait(lambda _: c.started('lane-1', 2) and c.started('lane-2', 2))\n"
-            "r = c.ok('progress', 'from the checkpoint')\n")
+    ws: Path, tmp_path: Path
+) -> None:
+    body = (
+        "if c.turn >= 2:\n    return c.ok('blocked', 'stop here')\n"
+        # The other lanes end their first turn only once lanes 1 and 2 were recorded, so
+        # their second turn surely receives what lanes 1 and 2 published.
+        "if c.lane not in ('lane-1', 'lane-2'):\n"
+        "    c.wait(lambda _: c.started('lane-1', 2) and c.started('lane-2', 2))\n"
+        "r = c.ok('progress', 'from the checkpoint')\n"
+    )
     for lane, (code, _) in CHECKPOINTS.items():
-        body += f"if c.lane == {lane!r}:\n" + "".join(
-            f"    {line}\n" for line in code.splitlines())
+        body += f"if c.lane == {lane!r}:\n" + "".join(f"    {line}\n" for line in code.splitlines())
     body += "return c.SKIP\n"
     team = Team(tmp_path / "team", body)
     assert team.run(ws, "lanes=8").returncode == 3
@@ -316,7 +392,9 @@ def test_checkpoint_recovery_needs_the_exact_identity_and_a_terminal_phase(
 
 
 def test_a_checkpoint_of_an_earlier_turn_is_not_used(ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+    team = Team(
+        tmp_path / "team",
+        """
         if c.turn == 1:
             r = c.ok("progress", "turn one, checkpointed")
             c.checkpoint(r)
@@ -324,15 +402,17 @@ def test_a_checkpoint_of_an_earlier_turn_is_not_used(ws: Path, tmp_path: Path) -
         if c.turn == 2 and c.lane == "lane-2":
             return c.SKIP
         return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     assert team.run(ws).returncode == 3
     kinds = [e["kind"] for e in turn_events(events(ws), "lane-2")]
     assert kinds == ["turn_valid", "turn_failed", "turn_valid"]
 
 
-def test_reports_and_checkpoints_are_never_read_through_a_link(
-        ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+def test_reports_and_checkpoints_are_never_read_through_a_link(ws: Path, tmp_path: Path) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         if c.turn >= 2:
             return c.ok("blocked", "stop here")
         good = c.ok("progress", "read through a link")
@@ -355,7 +435,8 @@ def test_reports_and_checkpoints_are_never_read_through_a_link(
             c.checkpoint({**good, "next_step": "caf\\u00e9"})
             c.ckpt.write_bytes(c.ckpt.read_bytes().replace(b"\\\\u00e9", b"\\xe9"))
         return c.SKIP
-    """)
+    """,
+    )
     assert team.run(ws, "lanes=4").returncode == 3
     evs = events(ws)
     for n in (1, 2, 3, 4):

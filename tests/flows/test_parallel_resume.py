@@ -36,8 +36,9 @@ def test_the_same_task_resumes_the_same_run(ws: Path, tmp_path: Path, state_home
     assert len(team.coordinator_log()) == 1
     assert not (run_dir(state_home, ws) / "planning" / "2").exists()
     evs = events(ws)
-    first_reports = {e["lane"]: e["payload"]["report_id"]
-                     for e in of_kind(evs, "report_published")[:3]}
+    first_reports = {
+        e["lane"]: e["payload"]["report_id"] for e in of_kind(evs, "report_published")[:3]
+    }
     for n in (1, 2, 3):
         lane = f"lane-{n}"
         got = [(e["turn"], e["role"], e["attempt"]) for e in team.lane_log(lane)]
@@ -45,21 +46,26 @@ def test_the_same_task_resumes_the_same_run(ws: Path, tmp_path: Path, state_home
         # What the other lanes published in the first run was still waiting.
         second = team.lane_log(lane)[1]
         assert sorted(d["id"] for d in second["inbox"]) == sorted(
-            rid for src, rid in first_reports.items() if src != lane)
+            rid for src, rid in first_reports.items() if src != lane
+        )
     assert len(of_kind(evs, "run_resumed")) == 1
     assert len(of_kind(evs, "planned")) == 1
 
 
 def test_continue_with_a_changed_task_md_replans_in_a_fresh_snapshot(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
     (ws / "TASK.md").write_text("first objective\n")
-    team = Team(tmp_path / "team", """
+    team = Team(
+        tmp_path / "team",
+        """
         if c.flag("phase2"):
             return c.ok("blocked", "stop again")
         if c.lane == "lane-2":
             sys.exit(1)
         return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     # 1. Every lane ends held: lane-2 after two failures, the others blocked.
     proc = team.run(ws, task="continue")
     assert proc.returncode == 3, proc.stderr
@@ -95,16 +101,23 @@ def test_continue_with_a_changed_task_md_replans_in_a_fresh_snapshot(
     assert len(replanned) == 1
     assert sorted(replanned[0]["payload"]["released"]) == ["lane-1", "lane-2", "lane-3"]
     # Released lanes took a turn again, with the right actor and turn number.
-    after = [(e["lane"], e["turn"], e["role"]) for e in team.log()
-             if e["lane"] and e["t"] > coord[1]["t"]]
-    assert sorted(after) == [("lane-1", 2, "lane_1_actor_b"), ("lane-2", 3, "lane_2_actor_a"),
-                             ("lane-3", 2, "lane_3_actor_b")]
+    after = [
+        (e["lane"], e["turn"], e["role"])
+        for e in team.log()
+        if e["lane"] and e["t"] > coord[1]["t"]
+    ]
+    assert sorted(after) == [
+        ("lane-1", 2, "lane_1_actor_b"),
+        ("lane-2", 3, "lane_2_actor_a"),
+        ("lane-3", 2, "lane_3_actor_b"),
+    ]
     lane2 = next(ln for ln in st["lanes"] if ln["lane"] == "lane-2")
     assert lane2["consecutive_failures"] == 0 and lane2["last_status"] == "blocked"
 
 
 def test_the_large_copy_check_counts_only_the_copies_a_resume_makes(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
     (ws / "TASK.md").write_text("first objective\n")
     team = Team(tmp_path / "team", 'return c.ok("blocked", "stop here")')
     assert team.run(ws, task="continue").returncode == 3
@@ -164,14 +177,16 @@ def test_continue_needs_task_md_or_a_run(ws: Path, tmp_path: Path, state_home: P
     assert not state_home.exists()
 
 
-def test_a_killed_engine_resumes_with_the_cut_turns_taken_again(
-        ws: Path, tmp_path: Path) -> None:
-    team = Team(tmp_path / "team", """
+def test_a_killed_engine_resumes_with_the_cut_turns_taken_again(ws: Path, tmp_path: Path) -> None:
+    team = Team(
+        tmp_path / "team",
+        """
         if c.turn == 1 and c.attempt == 1:
             c.save("waiting", "")
             time.sleep(60)
         return c.ok("blocked", "stop here")
-    """)
+    """,
+    )
     engine = team.popen(ws)
     try:
         end = time.time() + 30
@@ -195,21 +210,28 @@ def test_a_killed_engine_resumes_with_the_cut_turns_taken_again(
 
 
 def test_a_turn_cut_by_a_crash_keeps_its_budget_slot_and_is_retaken(
-        ws: Path, tmp_path: Path, state_home: Path) -> None:
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
     """budget.turns=6 over three lanes; the engine is SIGKILLed while the last turn the budget
     allows runs; on --resume that turn is taken again by the same actor with the same number,
     and it counts once: no other lane gets its slot."""
-    team = Team(tmp_path / "team", """
+    team = Team(
+        tmp_path / "team",
+        """
         if c.lane == "lane-3" and c.attempt == 1:
             c.wait(lambda _: c.flag("never"), timeout=60)
-    """)
+    """,
+    )
     engine = team.popen(ws, "budget.turns=6")
     try:
         deadline = time.time() + 60
         while time.time() < deadline:
             st = status(ws) if (state_home / "runs").exists() else None
-            if st and st["budget"]["turns"]["used"] == 5 and any(
-                    ln["in_flight"] for ln in st["lanes"] if ln["lane"] == "lane-3"):
+            if (
+                st
+                and st["budget"]["turns"]["used"] == 5
+                and any(ln["in_flight"] for ln in st["lanes"] if ln["lane"] == "lane-3")
+            ):
                 break
             time.sleep(0.05)
         else:
@@ -224,10 +246,15 @@ def test_a_turn_cut_by_a_crash_keeps_its_budget_slot_and_is_retaken(
     proc = team.run(ws, "budget.turns=6")  # the same command: it picks the run up
     assert proc.returncode == 0, proc.stderr
     assert "budget turns is spent" in proc.stderr
-    after = [e for e in team.log() if (e["lane"] and (e["lane"], e["turn"]) not in before)
-             or (e["lane"] == "lane-3" and e["attempt"] == 2)]
+    after = [
+        e
+        for e in team.log()
+        if (e["lane"] and (e["lane"], e["turn"]) not in before)
+        or (e["lane"] == "lane-3" and e["attempt"] == 2)
+    ]
     assert [(e["lane"], e["turn"], e["role"], e["attempt"]) for e in after] == [
-        ("lane-3", 1, "lane_3_actor_a", 2)]
+        ("lane-3", 1, "lane_3_actor_a", 2)
+    ]
     st = status(ws)
     assert st["budget"]["turns"]["used"] == 6
     turns = [e for e in events(ws) if e["kind"] in ("turn_valid", "turn_failed") and e["lane"]]

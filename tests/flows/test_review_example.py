@@ -30,9 +30,11 @@ PICKY = """
 def _run(tmp_path: Path, reviewer_b: str, *params: str) -> tuple[int, Path, str]:
     ws = tmp_path / "ws"
     ws.mkdir()
-    agents = {"author": actor(tmp_path, "author.sh", AUTHOR),
-              "reviewer_a": actor(tmp_path, "approve.sh", APPROVE),
-              "reviewer_b": actor(tmp_path, "b.sh", reviewer_b)}
+    agents = {
+        "author": actor(tmp_path, "author.sh", AUTHOR),
+        "reviewer_a": actor(tmp_path, "approve.sh", APPROVE),
+        "reviewer_b": actor(tmp_path, "b.sh", reviewer_b),
+    }
     args = ["exec", "-f", str(EXAMPLE)]
     for role, path in agents.items():
         args += ["-a", f"{role}=exec:{path}"]
@@ -50,8 +52,9 @@ def test_the_example_runs_until_both_reviewers_approve(tmp_path: Path) -> None:
     assert st["flow"] == "review" and st["draft"] == 2
     assert st["flow_source"] == f"path:{EXAMPLE}"
     # The rejected draft's comments reached the author's second prompt.
-    second = [e for e in run_events(ws) if e["kind"] == "turn_started"
-              and e["actor"] == "author"][1]
+    second = [e for e in run_events(ws) if e["kind"] == "turn_started" and e["actor"] == "author"][
+        1
+    ]
     assert second["payload"]["turn"] == 2
 
 
@@ -72,8 +75,7 @@ def test_a_bad_verdict_is_repaired_in_the_same_turn(tmp_path: Path) -> None:
     """
     code, ws, err = _run(tmp_path, sloppy)
     assert code == 0, err
-    valid = [e for e in run_events(ws) if e["kind"] == "turn_valid"
-             and e["actor"] == "reviewer_b"]
+    valid = [e for e in run_events(ws) if e["kind"] == "turn_valid" and e["actor"] == "reviewer_b"]
     assert len(valid) == 1 and valid[0]["payload"]["repairs"] == 1
 
 
@@ -84,11 +86,17 @@ def test_the_example_decider_alone() -> None:
     assert isinstance(first, StartTurn) and first.role == "author"
     state = flow.evolve(state, events.TurnValid(actor="author", turn=1, result={}))
     assert [c.role for c in flow.decide(state, 0.0) if isinstance(c, StartTurn)] == [
-        "reviewer_a", "reviewer_b"]
-    state = flow.evolve(state, events.TurnValid(actor="reviewer_a", turn=1,
-                                                result={"approve": False, "comments": ["x"]}))
-    state = flow.evolve(state, events.TurnValid(actor="reviewer_b", turn=1,
-                                                result={"approve": True, "comments": []}))
+        "reviewer_a",
+        "reviewer_b",
+    ]
+    state = flow.evolve(
+        state,
+        events.TurnValid(actor="reviewer_a", turn=1, result={"approve": False, "comments": ["x"]}),
+    )
+    state = flow.evolve(
+        state,
+        events.TurnValid(actor="reviewer_b", turn=1, result={"approve": True, "comments": []}),
+    )
     [again] = flow.decide(state, 0.0)
     assert isinstance(again, StartTurn) and (again.role, again.number) == ("author", 2)
 

@@ -20,11 +20,17 @@ def test_a_variant_loads_by_its_name_and_is_listed_with_the_builtins() -> None:
     assert source == "builtin:parallel_flame_chase:git_pr" and len(digest) == 64
 
 
-@pytest.mark.parametrize(("ref", "message"), [
-    ("parallel_flame_chase:nope",
-     "flow parallel_flame_chase has no variant 'nope'; its variants: "
-     "parallel_flame_chase:git_pr"),
-    ("flame_chase:git_pr", "flow flame_chase has no variant 'git_pr'; its variants: none")])
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        (
+            "parallel_flame_chase:nope",
+            "flow parallel_flame_chase has no variant 'nope'; its variants: "
+            "parallel_flame_chase:git_pr",
+        ),
+        ("flame_chase:git_pr", "flow flame_chase has no variant 'git_pr'; its variants: none"),
+    ],
+)
 def test_an_unknown_variant_is_refused_naming_the_known_ones(ref: str, message: str) -> None:
     with pytest.raises(FlowNotFound) as info:
         load_flow(ref)
@@ -38,21 +44,27 @@ def test_a_path_with_a_colon_is_still_a_path(tmp_path: Path) -> None:
 
 
 def test_exec_refuses_an_unknown_variant_with_exit_2_and_writes_nothing(
-        source_tree: Path, state_home: Path) -> None:
-    proc = cli("exec", "-f", "parallel_flame_chase:nope", "-p", "budget.turns=1", "go",
-               cwd=source_tree)
+    source_tree: Path, state_home: Path
+) -> None:
+    proc = cli(
+        "exec", "-f", "parallel_flame_chase:nope", "-p", "budget.turns=1", "go", cwd=source_tree
+    )
     assert proc.returncode == 2
-    assert proc.stderr.strip() == ("flamechase exec: error: flow parallel_flame_chase has no "
-                                   "variant 'nope'; its variants: parallel_flame_chase:git_pr")
+    assert proc.stderr.strip() == (
+        "flamechase exec: error: flow parallel_flame_chase has no "
+        "variant 'nope'; its variants: parallel_flame_chase:git_pr"
+    )
     assert not state_home.exists()
 
 
 def test_the_variant_needs_an_evaluator(source_tree: Path, state_home: Path) -> None:
-    proc = cli("exec", "-f", "parallel_flame_chase:git_pr", "-p", "budget.turns=1", "go",
-               cwd=source_tree)
+    proc = cli(
+        "exec", "-f", "parallel_flame_chase:git_pr", "-p", "budget.turns=1", "go", cwd=source_tree
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "flamechase exec: error: param evaluator: parallel_flame_chase:git_pr needs -p "
         "evaluator='COMMAND': the runtime runs it on main and on every candidate to decide "
-        "what is merged")
+        "what is merged"
+    )
     assert not state_home.exists()

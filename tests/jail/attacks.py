@@ -19,7 +19,7 @@ from flamechase import jail
 from flamechase.jail import JailSpec
 
 # The attacks, one function each: op_<name>(target, extra); an OSError means refused.
-OPS = r'''
+OPS = r"""
 import errno, json, os, signal, sys
 
 def op_write(t, x):
@@ -123,16 +123,27 @@ def try_all(attempts):
         except OSError as exc:
             results[name] = "refused: " + errno.errorcode.get(exc.errno or 0, str(exc))
     return results
-'''
+"""
 
-ATTACKER = OPS + '''
+ATTACKER = (
+    OPS
+    + """
 print(json.dumps(try_all(json.loads(os.environ["ATTEMPTS"]))))
-'''
+"""
+)
 
 # ops that change a file's content or the directory that holds it; those that remove the
 # file come last, so that unconfined every attempt meets the file still there
-CONTENT_OPS = ("write", "truncate", "via_symlink", "via_hardlink", "via_proc_root",
-               "via_relative", "via_fd_reopen", "via_opath_reopen")
+CONTENT_OPS = (
+    "write",
+    "truncate",
+    "via_symlink",
+    "via_hardlink",
+    "via_proc_root",
+    "via_relative",
+    "via_fd_reopen",
+    "via_opath_reopen",
+)
 REMOVING_OPS = ("rename_over", "rename_out", "unlink")
 DIR_OPS = ("create", "mkdir", "mkfifo", "symlink_in")
 METADATA_OPS = ("chmod", "chown", "utime", "xattr")
@@ -142,23 +153,38 @@ Attempt = tuple[str, str, str, str]
 
 def file_attacks(label: str, target: Path, place: Path) -> list[Attempt]:
     """Every content and metadata attack on one file, the attacker's own place as the base."""
-    return [(f"{label}:{op}", op, str(target), str(place))
-            for op in (*CONTENT_OPS, *METADATA_OPS, *REMOVING_OPS)]
+    return [
+        (f"{label}:{op}", op, str(target), str(place))
+        for op in (*CONTENT_OPS, *METADATA_OPS, *REMOVING_OPS)
+    ]
 
 
 def dir_attacks(label: str, target: Path) -> list[Attempt]:
     return [(f"{label}:{op}", op, str(target), "") for op in (*DIR_OPS, *METADATA_OPS)]
 
 
-def attack(spec: JailSpec, attempts: list[Attempt], *, env: Mapping[str, str] | None = None,
-           prefix: list[str] | None = None, timeout: float = 60) -> dict[str, str]:
+def attack(
+    spec: JailSpec,
+    attempts: list[Attempt],
+    *,
+    env: Mapping[str, str] | None = None,
+    prefix: list[str] | None = None,
+    timeout: float = 60,
+) -> dict[str, str]:
     """Run the attacker in `spec`'s jail (under `prefix`, e.g. a privilege drop); its results."""
     argv = jail.wrap([sys.executable, "-I", "-c", ATTACKER], spec)
     full_env = dict(os.environ if env is None else env)
     full_env["ATTEMPTS"] = json.dumps(attempts)
-    done = subprocess.run([*(prefix or []), *argv], cwd=spec.place, env=full_env,
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, start_new_session=True)  # as agents are
+    done = subprocess.run(
+        [*(prefix or []), *argv],
+        cwd=spec.place,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # as agents are
     assert done.returncode == 0, done.stderr
     results: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])
     return results

@@ -16,7 +16,8 @@ PROBE = probe()
 needs_bwrap = pytest.mark.skipif(not PROBE.bwrap_ok, reason=str(PROBE.bwrap_reason))
 needs_landlock = pytest.mark.skipif(not PROBE.landlock_ok, reason=str(PROBE.landlock_reason))
 needs_scoping = pytest.mark.skipif(
-    not PROBE.landlock_scopes, reason="Landlock ABI below 6: no signal scoping on this kernel")
+    not PROBE.landlock_scopes, reason="Landlock ABI below 6: no signal scoping on this kernel"
+)
 MODES = [pytest.param("bwrap", marks=needs_bwrap), pytest.param("landlock", marks=needs_landlock)]
 LANES = ("lane-1", "lane-2", "lane-3")
 
@@ -104,26 +105,67 @@ def planning_attempt(layout: RunLayout, n: int, attempt: int, role: str) -> Path
 
 
 def _places(layout: RunLayout, lanes: tuple[str, ...]) -> dict[str, Path]:
-    return {**{f"lanes/{ln}": lane_place(layout, ln) for ln in lanes if ln != "lane-1"},
-            "planning/1": planning_place(layout, 1)}
+    return {
+        **{f"lanes/{ln}": lane_place(layout, ln) for ln in lanes if ln != "lane-1"},
+        "planning/1": planning_place(layout, 1),
+    }
 
 
-def lane_jail(mode: Mode, layout: RunLayout, lane: str, *, lanes: tuple[str, ...],
-              place: Path, turn_dir: Path | None, cli: str | None, role: str, source: Path,
-              state_home: Path) -> JailSpec:
+def lane_jail(
+    mode: Mode,
+    layout: RunLayout,
+    lane: str,
+    *,
+    lanes: tuple[str, ...],
+    place: Path,
+    turn_dir: Path | None,
+    cli: str | None,
+    role: str,
+    source: Path,
+    state_home: Path,
+) -> JailSpec:
     """The jail the engine builds for a turn of `lane` of parallel_flame_chase."""
     name = "source" if place == source else f"lanes/{lane}"
-    return turn_jail(mode, layout, lane=lane, place=name, place_path=place, turn_dir=turn_dir,
-                     cli=cli, role=role, source=source, state_home=state_home, lanes=lanes,
-                     places=_places(layout, lanes))
+    return turn_jail(
+        mode,
+        layout,
+        lane=lane,
+        place=name,
+        place_path=place,
+        turn_dir=turn_dir,
+        cli=cli,
+        role=role,
+        source=source,
+        state_home=state_home,
+        lanes=lanes,
+        places=_places(layout, lanes),
+    )
 
 
-def planning_jail(mode: Mode, layout: RunLayout, n: int, attempt: int, *,
-                  lanes: tuple[str, ...], cli: str, role: str, source: Path,
-                  state_home: Path) -> JailSpec:
+def planning_jail(
+    mode: Mode,
+    layout: RunLayout,
+    n: int,
+    attempt: int,
+    *,
+    lanes: tuple[str, ...],
+    cli: str,
+    role: str,
+    source: Path,
+    state_home: Path,
+) -> JailSpec:
     """The jail the engine builds for the coordinator's planning session."""
-    return turn_jail(mode, layout, lane=None, place=f"planning/{n}",
-                     place_path=planning_place(layout, n),
-                     turn_dir=planning_attempt(layout, n, attempt, role), cli=cli, role=role,
-                     source=source, state_home=state_home, lanes=lanes,
-                     places=_places(layout, lanes))
+    return turn_jail(
+        mode,
+        layout,
+        lane=None,
+        place=f"planning/{n}",
+        place_path=planning_place(layout, n),
+        turn_dir=planning_attempt(layout, n, attempt, role),
+        cli=cli,
+        role=role,
+        source=source,
+        state_home=state_home,
+        lanes=lanes,
+        places=_places(layout, lanes),
+    )

@@ -20,15 +20,23 @@ OLD_LANDLOCK = Probe(bwrap_reason=NO_BWRAP, landlock_abi=3)
 NOTHING = Probe(bwrap_reason="bubblewrap is not installed", landlock_abi=0)
 
 
-@pytest.mark.parametrize(("requested", "probe", "mode"), [
-    ("auto", EVERYTHING, "bwrap"), ("auto", LANDLOCK_ONLY, "landlock"),
-    ("bwrap", EVERYTHING, "bwrap"), ("landlock", EVERYTHING, "landlock"),
-    ("off", EVERYTHING, "off"), ("off", NOTHING, "off")])
+@pytest.mark.parametrize(
+    ("requested", "probe", "mode"),
+    [
+        ("auto", EVERYTHING, "bwrap"),
+        ("auto", LANDLOCK_ONLY, "landlock"),
+        ("bwrap", EVERYTHING, "bwrap"),
+        ("landlock", EVERYTHING, "landlock"),
+        ("off", EVERYTHING, "off"),
+        ("off", NOTHING, "off"),
+    ],
+)
 def test_sandbox_param_picks_the_jail(requested: str, probe: Probe, mode: str) -> None:
     choice = choose(requested, probe)
     assert choice.mode == mode
     assert choice.notices and choice.notices[-1] == summary(
-        choice.mode, scoped=probe.landlock_scopes)
+        choice.mode, scoped=probe.landlock_scopes
+    )
 
 
 def test_auto_says_out_loud_why_it_fell_back_to_landlock() -> None:
@@ -36,14 +44,21 @@ def test_auto_says_out_loud_why_it_fell_back_to_landlock() -> None:
     assert notices[0] == f"{NO_BWRAP}: falling back to Landlock"
 
 
-@pytest.mark.parametrize(("requested", "probe", "needle"), [
-    ("auto", NOTHING, "no jail can run here: bubblewrap is not installed, and this kernel "
-                      "has no Landlock"),
-    ("bwrap", LANDLOCK_ONLY, f"sandbox=bwrap: {NO_BWRAP}"),
-    ("landlock", NOTHING, "sandbox=landlock: this kernel has no Landlock"),
-])
+@pytest.mark.parametrize(
+    ("requested", "probe", "needle"),
+    [
+        (
+            "auto",
+            NOTHING,
+            "no jail can run here: bubblewrap is not installed, and this kernel has no Landlock",
+        ),
+        ("bwrap", LANDLOCK_ONLY, f"sandbox=bwrap: {NO_BWRAP}"),
+        ("landlock", NOTHING, "sandbox=landlock: this kernel has no Landlock"),
+    ],
+)
 def test_a_jail_that_cannot_run_is_refused_never_silently_skipped(
-        requested: str, probe: Probe, needle: str) -> None:
+    requested: str, probe: Probe, needle: str
+) -> None:
     with pytest.raises(SandboxUnavailable) as caught:
         choose(requested, probe)
     message = str(caught.value)
@@ -61,8 +76,8 @@ def test_landlock_below_abi_6_says_it_does_not_stop_signals() -> None:
 
 def _readme_rows() -> dict[str, str]:
     text = README.read_text()
-    section = text[text.index("## Containment"):]
-    section = section[:section.index("\n## ", 1)]
+    section = text[text.index("## Containment") :]
+    section = section[: section.index("\n## ", 1)]
     rows = {}
     for line in section.splitlines():
         m = re.match(r"\| `(\w+)`", line)

@@ -30,7 +30,9 @@ from tests.test_hostile_agents import HEAD, _attempts, _run, _run_dir, _source, 
 
 MODES = [pytest.param("bwrap", marks=needs_bwrap), pytest.param("landlock", marks=needs_landlock)]
 
-FILES = OPS + r'''
+FILES = (
+    OPS
+    + r"""
 other = "lane-3" if lane == "lane-2" else "lane-2"
 if turn == 1:
     text = E["ATTEMPTS"].replace("{run}", run_dir).replace("{ws}", ws).replace("{other}", other)
@@ -39,16 +41,20 @@ if turn == 1:
     progress()
 else:
     done()
-'''
+"""
+)
 
 
 def _file_attempts(src: Path) -> list[tuple[str, str, str, str]]:
     run, ws, other = Path("{run}"), Path("{ws}"), "{other}"
     return [
-        *file_attacks("source", src / "secret.txt", ws), *dir_attacks("source_dir", src),
+        *file_attacks("source", src / "secret.txt", ws),
+        *dir_attacks("source_dir", src),
         *dir_attacks("source_pkg", src / "pkg"),
-        *file_attacks("run.db", run / "run.db", ws), *dir_attacks("run_dir", run),
-        *dir_attacks("blobs", run / "blobs"), *dir_attacks("lane1_dir", run / "lanes/lane-1"),
+        *file_attacks("run.db", run / "run.db", ws),
+        *dir_attacks("run_dir", run),
+        *dir_attacks("blobs", run / "blobs"),
+        *dir_attacks("lane1_dir", run / "lanes/lane-1"),
         *file_attacks("other_copy", run / "lanes" / other / "workspace/secret.txt", ws),
         ("read:other_copy", "read", str(run / "lanes" / other / "workspace/secret.txt"), ""),
         ("list:other_copy", "read", str(run / "lanes" / other / "workspace"), ""),
@@ -57,29 +63,39 @@ def _file_attempts(src: Path) -> list[tuple[str, str, str, str]]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_hostile_lanes_change_nothing_outside_their_copies(
-        tmp_path: Path, state_home: Path, mode: Mode) -> None:
+    tmp_path: Path, state_home: Path, mode: Mode
+) -> None:
     src = _source(tmp_path)
     before = _tree(src)
-    proc = _run(tmp_path, src, FILES, params=f",sandbox={mode}", attackers=2,
-                env={"ATTEMPTS": json.dumps(_file_attempts(src))})
+    proc = _run(
+        tmp_path,
+        src,
+        FILES,
+        params=f",sandbox={mode}",
+        attackers=2,
+        env={"ATTEMPTS": json.dumps(_file_attempts(src))},
+    )
     assert proc.returncode == 3, proc.stderr
     run_dir = _run_dir(state_home, src)
     tried = _attempts(run_dir, "lane-2")
     assert len(tried) == len(_file_attempts(src))
     leaks = escaped(tried)
     if mode == "landlock":  # what jail.coverage says Landlock leaves open
-        leaks = {k: v for k, v in leaks.items()
-                 if k.rsplit(":", 1)[-1] not in METADATA_OPS
-                 and not k.startswith(("read:", "list:"))}
+        leaks = {
+            k: v
+            for k, v in leaks.items()
+            if k.rsplit(":", 1)[-1] not in METADATA_OPS and not k.startswith(("read:", "list:"))
+        }
     assert leaks == {}, leaks
     assert _tree(src) == before
     assert check_run(run_dir) == []
     notices = [e["payload"]["message"] for e in events(src) if e["kind"] == "notice"]
-    assert any(("bubblewrap jail" if mode == "bwrap" else "Landlock jail") in n
-               for n in notices), notices
+    assert any(("bubblewrap jail" if mode == "bwrap" else "Landlock jail") in n for n in notices), (
+        notices
+    )
 
 
-LANE_ONE = r'''#!/bin/bash
+LANE_ONE = r"""#!/bin/bash
 if [ -z "$FLAMECHASE_LANE" ]; then
   sep=; printf '{"lanes":[' > "$FLAMECHASE_REPORT"
   for l in ${FLAMECHASE_LANES//,/ }; do
@@ -97,9 +113,11 @@ for i in $(seq 200); do
   [ -e "$FLAMECHASE_RUN_DIR/lanes/lane-2/ATTACKED" ] && break; sleep 0.05
 done
 echo '{"status":"progress","summary":"lane 1 lived through it"}' > "$FLAMECHASE_REPORT"
-'''
+"""
 
-SIGNALS = OPS + r'''
+SIGNALS = (
+    OPS
+    + r"""
 def wait_for(path):
     for _ in range(400):
         if os.path.exists(path):
@@ -120,7 +138,8 @@ if turn == 1:
     progress()
 else:
     done()
-'''
+"""
+)
 
 
 def _host_pid_of(script: Path, timeout: float) -> int:
@@ -137,17 +156,23 @@ def _host_pid_of(script: Path, timeout: float) -> int:
                 env = (entry / "environ").read_bytes()
             except OSError:
                 continue
-            if str(script).encode() in argv and b"FLAMECHASE_LANE=lane-1" in env and \
-                    not argv[0].endswith((b"bwrap", b"env")):
+            if (
+                str(script).encode() in argv
+                and b"FLAMECHASE_LANE=lane-1" in env
+                and not argv[0].endswith((b"bwrap", b"env"))
+            ):
                 return int(entry.name)
         _time.sleep(0.05)
     raise AssertionError(f"no lane-1 turn of {script} appeared")
 
 
-@pytest.mark.parametrize("mode", [pytest.param("bwrap", marks=needs_bwrap),
-                                  pytest.param("landlock", marks=needs_scoping)])
+@pytest.mark.parametrize(
+    "mode",
+    [pytest.param("bwrap", marks=needs_bwrap), pytest.param("landlock", marks=needs_scoping)],
+)
 def test_a_hostile_lane_cannot_kill_the_engine_or_lane_one_nor_leave_a_daemon(
-        tmp_path: Path, state_home: Path, mode: Mode) -> None:
+    tmp_path: Path, state_home: Path, mode: Mode
+) -> None:
     src = _source(tmp_path)
     pids = tmp_path / "pids"
     pids.mkdir()
@@ -158,14 +183,30 @@ def test_a_hostile_lane_cannot_kill_the_engine_or_lane_one_nor_leave_a_daemon(
         script.chmod(0o755)
     marker = f"fc-daemon-{uuid.uuid4().hex}"
     env = dict(os.environ, SRC=str(src), PIDS=str(pids), DAEMON=DAEMON, MARKER=marker)
-    argv = [*FLAMECHASE, "exec", "-f", "parallel_flame_chase",
-            "-a", f"coordinator=exec:{one}",
-            "-a", f"lane_1_actor_a=exec:{one},lane_1_actor_b=exec:{one}",
-            "-a", f"lane_2_actor_a=exec:{two},lane_2_actor_b=exec:{two}",
-            "-p", f"lanes=2,budget.turns=40,rest_seconds=0.05,turn_timeout=60,sandbox={mode}",
-            "hostile agents"]
-    engine = subprocess.Popen(argv, cwd=src, env=env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    argv = [
+        *FLAMECHASE,
+        "exec",
+        "-f",
+        "parallel_flame_chase",
+        "-a",
+        f"coordinator=exec:{one}",
+        "-a",
+        f"lane_1_actor_a=exec:{one},lane_1_actor_b=exec:{one}",
+        "-a",
+        f"lane_2_actor_a=exec:{two},lane_2_actor_b=exec:{two}",
+        "-p",
+        f"lanes=2,budget.turns=40,rest_seconds=0.05,turn_timeout=60,sandbox={mode}",
+        "hostile agents",
+    ]
+    engine = subprocess.Popen(
+        argv,
+        cwd=src,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         (pids / "engine.tmp").write_text(str(engine.pid))
         (pids / "engine.tmp").rename(pids / "engine")
@@ -177,8 +218,11 @@ def test_a_hostile_lane_cannot_kill_the_engine_or_lane_one_nor_leave_a_daemon(
         tried = _attempts(_run_dir(state_home, src))
         assert set(tried) == {"engine", "engine_group", "lane1_agent", "lane1_group"}
         assert escaped(tried) == {}, tried
-        lane1 = [e for e in events(src) if e["lane"] == "lane-1"
-                 and e["kind"] in ("turn_valid", "turn_failed")]
+        lane1 = [
+            e
+            for e in events(src)
+            if e["lane"] == "lane-1" and e["kind"] in ("turn_valid", "turn_failed")
+        ]
         assert lane1 and all(e["kind"] == "turn_valid" for e in lane1), lane1
         assert status(src)["status"] == "held"
         assert _gone(marker) == []
@@ -190,45 +234,65 @@ def test_a_hostile_lane_cannot_kill_the_engine_or_lane_one_nor_leave_a_daemon(
 
 
 def test_without_a_jail_the_engine_still_starts_with_its_reason_said(
-        tmp_path: Path, state_home: Path) -> None:
+    tmp_path: Path, state_home: Path
+) -> None:
     """sandbox=off runs, and says at the start what that leaves open."""
     src = _source(tmp_path)
     proc = _run(tmp_path, src, "done()\n", params=",sandbox=off")
     assert proc.returncode == 3, proc.stderr
     notices = [e["payload"]["message"] for e in events(src) if e["kind"] == "notice"]
-    assert any(n.startswith("every agent and measurement: no jail (sandbox=off)")
-               for n in notices), notices
+    assert any(
+        n.startswith("every agent and measurement: no jail (sandbox=off)") for n in notices
+    ), notices
 
 
-
-DELIVER = r'''
+DELIVER = r"""
 if turn == 1:
     os.makedirs(os.path.join(art, "pkg"), exist_ok=True)
     open(os.path.join(art, "pkg", "fix.py"), "w").write("FIX = 1\n")
     deliver(["pkg/fix.py"])
 else:
     done()
-'''
+"""
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_lane_one_integrates_an_artifact_from_inside_its_jail(
-        tmp_path: Path, state_home: Path, mode: Mode) -> None:
+    tmp_path: Path, state_home: Path, mode: Mode
+) -> None:
     """What the new engine's lane 1 does under its jail: read the run store and the frozen
     blobs (read-only to it) and extract a package into the source (its place)."""
     src = _source(tmp_path)
     proc = _run(tmp_path, src, DELIVER, params=",sandbox=off")
     assert proc.returncode == 3, proc.stderr
     run_dir = _run_dir(state_home, src)
-    report = next(e["payload"]["report_id"] for e in events(src)
-                  if e["kind"] == "report_published" and e["lane"] == "lane-2")
+    report = next(
+        e["payload"]["report_id"]
+        for e in events(src)
+        if e["kind"] == "report_published" and e["lane"] == "lane-2"
+    )
     layout = RunLayout(run_dir)
-    spec = lane_jail(mode, layout, "lane-1", lanes=("lane-1", "lane-2"), place=src,
-                     turn_dir=layout.turn_dir("lane-1", 1, 1), cli="exec",
-                     role="lane_1_actor_a", source=src, state_home=state_home)
+    spec = lane_jail(
+        mode,
+        layout,
+        "lane-1",
+        lanes=("lane-1", "lane-2"),
+        place=src,
+        turn_dir=layout.turn_dir("lane-1", 1, 1),
+        cli="exec",
+        role="lane_1_actor_a",
+        source=src,
+        state_home=state_home,
+    )
     ready(spec)
     argv = [*FLAMECHASE, "artifacts", run_dir.name, report, "--extract", str(src / "got")]
-    done = subprocess.run(jail.wrap(argv, spec), cwd=src, capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        jail.wrap(argv, spec),
+        cwd=src,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     assert (src / "got" / "pkg" / "fix.py").read_text() == "FIX = 1\n"

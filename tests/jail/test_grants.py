@@ -19,9 +19,16 @@ from tests.jail.conftest import MODES, needs_bwrap
 
 
 def _sh(spec: JailSpec, script: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(jail.wrap(["/bin/sh", "-c", script], spec), cwd=spec.place,
-                          capture_output=True, text=True, timeout=60, check=False,
-                          env={**os.environ, **env}, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        jail.wrap(["/bin/sh", "-c", script], spec),
+        cwd=spec.place,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture
@@ -51,7 +58,7 @@ def test_under_bubblewrap_tmp_is_the_private_tmpdir(off_tmp: Path) -> None:
 def test_tmp_is_kept_when_the_place_lives_under_it(tmp_path: Path) -> None:
     spec = JailSpec(mode="bwrap", place=tmp_path, tmp=tmp_path / "tmp")
     argv = bwrap_argv(["true"], spec)
-    assert str(tmp_path / "tmp") not in argv[:argv.index("--chdir")]  # not bound over /tmp
+    assert str(tmp_path / "tmp") not in argv[: argv.index("--chdir")]  # not bound over /tmp
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -60,8 +67,9 @@ def test_a_protected_path_inside_a_grant_is_never_writable(tmp_path: Path, mode:
     (outer / "inner").mkdir(parents=True)
     place = tmp_path / "ws"
     place.mkdir()
-    spec = JailSpec(mode=mode, place=place, tmp=tmp_path / "t", grants=(outer,),
-                    protected=(outer / "inner",))
+    spec = JailSpec(
+        mode=mode, place=place, tmp=tmp_path / "t", grants=(outer,), protected=(outer / "inner",)
+    )
     ready(spec)
     done = _sh(spec, f"echo x > {outer}/inner/f; echo x > {outer}/f; ls {outer}")
     assert not (outer / "inner" / "f").exists()
@@ -72,7 +80,8 @@ def test_a_protected_path_inside_a_grant_is_never_writable(tmp_path: Path, mode:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_cli_with_a_dotfile_in_home_rewrites_it_in_its_private_home(
-        tmp_path: Path, mode: Mode, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, mode: Mode, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = tmp_path / "real-home"
     (real / ".claude").mkdir(parents=True)
     (real / ".claude.json").write_text('{"n": 1}\n')
@@ -81,14 +90,23 @@ def test_a_cli_with_a_dotfile_in_home_rewrites_it_in_its_private_home(
     assert needs_home(state) and not needs_home(state[:1])
     place = tmp_path / "ws"
     place.mkdir()
-    spec = JailSpec(mode=mode, place=place, tmp=tmp_path / "t", state=state,
-                    home=tmp_path / "homes" / "lane_2_actor_a", user_home=real)
+    spec = JailSpec(
+        mode=mode,
+        place=place,
+        tmp=tmp_path / "t",
+        state=state,
+        home=tmp_path / "homes" / "lane_2_actor_a",
+        user_home=real,
+    )
     ready(spec)
     # What claude does: its state directory written in place, its dotfile replaced by rename.
-    done = _sh(spec, 'echo session > "$HOME/.claude/s" && echo cache > "$HOME/.cache/claude-cli/c"'
-                     ' && echo \'{"n": 2}\' > "$HOME/.claude.json.tmp"'
-                     ' && mv "$HOME/.claude.json.tmp" "$HOME/.claude.json"'
-                     f' && echo $HOME && (echo x > {real}/elsewhere || true)')
+    done = _sh(
+        spec,
+        'echo session > "$HOME/.claude/s" && echo cache > "$HOME/.cache/claude-cli/c"'
+        ' && echo \'{"n": 2}\' > "$HOME/.claude.json.tmp"'
+        ' && mv "$HOME/.claude.json.tmp" "$HOME/.claude.json"'
+        f" && echo $HOME && (echo x > {real}/elsewhere || true)",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] == str(spec.home)
     assert (real / ".claude" / "s").read_text() == "session\n"  # the real state directory
@@ -100,8 +118,12 @@ def test_a_cli_with_a_dotfile_in_home_rewrites_it_in_its_private_home(
 
 def test_the_writable_roots_are_the_outermost_existing_grants(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
-    spec = JailSpec(mode="landlock", place=tmp_path / "ws", tmp=tmp_path,
-                    grants=(tmp_path / "ws", tmp_path / "missing"))
+    spec = JailSpec(
+        mode="landlock",
+        place=tmp_path / "ws",
+        tmp=tmp_path,
+        grants=(tmp_path / "ws", tmp_path / "missing"),
+    )
     assert spec.writable() == (tmp_path,)
     assert spec.confined and not JailSpec(mode="off", place=tmp_path, tmp=tmp_path).confined
 

@@ -34,7 +34,7 @@ from tests.jail.conftest import (
 
 FAR = 60.0
 
-DAEMON = r'''
+DAEMON = r"""
 import os, signal, sys, time
 marker, beat, how = sys.argv[1], sys.argv[2], sys.argv[3]
 LOOP = ("import signal, sys, time\n"
@@ -56,9 +56,9 @@ if how == "stay":  # a turn that ignores SIGTERM and must be cut
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
         time.sleep(1)
-'''
+"""
 
-TRAP = r'''
+TRAP = r"""
 import signal, sys, time
 def on_term(sig, frame):
     open(sys.argv[1], "w").write("TERM")
@@ -67,13 +67,22 @@ signal.signal(signal.SIGTERM, on_term)
 print("ready", flush=True)
 while True:
     time.sleep(1)
-'''
+"""
 
 
 def _spec(g: Grounds, mode: Mode, lane: str = "lane-2") -> JailSpec:
-    spec = lane_jail(mode, g.layout, lane, lanes=LANES, place=lane_place(g.layout, lane),
-                     turn_dir=g.turn_dir(lane), cli="exec", role=f"{lane}_actor_a",
-                     source=g.source, state_home=g.state_home)
+    spec = lane_jail(
+        mode,
+        g.layout,
+        lane,
+        lanes=LANES,
+        place=lane_place(g.layout, lane),
+        turn_dir=g.turn_dir(lane),
+        cli="exec",
+        role=f"{lane}_actor_a",
+        source=g.source,
+        state_home=g.state_home,
+    )
     ready(spec)
     return spec
 
@@ -161,7 +170,8 @@ def test_without_a_jail_the_scrubbed_daemon_outlives_its_turn(grounds: Grounds) 
 
 @needs_bwrap
 def test_a_cut_turn_deaf_to_sigterm_takes_its_daemon_down_under_bubblewrap(
-        grounds: Grounds) -> None:
+    grounds: Grounds,
+) -> None:
     spec = _spec(grounds, "bwrap")
     marker, argv = _daemon_argv(spec.place, "stay")
     try:
@@ -173,12 +183,12 @@ def test_a_cut_turn_deaf_to_sigterm_takes_its_daemon_down_under_bubblewrap(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_sigterm_reaches_the_jailed_agent_within_the_grace_period(
-        grounds: Grounds, mode: Mode) -> None:
+    grounds: Grounds, mode: Mode
+) -> None:
     """The engine's TERM → grace → KILL still gives the agent its TERM first."""
     spec = _spec(grounds, mode)
     note = spec.place / "got-term"
-    asyncio.run(_turn(spec, [sys.executable, "-I", "-c", TRAP, str(note)], cut=True,
-                      grace=FAR))
+    asyncio.run(_turn(spec, [sys.executable, "-I", "-c", TRAP, str(note)], cut=True, grace=FAR))
     assert note.read_text() == "TERM"
 
 
@@ -212,21 +222,24 @@ def test_a_resumed_engine_ends_a_jailed_tree_by_its_recorded_group(grounds: Grou
         _kill_marked(marker)
 
 
-ENGINE = r'''
+ENGINE = r"""
 import subprocess, sys
 child = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, start_new_session=True)
 sys.stdout.write(child.stdout.readline().decode())
 sys.stdout.flush()
 child.wait()
-'''
+"""
 
 
 @needs_bwrap
 def test_a_jailed_tree_dies_with_a_killed_engine(grounds: Grounds) -> None:
     spec = _spec(grounds, "bwrap")
     marker, argv = _daemon_argv(spec.place, "stay")
-    engine = subprocess.Popen([sys.executable, "-I", "-c", ENGINE, *jail.wrap(argv, spec)],
-                              stdout=subprocess.PIPE, cwd=spec.place)
+    engine = subprocess.Popen(
+        [sys.executable, "-I", "-c", ENGINE, *jail.wrap(argv, spec)],
+        stdout=subprocess.PIPE,
+        cwd=spec.place,
+    )
     try:
         assert engine.stdout is not None
         assert engine.stdout.readline() == b"daemon started\n"
@@ -249,7 +262,7 @@ def _host_pid_of(ancestor: int, name: str, within: float = 20.0) -> int:
                     stat = Path(f"/proc/{entry}/stat").read_text()
                 except OSError:
                     continue
-                comm[int(entry)] = stat[stat.index("(") + 1:stat.rindex(")")]
+                comm[int(entry)] = stat[stat.index("(") + 1 : stat.rindex(")")]
                 parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
         for pid, c in comm.items():
             up = pid
@@ -261,14 +274,19 @@ def _host_pid_of(ancestor: int, name: str, within: float = 20.0) -> int:
     raise AssertionError(f"no {name} under {ancestor}")
 
 
-@pytest.mark.parametrize("mode", [pytest.param("bwrap", marks=needs_bwrap),
-                                  pytest.param("landlock", marks=needs_scoping)])
+@pytest.mark.parametrize(
+    "mode",
+    [pytest.param("bwrap", marks=needs_bwrap), pytest.param("landlock", marks=needs_scoping)],
+)
 def test_a_jailed_process_cannot_signal_the_engine_other_lanes_or_strangers(
-        grounds: Grounds, mode: Mode) -> None:
+    grounds: Grounds, mode: Mode
+) -> None:
     stranger = subprocess.Popen(["sleep", "300"], start_new_session=True)
-    other_lane = subprocess.Popen(jail.wrap(["sleep", "300"], _spec(grounds, mode, "lane-3")),
-                                  start_new_session=True, cwd=lane_place(grounds.layout,
-                                      "lane-3"))
+    other_lane = subprocess.Popen(
+        jail.wrap(["sleep", "300"], _spec(grounds, mode, "lane-3")),
+        start_new_session=True,
+        cwd=lane_place(grounds.layout, "lane-3"),
+    )
     try:
         lane3_agent = _host_pid_of(other_lane.pid, "sleep")
         attempts = [

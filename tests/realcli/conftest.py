@@ -45,12 +45,18 @@ class Flamechase:
         self.env = env
         self.cwd = cwd
 
-    def __call__(self, *args: str, timeout: float = 240,
-                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, *args: str, timeout: float = 240, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "flamechase", *args], cwd=self.cwd,
-            env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=timeout,
-            check=False)
+            [sys.executable, "-m", "flamechase", *args],
+            cwd=self.cwd,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def status(self) -> dict[str, Any]:
         done = self("status", "last", "--json")

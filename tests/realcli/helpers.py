@@ -30,8 +30,12 @@ def transcript(path: str | Path) -> list[dict[str, Any]]:
 
 
 def tokens_of(row: dict[str, Any]) -> Usage:
-    return Usage(row["input_tokens"], row["output_tokens"], row["cache_read_tokens"],
-                 row["cache_write_tokens"])
+    return Usage(
+        row["input_tokens"],
+        row["output_tokens"],
+        row["cache_read_tokens"],
+        row["cache_write_tokens"],
+    )
 
 
 def times(usage: Usage, n: int) -> Usage:

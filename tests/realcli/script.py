@@ -214,8 +214,11 @@ class Script:
         with self._lock:
             plans = list(self._plans)
         if not conv.main:
-            return Say('{"next_speaker": "user", "reasoning": "done"}' if conv.wants_json
-                       else "Scripted title")
+            return Say(
+                '{"next_speaker": "user", "reasoning": "done"}'
+                if conv.wants_json
+                else "Scripted title"
+            )
         for match, plan in plans:
             if match in conv.text:
                 return plan(conv)

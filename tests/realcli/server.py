@@ -79,8 +79,9 @@ class ModelServer:
         with self._lock:
             self.log.append(exchange)
 
-    def exchanges(self, dialect: str | None = None, *, main: bool | None = None,
-                  match: str | None = None) -> list[Exchange]:
+    def exchanges(
+        self, dialect: str | None = None, *, main: bool | None = None, match: str | None = None
+    ) -> list[Exchange]:
         with self._lock:
             out = list(self.log)
         if dialect is not None:
@@ -96,9 +97,12 @@ class ModelServer:
         total = Usage(0, 0, 0, 0)
         for e in self.exchanges(dialect, match=match):
             if e.usage is not None and e.fault is None:
-                total = Usage(total.input + e.usage.input, total.output + e.usage.output,
-                              total.cache_read + e.usage.cache_read,
-                              total.cache_write + e.usage.cache_write)
+                total = Usage(
+                    total.input + e.usage.input,
+                    total.output + e.usage.output,
+                    total.cache_read + e.usage.cache_read,
+                    total.cache_write + e.usage.cache_write,
+                )
         return total
 
     def outbound(self) -> list[str]:
@@ -123,8 +127,9 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
         def do_CONNECT(self) -> None:
             # The server is also every CLI's HTTP(S)_PROXY: whatever a CLI tries to reach
             # beyond loopback lands here, is refused and logged (`ModelServer.outbound`).
-            server.record(Exchange("CONNECT", self.path, "outbound", None, None, None, None, 403,
-                                   {}))
+            server.record(
+                Exchange("CONNECT", self.path, "outbound", None, None, None, None, 403, {})
+            )
             self._send_json(403, {"error": {"message": "flamechase tests: no internet"}})
 
         def do_HEAD(self) -> None:
@@ -139,14 +144,26 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 body = {}
             dialect = dialects.for_path(self.path)
             if self.path.startswith(("http://", "https://")):
-                server.record(Exchange("POST", self.path, "outbound", None, None, None, None,
-                                       403, {}))
+                server.record(
+                    Exchange("POST", self.path, "outbound", None, None, None, None, 403, {})
+                )
                 self._send_json(403, {"error": {"message": "flamechase tests: no internet"}})
                 return
             if dialect is None or not isinstance(body, dict):
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
-                server.record(Exchange("POST", self.path, "unknown", None, None, None, None, 404,
-                                       body if isinstance(body, dict) else {}))
+                server.record(
+                    Exchange(
+                        "POST",
+                        self.path,
+                        "unknown",
+                        None,
+                        None,
+                        None,
+                        None,
+                        404,
+                        body if isinstance(body, dict) else {},
+                    )
+                )
                 return
             conv = dialect.parse(body, self.path)
             conv.raw = raw.decode("utf-8", "replace")
@@ -155,33 +172,57 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             usage = server.usage if fault is None else None
             stream = dialect.streams(body, self.path)
             if fault is not None and fault.kind == "hang":
-                server.record(Exchange("POST", self.path, dialect.name, conv, None, fault, None,
-                                       0, body))
+                server.record(
+                    Exchange("POST", self.path, dialect.name, conv, None, fault, None, 0, body)
+                )
                 server.stopping.wait()
                 return
             if fault is not None and fault.kind != "cut":
                 status, headers, payload = dialect.fault(fault)
                 self._send_json(status, payload, headers)
             elif stream:
-                events = dialect.events(step or dialects.CUT_STEP, conv, usage or server.usage,
-                                        server.next_id())
+                events = dialect.events(
+                    step or dialects.CUT_STEP, conv, usage or server.usage, server.next_id()
+                )
                 self._send_sse(events, cut=fault is not None)
                 status = 200
             else:
-                self._send_json(200, dialect.whole(step or dialects.CUT_STEP, conv,
-                                                   usage or server.usage, server.next_id()),
-                                cut=fault is not None)
+                self._send_json(
+                    200,
+                    dialect.whole(
+                        step or dialects.CUT_STEP, conv, usage or server.usage, server.next_id()
+                    ),
+                    cut=fault is not None,
+                )
                 status = 200
-            server.record(Exchange("POST", self.path, dialect.name, conv, step, fault, usage,
-                                   status, body, {k.lower(): v for k, v in self.headers.items()}))
+            server.record(
+                Exchange(
+                    "POST",
+                    self.path,
+                    dialect.name,
+                    conv,
+                    step,
+                    fault,
+                    usage,
+                    status,
+                    body,
+                    {k.lower(): v for k, v in self.headers.items()},
+                )
+            )
 
         def _answer_plain(self, method: str) -> None:
             kind = "outbound" if self.path.startswith(("http://", "https://")) else "unknown"
             server.record(Exchange(method, self.path, kind, None, None, None, None, 404, {}))
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 
-        def _send_json(self, status: int, payload: dict[str, Any],
-                       headers: dict[str, str] | None = None, *, cut: bool = False) -> None:
+        def _send_json(
+            self,
+            status: int,
+            payload: dict[str, Any],
+            headers: dict[str, str] | None = None,
+            *,
+            cut: bool = False,
+        ) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")

@@ -28,10 +28,26 @@ def test_a_role_on_an_account_runs_on_its_key_and_directory(
     added = flamechase("accounts", "add", "claude", "work", "--api-key-file", str(key))
     assert added.returncode == 0, added.stderr
     spec = "claude@work/claude-sonnet-4-5"
-    agents = ",".join(f"{role}={spec}" for role in (
-        "coordinator", "lane_1_actor_a", "lane_1_actor_b", "lane_2_actor_a", "lane_2_actor_b"))
-    done = flamechase("exec", "-f", "parallel_flame_chase", "-a", agents,
-                      "-p", "lanes=2,budget.turns=2,rest_seconds=0.05,sandbox=landlock", "go")
+    agents = ",".join(
+        f"{role}={spec}"
+        for role in (
+            "coordinator",
+            "lane_1_actor_a",
+            "lane_1_actor_b",
+            "lane_2_actor_a",
+            "lane_2_actor_b",
+        )
+    )
+    done = flamechase(
+        "exec",
+        "-f",
+        "parallel_flame_chase",
+        "-a",
+        agents,
+        "-p",
+        "lanes=2,budget.turns=2,rest_seconds=0.05,sandbox=landlock",
+        "go",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = turns(state_home)
     assert {r["lane"] for r in rows} == {"@coordinator", "lane-1", "lane-2"}  # a lane-less turn
@@ -47,11 +63,22 @@ def test_an_unknown_account_is_refused_before_the_run(
     flamechase: Flamechase, server: ModelServer, state_home: Path
 ) -> None:
     require("claude")
-    done = flamechase("exec", "-f", "flame_chase", "-a", "claude@nope/claude-sonnet-4-5",
-                      "-a", "claude/claude-sonnet-4-5", "-p", "budget.turns=1", "go")
+    done = flamechase(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        "claude@nope/claude-sonnet-4-5",
+        "-a",
+        "claude/claude-sonnet-4-5",
+        "-p",
+        "budget.turns=1",
+        "go",
+    )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "flamechase exec: error: 'claude@nope/claude-sonnet-4-5': there is no claude account "
-        "called 'nope'; make it with `flamechase accounts add claude nope`"]
+        "called 'nope'; make it with `flamechase accounts add claude nope`"
+    ]
     assert server.exchanges() == []
     assert not (state_home / "runs").exists()

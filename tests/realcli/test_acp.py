@@ -32,9 +32,18 @@ def test_an_acp_agent_runs_turns_on_the_model_it_was_given(
 ) -> None:
     require(cli)
     spec, model, priced = CASES[cli]
-    done = flamechase("exec", "-f", "flame_chase", "-a", f"first_chaser={spec}",
-                      "-a", f"second_chaser={spec}", "-p", "budget.turns=1,rest_seconds=0.05",
-                      "add a line")
+    done = flamechase(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"first_chaser={spec}",
+        "-a",
+        f"second_chaser={spec}",
+        "-p",
+        "budget.turns=1,rest_seconds=0.05",
+        "add a line",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = turns(state_home)
     assert [r["status"] for r in rows] == ["valid"], [r["error"] for r in rows]
@@ -53,8 +62,18 @@ def test_a_cost_budget_is_refused_for_an_acp_agent_whose_spend_cannot_be_seen(
 ) -> None:
     require("opencode")
     spec = "acp:opencode acp -m scripted/model-1"
-    done = flamechase("exec", "-f", "flame_chase", "-a", f"first_chaser={spec}",
-                      "-a", f"second_chaser={spec}", "-p", "budget.cost=1", "add a line")
+    done = flamechase(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"first_chaser={spec}",
+        "-a",
+        f"second_chaser={spec}",
+        "-p",
+        "budget.cost=1",
+        "add a line",
+    )
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
     assert "budget.cost cannot see what first_chaser" in done.stderr

@@ -20,14 +20,24 @@ from tests.realcli.server import ModelServer
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(300)]
 
 
-def chase(flamechase: Flamechase, cli: str, params: str = "budget.turns=1",
-          *, code: int = 0) -> None:
+def chase(
+    flamechase: Flamechase, cli: str, params: str = "budget.turns=1", *, code: int = 0
+) -> None:
     """One flame_chase run; `code` 1 when its only turn is meant to fail (a run none of
     whose turns was valid ends failed)."""
     spec = SPECS[cli]
-    done = flamechase("exec", "-f", "flame_chase", "-a", f"first_chaser={spec}",
-                      "-a", f"second_chaser={spec}", "-p", f"{params},rest_seconds=0.05",
-                      "add a line")
+    done = flamechase(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"first_chaser={spec}",
+        "-a",
+        f"second_chaser={spec}",
+        "-p",
+        f"{params},rest_seconds=0.05",
+        "add a line",
+    )
     assert done.returncode == code, done.stderr[-3000:]
     if code:
         assert "none of its 1 turn was valid" in done.stderr, done.stderr[-3000:]
@@ -75,8 +85,11 @@ def _pacific():  # type: ignore[no-untyped-def]
 
 # What each CLI says when the stream is cut and it gives up (its own retries are off, but
 # opencode has no setting for them: it retries five times, 2 s to 30 s apart).
-CUT_REASON = {"claude": "Connection to the API was lost", "codex": "stream disconnected",
-              "gemini": "terminated"}
+CUT_REASON = {
+    "claude": "Connection to the API was lost",
+    "codex": "stream disconnected",
+    "gemini": "terminated",
+}
 
 
 @pytest.mark.parametrize("cli", ["claude", "codex", "gemini"])

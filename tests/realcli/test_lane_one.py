@@ -25,26 +25,39 @@ CARRIES_CACHE_WRITE = {"claude": True, "codex": True, "gemini": False, "opencode
 
 
 # How each CLI names its working directory to the model (escaped as in the JSON body).
-WORKDIR_MARK = {"claude": "Primary working directory: {ws}", "codex": "<cwd>{ws}</cwd>",
-                "opencode": "Working directory: {ws}"}
+WORKDIR_MARK = {
+    "claude": "Primary working directory: {ws}",
+    "codex": "<cwd>{ws}</cwd>",
+    "opencode": "Working directory: {ws}",
+}
 
 
 def expected_tokens(cli: str, sent: Usage, answers: int) -> Usage:
-    per = sent if CARRIES_CACHE_WRITE[cli] else Usage(sent.input + sent.cache_write,
-                                                      sent.output, sent.cache_read, 0)
+    per = (
+        sent
+        if CARRIES_CACHE_WRITE[cli]
+        else Usage(sent.input + sent.cache_write, sent.output, sent.cache_read, 0)
+    )
     return times(per, answers)
 
 
 def expected_cost(cli: str, tokens: Usage) -> float:
     counts = TokenCounts(tokens.input, tokens.output, tokens.cache_read, tokens.cache_write)
     if cli == "claude":  # claude's own total_cost_usd: Sonnet 4.5 list prices
-        return (counts.input * 3 + counts.output * 15 + counts.cache_read * 0.3
-                + counts.cache_write * 3.75) / 1e6
+        return (
+            counts.input * 3
+            + counts.output * 15
+            + counts.cache_read * 0.3
+            + counts.cache_write * 3.75
+        ) / 1e6
     if cli == "opencode":  # opencode's own cost, from the model's cost in its config
         c = OPENCODE_COST
-        return (counts.input * c["input"] + counts.output * c["output"]
-                + counts.cache_read * c["cache_read"]
-                + counts.cache_write * c["cache_write"]) / 1e6
+        return (
+            counts.input * c["input"]
+            + counts.output * c["output"]
+            + counts.cache_read * c["cache_read"]
+            + counts.cache_write * c["cache_write"]
+        ) / 1e6
     price = price_for(SPECS[cli].split("/", 1)[1])  # codex, gemini: tokens × our table
     assert price is not None
     return price.cost(counts)
@@ -52,9 +65,18 @@ def expected_cost(cli: str, tokens: Usage) -> float:
 
 def chase(flamechase: Flamechase, cli: str, turns_budget: int) -> None:
     spec = SPECS[cli]
-    done = flamechase("exec", "-f", "flame_chase", "-a", f"first_chaser={spec}",
-                      "-a", f"second_chaser={spec}",
-                      "-p", f"budget.turns={turns_budget},rest_seconds=0.05", "add a line")
+    done = flamechase(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"first_chaser={spec}",
+        "-a",
+        f"second_chaser={spec}",
+        "-p",
+        f"budget.turns={turns_budget},rest_seconds=0.05",
+        "add a line",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 
@@ -116,13 +138,21 @@ def test_a_tool_call_the_cli_refuses_is_answered_and_the_turn_goes_on(
     chase(flamechase, cli, 1)
     [row] = turns(state_home)
     assert row["status"] == "valid", row["error"]
-    after_refusal = [e for e in server.exchanges(main=True)
-                     if e.conversation is not None and len(e.conversation.tool_results) == 1]
+    after_refusal = [
+        e
+        for e in server.exchanges(main=True)
+        if e.conversation is not None and len(e.conversation.tool_results) == 1
+    ]
     assert after_refusal, "the CLI never answered the refused tool call"
     assert after_refusal[0].conversation is not None
     refusal = after_refusal[0].conversation.tool_results[0].lower()
-    assert "launch_rockets" in refusal or "not found" in refusal or "unknown" in refusal \
-        or "unavailable" in refusal or "invalid" in refusal, refusal
+    assert (
+        "launch_rockets" in refusal
+        or "not found" in refusal
+        or "unknown" in refusal
+        or "unavailable" in refusal
+        or "invalid" in refusal
+    ), refusal
 
 
 @pytest.mark.parametrize("is_sandbox", ["0", "1"])

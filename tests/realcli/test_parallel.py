@@ -18,18 +18,37 @@ pytestmark = [pytest.mark.realcli, pytest.mark.timeout(300)]
 
 
 def parallel(flamechase: Flamechase, spec: str, budget: str = "budget.turns=2") -> str:
-    agents = ",".join(f"{role}={spec}" for role in (
-        "coordinator", "lane_1_actor_a", "lane_1_actor_b", "lane_2_actor_a", "lane_2_actor_b"))
-    done = flamechase("exec", "-f", "parallel_flame_chase", "-a", agents,
-                      "-p", f"lanes=2,{budget},rest_seconds=0.05,sandbox=landlock",
-                      "improve the sample", timeout=360)
+    agents = ",".join(
+        f"{role}={spec}"
+        for role in (
+            "coordinator",
+            "lane_1_actor_a",
+            "lane_1_actor_b",
+            "lane_2_actor_a",
+            "lane_2_actor_b",
+        )
+    )
+    done = flamechase(
+        "exec",
+        "-f",
+        "parallel_flame_chase",
+        "-a",
+        agents,
+        "-p",
+        f"lanes=2,{budget},rest_seconds=0.05,sandbox=landlock",
+        "improve the sample",
+        timeout=360,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("cli", CLIS)
 def test_the_cli_plans_and_works_lane_one_and_a_confined_lane_two(
-    cli: str, flamechase: Flamechase, server: ModelServer, workspace: Path,
+    cli: str,
+    flamechase: Flamechase,
+    server: ModelServer,
+    workspace: Path,
     state_home: Path,
 ) -> None:
     require(cli)
@@ -46,16 +65,23 @@ def test_the_cli_plans_and_works_lane_one_and_a_confined_lane_two(
         assert all(r["output_tokens"] > 0 and r["cost_usd"] > 0 for r in lane_rows)
     # Lane 2 worked in its private copy (its cwd, as the CLI told the model), never in the
     # user's tree.
-    lane2 = [e.conversation for e in server.exchanges(main=True)
-             if e.conversation and "You are lane_2_actor" in e.conversation.text]
+    lane2 = [
+        e.conversation
+        for e in server.exchanges(main=True)
+        if e.conversation and "You are lane_2_actor" in e.conversation.text
+    ]
     assert lane2
     for conv in lane2:
         assert "/lanes/lane-2/" in conv.raw
         assert f'{workspace}"' not in conv.raw and f"{workspace}<" not in conv.raw
     # The confinement held: the CLI's state went to its own (created) state directories.
     home = Path(flamechase.env["HOME"])
-    state = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini",
-             "opencode": ".local/share/opencode"}[cli]
+    state = {
+        "claude": ".claude",
+        "codex": ".codex",
+        "gemini": ".gemini",
+        "opencode": ".local/share/opencode",
+    }[cli]
     assert (home / state).is_dir()
 
 
@@ -70,11 +96,21 @@ def test_a_confined_lane_may_be_the_first_to_run_its_cli_on_a_fresh_home(
     if landlock_abi() < 1:
         pytest.skip("this kernel has no Landlock: lane 2 cannot be confined here")
     spec, other = SPECS[cli], SPECS["codex"]
-    agents = (f"coordinator={other},lane_1_actor_a={other},lane_1_actor_b={other},"
-              f"lane_2_actor_a={spec},lane_2_actor_b={spec}")
-    done = flamechase("exec", "-f", "parallel_flame_chase", "-a", agents, "-p",
-                      "lanes=2,budget.turns=2,rest_seconds=0.05,sandbox=landlock", "go",
-                      timeout=360)
+    agents = (
+        f"coordinator={other},lane_1_actor_a={other},lane_1_actor_b={other},"
+        f"lane_2_actor_a={spec},lane_2_actor_b={spec}"
+    )
+    done = flamechase(
+        "exec",
+        "-f",
+        "parallel_flame_chase",
+        "-a",
+        agents,
+        "-p",
+        "lanes=2,budget.turns=2,rest_seconds=0.05,sandbox=landlock",
+        "go",
+        timeout=360,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lane2 = [r for r in turns(state_home) if r["lane"] == "lane-2"]
     assert lane2 and all(r["status"] == "valid" for r in lane2), [r["error"] for r in lane2]

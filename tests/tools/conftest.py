@@ -25,8 +25,7 @@ class User:
         self.marks = home / "hook-ran"
 
     def git(self, cwd: Path, *args: str, check: bool = True) -> str:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              check=False)
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
         if check and proc.returncode != 0:
             raise AssertionError(f"git {args}: {proc.stderr}")
         return proc.stdout.strip()
@@ -43,8 +42,14 @@ def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[User]:
     home = tmp_path / "user-home"
     hooks = home / "hooks"
     hooks.mkdir(parents=True)
-    for name in ("pre-commit", "commit-msg", "post-commit", "pre-push", "post-checkout",
-                 "reference-transaction"):
+    for name in (
+        "pre-commit",
+        "commit-msg",
+        "post-commit",
+        "pre-push",
+        "post-checkout",
+        "reference-transaction",
+    ):
         hook = hooks / name
         hook.write_text(f"#!/bin/sh\necho {name} >> '{home / 'hook-ran'}'\n")
         hook.chmod(0o755)
@@ -52,7 +57,8 @@ def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[User]:
         "[user]\n\tname = The User\n\temail = user@example.invalid\n"
         f"[core]\n\thooksPath = {hooks}\n"
         "[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = /nonexistent/gpg\n"
-        "[init]\n\tdefaultBranch = trunk\n")
+        "[init]\n\tdefaultBranch = trunk\n"
+    )
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     for key in [k for k in os.environ if k.startswith("GIT_")]:
@@ -78,9 +84,14 @@ def tool(name: str, *args: str, cwd: Path, env: dict[str, str] | None = None) ->
     """Run `python -m flamechase.tools.NAME ARGS` in `cwd`; its last line, parsed."""
     import json
 
-    proc = subprocess.run([sys.executable, "-m", f"flamechase.tools.{name}", *args], cwd=cwd,
-                          capture_output=True, text=True, env={**os.environ, **(env or {})},
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", f"flamechase.tools.{name}", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     assert lines, proc.stderr
     result: dict[str, Any] = json.loads(lines[-1])

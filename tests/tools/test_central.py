@@ -15,31 +15,48 @@ from tests.tools.conftest import User, source_repo, tool
 ZERO = "0" * 40
 
 
-def init(user: User, tmp_path: Path, files: dict[str, str] | None = None,
-         source: Path | None = None) -> tuple[Path, Path, dict[str, object]]:
+def init(
+    user: User, tmp_path: Path, files: dict[str, str] | None = None, source: Path | None = None
+) -> tuple[Path, Path, dict[str, object]]:
     src = source or source_repo(user, tmp_path / "src", files or {"a.txt": "a\n"})
     central = tmp_path / "central"
     central.mkdir()
-    return src, central, tool("gitpr", "init-central", "--source", str(src), "--run", "R1",
-                              cwd=central)
+    return (
+        src,
+        central,
+        tool("gitpr", "init-central", "--source", str(src), "--run", "R1", cwd=central),
+    )
 
 
 def ls(central: Path, rev: str = "main") -> dict[str, str]:
-    out = subprocess.run(["git", "--git-dir", str(central), "ls-tree", "-r", rev],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "--git-dir", str(central), "ls-tree", "-r", rev],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return {line.split("\t")[1]: line.split()[0] for line in out.splitlines()}
 
 
 def blob(central: Path, rev: str, path: str) -> bytes:
-    return subprocess.run(["git", "--git-dir", str(central), "cat-file", "blob",
-                           f"{rev}:{path}"], capture_output=True, check=True).stdout
+    return subprocess.run(
+        ["git", "--git-dir", str(central), "cat-file", "blob", f"{rev}:{path}"],
+        capture_output=True,
+        check=True,
+    ).stdout
 
 
-def test_the_baseline_is_what_git_add_would_take_byte_for_byte(user: User,
-                                                               tmp_path: Path) -> None:
-    src = source_repo(user, tmp_path / "src", {
-        "a.txt": "a\n", ".gitignore": "*.log\nbuild/\n", "crlf.txt": "x",
-        ".gitattributes": "* text=auto eol=crlf\n"})
+def test_the_baseline_is_what_git_add_would_take_byte_for_byte(user: User, tmp_path: Path) -> None:
+    src = source_repo(
+        user,
+        tmp_path / "src",
+        {
+            "a.txt": "a\n",
+            ".gitignore": "*.log\nbuild/\n",
+            "crlf.txt": "x",
+            ".gitattributes": "* text=auto eol=crlf\n",
+        },
+    )
     (src / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
     (src / "run.sh").write_text("#!/bin/sh\n")
     (src / "run.sh").chmod(0o755)
@@ -52,8 +69,15 @@ def test_the_baseline_is_what_git_add_would_take_byte_for_byte(user: User,
     index = (src / ".git" / "index").read_bytes()
     _, central, result = init(user, tmp_path, source=src)
     tree = ls(central)
-    assert set(tree) == {"a.txt", ".gitignore", "crlf.txt", ".gitattributes", "run.sh", "link",
-                         "new.txt"}
+    assert set(tree) == {
+        "a.txt",
+        ".gitignore",
+        "crlf.txt",
+        ".gitattributes",
+        "run.sh",
+        "link",
+        "new.txt",
+    }
     assert (tree["run.sh"], tree["link"], tree["a.txt"]) == ("100755", "120000", "100644")
     assert blob(central, "main", "crlf.txt") == b"one\r\ntwo\r\n"  # no conversion
     assert blob(central, "main", "link") == b"a.txt"
@@ -64,8 +88,9 @@ def test_the_baseline_is_what_git_add_would_take_byte_for_byte(user: User,
     assert user.hooks_ran() == []
 
 
-def test_a_source_that_is_not_a_git_tree_gives_every_file_but_git(user: User,
-                                                                  tmp_path: Path) -> None:
+def test_a_source_that_is_not_a_git_tree_gives_every_file_but_git(
+    user: User, tmp_path: Path
+) -> None:
     src = tmp_path / "plain"
     (src / "d").mkdir(parents=True)
     (src / "d" / "x.py").write_text("x\n")
@@ -81,12 +106,16 @@ def test_seeding_again_after_a_crash_finds_the_same_main(user: User, tmp_path: P
     assert again["main"] == first["main"]
 
 
-def test_the_central_repository_has_the_runtimes_identity_and_its_hook(user: User,
-                                                                     tmp_path: Path) -> None:
+def test_the_central_repository_has_the_runtimes_identity_and_its_hook(
+    user: User, tmp_path: Path
+) -> None:
     _, central, _ = init(user, tmp_path)
-    log = subprocess.run(["git", "--git-dir", str(central), "log", "-1",
-                          "--format=%an <%ae>|%cn|%B", "main"], capture_output=True,
-                         text=True, check=True).stdout
+    log = subprocess.run(
+        ["git", "--git-dir", str(central), "log", "-1", "--format=%an <%ae>|%cn|%B", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert log.startswith("flamechase <runtime@flamechase.invalid>|flamechase|")
     assert "Flamechase-Run: R1" in log
     assert (central / "hooks" / "pre-receive").stat().st_mode & 0o111
@@ -110,13 +139,26 @@ def _commit(user: User, clone: Path, branch: str, name: str, text: str) -> str:
     return user.git(clone, "rev-parse", "HEAD")
 
 
-def _forward(tmp_path: Path, central: Path, lane: Path, pushed: dict[str, str],
-             frozen: dict[str, dict[str, str]] | None = None,
-             seen: dict[str, str] | None = None) -> dict[str, object]:
+def _forward(
+    tmp_path: Path,
+    central: Path,
+    lane: Path,
+    pushed: dict[str, str],
+    frozen: dict[str, dict[str, str]] | None = None,
+    seen: dict[str, str] | None = None,
+) -> dict[str, object]:
     """Export what the lane pushed since `seen`, forward it as lane-1 through the hook."""
     bundle = lane / ".git" / "flamechase" / "outgoing.bundle"
-    exported = tool("gitpr", "export", "--central", str(central), "--bundle", str(bundle),
-                    cwd=lane, env={"FLAMECHASE_GIT_SEEN": json.dumps(seen or {})})
+    exported = tool(
+        "gitpr",
+        "export",
+        "--central",
+        str(central),
+        "--bundle",
+        str(bundle),
+        cwd=lane,
+        env={"FLAMECHASE_GIT_SEEN": json.dumps(seen or {})},
+    )
     assert exported["changed"] == pushed and exported["deleted"] == []
     args = ["forward", "--central", str(central), "--lane", "lane-1"]
     if exported["bundle"]:
@@ -128,7 +170,8 @@ def _forward(tmp_path: Path, central: Path, lane: Path, pushed: dict[str, str],
 
 
 def test_a_lane_push_reaches_the_central_repository_only_through_the_hook(
-        user: User, tmp_path: Path) -> None:
+    user: User, tmp_path: Path
+) -> None:
     _, central, seeded = init(user, tmp_path)
     lane = _lane_push(user, tmp_path, central)
     mine = _commit(user, lane, "lane-1/x", "b.txt", "b\n")
@@ -136,21 +179,28 @@ def test_a_lane_push_reaches_the_central_repository_only_through_the_hook(
     other = _commit(user, lane, "main", "c.txt", "c\n")
     user.git(lane, "push", "-q", "origin", "main", "main:lane-2/y")
     # Until the runtime forwards them, the pushes are in the lane's outbox only.
-    assert subprocess.run(["git", "--git-dir", str(central), "rev-parse", "-q", "--verify",
-                           "lane-1/x"], capture_output=True).returncode != 0
-    pushed = {"refs/heads/lane-1/x": mine, "refs/heads/main": other,
-              "refs/heads/lane-2/y": other}
+    assert (
+        subprocess.run(
+            ["git", "--git-dir", str(central), "rev-parse", "-q", "--verify", "lane-1/x"],
+            capture_output=True,
+        ).returncode
+        != 0
+    )
+    pushed = {"refs/heads/lane-1/x": mine, "refs/heads/main": other, "refs/heads/lane-2/y": other}
     result = _forward(tmp_path, central, lane, pushed)
     # Forwarding the same again (a crash came before the runtime recorded it) changes nothing.
     assert _forward(tmp_path, central, lane, pushed) == result
     assert result["results"] == {
         "refs/heads/lane-1/x": "ok",
-        "refs/heads/main": "main accepts only the runtime's merges; push your branch and "
-                           "open a PR",
+        "refs/heads/main": "main accepts only the runtime's merges; push your branch and open a PR",
         "refs/heads/lane-2/y": "lane-1 may push only its own branches (refs/heads/lane-1/...), "
-                               "not refs/heads/lane-2/y"}
-    assert result["refs"] == {"refs/heads/lane-1/x": mine, "refs/heads/main": seeded["main"],
-                              "refs/heads/lane-2/y": None}
+        "not refs/heads/lane-2/y",
+    }
+    assert result["refs"] == {
+        "refs/heads/lane-1/x": mine,
+        "refs/heads/main": seeded["main"],
+        "refs/heads/lane-2/y": None,
+    }
     assert result["main"] == seeded["main"]
     assert user.hooks_ran() == []  # the lane's commits and pushes ran none of the user's hooks
 
@@ -164,80 +214,156 @@ def test_a_frozen_head_cannot_be_moved_or_deleted(user: User, tmp_path: Path) ->
     moved = _commit(user, lane, "lane-1/x", "b.txt", "b2\n")
     user.git(lane, "push", "-q", "origin", "lane-1/x")
     frozen = {"refs/heads/lane-1/x": {"sha": head, "pr": "PR000001"}}
-    result = _forward(tmp_path, central, lane, {"refs/heads/lane-1/x": moved}, frozen,
-                      seen={"refs/heads/lane-1/x": head})
-    assert result["results"] == {"refs/heads/lane-1/x": (
-        f"lane-1/x is frozen at {head[:12]} while PR000001 is ready; it cannot be moved "
-        "(push a new branch)")}
+    result = _forward(
+        tmp_path,
+        central,
+        lane,
+        {"refs/heads/lane-1/x": moved},
+        frozen,
+        seen={"refs/heads/lane-1/x": head},
+    )
+    assert result["results"] == {
+        "refs/heads/lane-1/x": (
+            f"lane-1/x is frozen at {head[:12]} while PR000001 is ready; it cannot be moved "
+            "(push a new branch)"
+        )
+    }
     assert result["refs"] == {"refs/heads/lane-1/x": head}
     policy = json.dumps({"pusher": "lane-1", "frozen": frozen})
-    deleted = tool("gitpr", "forward", "--central", str(central), "--lane", "lane-1",
-                   "--delete", "refs/heads/lane-1/x", cwd=central,
-                   env={"FLAMECHASE_GIT_POLICY": policy})
+    deleted = tool(
+        "gitpr",
+        "forward",
+        "--central",
+        str(central),
+        "--lane",
+        "lane-1",
+        "--delete",
+        "refs/heads/lane-1/x",
+        cwd=central,
+        env={"FLAMECHASE_GIT_POLICY": policy},
+    )
     assert "it cannot be deleted" in str(deleted["results"])
 
 
 def test_nobody_pushes_into_the_central_repository_without_the_runtimes_policy(
-        user: User, tmp_path: Path) -> None:
+    user: User, tmp_path: Path
+) -> None:
     _, central, _ = init(user, tmp_path)
     lane = _lane_push(user, tmp_path, central)
     _commit(user, lane, "lane-1/x", "b.txt", "b\n")
-    proc = subprocess.run(["git", "push", str(central), "lane-1/x"], cwd=lane,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "push", str(central), "lane-1/x"], cwd=lane, capture_output=True, text=True
+    )
     assert proc.returncode != 0
-    assert ("flamechase hook: the central repository accepts pushes only from the flamechase "
-            "runtime") in proc.stderr
+    assert (
+        "flamechase hook: the central repository accepts pushes only from the flamechase runtime"
+    ) in proc.stderr
 
 
-@pytest.mark.parametrize(("case", "why"), [
-    ("one parent", "main accepts only a two-parent merge of the selected PR head"),
-    ("other head", "main accepts only a two-parent merge of the selected PR head"),
-    ("no trailer", "the merge does not name PR000001 in a Flamechase-PR: trailer"),
-    ("not selected", "main accepts only the merge the runtime selected")])
-def test_main_takes_only_the_selected_merge(user: User, tmp_path: Path, case: str,
-                                            why: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "why"),
+    [
+        ("one parent", "main accepts only a two-parent merge of the selected PR head"),
+        ("other head", "main accepts only a two-parent merge of the selected PR head"),
+        ("no trailer", "the merge does not name PR000001 in a Flamechase-PR: trailer"),
+        ("not selected", "main accepts only the merge the runtime selected"),
+    ],
+)
+def test_main_takes_only_the_selected_merge(
+    user: User, tmp_path: Path, case: str, why: str
+) -> None:
     _, central, seeded = init(user, tmp_path)
     main = str(seeded["main"])
     g = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "--git-dir", str(central)]
-    tree = subprocess.run([*g, "rev-parse", "main^{tree}"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    tree = subprocess.run(
+        [*g, "rev-parse", "main^{tree}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
     def commit(*parents: str, message: str) -> str:
         args = [a for p in parents for a in ("-p", p)]
-        return subprocess.run([*g, "commit-tree", tree, *args, "-m", message],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            [*g, "commit-tree", tree, *args, "-m", message],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
 
     head = commit(main, message="the PR head")
     good = commit(main, head, message="Merge\n\nFlamechase-PR: PR000001\n")
-    bad = {"one parent": commit(main, message="x\n\nFlamechase-PR: PR000001\n"),
-           "other head": commit(main, commit(main, message="other"),
-                                message="m\n\nFlamechase-PR: PR000001\n"),
-           "no trailer": commit(main, head, message="Merge"),
-           "not selected": commit(main, head, message="m\n\nFlamechase-PR: PR000001\n")}[case]
+    bad = {
+        "one parent": commit(main, message="x\n\nFlamechase-PR: PR000001\n"),
+        "other head": commit(
+            main, commit(main, message="other"), message="m\n\nFlamechase-PR: PR000001\n"
+        ),
+        "no trailer": commit(main, head, message="Merge"),
+        "not selected": commit(main, head, message="m\n\nFlamechase-PR: PR000001\n"),
+    }[case]
     selected = bad if case != "not selected" else good
-    policy = json.dumps({"pusher": "runtime", "merge": {"pr": "PR000001", "head": head,
-                                                        "parent": main, "commit": selected}})
-    result = tool("gitpr", "push-main", "--central", str(central), "--merge", bad, "--main",
-                  main, cwd=central, env={"FLAMECHASE_GIT_POLICY": policy})
+    policy = json.dumps(
+        {
+            "pusher": "runtime",
+            "merge": {"pr": "PR000001", "head": head, "parent": main, "commit": selected},
+        }
+    )
+    result = tool(
+        "gitpr",
+        "push-main",
+        "--central",
+        str(central),
+        "--merge",
+        bad,
+        "--main",
+        main,
+        cwd=central,
+        env={"FLAMECHASE_GIT_POLICY": policy},
+    )
     assert why in str(result["refused"])
-    policy = json.dumps({"pusher": "runtime", "merge": {"pr": "PR000001", "head": head,
-                                                        "parent": main, "commit": good}})
-    ok = tool("gitpr", "push-main", "--central", str(central), "--merge", good, "--main",
-              main, cwd=central, env={"FLAMECHASE_GIT_POLICY": policy})
+    policy = json.dumps(
+        {
+            "pusher": "runtime",
+            "merge": {"pr": "PR000001", "head": head, "parent": main, "commit": good},
+        }
+    )
+    ok = tool(
+        "gitpr",
+        "push-main",
+        "--central",
+        str(central),
+        "--merge",
+        good,
+        "--main",
+        main,
+        cwd=central,
+        env={"FLAMECHASE_GIT_POLICY": policy},
+    )
     assert ok == {"main": good}
     # Asked again (a crash came before the runtime recorded it): done already.
-    again = tool("gitpr", "push-main", "--central", str(central), "--merge", good, "--main",
-                 main, cwd=central, env={"FLAMECHASE_GIT_POLICY": policy})
+    again = tool(
+        "gitpr",
+        "push-main",
+        "--central",
+        str(central),
+        "--merge",
+        good,
+        "--main",
+        main,
+        cwd=central,
+        env={"FLAMECHASE_GIT_POLICY": policy},
+    )
     assert again == {"main": good}
 
 
 def test_the_hook_judges_every_line_it_is_given() -> None:
     lines = [(ZERO, "1" * 40, "refs/heads/lane-2/a"), (ZERO, "2" * 40, "refs/tags/v1")]
     assert hook.judge(lines, {"pusher": "lane-2"}) == (
-        "lane-2 may push only its own branches (refs/heads/lane-2/...), not refs/tags/v1")
+        "lane-2 may push only its own branches (refs/heads/lane-2/...), not refs/tags/v1"
+    )
     assert hook.judge(lines[:1], {"pusher": "lane-2"}) is None
     assert hook.judge(lines[:1], None) is not None
     assert hook.judge([("1" * 40, ZERO, "refs/heads/main")], {"pusher": "runtime"}) == (
-        "main cannot be deleted")
-    assert hook.judge([(ZERO, "3" * 40, "refs/flamechase/merges/PR000001")],
-                      {"pusher": "runtime"}) is None
+        "main cannot be deleted"
+    )
+    assert (
+        hook.judge([(ZERO, "3" * 40, "refs/flamechase/merges/PR000001")], {"pusher": "runtime"})
+        is None
+    )

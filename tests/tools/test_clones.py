@@ -21,8 +21,9 @@ def clone(tmp_path: Path, central: Path, name: str, *, outbox: bool = True) -> P
     return place
 
 
-def central_commit(user: User, tmp_path: Path, central: Path, branch: str, base: str,
-                   files: dict[str, str]) -> str:
+def central_commit(
+    user: User, tmp_path: Path, central: Path, branch: str, base: str, files: dict[str, str]
+) -> str:
     """A commit on `base` with `files`, put into the central repository as `branch`
     (directly: these tests are about what comes after a push)."""
     work = tmp_path / f"work-{branch.replace('/', '-')}"
@@ -34,23 +35,45 @@ def central_commit(user: User, tmp_path: Path, central: Path, branch: str, base:
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text(text)
     user.git(work, "add", "-A")
-    user.git(work, "-c", "user.name=l", "-c", "user.email=l@l", "-c", "commit.gpgsign=false",
-             "-c", "core.hooksPath=/dev/null", "commit", "-qm", f"on {branch}")
+    user.git(
+        work,
+        "-c",
+        "user.name=l",
+        "-c",
+        "user.email=l@l",
+        "-c",
+        "commit.gpgsign=false",
+        "-c",
+        "core.hooksPath=/dev/null",
+        "commit",
+        "-qm",
+        f"on {branch}",
+    )
     sha = user.git(work, "rev-parse", "HEAD")
-    subprocess.run(["git", "--git-dir", str(central), "fetch", "-q", str(work),
-                    f"+{sha}:refs/heads/{branch}"], check=True)
+    subprocess.run(
+        ["git", "--git-dir", str(central), "fetch", "-q", str(work), f"+{sha}:refs/heads/{branch}"],
+        check=True,
+    )
     return sha
 
 
-def test_a_lane_clone_has_its_own_identity_config_and_outbox(user: User,
-                                                            tmp_path: Path) -> None:
+def test_a_lane_clone_has_its_own_identity_config_and_outbox(user: User, tmp_path: Path) -> None:
     digest = user.config_digest()
     _, central, seeded = init(user, tmp_path)
     lane = clone(tmp_path, central, "lane-2")
     assert user.git(lane, "rev-parse", "HEAD") == seeded["main"]
-    config = {k: user.git(lane, "config", "--local", "--get", k) for k in (
-        "user.name", "user.email", "core.hooksPath", "commit.gpgSign", "remote.origin.url",
-        "remote.origin.pushurl", "flamechase.lane")}
+    config = {
+        k: user.git(lane, "config", "--local", "--get", k)
+        for k in (
+            "user.name",
+            "user.email",
+            "core.hooksPath",
+            "commit.gpgSign",
+            "remote.origin.url",
+            "remote.origin.pushurl",
+            "flamechase.lane",
+        )
+    }
     assert config["user.name"] == "flamechase lane-2"
     assert config["user.email"] == "lane-2@flamechase.invalid"
     assert config["core.hooksPath"] == str(lane / ".git" / "hooks")
@@ -69,14 +92,23 @@ def test_a_lane_clone_has_its_own_identity_config_and_outbox(user: User,
 
 
 def test_export_gives_what_changed_since_it_was_seen_and_bundles_only_new_commits(
-        user: User, tmp_path: Path) -> None:
+    user: User, tmp_path: Path
+) -> None:
     _, central, seeded = init(user, tmp_path)
     lane = clone(tmp_path, central, "lane-1")
     bundle = lane / ".git" / "flamechase" / "outgoing.bundle"
 
     def export(seen: dict[str, str]) -> dict[str, object]:
-        return tool("gitpr", "export", "--central", str(central), "--bundle", str(bundle),
-                    cwd=lane, env={"FLAMECHASE_GIT_SEEN": json.dumps(seen)})
+        return tool(
+            "gitpr",
+            "export",
+            "--central",
+            str(central),
+            "--bundle",
+            str(bundle),
+            cwd=lane,
+            env={"FLAMECHASE_GIT_SEEN": json.dumps(seen)},
+        )
 
     assert export({}) == {"changed": {}, "deleted": [], "bundle": None}
     user.git(lane, "push", "-q", "origin", "HEAD:refs/heads/lane-1/same")
@@ -86,8 +118,7 @@ def test_export_gives_what_changed_since_it_was_seen_and_bundles_only_new_commit
     (lane / "b.txt").write_text("b\n")
     user.git(lane, "add", "b.txt")
     user.git(lane, "commit", "-qm", "b")
-    user.git(lane, "push", "-q", "origin", "HEAD:refs/heads/lane-1/b",
-             ":refs/heads/lane-1/same")
+    user.git(lane, "push", "-q", "origin", "HEAD:refs/heads/lane-1/b", ":refs/heads/lane-1/same")
     new = export({"refs/heads/lane-1/same": str(seeded["main"])})
     assert new["changed"] == {"refs/heads/lane-1/b": user.git(lane, "rev-parse", "HEAD")}
     assert new["deleted"] == ["refs/heads/lane-1/same"]
@@ -96,24 +127,38 @@ def test_export_gives_what_changed_since_it_was_seen_and_bundles_only_new_commit
     assert "refs/heads/lane-1/b" in heads
 
 
-def test_a_checkout_is_exactly_the_commit_and_says_what_it_changes(user: User,
-                                                                   tmp_path: Path) -> None:
+def test_a_checkout_is_exactly_the_commit_and_says_what_it_changes(
+    user: User, tmp_path: Path
+) -> None:
     _, central, seeded = init(user, tmp_path, {"a.txt": "a\n", "solver.py": "x = 1\n"})
     main = str(seeded["main"])
-    head = central_commit(user, tmp_path, central, "lane-1/x", main,
-                          {"solver.py": "x = 2\n", "new.py": "y = 1\n"})
+    head = central_commit(
+        user, tmp_path, central, "lane-1/x", main, {"solver.py": "x = 2\n", "new.py": "y = 1\n"}
+    )
     place = tmp_path / "co"
     place.mkdir()
     (place / "stale.txt").write_text("from an earlier checkout\n")
-    got = tool("gitpr", "checkout", "--central", str(central), "--commit", head, "--main", main,
-               "--allow", "solver.py", cwd=place)
+    got = tool(
+        "gitpr",
+        "checkout",
+        "--central",
+        str(central),
+        "--commit",
+        head,
+        "--main",
+        main,
+        "--allow",
+        "solver.py",
+        cwd=place,
+    )
     assert got["commit"] == head and got["base"] == main and got["descends"] is True
     assert got["changed"] == 2 and got["disallowed"] == ["new.py"]
     assert (place / "solver.py").read_text() == "x = 2\n"
     assert not (place / "stale.txt").exists()
     assert user.git(place, "status", "--porcelain") == ""
-    everything = tool("gitpr", "checkout", "--central", str(central), "--commit", head,
-                      "--main", main, cwd=place)
+    everything = tool(
+        "gitpr", "checkout", "--central", str(central), "--commit", head, "--main", main, cwd=place
+    )
     assert everything["disallowed"] == []  # new files are fine when nothing restricts paths
 
 
@@ -122,21 +167,61 @@ def test_a_head_on_main_merges_with_exactly_its_own_tree(user: User, tmp_path: P
     main = str(seeded["main"])
     head = central_commit(user, tmp_path, central, "lane-1/x", main, {"a.txt": "A\n"})
     integration = clone(tmp_path, central, "integration", outbox=False)
-    got = tool("gitpr", "merge", "--pr", "PR000001", "--lane", "lane-1", "--title", "upper",
-               "--head", head, "--main", main, cwd=integration, env=RUNTIME)
+    got = tool(
+        "gitpr",
+        "merge",
+        "--pr",
+        "PR000001",
+        "--lane",
+        "lane-1",
+        "--title",
+        "upper",
+        "--head",
+        head,
+        "--main",
+        main,
+        cwd=integration,
+        env=RUNTIME,
+    )
     assert got["fast"] is True
     g = ["git", "--git-dir", str(central)]
-    parents = subprocess.run([*g, "rev-list", "--parents", "-n1", got["merge"]],
-                             capture_output=True, text=True, check=True).stdout.split()[1:]
+    parents = subprocess.run(
+        [*g, "rev-list", "--parents", "-n1", got["merge"]],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[1:]
     assert parents == [main, head]
-    trees = [subprocess.run([*g, "rev-parse", f"{c}^{{tree}}"], capture_output=True, text=True,
-                            check=True).stdout.strip() for c in (got["merge"], head)]
+    trees = [
+        subprocess.run(
+            [*g, "rev-parse", f"{c}^{{tree}}"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for c in (got["merge"], head)
+    ]
     assert trees[0] == trees[1]
-    staged = subprocess.run([*g, "rev-parse", "refs/flamechase/merges/PR000001"],
-                            capture_output=True, text=True, check=True).stdout.strip()
+    staged = subprocess.run(
+        [*g, "rev-parse", "refs/flamechase/merges/PR000001"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert staged == got["merge"]
-    again = tool("gitpr", "merge", "--pr", "PR000001", "--lane", "lane-1", "--title", "upper",
-                 "--head", head, "--main", main, cwd=integration, env=RUNTIME)
+    again = tool(
+        "gitpr",
+        "merge",
+        "--pr",
+        "PR000001",
+        "--lane",
+        "lane-1",
+        "--title",
+        "upper",
+        "--head",
+        head,
+        "--main",
+        main,
+        cwd=integration,
+        env=RUNTIME,
+    )
     assert again["merge"] == got["merge"]  # after a crash: the same staged merge
 
 
@@ -146,26 +231,60 @@ def test_an_old_based_head_merges_with_main_keeping_both(user: User, tmp_path: P
     main = central_commit(user, tmp_path, central, "main", base, {"a.txt": "A\n"})
     head = central_commit(user, tmp_path, central, "lane-2/x", base, {"b.txt": "B\n"})
     integration = clone(tmp_path, central, "integration", outbox=False)
-    got = tool("gitpr", "merge", "--pr", "PR000002", "--lane", "lane-2", "--title", "b",
-               "--head", head, "--main", main, cwd=integration, env=RUNTIME)
+    got = tool(
+        "gitpr",
+        "merge",
+        "--pr",
+        "PR000002",
+        "--lane",
+        "lane-2",
+        "--title",
+        "b",
+        "--head",
+        head,
+        "--main",
+        main,
+        cwd=integration,
+        env=RUNTIME,
+    )
     assert got["fast"] is False
     show = ["git", "--git-dir", str(central), "show"]
     for path, text in (("a.txt", "A\n"), ("b.txt", "B\n")):
-        assert subprocess.run([*show, f"{got['merge']}:{path}"], capture_output=True,
-                              text=True, check=True).stdout == text
-    message = subprocess.run([*show, "-s", "--format=%B", got["merge"]], capture_output=True,
-                             text=True, check=True).stdout
+        assert (
+            subprocess.run(
+                [*show, f"{got['merge']}:{path}"], capture_output=True, text=True, check=True
+            ).stdout
+            == text
+        )
+    message = subprocess.run(
+        [*show, "-s", "--format=%B", got["merge"]], capture_output=True, text=True, check=True
+    ).stdout
     assert "Flamechase-PR: PR000002" in message
 
 
-def test_a_conflicting_head_is_not_merged_and_the_paths_are_named(user: User,
-                                                                 tmp_path: Path) -> None:
+def test_a_conflicting_head_is_not_merged_and_the_paths_are_named(
+    user: User, tmp_path: Path
+) -> None:
     _, central, seeded = init(user, tmp_path, {"a.txt": "a\n"})
     base = str(seeded["main"])
     main = central_commit(user, tmp_path, central, "main", base, {"a.txt": "main\n"})
     head = central_commit(user, tmp_path, central, "lane-2/x", base, {"a.txt": "lane\n"})
     integration = clone(tmp_path, central, "integration", outbox=False)
-    got = tool("gitpr", "merge", "--pr", "PR000002", "--lane", "lane-2", "--title", "a",
-               "--head", head, "--main", main, cwd=integration, env=RUNTIME)
+    got = tool(
+        "gitpr",
+        "merge",
+        "--pr",
+        "PR000002",
+        "--lane",
+        "lane-2",
+        "--title",
+        "a",
+        "--head",
+        head,
+        "--main",
+        main,
+        cwd=integration,
+        env=RUNTIME,
+    )
     assert got == {"conflicts": ["a.txt"]}
     assert user.git(integration, "status", "--porcelain") == ""  # ready for the next merge

@@ -12,15 +12,22 @@ import pytest
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def tool(cwd: Path, *args: str) -> tuple[int, dict[str, object]]:
-    proc = subprocess.run([sys.executable, "-m", "flamechase.tools.gitpoint", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-    return proc.returncode, json.loads(proc.stdout.strip().splitlines()[-1].removeprefix(
-        "GITPOINT "))
+    proc = subprocess.run(
+        [sys.executable, "-m", "flamechase.tools.gitpoint", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc.returncode, json.loads(
+        proc.stdout.strip().splitlines()[-1].removeprefix("GITPOINT ")
+    )
 
 
 @pytest.fixture
@@ -40,15 +47,17 @@ def repo(tmp_path: Path) -> Path:
 def test_checkpoint_commits_everything_and_tags_it_without_pushing(repo: Path) -> None:
     (repo / "a.py").write_text("A = 2\n")
     (repo / "new.txt").write_text("untracked work\n")
-    code, out = tool(repo, "checkpoint", "--tag", "pre-parrallello-2026-12-01",
-                     "--message", "checkpoint")
+    code, out = tool(
+        repo, "checkpoint", "--tag", "pre-parrallello-2026-12-01", "--message", "checkpoint"
+    )
     assert code == 0 and out["committed"] is True and out["tag"] == "pre-parrallello-2026-12-01"
     assert git(repo, "status", "--porcelain") == ""
     assert git(repo, "rev-parse", "pre-parrallello-2026-12-01^{commit}") == out["commit"]
     remote = repo.parent / "remote.git"
     assert git(remote, "for-each-ref") == ""  # nothing pushed, ever
-    code, again = tool(repo, "checkpoint", "--tag", "pre-parrallello-2026-12-01",
-                       "--message", "checkpoint")
+    code, again = tool(
+        repo, "checkpoint", "--tag", "pre-parrallello-2026-12-01", "--message", "checkpoint"
+    )
     assert code == 0 and again["committed"] is False
     assert again["tag"] == "pre-parrallello-2026-12-01-2" and again["commit"] == out["commit"]
 
@@ -68,12 +77,23 @@ def test_integrate_lands_only_owned_files_in_one_commit(repo: Path, tmp_path: Pa
     (copy / "lib" / "b.py").write_text("B = 1\n")
     (copy / "other.txt").write_text("not this front's\n")
     (repo / "user.txt").write_text("the user's own uncommitted work\n")
-    code, out = tool(repo, "integrate", "--from", str(copy), "--allow", "a.py", "lib/**",
-                     "--message", "front P1 approved")
+    code, out = tool(
+        repo,
+        "integrate",
+        "--from",
+        str(copy),
+        "--allow",
+        "a.py",
+        "lib/**",
+        "--message",
+        "front P1 approved",
+    )
     assert code == 0 and out["files"] == 2
     assert out["outside"] == 2  # other.txt added, user.txt "missing": neither is taken
     assert (repo / "a.py").read_text() == "A = 3\n" and not (repo / "other.txt").exists()
     assert git(repo, "log", "-1", "--format=%s") == "front P1 approved"
     assert set(git(repo, "show", "--name-only", "--format=", "HEAD").split()) == {
-        "a.py", "lib/b.py"}
+        "a.py",
+        "lib/b.py",
+    }
     assert "user.txt" in git(repo, "status", "--porcelain")  # left alone, uncommitted

@@ -15,8 +15,18 @@ from tests.helpers import FLAMECHASE, cli
 
 def test_a_job_runs_in_the_background_and_wait_returns_its_exit_code(tmp_path: Path) -> None:
     env = {"FLAMECHASE_JOBS": str(tmp_path / "jobs")}
-    started = cli("job", "start", "--name", "build", "--", "sh", "-c",
-                  "echo building; read x < /dev/null; exit 3", cwd=tmp_path, env=env)
+    started = cli(
+        "job",
+        "start",
+        "--name",
+        "build",
+        "--",
+        "sh",
+        "-c",
+        "echo building; read x < /dev/null; exit 3",
+        cwd=tmp_path,
+        env=env,
+    )
     assert started.returncode == 0, started.stderr
     job = started.stdout.strip()
     assert job == "build-1"
@@ -29,8 +39,9 @@ def test_a_job_runs_in_the_background_and_wait_returns_its_exit_code(tmp_path: P
 
 def test_wait_gives_up_after_max_and_kill_ends_the_group(tmp_path: Path) -> None:
     env = {"FLAMECHASE_JOBS": str(tmp_path / "jobs")}
-    job = cli("job", "start", "--", "sh", "-c", "sleep 300 & wait", cwd=tmp_path,
-              env=env).stdout.strip()
+    job = cli(
+        "job", "start", "--", "sh", "-c", "sleep 300 & wait", cwd=tmp_path, env=env
+    ).stdout.strip()
     waited = cli("job", "wait", job, "--max", "0.2", cwd=tmp_path, env=env)
     assert waited.returncode == 124 and "running" in waited.stdout
     killed = cli("job", "kill", job, cwd=tmp_path, env=env)
@@ -54,8 +65,10 @@ def test_a_job_whose_processes_vanished_reads_lost_and_reap_records_it(tmp_path:
     assert rows[0]["state"] == "lost"
     reaped = cli("job", "reap", cwd=tmp_path, env=env).stdout
     assert json.loads(reaped.removeprefix("JOBS "))["reaped"] == [job]
-    assert json.loads(cli("job", "list", "--json", cwd=tmp_path,
-                          env=env).stdout)[0]["state"] == "reaped"
+    assert (
+        json.loads(cli("job", "list", "--json", cwd=tmp_path, env=env).stdout)[0]["state"]
+        == "reaped"
+    )
 
 
 def test_job_outside_a_turn_without_a_directory_is_refused(tmp_path: Path) -> None:
@@ -67,54 +80,116 @@ def test_job_outside_a_turn_without_a_directory_is_refused(tmp_path: Path) -> No
 def test_the_lock_serialises_and_a_timeout_runs_nothing(tmp_path: Path) -> None:
     lock = tmp_path / "lockdir"
     lock.mkdir()
-    held = cli("lock", "acquire", "--who", "perf-a", "--max", "60", "--dir", str(lock),
-               cwd=tmp_path)
+    held = cli(
+        "lock", "acquire", "--who", "perf-a", "--max", "60", "--dir", str(lock), cwd=tmp_path
+    )
     assert held.returncode == 0, held.stderr
     status = cli("lock", "status", "--json", "--dir", str(lock), cwd=tmp_path)
     st = json.loads(status.stdout)
     assert st["held"] and st["holders"][0]["who"] == "perf-a"
     marker = tmp_path / "ran"
-    blocked = cli("lock", "run", "--who", "perf-b", "--wait", "0.3", "--dir", str(lock), "--",
-                  "touch", str(marker), cwd=tmp_path)
+    blocked = cli(
+        "lock",
+        "run",
+        "--who",
+        "perf-b",
+        "--wait",
+        "0.3",
+        "--dir",
+        str(lock),
+        "--",
+        "touch",
+        str(marker),
+        cwd=tmp_path,
+    )
     assert blocked.returncode == 75 and not marker.exists()
     assert cli("lock", "release", "--dir", str(lock), cwd=tmp_path).returncode == 0
-    ran = cli("lock", "run", "--who", "perf-b", "--dir", str(lock), "--", "sh", "-c",
-              "touch " + str(marker) + "; exit 5", cwd=tmp_path)
+    ran = cli(
+        "lock",
+        "run",
+        "--who",
+        "perf-b",
+        "--dir",
+        str(lock),
+        "--",
+        "sh",
+        "-c",
+        "touch " + str(marker) + "; exit 5",
+        cwd=tmp_path,
+    )
     assert ran.returncode == 5 and marker.exists()
-    assert not json.loads(cli("lock", "status", "--json", "--dir", str(lock),
-                              cwd=tmp_path).stdout)["held"]
+    assert not json.loads(cli("lock", "status", "--json", "--dir", str(lock), cwd=tmp_path).stdout)[
+        "held"
+    ]
 
 
 def test_a_killed_holder_frees_the_lock_and_nested_runs_pass_through(tmp_path: Path) -> None:
     lock = tmp_path / "lockdir"
     lock.mkdir()
-    holder = subprocess.Popen([*FLAMECHASE, "lock", "run", "--who", "outer", "--dir", str(lock),
-                               "--", "sh", "-c",
-                               f"{' '.join(FLAMECHASE)} lock run --who inner --wait 0 "
-                               f"--dir {lock} -- true && echo nested-ok && sleep 300"],
-                              stdout=subprocess.PIPE, text=True, cwd=tmp_path,
-                              start_new_session=True)
+    holder = subprocess.Popen(
+        [
+            *FLAMECHASE,
+            "lock",
+            "run",
+            "--who",
+            "outer",
+            "--dir",
+            str(lock),
+            "--",
+            "sh",
+            "-c",
+            f"{' '.join(FLAMECHASE)} lock run --who inner --wait 0 "
+            f"--dir {lock} -- true && echo nested-ok && sleep 300",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
     assert holder.stdout is not None
     assert holder.stdout.readline().strip() == "nested-ok"  # no deadlock on its parent's lock
     os.killpg(holder.pid, signal.SIGKILL)
     holder.wait()
-    took = cli("lock", "run", "--who", "next", "--wait", "30", "--dir", str(lock), "--", "true",
-               cwd=tmp_path)
+    took = cli(
+        "lock",
+        "run",
+        "--who",
+        "next",
+        "--wait",
+        "30",
+        "--dir",
+        str(lock),
+        "--",
+        "true",
+        cwd=tmp_path,
+    )
     assert took.returncode == 0
 
 
-def test_an_acquired_lock_expires_after_its_max_and_the_next_waiter_gets_it(
-        tmp_path: Path) -> None:
+def test_an_acquired_lock_expires_after_its_max_and_the_next_waiter_gets_it(tmp_path: Path) -> None:
     lock = tmp_path / "lockdir"
     lock.mkdir()
-    held = cli("lock", "acquire", "--who", "forgetful", "--max", "1", "--dir", str(lock),
-               cwd=tmp_path)
+    held = cli(
+        "lock", "acquire", "--who", "forgetful", "--max", "1", "--dir", str(lock), cwd=tmp_path
+    )
     assert held.returncode == 0, held.stderr
     holder = int(held.stdout.rsplit("pid ", 1)[1].rstrip(")\n"))
     marker = tmp_path / "ran"
     # Nobody releases: the waiter gets the lock only because the hold expires.
-    took = cli("lock", "run", "--who", "next", "--wait", "30", "--dir", str(lock), "--",
-               "touch", str(marker), cwd=tmp_path)
+    took = cli(
+        "lock",
+        "run",
+        "--who",
+        "next",
+        "--wait",
+        "30",
+        "--dir",
+        str(lock),
+        "--",
+        "touch",
+        str(marker),
+        cwd=tmp_path,
+    )
     assert took.returncode == 0, took.stderr
     assert marker.exists()
     st = json.loads(cli("lock", "status", "--json", "--dir", str(lock), cwd=tmp_path).stdout)

@@ -15,8 +15,13 @@ from flamechase.tools import treesync
 
 
 def tool(cwd: Path, *args: str) -> tuple[int, dict[str, object]]:
-    proc = subprocess.run([sys.executable, "-m", "flamechase.tools.treesync", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flamechase.tools.treesync", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     line = proc.stdout.strip().splitlines()[-1]
     assert line.startswith("TREESYNC ")
     return proc.returncode, json.loads(line.removeprefix("TREESYNC "))
@@ -70,8 +75,7 @@ def test_changes_are_sorted_into_accepted_outside_and_frozen(trees: tuple[Path, 
     (copy / "debug.log").write_text("ignored by git\n")
     (copy / "src" / "__pycache__").mkdir()
     (copy / "src" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
-    code, out = tool(base, "diff", "--from", str(copy), "--allow", "src/**", "--frozen",
-                     "gates/**")
+    code, out = tool(base, "diff", "--from", str(copy), "--allow", "src/**", "--frozen", "gates/**")
     assert code == 0
     assert out["accepted"] == {"count": 3, "paths": ["src/a.py", "src/keep.py", "src/new.py"]}
     assert out["outside"] == {"count": 1, "paths": ["notes.md"]}
@@ -88,8 +92,9 @@ def test_apply_takes_only_the_accepted_files(trees: tuple[Path, Path]) -> None:
     (copy / "src" / "keep.py").unlink()
     (copy / "notes.md").write_text("mine now\n")
     (copy / "gates" / "g.py").write_text("print('PASS')\n")
-    code, out = tool(base, "apply", "--from", str(copy), "--allow", "src/**", "--frozen",
-                     "gates/**")
+    code, out = tool(
+        base, "apply", "--from", str(copy), "--allow", "src/**", "--frozen", "gates/**"
+    )
     assert code == 0 and out["applied"] is True
     assert (base / "src" / "a.py").read_text() == "A = 2\n"
     assert (base / "src" / "deep" / "new.py").read_text() == "N = 1\n"

@@ -19,9 +19,15 @@ from tests.helpers import cli
 from tests.view.synth import make_run
 
 CHROMIUM = Path(os.environ.get("FLAMECHASE_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 # Set to write the README's screenshots (docs/img/) from the test run.
 SCREENSHOTS = os.environ.get("FLAMECHASE_SCREENSHOTS")
 REPO = Path(__file__).resolve().parents[2]
@@ -44,8 +50,17 @@ def simulate(tmp: Path, *args: str) -> Run:
     html = tmp / "replay.html"
     # TMPDIR: the kept workspace copy lands under pytest's tmp, not in /tmp for good.
     env = {"FLAMECHASE_HOME": str(home), "TMPDIR": str(tmp)}
-    proc = cli("simulate", "parallel_flame_chase", "--keep", "--html", str(html), *args,
-               cwd=tmp, env=env, timeout=110)
+    proc = cli(
+        "simulate",
+        "parallel_flame_chase",
+        "--keep",
+        "--html",
+        str(html),
+        *args,
+        cwd=tmp,
+        env=env,
+        timeout=110,
+    )
     assert proc.returncode in (0, 3), proc.stderr
     (run_dir,) = list((home / "runs").iterdir())
     run, lanes, events = load_run(run_dir)
@@ -62,9 +77,13 @@ def sim_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
 def rough_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     """A run with failures and a held lane: in lane 2 a flaky actor and one that never
     reports (every one of its turns fails), in lane 3 an actor that reports blocked."""
-    return simulate(tmp_path_factory.mktemp("rough"), "-a",
-                    "lane_2_actor_a=sim/flaky,lane_2_actor_b=sim/silent,"
-                    "lane_3_actor_a=sim/blocked", "-p", "budget.turns=16")
+    return simulate(
+        tmp_path_factory.mktemp("rough"),
+        "-a",
+        "lane_2_actor_a=sim/flaky,lane_2_actor_b=sim/silent,lane_3_actor_a=sim/blocked",
+        "-p",
+        "budget.turns=16",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -34,8 +34,9 @@ def test_simulate_every_builtin_flow(flow: str, tmp_path: Path, state_home: Path
     # parrallello runs its protocol to the end (a planner, prep, rounds, the runtime's gate
     # runs), not to a turn budget: it takes longer.
     fronts = flow == "parrallello"
-    proc = cli("simulate", flow, cwd=tmp_path, env={"TMPDIR": str(scratch)},
-               timeout=400 if fronts else 110)
+    proc = cli(
+        "simulate", flow, cwd=tmp_path, env={"TMPDIR": str(scratch)}, timeout=400 if fronts else 110
+    )
     wall = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
     html = tmp_path / f"{flow}-simulation.html"
@@ -63,12 +64,21 @@ def test_simulate_every_builtin_flow(flow: str, tmp_path: Path, state_home: Path
         assert wall < 20, wall
 
 
-def test_simulate_a_users_workspace_leaves_it_untouched(source_tree: Path,
-                                                       tmp_path: Path) -> None:
+def test_simulate_a_users_workspace_leaves_it_untouched(source_tree: Path, tmp_path: Path) -> None:
     before = {p: p.read_bytes() for p in source_tree.rglob("*") if p.is_file()}
     out = tmp_path / "mine.html"
-    proc = cli("simulate", "parallel_flame_chase", "--workspace", str(source_tree),
-               "--html", str(out), "-p", "lanes=2,budget.turns=4", cwd=tmp_path, timeout=110)
+    proc = cli(
+        "simulate",
+        "parallel_flame_chase",
+        "--workspace",
+        str(source_tree),
+        "--html",
+        str(out),
+        "-p",
+        "lanes=2,budget.turns=4",
+        cwd=tmp_path,
+        timeout=110,
+    )
     assert proc.returncode == 0, proc.stderr
     assert {p: p.read_bytes() for p in source_tree.rglob("*") if p.is_file()} == before
     doc = _doc(out)
@@ -78,9 +88,18 @@ def test_simulate_a_users_workspace_leaves_it_untouched(source_tree: Path,
 
 
 def test_simulate_keep_records_the_run(tmp_path: Path, state_home: Path) -> None:
-    proc = cli("simulate", "flame_chase", "--keep", "-p", "budget.turns=2",
-               "--html", str(tmp_path / "r.html"), cwd=tmp_path,
-               env={"TMPDIR": str(tmp_path)}, timeout=110)
+    proc = cli(
+        "simulate",
+        "flame_chase",
+        "--keep",
+        "-p",
+        "budget.turns=2",
+        "--html",
+        str(tmp_path / "r.html"),
+        cwd=tmp_path,
+        env={"TMPDIR": str(tmp_path)},
+        timeout=110,
+    )
     assert proc.returncode == 0, proc.stderr
     st = status(tmp_path)
     assert st["status"] == "finished" and st["budget"]["turns"]["used"] == 2
@@ -106,8 +125,13 @@ def test_demo_runs_the_sample_and_summarises(tmp_path: Path) -> None:
     out = proc.stdout
     assert f"copied the sample repository to {dest}" in out
     assert (dest / "bench.py").is_file() and (dest / "TASK.md").is_file()
-    for line in ("turns per lane: lane-1 ", "reports: ", "artifacts: ", "best candidate: steps",
-                 f"replay: {dest}.html"):
+    for line in (
+        "turns per lane: lane-1 ",
+        "reports: ",
+        "artifacts: ",
+        "best candidate: steps",
+        f"replay: {dest}.html",
+    ):
         assert line in out, line
     assert re.search(r"(\d+) received by another lane", out)
     # Progress while it ran (no terminal here: a line per finished turn, on stderr).

@@ -45,9 +45,14 @@ def test_a_failed_turn_says_who_takes_the_copy_next(rough_run: Run) -> None:
 
 def test_a_lone_lane_on_the_source_hands_over_the_tree() -> None:
     fold = RunFold(lanes=[("lane-1", ("first_chaser", "second_chaser"))])
-    ev = {"seq": 1, "at": "2026-01-01T00:00:00Z", "kind": "turn_valid", "lane": "lane-1",
-          "actor": "first_chaser", "payload": {"turn": 1, "report_status": "progress",
-                                               "summary": "s", "duration": 1.0}}
+    ev = {
+        "seq": 1,
+        "at": "2026-01-01T00:00:00Z",
+        "kind": "turn_valid",
+        "lane": "lane-1",
+        "actor": "first_chaser",
+        "payload": {"turn": 1, "report_status": "progress", "summary": "s", "duration": 1.0},
+    }
     fold.apply(ev)
     assert narrate(ev, fold)[0].endswith("; hands second_chaser the tree.")
 

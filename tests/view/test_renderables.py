@@ -42,7 +42,13 @@ def _fold_until(run: Run, stop: int) -> RunFold:
 
 def test_fmt_duration() -> None:
     assert [fmt_duration(s) for s in (0, 4.25, 42.9, 65, 3600 + 7 * 60 + 5, -3)] == [
-        "0.0s", "4.2s", "42s", "1m05s", "1h07m", "0.0s"]
+        "0.0s",
+        "4.2s",
+        "42s",
+        "1m05s",
+        "1h07m",
+        "0.0s",
+    ]
 
 
 def test_dashboard_at_the_end_of_a_run(sim_run: Run) -> None:
@@ -64,8 +70,9 @@ def test_dashboard_at_the_end_of_a_run(sim_run: Run) -> None:
 
 
 def test_dashboard_mid_turn_shows_actor_and_elapsed(sim_run: Run) -> None:
-    start = next(i for i, e in enumerate(sim_run.events)
-                 if e["kind"] == "turn_started" and e["lane"])
+    start = next(
+        i for i, e in enumerate(sim_run.events) if e["kind"] == "turn_started" and e["lane"]
+    )
     fold = _fold_until(sim_run, start + 1)
     ev = sim_run.events[start]
     now = parse_at(ev["at"]) + timedelta(seconds=75)
@@ -95,7 +102,7 @@ def _rows(text: str) -> dict[str, str]:
     name = ""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("lane "))
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.strip() or (not line.startswith(" ") and not line.startswith("lane-")):
             break
         if line.startswith("lane-") and " HELD: " not in line and " failed: " not in line:
@@ -116,15 +123,19 @@ def test_at_80_columns_each_lane_says_its_state_and_why(rough_run: Run) -> None:
         fold.apply(ev)
         now = parse_at(ev["at"])
         snap = fold.snapshot(now)
-        text = _render(dashboard(snap, now, ["x" * 200],
-                                 workspace=str(rough_run.run["workspace"])), width=80)
+        text = _render(
+            dashboard(snap, now, ["x" * 200], workspace=str(rough_run.run["workspace"])), width=80
+        )
         assert max(len(line) for line in text.splitlines()) <= 80
         # Status and active time come first, whole.
-        assert text.splitlines()[0].endswith(f" · {snap.status} · "
-                                             f"{fmt_duration(snap.active_seconds)} active")
+        assert text.splitlines()[0].endswith(
+            f" · {snap.status} · {fmt_duration(snap.active_seconds)} active"
+        )
         # A budget item is never split from its figure.
-        assert not any(line.rstrip().endswith(("output tokens", "duration", "cost", "turns"))
-                       for line in text.splitlines())
+        assert not any(
+            line.rstrip().endswith(("output tokens", "duration", "cost", "turns"))
+            for line in text.splitlines()
+        )
         rows = _rows(text)
         assert set(rows) == set(fold.order)
         # Long words (paths) fold across lines: compare without any whitespace.
@@ -147,7 +158,7 @@ def test_a_long_reason_is_clipped_not_lost(rough_run: Run) -> None:
     fold.lanes["lane-3"].held_reason = "why " * 500
     now = parse_at(fold.at or "")
     text = _render(dashboard(fold.snapshot(now), now), width=80)
-    note = _flat(text[text.index("lane-3 HELD: "):])
+    note = _flat(text[text.index("lane-3 HELD: ") :])
     assert note.startswith("lane-3 HELD: why why")
     assert "why …" in note or "w…" in note or "…" in note
     assert max(len(line) for line in text.splitlines()) <= 80
@@ -164,10 +175,12 @@ def test_narrow_terminal_still_renders(sim_run: Run) -> None:
 def _prepared(ws: Path) -> object:
     flow = load_flow("parallel_flame_chase")
     settings = sim_settings(flow, {}, sample=True)
-    agents = split_agent_args([f"{r}=sim/steady" for r in dict.fromkeys(
-        flow.roles(flow.Params()))])
-    return prepare(RunRequest(flow=flow, agents=agents, settings=settings, task="continue",
-                              workspace=copy_sample(ws)))
+    agents = split_agent_args([f"{r}=sim/steady" for r in dict.fromkeys(flow.roles(flow.Params()))])
+    return prepare(
+        RunRequest(
+            flow=flow, agents=agents, settings=settings, task="continue", workspace=copy_sample(ws)
+        )
+    )
 
 
 def test_live_observer_folds_events_and_redraws(sim_run: Run, tmp_path: Path) -> None:
@@ -191,12 +204,13 @@ def test_live_observer_folds_events_and_redraws(sim_run: Run, tmp_path: Path) ->
     assert observer.fold.events == before
 
 
-def test_live_observer_on_resume_starts_from_the_runs_history(sim_run: Run,
-                                                              tmp_path: Path) -> None:
+def test_live_observer_on_resume_starts_from_the_runs_history(sim_run: Run, tmp_path: Path) -> None:
     import dataclasses
 
-    prepared = dataclasses.replace(_prepared(tmp_path / "ws"),  # type: ignore[type-var]
-                                   resume_from=sim_run.run_dir)
+    prepared = dataclasses.replace(
+        _prepared(tmp_path / "ws"),  # type: ignore[type-var]
+        resume_from=sim_run.run_dir,
+    )
     observer = LiveObserver(prepared, console=Console(file=StringIO()), start=False)
     assert observer.fold.run_id == sim_run.run["id"]
     assert observer.fold.turns == 12
@@ -212,8 +226,9 @@ def test_exec_on_a_terminal_shows_the_live_view(tmp_path: Path) -> None:
     args += ["-p", "lanes=2,budget.turns=4,rest_seconds=0.05", "continue"]
     master, slave = pty.openpty()
     env = dict(os.environ, COLUMNS="100", LINES="40", TERM="xterm-256color")
-    proc = subprocess.Popen(args, cwd=ws, stdin=subprocess.DEVNULL, stdout=slave,
-                            stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        args, cwd=ws, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, env=env
+    )
     os.close(slave)
     chunks: list[bytes] = []
     deadline = time.monotonic() + 90

@@ -37,8 +37,15 @@ def test_one_point_per_event_in_order(sim_run: Run) -> None:
 
 def test_simulate_wrote_the_same_page_show_writes(sim_run: Run, tmp_path: Path) -> None:
     out = tmp_path / "again.html"
-    proc = cli("show", sim_run.run["id"], "--html", str(out), cwd=tmp_path,
-               env={"FLAMECHASE_HOME": str(sim_run.home)}, check=True)
+    proc = cli(
+        "show",
+        sim_run.run["id"],
+        "--html",
+        str(out),
+        cwd=tmp_path,
+        env={"FLAMECHASE_HOME": str(sim_run.home)},
+        check=True,
+    )
     assert f"({len(sim_run.events)} events)" in proc.stdout
     assert _embedded(out.read_text()) == _embedded(sim_run.html.read_text())
 
@@ -46,8 +53,16 @@ def test_simulate_wrote_the_same_page_show_writes(sim_run: Run, tmp_path: Path) 
 def test_page_is_self_contained(sim_run: Run) -> None:
     html = sim_run.html.read_text()
     # Nothing to fetch: no external scripts, styles, images, fonts or frames.
-    for pattern in (r"<script[^>]+src=", r"<link\b", r"<img\b", r"<iframe\b", r"@import",
-                    r"url\(", r"\bsrc=", r"\bhref="):
+    for pattern in (
+        r"<script[^>]+src=",
+        r"<link\b",
+        r"<img\b",
+        r"<iframe\b",
+        r"@import",
+        r"url\(",
+        r"\bsrc=",
+        r"\bhref=",
+    ):
         assert not re.search(pattern, html, re.I), pattern
     for scheme in ("https://", "//cdn", "ws://"):
         assert scheme not in html
@@ -76,12 +91,20 @@ def test_hostile_summary_stays_data(tmp_path: Path) -> None:
 
 
 def test_ten_thousand_events_make_one_page_that_says_how_long_it_took(
-        big_run: Path, tmp_path: Path) -> None:
+    big_run: Path, tmp_path: Path
+) -> None:
     # How long it takes is measured by bench/views_replay.py (2 s on an idle machine), not
     # asserted here: a test must not fail because the machine is busy.
     out = tmp_path / "big.html"
-    proc = cli("show", big_run.name, "--html", str(out), cwd=tmp_path,
-               env={"FLAMECHASE_HOME": str(big_run.parent.parent)}, check=True)
+    proc = cli(
+        "show",
+        big_run.name,
+        "--html",
+        str(out),
+        cwd=tmp_path,
+        env={"FLAMECHASE_HOME": str(big_run.parent.parent)},
+        check=True,
+    )
     assert re.search(r"in [0-9.]+ s", proc.stdout)
     assert "(10000 events)" in proc.stdout or "(10001 events)" in proc.stdout
     assert len(_embedded(out.read_text())["points"]) >= 10_000

@@ -63,8 +63,9 @@ def _state_cell(lane: Any) -> str:
     return word
 
 
-def _check_point(panels: dict[str, Any], i: int, points: list[dict[str, Any]],
-                 fold: RunFold) -> None:
+def _check_point(
+    panels: dict[str, Any], i: int, points: list[dict[str, Any]], fold: RunFold
+) -> None:
     """The page at point i says what the events up to i say."""
     n = len(points)
     assert panels["n"] == f"#{i + 1}"
@@ -241,7 +242,8 @@ def _png_stats(page: Any, png: bytes) -> dict[str, float]:
     # would make them fail on elements that are gone.
     page = page.context.new_page()
     page.set_content("<canvas id=c></canvas>")
-    result: dict[str, float] = page.evaluate("""async (url) => {
+    result: dict[str, float] = page.evaluate(
+        """async (url) => {
       const img = new Image(); img.src = url; await img.decode();
       const c = document.getElementById("c"); c.width = img.width; c.height = img.height;
       const g = c.getContext("2d"); g.drawImage(img, 0, 0);
@@ -252,7 +254,9 @@ def _png_stats(page: Any, png: bytes) -> dict[str, float]:
         if (d[k] < 235 || d[k + 1] < 235 || d[k + 2] < 235) ink++;
       }
       return {colours: seen.size, ink: ink / (d.length / 16), w: c.width, h: c.height};
-    }""", url)
+    }""",
+        url,
+    )
     page.close()
     return result
 
@@ -261,8 +265,9 @@ def test_screenshot_of_the_replay_is_not_blank(page: Any, sim_run: Run) -> None:
     points = build_document(sim_run.run, sim_run.lanes, sim_run.events)["points"]
     _open(page, sim_run.html)
     # A telling moment: lane 1 takes in another lane's package.
-    target = next((i for i, p in enumerate(points) if "Integrated report" in p["x"]),
-                  len(points) // 2)
+    target = next(
+        (i for i, p in enumerate(points) if "Integrated report" in p["x"]), len(points) // 2
+    )
     page.evaluate("(i) => window.fcReplay.go(i)", target)
     page.wait_for_function("(i) => window.fcReplay.cur() === i", arg=target)
     page.wait_for_timeout(50)
@@ -275,7 +280,8 @@ def test_screenshot_of_the_replay_is_not_blank(page: Any, sim_run: Run) -> None:
     if SCREENSHOTS:
         (REPO / "docs" / "img").mkdir(parents=True, exist_ok=True)
         (REPO / "docs" / "img" / "replay.png").write_bytes(
-            page.screenshot(clip={"x": 0, "y": 0, "width": 1280, "height": 900}))
+            page.screenshot(clip={"x": 0, "y": 0, "width": 1280, "height": 900})
+        )
     stats = _png_stats(page, png)
     assert stats["w"] >= 1280 and stats["h"] >= 900
     assert stats["colours"] > 20
@@ -310,8 +316,9 @@ def test_terminal_view_screenshot(page: Any, sim_run: Run) -> None:
     # The moment just before the next event: turns under way show how long they have run.
     now = parse_at(sim_run.events[upto]["at"])
     console = Console(record=True, width=110, file=StringIO(), force_terminal=True)
-    console.print(dashboard(fold.snapshot(now), now, recent,
-                            workspace=str(sim_run.run["workspace"])))
+    console.print(
+        dashboard(fold.snapshot(now), now, recent, workspace=str(sim_run.run["workspace"]))
+    )
     # rich's SVG names a web font on a CDN; the system's monospace font will do.
     svg = re.sub(r"@font-face\s*\{[^}]*\}", "", console.export_svg(title="flamechase exec"))
     page.set_content(f"<body style='margin:0;background:#fff'>{svg}</body>")
@@ -325,7 +332,8 @@ def test_terminal_view_screenshot(page: Any, sim_run: Run) -> None:
 
 def _repaint_latencies(page: Any, count: int) -> list[float]:
     """Milliseconds from an `input` on the bar to the next painted frame, `count` times."""
-    result: list[float] = page.evaluate("""async (count) => {
+    result: list[float] = page.evaluate(
+        """async (count) => {
       const bar = document.getElementById("bar"), out = [];
       for (let k = 0; k < count; k++) {
         const v = Math.floor((k + 0.5) * (+bar.max) / count);
@@ -336,12 +344,15 @@ def _repaint_latencies(page: Any, count: int) -> list[float]:
         out.push(performance.now() - t0);
       }
       return out;
-    }""", count)
+    }""",
+        count,
+    )
     return result
 
 
-def test_ten_thousand_event_page_repaints_and_drags(page: Any, big_run: Path,
-                                                   tmp_path: Path) -> None:
+def test_ten_thousand_event_page_repaints_and_drags(
+    page: Any, big_run: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "big.html"
     write_replay(big_run, out)
     _open(page, out)

@@ -19,8 +19,15 @@ from tests.view.test_replay_browser import _open
 def git_pr_replay(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("git-pr")
     html = tmp / "replay.html"
-    proc = cli("simulate", "parallel_flame_chase:git_pr", "--html", str(html), cwd=tmp,
-               env={"FLAMECHASE_HOME": str(tmp / "home"), "TMPDIR": str(tmp)}, timeout=110)
+    proc = cli(
+        "simulate",
+        "parallel_flame_chase:git_pr",
+        "--html",
+        str(html),
+        cwd=tmp,
+        env={"FLAMECHASE_HOME": str(tmp / "home"), "TMPDIR": str(tmp)},
+        timeout=110,
+    )
     assert proc.returncode == 0, proc.stderr
     return html
 
@@ -44,8 +51,7 @@ def test_the_replay_marks_prs_and_merges_on_their_lanes(git_pr_replay: Path) -> 
     assert published and published[0].startswith("Main (")
 
 
-def test_the_marks_are_drawn_keyed_and_lead_to_their_point(page: Any,
-                                                           git_pr_replay: Path) -> None:
+def test_the_marks_are_drawn_keyed_and_lead_to_their_point(page: Any, git_pr_replay: Path) -> None:
     _open(page, git_pr_replay)
     drawn = page.evaluate("""() => [...document.querySelectorAll('#tl-rows .mk')].map(
         (m) => ({cls: m.getAttribute('class'), p: +m.dataset.p,
@@ -58,6 +64,8 @@ def test_the_marks_are_drawn_keyed_and_lead_to_their_point(page: Any,
     assert keys == ["pull request", "merged", "rejected or refused"]
     merge = next(d for d in drawn if d["cls"] == "mk mk-merge")
     assert merge["label"].endswith("merged")
-    page.evaluate(f"() => document.querySelector('#tl-rows .mk[data-p=\"{merge['p']}\"]')"
-                  ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    page.evaluate(
+        f"() => document.querySelector('#tl-rows .mk[data-p=\"{merge['p']}\"]')"
+        ".dispatchEvent(new MouseEvent('click', {bubbles: true}))"
+    )
     assert "is merged into main" in page.inner_text("#now-x")

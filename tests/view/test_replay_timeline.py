@@ -36,8 +36,9 @@ def _colours(page: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("which", ["sim_run", "rough_run"])
-def test_every_colour_on_the_timeline_has_a_key(page: Any, which: str,
-                                                request: pytest.FixtureRequest) -> None:
+def test_every_colour_on_the_timeline_has_a_key(
+    page: Any, which: str, request: pytest.FixtureRequest
+) -> None:
     run: Run = request.getfixturevalue(which)
     _open(page, run.html)
     seen = _colours(page)
@@ -86,9 +87,9 @@ def _timeline(page: Any) -> dict[str, Any]:
     return result
 
 
-def test_a_night_stopped_run_is_drawn_with_a_break(page: Any,
-                                                    night_run: tuple[Path, dict[str, Any]]
-                                                    ) -> None:
+def test_a_night_stopped_run_is_drawn_with_a_break(
+    page: Any, night_run: tuple[Path, dict[str, Any]]
+) -> None:
     html, doc = night_run
     points = doc["points"]
     _open(page, html)
@@ -115,9 +116,9 @@ def test_a_night_stopped_run_is_drawn_with_a_break(page: Any,
     assert max(b["r"] for b in first_half) > 0.3
 
 
-def test_the_playhead_and_chart_use_the_same_scale(page: Any,
-                                                   night_run: tuple[Path, dict[str, Any]]
-                                                   ) -> None:
+def test_the_playhead_and_chart_use_the_same_scale(
+    page: Any, night_run: tuple[Path, dict[str, Any]]
+) -> None:
     html, doc = night_run
     points = doc["points"]
     _open(page, html)
@@ -137,8 +138,7 @@ def test_the_playhead_and_chart_use_the_same_scale(page: Any,
         assert x[1] == pytest.approx(x[0], abs=0.01)
 
 
-def test_a_run_without_long_stretches_has_no_break(page: Any, sim_run: Run,
-                                                   tmp_path: Path) -> None:
+def test_a_run_without_long_stretches_has_no_break(page: Any, sim_run: Run, tmp_path: Path) -> None:
     _open(page, sim_run.html)
     assert _timeline(page)["breaks"] == []
     # Nor does a busy synthetic run whose turns follow each other closely.

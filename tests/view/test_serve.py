@@ -24,9 +24,14 @@ from tests.view.conftest import Run
 class Server:
     def __init__(self, home: Path) -> None:
         env = dict(os.environ, FLAMECHASE_HOME=str(home), PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen([*FLAMECHASE, "serve", "--port", "0"], env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, text=True)
+        self.proc = subprocess.Popen(
+            [*FLAMECHASE, "serve", "--port", "0"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         assert "open http://127.0.0.1:" in line, (line, self.proc.stderr)
@@ -46,8 +51,14 @@ class Server:
                 time.sleep(0.1)
         raise AssertionError("serve did not come up")
 
-    def get(self, path: str, *, token: str | None = "", headers: dict[str, str] | None = None,
-            timeout: float = 10) -> tuple[int, str]:
+    def get(
+        self,
+        path: str,
+        *,
+        token: str | None = "",
+        headers: dict[str, str] | None = None,
+        timeout: float = 10,
+    ) -> tuple[int, str]:
         sep = "&" if "?" in path else "?"
         if token is not None:
             path += f"{sep}token={self.token if token == '' else token}"
@@ -100,11 +111,11 @@ def test_foreign_host_header_is_refused(server: Server) -> None:
     assert status == 400
 
 
-def _read_sse(server: Server, path: str, headers: dict[str, str] | None = None
-              ) -> tuple[str, list[dict[str, Any]]]:
+def _read_sse(
+    server: Server, path: str, headers: dict[str, str] | None = None
+) -> tuple[str, list[dict[str, Any]]]:
     """The first `points` message of an event stream: (its id, its points)."""
-    req = urllib.request.Request(f"{server.base}{path}&token={server.token}",
-                                 headers=headers or {})
+    req = urllib.request.Request(f"{server.base}{path}&token={server.token}", headers=headers or {})
     with urllib.request.urlopen(req, timeout=10) as res:
         assert res.headers["Content-Type"].startswith("text/event-stream")
         fields: dict[str, str] = {}
@@ -127,9 +138,10 @@ def test_event_stream_resumes_after_the_last_event_id(server: Server, sim_run: R
     assert int(last_id) == seqs[-1]
     # The points are the replay's own: same sentences as a page built from scratch.
     doc = build_document(sim_run.run, sim_run.lanes, sim_run.events)
-    assert points == doc["points"][len(doc["points"]) - len(points):]
-    _, again = _read_sse(server, f"/run/{rid}/events?after=10",
-                         headers={"Last-Event-ID": str(seqs[-3])})
+    assert points == doc["points"][len(doc["points"]) - len(points) :]
+    _, again = _read_sse(
+        server, f"/run/{rid}/events?after=10", headers={"Last-Event-ID": str(seqs[-3])}
+    )
     assert [p["q"] for p in again] == seqs[-2:]
 
 
@@ -142,10 +154,26 @@ def test_live_page_follows_a_running_flow(browser: Any, tmp_path: Path) -> None:
     run = None
     try:
         env = dict(os.environ, FLAMECHASE_HOME=str(home))
-        run = subprocess.Popen([*FLAMECHASE, "exec", "-f", "flame_chase", "-a", f"exec:{slow}",
-                                "-a", f"exec:{slow}", "-p", "budget.turns=6,rest_seconds=0.05",
-                                "take notes"], cwd=ws, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        run = subprocess.Popen(
+            [
+                *FLAMECHASE,
+                "exec",
+                "-f",
+                "flame_chase",
+                "-a",
+                f"exec:{slow}",
+                "-a",
+                f"exec:{slow}",
+                "-p",
+                "budget.turns=6,rest_seconds=0.05",
+                "take notes",
+            ],
+            cwd=ws,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         runs: list[dict[str, Any]] = []
         while not runs and time.monotonic() < deadline:
@@ -164,7 +192,8 @@ def test_live_page_follows_a_running_flow(browser: Any, tmp_path: Path) -> None:
         assert page.locator("#livebadge").is_visible()
         page.wait_for_function(
             "() => document.getElementById('now-x').textContent.startsWith('Run finished')",
-            timeout=60_000)
+            timeout=60_000,
+        )
         assert run.wait(timeout=30) == 0, run.stderr.read() if run.stderr else ""
         count = page.evaluate("() => window.fcReplay.count()")
         assert first < count, "no event arrived while the page was open"
@@ -207,8 +236,9 @@ def test_the_list_shows_each_runs_task(server: Server, sim_run: Run, browser: An
         cell = page.locator("#runs td.task")
         assert cell.text_content() == first
         page.evaluate("() => document.querySelector('#runs tr').dataset.old = '1'")
-        page.wait_for_function("() => !document.querySelector('#runs tr').dataset.old",
-                               timeout=20_000)
+        page.wait_for_function(
+            "() => !document.querySelector('#runs tr').dataset.old", timeout=20_000
+        )
         assert cell.text_content() == first and cell.is_visible()
         headers = page.locator("thead th").all_text_contents()
         assert headers[:2] == ["run", "task"]

@@ -38,8 +38,12 @@ def test_fold_agrees_with_the_run_tables(which: str, request: pytest.FixtureRequ
     for name, row in lanes.items():
         snap = fold.lanes[name]
         assert (snap.turns, snap.valid, snap.failures, snap.held, snap.last_status) == (
-            row["turns"], row["valid_turns"], row["consecutive_failures"], row["held"],
-            row["last_status"]), name
+            row["turns"],
+            row["valid_turns"],
+            row["consecutive_failures"],
+            row["held"],
+            row["last_status"],
+        ), name
         assert snap.actor is None  # the run is over: nothing is on turn
         # Acknowledgement cursors, as counts per source, match the stored seq cursors.
         for source, seq in cursors[name].items():
@@ -47,8 +51,9 @@ def test_fold_agrees_with_the_run_tables(which: str, request: pytest.FixtureRequ
             assert fold.cursors.get(name, {}).get(source, 0) == want, (name, source)
             assert by_seq[seq].lane == source
         # Pending = what the engine would deliver next (ignoring its per-turn size caps).
-        unread = [d.report_id for d in reports
-                  if d.lane != name and d.seq > cursors[name].get(d.lane, 0)]
+        unread = [
+            d.report_id for d in reports if d.lane != name and d.seq > cursors[name].get(d.lane, 0)
+        ]
         assert sorted(fold.pending(name)) == sorted(unread), name
     assert fold.turns == spend["turns"]
     assert math.isclose(fold.cost, spend["cost"], abs_tol=1e-5)
@@ -59,8 +64,10 @@ def test_fold_agrees_with_the_run_tables(which: str, request: pytest.FixtureRequ
         assert fold.best is None
     else:
         assert fold.best is not None
-        assert (fold.best.report_id, fold.best.value) == (board["best"]["report_id"],
-                                                           board["best"]["value"])
+        assert (fold.best.report_id, fold.best.value) == (
+            board["best"]["report_id"],
+            board["best"]["value"],
+        )
     assert fold.status == run.run["status"]
 
 
@@ -126,19 +133,46 @@ def test_integration_is_recognised() -> None:
     at = "2026-01-01T00:00:00Z"
 
     def ev(kind: str, lane: str, actor: str, **p: object) -> dict[str, object]:
-        return {"seq": fold.events + 1, "at": at, "kind": kind, "lane": lane, "actor": actor,
-                "payload": p}
+        return {
+            "seq": fold.events + 1,
+            "at": at,
+            "kind": kind,
+            "lane": lane,
+            "actor": actor,
+            "payload": p,
+        }
 
     for e in (
         ev("turn_started", "lane-2", "c", turn=1, delivered=[]),
-        ev("turn_valid", "lane-2", "c", turn=1, report_id="lane-2.0001.aa",
-           report_status="deliverable_ready", summary="package", acknowledged={}),
-        ev("report_published", "lane-2", "c", report_id="lane-2.0001.aa",
-           report_status="deliverable_ready", artifacts=[{"path": "solver.py"}]),
+        ev(
+            "turn_valid",
+            "lane-2",
+            "c",
+            turn=1,
+            report_id="lane-2.0001.aa",
+            report_status="deliverable_ready",
+            summary="package",
+            acknowledged={},
+        ),
+        ev(
+            "report_published",
+            "lane-2",
+            "c",
+            report_id="lane-2.0001.aa",
+            report_status="deliverable_ready",
+            artifacts=[{"path": "solver.py"}],
+        ),
         ev("turn_started", "lane-1", "a", turn=1, delivered=["lane-2.0001.aa"]),
-        ev("turn_valid", "lane-1", "a", turn=1, report_id="lane-1.0001.bb",
-           report_status="progress", summary="Integrated report lane-2.0001.aa: faster.",
-           acknowledged={"lane-2": 1}),
+        ev(
+            "turn_valid",
+            "lane-1",
+            "a",
+            turn=1,
+            report_id="lane-1.0001.bb",
+            report_status="progress",
+            summary="Integrated report lane-2.0001.aa: faster.",
+            acknowledged={"lane-2": 1},
+        ),
     ):
         fold.apply(e)
     assert fold.integrated == [("lane-1", "lane-2.0001.aa", "a")]
@@ -147,23 +181,57 @@ def test_integration_is_recognised() -> None:
 
 def test_leaderboard_top_is_sorted_and_keeps_the_incumbent_on_ties(tmp_path: Path) -> None:
     fold = RunFold(lanes=[("lane-1", ("a", "b"))])
-    fold.apply({"seq": 1, "at": "2026-01-01T00:00:00.000Z", "kind": "leaderboard_declared",
-                "payload": {"metric": "steps", "direction": "minimize",
-                            "measured_by_runtime": True, "command": "x"}})
+    fold.apply(
+        {
+            "seq": 1,
+            "at": "2026-01-01T00:00:00.000Z",
+            "kind": "leaderboard_declared",
+            "payload": {
+                "metric": "steps",
+                "direction": "minimize",
+                "measured_by_runtime": True,
+                "command": "x",
+            },
+        }
+    )
     for i, value in enumerate([50, 30, 30, 70, 10, 20, 60]):
-        fold.apply({"seq": i + 1, "at": "2026-01-01T00:00:00.000Z",
-                    "kind": "candidate_submitted", "lane": "lane-1", "actor": "a",
-                    "payload": {"report_id": f"r{i}", "metric": "steps",
-                                "direction": "minimize", "claimed": value, "measured": value,
-                                "verified": True}})
+        fold.apply(
+            {
+                "seq": i + 1,
+                "at": "2026-01-01T00:00:00.000Z",
+                "kind": "candidate_submitted",
+                "lane": "lane-1",
+                "actor": "a",
+                "payload": {
+                    "report_id": f"r{i}",
+                    "metric": "steps",
+                    "direction": "minimize",
+                    "claimed": value,
+                    "measured": value,
+                    "verified": True,
+                },
+            }
+        )
     assert [e.value for e in fold.top] == [10, 20, 30, 30, 50]
     assert [e.report_id for e in fold.top][2:4] == ["r1", "r2"]
     assert fold.best is not None and fold.best.report_id == "r4"
     # Unverified claims are never ranked when the runtime measures.
-    fold.apply({"seq": 9, "at": "2026-01-01T00:00:01.000Z", "kind": "candidate_submitted",
-                "lane": "lane-1", "payload": {"report_id": "bad", "metric": "steps",
-                                              "direction": "minimize", "claimed": 1,
-                                              "measured": None, "verified": False}})
+    fold.apply(
+        {
+            "seq": 9,
+            "at": "2026-01-01T00:00:01.000Z",
+            "kind": "candidate_submitted",
+            "lane": "lane-1",
+            "payload": {
+                "report_id": "bad",
+                "metric": "steps",
+                "direction": "minimize",
+                "claimed": 1,
+                "measured": None,
+                "verified": False,
+            },
+        }
+    )
     assert fold.best.report_id == "r4"
     assert fold.submissions == 8
     del tmp_path
@@ -186,23 +254,41 @@ def test_lane_row_and_snapshot_have_the_same_fields_in_order() -> None:
     from flamechase.view.state import LaneRow, LaneSnap
 
     assert [f.name for f in dataclasses.fields(LaneRow)] == [
-        f.name for f in dataclasses.fields(LaneSnap)]
+        f.name for f in dataclasses.fields(LaneSnap)
+    ]
     row = LaneRow(name="lane-1", roles=("a", "b"), actor="a", turn=3, held=True)
     snap = row.freeze()
-    assert (snap.name, snap.actor, snap.turn, snap.held, snap.state) == ("lane-1", "a", 3,
-                                                                         True, "turn")
+    assert (snap.name, snap.actor, snap.turn, snap.held, snap.state) == (
+        "lane-1",
+        "a",
+        3,
+        True,
+        "turn",
+    )
 
 
 def test_active_time_skips_the_time_a_crashed_run_was_down() -> None:
     fold = RunFold(lanes=[("lane-1", ("a", "b"))])
-    for seq, (at, kind) in enumerate([
+    for seq, (at, kind) in enumerate(
+        [
             ("2026-01-01T00:00:00.000Z", "run_created"),
             ("2026-01-01T00:00:10.000Z", "turn_started"),  # then the engine is killed
             ("2026-01-01T05:00:00.000Z", "turn_interrupted"),
             ("2026-01-01T05:00:00.000Z", "run_resumed"),
-            ("2026-01-01T05:00:05.000Z", "run_finished")], start=1):
-        fold.apply({"seq": seq, "at": at, "kind": kind, "lane": "lane-1" if "turn" in kind
-                    else None, "actor": "a", "payload": {}})
+            ("2026-01-01T05:00:05.000Z", "run_finished"),
+        ],
+        start=1,
+    ):
+        fold.apply(
+            {
+                "seq": seq,
+                "at": at,
+                "kind": kind,
+                "lane": "lane-1" if "turn" in kind else None,
+                "actor": "a",
+                "payload": {},
+            }
+        )
     # The cut turn is recorded by the resumed engine, after the outage; the dead session
     # was active until its own last event.
     assert fold.active_seconds() == 10 + 5

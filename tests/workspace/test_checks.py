@@ -20,8 +20,9 @@ def test_text_from_bytes_that_are_not_utf8_is_refused_naming_the_byte() -> None:
     checks.check_utf8("TASK", "plain, and ünïcode")
 
 
-@pytest.mark.parametrize("path", ["/", "/usr", "/etc", "/var", "/usr/local", "/var/lib",
-                                  "/tmp", "/home"])
+@pytest.mark.parametrize(
+    "path", ["/", "/usr", "/etc", "/var", "/usr/local", "/var/lib", "/tmp", "/home"]
+)
 def test_the_root_and_system_directories_are_refused_as_workspaces(path: str) -> None:
     with pytest.raises(WorkspaceInvalid, match="--allow-workspace"):
         checks.check_workspace(Path(path), allow=False)

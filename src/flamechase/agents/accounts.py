@@ -32,15 +32,26 @@ __all__ = [
 ]
 
 # The variable that moves each CLI's whole state (login included) to another directory.
-_DIR_VAR = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "gemini": "GEMINI_CLI_HOME",
-            "opencode": "XDG_DATA_HOME"}
+_DIR_VAR = {
+    "claude": "CLAUDE_CONFIG_DIR",
+    "codex": "CODEX_HOME",
+    "gemini": "GEMINI_CLI_HOME",
+    "opencode": "XDG_DATA_HOME",
+}
 # Where an API key from `accounts add --api-key-file` goes; opencode keeps keys per provider
 # (its own `opencode auth login` stores them), so it takes no key file.
-_KEY_VARS = {"claude": ("ANTHROPIC_API_KEY",), "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"),
-             "gemini": ("GEMINI_API_KEY",)}
+_KEY_VARS = {
+    "claude": ("ANTHROPIC_API_KEY",),
+    "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"),
+    "gemini": ("GEMINI_API_KEY",),
+}
 # Each CLI's own login, run with the account's directory in its environment.
-LOGIN = {"claude": ["claude", "auth", "login"], "codex": ["codex", "login"],
-         "gemini": ["gemini"], "opencode": ["opencode", "auth", "login"]}
+LOGIN = {
+    "claude": ["claude", "auth", "login"],
+    "codex": ["codex", "login"],
+    "gemini": ["gemini"],
+    "opencode": ["opencode", "auth", "login"],
+}
 ACCOUNT_CLIS = tuple(_DIR_VAR)
 KEY_FILE = "api-key"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -86,12 +97,16 @@ def create(cli: str, name: str, api_key: str | None = None) -> Account:
     """Make the account's directory (0700), with the API key (0600) when one is given."""
     _validate(cli, name)
     if api_key is not None and cli not in _KEY_VARS:
-        raise UsageError(f"{cli} takes no API-key file; `flamechase accounts add {cli} {name}` "
-                         f"runs `{' '.join(LOGIN[cli])}` with the account's directory")
+        raise UsageError(
+            f"{cli} takes no API-key file; `flamechase accounts add {cli} {name}` "
+            f"runs `{' '.join(LOGIN[cli])}` with the account's directory"
+        )
     path = accounts_root() / cli / name
     if path.exists():
-        raise UsageError(f"{cli} account {name!r} already exists ({path}); remove it first "
-                         f"with `flamechase accounts remove {cli} {name}`")
+        raise UsageError(
+            f"{cli} account {name!r} already exists ({path}); remove it first "
+            f"with `flamechase accounts remove {cli} {name}`"
+        )
     home = accounts_root().parent
     fresh_home = not home.exists()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -99,8 +114,7 @@ def create(cli: str, name: str, api_key: str | None = None) -> Account:
         parent.chmod(0o700)
     path.mkdir(mode=0o700)
     if api_key is not None:
-        fd = os.open(path / KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                     0o600)
+        fd = os.open(path / KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(api_key.strip() + "\n")
     return Account(cli, name, path)

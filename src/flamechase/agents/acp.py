@@ -108,8 +108,9 @@ class AcpTurn:
             entries = [(self.model, as_dict(quota.get("token_count")))]
         cost: float | None = 0.0
         for name, count in entries:
-            tokens = TokenCounts(as_int(count.get("input_tokens")),
-                                 as_int(count.get("output_tokens")))
+            tokens = TokenCounts(
+                as_int(count.get("input_tokens")), as_int(count.get("output_tokens"))
+            )
             self.tokens = self.tokens + tokens
             price = priced(name or self.model, tokens)
             cost = None if price is None or cost is None else cost + price
@@ -222,16 +223,20 @@ class AcpSession(RpcSession):
         for raw in as_list(offer.get("configOptions")):
             option = as_dict(raw)
             if option.get("category") == "model" and as_str(option.get("id")):
-                params = {"sessionId": self.session_id, "configId": option["id"],
-                          "value": model}
+                params = {"sessionId": self.session_id, "configId": option["id"], "value": model}
                 await self._request("session/set_config_option", params, deadline)
                 return
         if as_dict(offer.get("models")):
             params = {"sessionId": self.session_id, "modelId": model}
             await self._request("session/set_model", params, deadline)
             return
-        raise RpcError("session/new", {"message": f"the agent offers no model selection, so "
-                                                  f"-m {model} cannot be honoured; drop it"})
+        raise RpcError(
+            "session/new",
+            {
+                "message": f"the agent offers no model selection, so "
+                f"-m {model} cannot be honoured; drop it"
+            },
+        )
 
     def _launch(self) -> tuple[list[str], dict[str, str]]:
         """argv and extra environment: the command as given, plus what a known agent needs to
@@ -300,11 +305,16 @@ class AcpBackend(CliBackend):
     def spend_notice(self, role: str) -> str | None:
         if self.can_bound_cost():
             return None
-        what = f"model {self.spec.model!r} has no price" if self.spec.model else \
-            "no -m MODEL names a priced model"
-        return (f"the spend of {role} ({self.spec.text}) cannot be seen: an ACP agent reports "
-                f"tokens at most and {what}; budget.cost is refused, token budgets count what "
-                "it reports")
+        what = (
+            f"model {self.spec.model!r} has no price"
+            if self.spec.model
+            else "no -m MODEL names a priced model"
+        )
+        return (
+            f"the spend of {role} ({self.spec.text}) cannot be seen: an ACP agent reports "
+            f"tokens at most and {what}; budget.cost is refused, token budgets count what "
+            "it reports"
+        )
 
     def open(self, request: TurnRequest, on_spawn: SpawnHook) -> Session:
         return AcpSession(request, on_spawn, self.retry, self.spec, self.argv)

@@ -315,8 +315,9 @@ class CliSession(Session):
     async def _guarded(self, prompt: str, deadline: float) -> Verdict:
         verdict = await self._guarded_attempt(prompt, deadline)
         if verdict.status != "finished":
-            self._note("ended", status=verdict.status, why=verdict.error,
-                       exit_code=verdict.exit_code)
+            self._note(
+                "ended", status=verdict.status, why=verdict.error, exit_code=verdict.exit_code
+            )
         return verdict
 
     async def _guarded_attempt(self, prompt: str, deadline: float) -> Verdict:

@@ -191,7 +191,8 @@ class ExecSession(Session):
         code: int | None = None
         try:
             code = jail.decode_exit(
-                await proc.wait_exit(deadline=deadline, silence=req.silence_timeout), req.jail)
+                await proc.wait_exit(deadline=deadline, silence=req.silence_timeout), req.jail
+            )
         except procs.SilenceTimeout:
             cut_reason = f"turn cut: no output for {req.silence_timeout:g}s (silence_timeout)"
         except procs.TurnTimeout:

@@ -237,8 +237,9 @@ class GeminiSession(CliSession):
     async def _attempt(self, prompt: str, deadline: float) -> Verdict:
         await self._drop_proc()
         run = self._run = GeminiRun(self.spec.model)
-        code = await self._run_once(self.argv(), prompt, deadline, run.feed_line,
-                                    extra_env=TRUST_ENV)
+        code = await self._run_once(
+            self.argv(), prompt, deadline, run.feed_line, extra_env=TRUST_ENV
+        )
         run.finish()
         stderr = self.stderr_tail() if not (run.done and code == 0) else ""
         if run.done and run.status == "success":

@@ -85,8 +85,13 @@ def list_agents() -> list[dict[str, Any]]:
             for cli, future in futures.items():
                 versions[cli] = future.result()
     return [
-        {"cli": cli, "path": paths[cli], "version": versions[cli],
-         "tested": tested(cli, versions[cli]), "tested_range": "-".join(TESTED[cli]),
-         "efforts": efforts_of(cli)}
+        {
+            "cli": cli,
+            "path": paths[cli],
+            "version": versions[cli],
+            "tested": tested(cli, versions[cli]),
+            "tested_range": "-".join(TESTED[cli]),
+            "efforts": efforts_of(cli),
+        }
         for cli in CLIS
     ]

@@ -48,8 +48,12 @@ STATE_PATHS: dict[str, tuple[str, ...]] = {
     "claude": ("~/.claude", "~/.claude.json", "~/.config/claude", "~/.cache/claude-cli-nodejs"),
     "codex": ("~/.codex",),
     "gemini": ("~/.gemini",),
-    "opencode": ("~/.local/share/opencode", "~/.config/opencode", "~/.cache/opencode",
-                 "~/.local/state/opencode"),
+    "opencode": (
+        "~/.local/share/opencode",
+        "~/.config/opencode",
+        "~/.cache/opencode",
+        "~/.local/state/opencode",
+    ),
 }
 
 

@@ -118,8 +118,9 @@ class SimSession(Session):
 
     continues = True
 
-    def __init__(self, profile: str, request: TurnRequest,
-                 on_spawn: SpawnHook | None = None) -> None:
+    def __init__(
+        self, profile: str, request: TurnRequest, on_spawn: SpawnHook | None = None
+    ) -> None:
         self.profile = profile
         self.request = request
         self.on_spawn = on_spawn
@@ -174,8 +175,9 @@ class SimSession(Session):
 
     async def _work(self) -> Any:
         if sim_fronts.wanted(self.request.env):
-            return await asyncio.to_thread(sim_fronts.work, self.request.role,
-                                           self.request.workspace, self.request.env)
+            return await asyncio.to_thread(
+                sim_fronts.work, self.request.role, self.request.workspace, self.request.env
+            )
         if not self.request.lane:
             return await asyncio.to_thread(sim_plan.plan, self.request)
         if self.fate == "blocked":
@@ -452,6 +454,7 @@ class SimSession(Session):
         finally:
             await asyncio.to_thread(shutil.rmtree, scratch, True)
 
+
 # ---- helpers ------------------------------------------------------------------------------
 
 
@@ -486,5 +489,3 @@ def _write_bytes(path: Path, data: bytes) -> None:
 
 def _write_json(path: Path, value: Any) -> None:
     _write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
-
-

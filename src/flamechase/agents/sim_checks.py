@@ -115,18 +115,21 @@ class Checks:
         # -B: no __pycache__ left in the user's tree. The shell merges stderr into the output.
         argv = ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", sys.executable, "-S", "-B", *args]
         req = self.request
-        proc = await procs.Proc.start(jail.wrap(argv, req.jail), cwd=cwd, env=self._env(),
-                                      on_spawn=self.on_spawn)
+        proc = await procs.Proc.start(
+            jail.wrap(argv, req.jail), cwd=cwd, env=self._env(), on_spawn=self.on_spawn
+        )
         self._procs.add(proc)
         deadline = time.monotonic() + _CHECK_TIMEOUT
         lines: list[bytes] = []
         code: int | None
         try:
-            while (line := await proc.next_line(deadline=deadline, silence=_CHECK_TIMEOUT)) \
-                    is not None:
+            while (
+                line := await proc.next_line(deadline=deadline, silence=_CHECK_TIMEOUT)
+            ) is not None:
                 lines.append(line)
             code = jail.decode_exit(
-                await proc.wait_exit(deadline=deadline, silence=_CHECK_TIMEOUT), req.jail)
+                await proc.wait_exit(deadline=deadline, silence=_CHECK_TIMEOUT), req.jail
+            )
         except (procs.TurnTimeout, procs.SilenceTimeout):
             code = None
         finally:

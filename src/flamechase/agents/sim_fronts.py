@@ -66,20 +66,20 @@ sys.exit(0 if ok else 1)
 '''
 
 CHECKS = {
-    "P1": '''s = steps()
+    "P1": """s = steps()
 items.append({"id": "T.P1.steps", "value": s, "target": "<=20000",
               "pass": s is not None and s <= 20000})
 if "--full" in sys.argv:
     code, _ = run("-m", "unittest", "-q")
-    items.append({"id": "T.P1.tests", "value": code, "target": 0, "pass": code == 0})''',
-    "P2": '''s = steps()
+    items.append({"id": "T.P1.tests", "value": code, "target": 0, "pass": code == 0})""",
+    "P2": """s = steps()
 text = open("README.md").read()
 items.append({"id": "T.P2.readme", "value": f"STEPS: {s}" in text,
-              "target": "README states the measured STEPS", "pass": f"STEPS: {s}" in text})''',
-    "N1": '''lines = [ln for ln in open("NOTES.md").read().splitlines() if ln.strip()] \\
+              "target": "README states the measured STEPS", "pass": f"STEPS: {s}" in text})""",
+    "N1": """lines = [ln for ln in open("NOTES.md").read().splitlines() if ln.strip()] \\
     if __import__("os").path.exists("NOTES.md") else []
 items.append({"id": "T.N1.lines", "value": len(lines), "target": ">=2",
-              "pass": len(lines) >= 2})''',
+              "pass": len(lines) >= 2})""",
 }
 
 
@@ -106,19 +106,41 @@ def _sample(ws: Path) -> bool:
 
 def _plan(ws: Path, limit: int) -> dict[str, Any]:
     if not _sample(ws):
-        return {"fronts": [{"id": "N1", "goal": "NOTES.md records the work, a line a round",
-                            "gate": "python3 gates/N1.py", "owners": {"notes": ["NOTES.md"]},
-                            "targets": {"T.N1.lines": ">=2"}}],
-                "blocks": 2, "rounds_per_block": 2}
+        return {
+            "fronts": [
+                {
+                    "id": "N1",
+                    "goal": "NOTES.md records the work, a line a round",
+                    "gate": "python3 gates/N1.py",
+                    "owners": {"notes": ["NOTES.md"]},
+                    "targets": {"T.N1.lines": ">=2"},
+                }
+            ],
+            "blocks": 2,
+            "rounds_per_block": 2,
+        }
     fronts = [
-        {"id": "P1", "goal": f"solver.py under {STEPS_TARGET} STEPS, tests green", "wave": 1,
-         "weight": 3, "gate": "python3 gates/P1.py", "owners": {"solver": ["solver.py"]},
-         "targets": {"T.P1.steps": f"<={STEPS_TARGET}", "T.P1.tests": "exit 0"}},
-        {"id": "P2", "goal": "the README states the STEPS the bench prints", "wave": 2,
-         "depends_on": ["P1"], "weight": 1, "gate": "python3 gates/P2.py",
-         "owners": {"docs": ["README.md"]}, "targets": {"T.P2.readme": "stated"}},
+        {
+            "id": "P1",
+            "goal": f"solver.py under {STEPS_TARGET} STEPS, tests green",
+            "wave": 1,
+            "weight": 3,
+            "gate": "python3 gates/P1.py",
+            "owners": {"solver": ["solver.py"]},
+            "targets": {"T.P1.steps": f"<={STEPS_TARGET}", "T.P1.tests": "exit 0"},
+        },
+        {
+            "id": "P2",
+            "goal": "the README states the STEPS the bench prints",
+            "wave": 2,
+            "depends_on": ["P1"],
+            "weight": 1,
+            "gate": "python3 gates/P2.py",
+            "owners": {"docs": ["README.md"]},
+            "targets": {"T.P2.readme": "stated"},
+        },
     ]
-    return {"fronts": fronts[:max(1, limit)], "blocks": 2, "rounds_per_block": 3}
+    return {"fronts": fronts[: max(1, limit)], "blocks": 2, "rounds_per_block": 3}
 
 
 def _prep(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,16 +148,28 @@ def _prep(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
     gate = ws / "gates" / f"{front}.py"
     if not gate.exists():
         gate.parent.mkdir(parents=True, exist_ok=True)
-        gate.write_text(GATE.format(front=front, goal=brief.get("goal"),
-                                    checks=CHECKS.get(front, CHECKS["N1"])))
+        gate.write_text(
+            GATE.format(front=front, goal=brief.get("goal"), checks=CHECKS.get(front, CHECKS["N1"]))
+        )
     code, out = _run(ws, [sys.executable, str(gate), "--full"])
     summary = next((ln for ln in out.splitlines() if ln.startswith("SUMMARY")), "no SUMMARY")
     owner = next(iter(brief.get("files") or {"core": []}))
-    tickets = [{"id": f"P-{item['id']}", "severity": "major", "owner": owner, "gate": item["id"],
-                "title": f"{item['id']}: {item['value']!r}, target {item['target']!r}"}
-               for item in _items(out) if not item.get("pass")]
-    return {"tickets": tickets[:8], "baseline": summary,
-            "handoff": f"gate gates/{front}.py written; baseline {summary} (exit {code})"}
+    tickets = [
+        {
+            "id": f"P-{item['id']}",
+            "severity": "major",
+            "owner": owner,
+            "gate": item["id"],
+            "title": f"{item['id']}: {item['value']!r}, target {item['target']!r}",
+        }
+        for item in _items(out)
+        if not item.get("pass")
+    ]
+    return {
+        "tickets": tickets[:8],
+        "baseline": summary,
+        "handoff": f"gate gates/{front}.py written; baseline {summary} (exit {code})",
+    }
 
 
 def _build(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
@@ -163,9 +197,14 @@ def _build(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
     quick = str((brief.get("gate") or {}).get("quick") or "")
     _, out = _run(ws, ["/bin/sh", "-c", quick]) if quick else (0, "")
     summary = next((ln for ln in out.splitlines() if ln.startswith("SUMMARY")), "")
-    return {"tickets": [{"id": t["id"], "status": "claimed_fixed", "evidence": did}
-                        for t in brief.get("tickets") or []],
-            "handoff": f"{did}\nquick gate: {summary or 'not run'}", "quick_gate": summary}
+    return {
+        "tickets": [
+            {"id": t["id"], "status": "claimed_fixed", "evidence": did}
+            for t in brief.get("tickets") or []
+        ],
+        "handoff": f"{did}\nquick gate: {summary or 'not run'}",
+        "quick_gate": summary,
+    }
 
 
 def _review(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
@@ -175,24 +214,53 @@ def _review(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
     findings: list[dict[str, Any]] = []
     tickets: list[dict[str, Any]] = []
     for item in run.get("failing") or []:
-        findings.append({"id": f"gate-{item['id']}", "severity": "major",
-                         "title": f"{item['id']} misses its target", "owner": owner,
-                         "evidence": f"value {item.get('value')!r}, target "
-                                     f"{item.get('target')!r} (the runtime's --full run)"})
-        tickets.append({"id": f"C-{item['id']}", "severity": "major", "owner": owner,
-                        "gate": item["id"], "title": f"bring {item['id']} to its target"})
+        findings.append(
+            {
+                "id": f"gate-{item['id']}",
+                "severity": "major",
+                "title": f"{item['id']} misses its target",
+                "owner": owner,
+                "evidence": f"value {item.get('value')!r}, target "
+                f"{item.get('target')!r} (the runtime's --full run)",
+            }
+        )
+        tickets.append(
+            {
+                "id": f"C-{item['id']}",
+                "severity": "major",
+                "owner": owner,
+                "gate": item["id"],
+                "title": f"bring {item['id']} to its target",
+            }
+        )
     if run.get("fails_closed"):
-        findings.append({"id": "gate-closed", "severity": "major", "owner": owner,
-                         "title": f"the gate fails closed ({run['fails_closed']})"})
+        findings.append(
+            {
+                "id": "gate-closed",
+                "severity": "major",
+                "owner": owner,
+                "title": f"the gate fails closed ({run['fails_closed']})",
+            }
+        )
     if rnd == 1:
-        findings.append({"id": "naming", "severity": "minor", "title": "a name could be "
-                         "clearer", "evidence": "style only"})
+        findings.append(
+            {
+                "id": "naming",
+                "severity": "minor",
+                "title": "a name could be clearer",
+                "evidence": "style only",
+            }
+        )
     changes = _probe(ws, front) if rnd == 1 and front == "P1" else []
     majors = sum(1 for f in findings if f["severity"] == "major")
-    return {"findings": findings, "tickets": tickets[:8],
-            "counts": {"majors": majors, "mediums": 0, "minors": len(findings) - majors},
-            "approve": bool(run.get("passed")) and not majors, "gate_changes": changes,
-            "summary": f"round {rnd}: {majors} major finding(s) from the gate's own run"}
+    return {
+        "findings": findings,
+        "tickets": tickets[:8],
+        "counts": {"majors": majors, "mediums": 0, "minors": len(findings) - majors},
+        "approve": bool(run.get("passed")) and not majors,
+        "gate_changes": changes,
+        "summary": f"round {rnd}: {majors} major finding(s) from the gate's own run",
+    }
 
 
 def _probe(ws: Path, front: str) -> list[dict[str, Any]]:
@@ -202,12 +270,20 @@ def _probe(ws: Path, front: str) -> list[dict[str, Any]]:
     if not gate.exists() or "# probes above this line" not in gate.read_text():
         return []
     day = datetime.now(UTC).date().isoformat()
-    gate.write_text(gate.read_text().replace(
-        "# probes above this line",
-        f'EXTRA.append(("T.{front}.tests_ran", "tests_ran"))  # added {day} in review\n'
-        "# probes above this line"))
-    return [{"kind": "add_items", "items": [f"T.{front}.tests_ran"],
-             "reason": "the unit tests must run green on every round, not only claimed"}]
+    gate.write_text(
+        gate.read_text().replace(
+            "# probes above this line",
+            f'EXTRA.append(("T.{front}.tests_ran", "tests_ran"))  # added {day} in review\n'
+            "# probes above this line",
+        )
+    )
+    return [
+        {
+            "kind": "add_items",
+            "items": [f"T.{front}.tests_ran"],
+            "reason": "the unit tests must run green on every round, not only claimed",
+        }
+    ]
 
 
 def _items(output: str) -> list[dict[str, Any]]:
@@ -224,8 +300,9 @@ def _items(output: str) -> list[dict[str, Any]]:
 def _run(cwd: Path, argv: list[str]) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
     try:
-        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=_TIMEOUT,
-                           env=env, check=False)
+        p = subprocess.run(
+            argv, cwd=cwd, capture_output=True, text=True, timeout=_TIMEOUT, env=env, check=False
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return 1, str(exc)
     return p.returncode, p.stdout

@@ -36,8 +36,9 @@ def speaks_pr(request: TurnRequest) -> bool:
         return False
     if not (request.workspace / ".git").is_dir():
         return False
-    found = _run(["git", "config", "--get", "flamechase.outbox"], request.workspace,
-                 agent_env(request))
+    found = _run(
+        ["git", "config", "--get", "flamechase.outbox"], request.workspace, agent_env(request)
+    )
     return found.returncode == 0 and bool(found.stdout.strip())
 
 
@@ -61,9 +62,13 @@ async def turn(session: SimSession) -> dict[str, Any]:
     ws, env = req.workspace, agent_env(req)
     branch = f"{req.lane}/t{req.turn}-a{req.attempt}"
     start, _ = await asyncio.to_thread(
-        _steps, env, ws, ["git", "fetch", "-q", "origin"],
+        _steps,
+        env,
+        ws,
+        ["git", "fetch", "-q", "origin"],
         ["git", "checkout", "-q", "-f", "-B", branch, "origin/main"],
-        ["git", "clean", "-q", "-fd"])
+        ["git", "clean", "-q", "-fd"],
+    )
     before = await session.checks.bench(ws)
     report = await session._climb(before, [], publish=False)
     changed = await asyncio.to_thread(_run, ["git", "diff", "--quiet"], ws, env)
@@ -72,13 +77,26 @@ async def turn(session: SimSession) -> dict[str, Any]:
         return report
     pr = [sys.executable, "-m", "flamechase", "pr"]
     steps, ok = await asyncio.to_thread(
-        _steps, env, ws, ["git", "commit", "-q", "-am", report["summary"][:200]],
+        _steps,
+        env,
+        ws,
+        ["git", "commit", "-q", "-am", report["summary"][:200]],
         ["git", "push", "-q", "origin", branch],
-        [*pr, "open", "--title", report["summary"][:120],
-         "--hypothesis", "one rung further down the ladder lowers STEPS"],
-        [*pr, "ready"])
-    report["summary"] += (f" Pushed {branch} and asked for a PR, made ready for the runtime "
-                          "to measure." if ok else f" Could not publish {branch}: {steps[-1]}")
+        [
+            *pr,
+            "open",
+            "--title",
+            report["summary"][:120],
+            "--hypothesis",
+            "one rung further down the ladder lowers STEPS",
+        ],
+        [*pr, "ready"],
+    )
+    report["summary"] += (
+        f" Pushed {branch} and asked for a PR, made ready for the runtime to measure."
+        if ok
+        else f" Could not publish {branch}: {steps[-1]}"
+    )
     report.setdefault("changes", []).append(f"branch {branch} (from origin/main)")
     report.setdefault("evidence", []).extend([*start, *steps])
     return report

@@ -63,6 +63,7 @@ def plan(request: TurnRequest) -> dict[str, Any]:
         entries.append({"lane": lane, "mission": mission})
     return {"lanes": entries}
 
+
 def _lane_names(request: TurnRequest) -> list[str]:
     given = request.env.get("FLAMECHASE_LANES", "")
     names = [n.strip() for n in given.split(",") if n.strip()]

@@ -140,8 +140,10 @@ class PriceTable:
         if not own:
             return None
         top = Price(*(max(getattr(p, f) for p in own.values()) for f in _PRICE_FIELDS))
-        setters = [next(n for n, p in own.items() if getattr(p, f) == getattr(top, f))
-                   for f in ("input", "output")]
+        setters = [
+            next(n for n, p in own.items() if getattr(p, f) == getattr(top, f))
+            for f in ("input", "output")
+        ]
         return Bound(top, vendor, tuple(dict.fromkeys(setters)), self.date)
 
 
@@ -246,8 +248,9 @@ def _parse(raw: bytes, source: str) -> PriceTable:
         table[name] = Price(**values)
         # Also index the normalised name, so a file may say `Claude-Opus-4-5` or a dated id.
         table.setdefault(_candidates(name)[-1], table[name])
-    return PriceTable(date=date, models=table, source=source,
-                      vendors=_vendors(data.get("vendors", {}), source))
+    return PriceTable(
+        date=date, models=table, source=source, vendors=_vendors(data.get("vendors", {}), source)
+    )
 
 
 def _vendors(raw: Any, source: str) -> dict[str, tuple[str, ...]]:
@@ -255,8 +258,11 @@ def _vendors(raw: Any, source: str) -> dict[str, tuple[str, ...]]:
         raise _bad(source, "'vendors' is not an object")
     out: dict[str, tuple[str, ...]] = {}
     for vendor, starts in raw.items():
-        if not (isinstance(starts, list) and starts
-                and all(isinstance(x, str) and x.strip() for x in starts)):
+        if not (
+            isinstance(starts, list)
+            and starts
+            and all(isinstance(x, str) and x.strip() for x in starts)
+        ):
             raise _bad(source, f"vendor {vendor[:60]!r}: expected a list of model-name starts")
         out[vendor] = tuple(x.strip().lower() for x in starts)
     return out
@@ -284,10 +290,12 @@ def unpriced_notice(model: str) -> str | None:
     if bound is None:
         return None
     who = f"{bound.vendor} " if bound.vendor else ""
-    return (f"{model} has no price; counting it at {'/'.join(bound.models)} rates "
-            f"(${bound.price.input:g}/M tokens in, ${bound.price.output:g}/M out: the highest "
-            f"{who}rates in the price table of {bound.date}), an upper bound: set "
-            f"{PRICES_VAR} to correct")
+    return (
+        f"{model} has no price; counting it at {'/'.join(bound.models)} rates "
+        f"(${bound.price.input:g}/M tokens in, ${bound.price.output:g}/M out: the highest "
+        f"{who}rates in the price table of {bound.date}), an upper bound: set "
+        f"{PRICES_VAR} to correct"
+    )
 
 
 def priced(model: str, tokens: TokenCounts) -> float | None:

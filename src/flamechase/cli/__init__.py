@@ -65,9 +65,11 @@ class _LazyGroup(click.Group):
         return self.commands.get(cmd_name)
 
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
-                                               "max_content_width": 100},
-             epilog=EXIT_CODES_HELP)
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=EXIT_CODES_HELP,
+)
 @click.version_option(__version__, prog_name="flamechase")
 def cli() -> None:
     """Run teams of AI coding agents on one objective, in parallel, unattended."""
@@ -109,8 +111,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             args = args or ["--help"]
             code = cli.main(args=args, prog_name="flamechase", standalone_mode=False)
     except click.UsageError as exc:
-        _error(prog, exc.format_message() + (" (see --help)" if "--help" not in
-                                             exc.format_message() else ""))
+        _error(
+            prog,
+            exc.format_message()
+            + (" (see --help)" if "--help" not in exc.format_message() else ""),
+        )
         code = EXIT_USAGE
     except click.Abort:
         code = EXIT_SIGNAL

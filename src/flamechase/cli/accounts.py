@@ -22,8 +22,11 @@ def command() -> None:
 @command.command("add")
 @click.argument("cli")
 @click.argument("name")
-@click.option("--api-key-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="store this API key for the account instead of running the CLI's login")
+@click.option(
+    "--api-key-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="store this API key for the account instead of running the CLI's login",
+)
 def add(cli: str, name: str, api_key_file: Path | None) -> int:
     """Make account NAME of CLI: its login runs with the account's directory (or a key)."""
     from flamechase.agents import accounts
@@ -46,8 +49,10 @@ def add(cli: str, name: str, api_key_file: Path | None) -> int:
             raise UsageError(f"cannot run {login[0]}: {exc.strerror or exc}") from None
         if done.returncode != 0:
             accounts.remove(cli, name)
-            click.echo(f"flamechase accounts: {login[0]} exited with {done.returncode}; "
-                       "nothing kept", err=True)
+            click.echo(
+                f"flamechase accounts: {login[0]} exited with {done.returncode}; nothing kept",
+                err=True,
+            )
             return 1
     click.echo(f"{cli} account {name!r}: {account.path} (use {cli}@{name}/MODEL)")
     return 0
@@ -60,14 +65,17 @@ def _environ() -> dict[str, str]:
 
 
 @command.command("list")
-@click.option("--json", "as_json", is_flag=True, help='a JSON list of {"cli", "name", "path", '
-              '"kind"}')
+@click.option(
+    "--json", "as_json", is_flag=True, help='a JSON list of {"cli", "name", "path", "kind"}'
+)
 def list_(as_json: bool) -> int:
     """The saved accounts."""
     from flamechase.agents import accounts
 
-    rows = [{"cli": a.cli, "name": a.name, "path": str(a.path), "kind": a.kind}
-            for a in accounts.list_accounts()]
+    rows = [
+        {"cli": a.cli, "name": a.name, "path": str(a.path), "kind": a.kind}
+        for a in accounts.list_accounts()
+    ]
     if as_json:
         click.echo(json.dumps(rows, indent=1))
     elif not rows:

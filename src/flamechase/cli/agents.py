@@ -9,8 +9,10 @@ import click
 
 @click.command("agents")
 @click.option(
-    "--json", "as_json", is_flag=True,
-    help='a JSON list of {"cli", "path", "version", "tested", "tested_range", "efforts"}'
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='a JSON list of {"cli", "path", "version", "tested", "tested_range", "efforts"}',
 )
 def command(as_json: bool) -> int:
     """List the supported agent CLIs: installed or not, version, effort ladder."""
@@ -35,9 +37,11 @@ def command(as_json: bool) -> int:
         click.echo(
             "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
         )
-    click.echo("acp:COMMAND [-m MODEL] runs any Agent Client Protocol agent (no effort setting); "
-               "its spend is seen only as tokens it reports, priced when MODEL has a price, "
-               "so without one budget.cost is refused.")
+    click.echo(
+        "acp:COMMAND [-m MODEL] runs any Agent Client Protocol agent (no effort setting); "
+        "its spend is seen only as tokens it reports, priced when MODEL has a price, "
+        "so without one budget.cost is refused."
+    )
     return 0
 
 

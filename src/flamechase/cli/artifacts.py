@@ -11,8 +11,12 @@ import click
 @click.command("artifacts")
 @click.argument("run", default="last")
 @click.argument("report_id", required=False)
-@click.option("--extract", "dest", type=click.Path(file_okay=False, path_type=Path),
-              help="write the package(s) under DIR (DIR/<report_id>/ without REPORT_ID)")
+@click.option(
+    "--extract",
+    "dest",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="write the package(s) under DIR (DIR/<report_id>/ without REPORT_ID)",
+)
 @click.option("--json", "as_json", is_flag=True)
 def command(run: str, report_id: str | None, dest: Path | None, as_json: bool) -> int:
     """List or extract RUN's artifact packages; every hash is checked on the way out."""
@@ -25,13 +29,20 @@ def command(run: str, report_id: str | None, dest: Path | None, as_json: bool) -
     with Reader(run_dir / "run.db") as r:
         rows = r.artifacts(report_id)
     if report_id is not None and not rows:
-        raise RunNotFound(f"run {run_dir.name} has no artifact package {report_id!r}; "
-                          "`flamechase artifacts RUN` lists them")
+        raise RunNotFound(
+            f"run {run_dir.name} has no artifact package {report_id!r}; "
+            "`flamechase artifacts RUN` lists them"
+        )
     packages: dict[str, list[dict[str, object]]] = {}
     for row in rows:
         packages.setdefault(row["report_id"], []).append(
-            {"path": row["path"], "sha256": row["sha256"], "size": row["size"],
-             "description": row["description"]})
+            {
+                "path": row["path"],
+                "sha256": row["sha256"],
+                "size": row["size"],
+                "description": row["description"],
+            }
+        )
     if dest is None:
         if as_json:
             click.echo(json.dumps(packages, indent=1))

@@ -25,31 +25,75 @@ NO_ENVIRONMENTS = (
 
 
 @click.command("exec", epilog=EXIT_CODES_HELP)
-@click.option("-f", "--flow", "flow_ref", required=True, metavar="FLOW",
-              help="flow name (flame_chase, parallel_flame_chase) or path to a flow")
-@click.option("-a", "--agent", "agents", multiple=True, metavar="[ROLE=]SPEC[,...]",
-              help="agent for a role: CLI[@PROVIDER]/MODEL[:EFFORT], exec:PATH or sim/PROFILE")
-@click.option("-p", "--param", "params", multiple=True, metavar="KEY=VALUE[,...]",
-              help="flow param or budget.duration/cost/turns/output_tokens/graceful")
-@click.option("-c", "--config", "config", type=click.Path(dir_okay=False, path_type=Path),
-              metavar="CONFIG.yaml", help="the same keys as -p, from YAML; -p wins")
+@click.option(
+    "-f",
+    "--flow",
+    "flow_ref",
+    required=True,
+    metavar="FLOW",
+    help="flow name (flame_chase, parallel_flame_chase) or path to a flow",
+)
+@click.option(
+    "-a",
+    "--agent",
+    "agents",
+    multiple=True,
+    metavar="[ROLE=]SPEC[,...]",
+    help="agent for a role: CLI[@PROVIDER]/MODEL[:EFFORT], exec:PATH or sim/PROFILE",
+)
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE[,...]",
+    help="flow param or budget.duration/cost/turns/output_tokens/graceful",
+)
+@click.option(
+    "-c",
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="CONFIG.yaml",
+    help="the same keys as -p, from YAML; -p wins",
+)
 @click.option("--resume", is_flag=True, help="pick up the newest compatible run; refuse if none")
-@click.option("--refresh", is_flag=True,
-              help="resume even though the flow's code changed since the run was made")
+@click.option(
+    "--refresh",
+    is_flag=True,
+    help="resume even though the flow's code changed since the run was made",
+)
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per event on stdout")
-@click.option("--executor", "executor_text", default="local", metavar="local|ray[=ADDRESS]",
-              help="where lanes in private copies run: here (local), or on a Ray cluster "
-                   "(pip install 'flamechase[ray]'; -p lane_resources.cpus=N,...; "
-                   "-p ray.lane_1=node sends lane 1 too, backed by git)")
-@click.option("--allow-workspace", is_flag=True,
-              help="run even when the current directory is /, a system directory or your home")
+@click.option(
+    "--executor",
+    "executor_text",
+    default="local",
+    metavar="local|ray[=ADDRESS]",
+    help="where lanes in private copies run: here (local), or on a Ray cluster "
+    "(pip install 'flamechase[ray]'; -p lane_resources.cpus=N,...; "
+    "-p ray.lane_1=node sends lane 1 too, backed by git)",
+)
+@click.option(
+    "--allow-workspace",
+    is_flag=True,
+    help="run even when the current directory is /, a system directory or your home",
+)
 # The published runtime's `-e ROLE=ENV` (ssh, docker, ...): taken only to answer it.
 @click.option("-e", "--env", "envs", multiple=True, hidden=True)
 @click.argument("task", metavar="TASK")
-def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
-            config: Path | None, resume: bool, refresh: bool, as_json: bool,
-            allow_workspace: bool, executor_text: str, envs: tuple[str, ...],
-            task: str) -> int:
+def command(
+    flow_ref: str,
+    agents: tuple[str, ...],
+    params: tuple[str, ...],
+    config: Path | None,
+    resume: bool,
+    refresh: bool,
+    as_json: bool,
+    allow_workspace: bool,
+    executor_text: str,
+    envs: tuple[str, ...],
+    task: str,
+) -> int:
     """Run FLOW on the current directory toward TASK (`continue` reads TASK.md)."""
     if envs:
         raise UsageError(NO_ENVIRONMENTS.format(given=envs[0]))
@@ -77,9 +121,18 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
     if sys.stdin.isatty() and sys.stderr.isatty():
         confirm = ask_start_or_stop
 
-    request = RunRequest(flow=flow, agents=items, settings=settings, task=task,
-                         workspace=workspace, resume=resume, confirm=confirm, warn=warn,
-                         flow_ref=flow_ref, refresh=refresh)
+    request = RunRequest(
+        flow=flow,
+        agents=items,
+        settings=settings,
+        task=task,
+        workspace=workspace,
+        resume=resume,
+        confirm=confirm,
+        warn=warn,
+        flow_ref=flow_ref,
+        refresh=refresh,
+    )
     prepared = prepare(request)
     executor, prepared = executors.make_executor(choice, prepared)
     observer = JsonObserver() if as_json else _live_or_lines(prepared)
@@ -94,10 +147,24 @@ def command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...],
 
 # The two choices the seeds offer, and the answers people give for each, as `start_or_stop`
 # normalises them ("A. Start anyway" as the menu shows it becomes "a start anyway").
-START = frozenset({"a", "a start anyway", "start anyway", "start", "1", "y", "yes", "proceed",
-                   "continue", "go", "ok", "是", "继续"})
-STOP = frozenset({"b", "b stop", "stop", "2", "n", "no", "cancel", "quit", "abort", "否",
-                  "停止"})
+START = frozenset(
+    {
+        "a",
+        "a start anyway",
+        "start anyway",
+        "start",
+        "1",
+        "y",
+        "yes",
+        "proceed",
+        "continue",
+        "go",
+        "ok",
+        "是",
+        "继续",
+    }
+)
+STOP = frozenset({"b", "b stop", "stop", "2", "n", "no", "cancel", "quit", "abort", "否", "停止"})
 CHOICES = "[A. Start anyway / B. Stop]"
 
 
@@ -111,8 +178,12 @@ def start_or_stop(answer: str) -> bool | None:
     return None
 
 
-def ask_start_or_stop(question: str, *, read: Callable[[], str] | None = None,
-                      say: Callable[[str], None] | None = None) -> bool:
+def ask_start_or_stop(
+    question: str,
+    *,
+    read: Callable[[], str] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> bool:
     """Ask on the terminal until the answer is start or stop; end of input stops."""
     read = read or sys.stdin.readline
     say = say or (lambda text: click.echo(text, nl=False, err=True))
@@ -126,6 +197,8 @@ def ask_start_or_stop(question: str, *, read: Callable[[], str] | None = None,
         if verdict is not None:
             return verdict
         say("Please answer A (start anyway) or B (stop): ")
+
+
 def _preflight(task: str, args: list[str], allow_workspace: bool) -> Path:
     """The workspace, once the inputs a run must not start from are refused (exit 2)."""
     import os

@@ -13,8 +13,10 @@ if TYPE_CHECKING:
     from flamechase.flow import Flow
     from flamechase.flows.index import Entry
 
-INDEX_HELP = "a flow index: YAML/JSON file, directory of flow.yaml, or git+URL (default: " \
-             "$FLAMECHASE_FLOW_INDEX)"
+INDEX_HELP = (
+    "a flow index: YAML/JSON file, directory of flow.yaml, or git+URL (default: "
+    "$FLAMECHASE_FLOW_INDEX)"
+)
 
 
 @click.group("flows")
@@ -26,8 +28,7 @@ def group() -> None:
     """
 
 
-def _index_entries(source: str | None, refresh: bool = False) -> tuple[str | None,
-                                                                       list[Entry]]:
+def _index_entries(source: str | None, refresh: bool = False) -> tuple[str | None, list[Entry]]:
     from flamechase.flows import index
 
     source = source or index.default_source()
@@ -43,19 +44,31 @@ def _rows(index_source: str | None) -> tuple[list[dict[str, Any]], str | None]:
     rows: list[dict[str, Any]] = []
     for name in [*sorted(BUILTIN), *sorted(VARIANTS)]:
         flow = load_flow(name)
-        rows.append({"name": name, "version": flow.version, "from": "built-in",
-                     "description": flow.summary})
+        rows.append(
+            {"name": name, "version": flow.version, "from": "built-in", "description": flow.summary}
+        )
     have = {r["name"] for r in rows}
     for rec in installed.all_installed():
-        rows.append({"name": rec.name, "version": rec.version,
-                     "from": f"installed ({rec.url}@{rec.commit[:12]})",
-                     "description": rec.description, "commit": rec.commit})
+        rows.append(
+            {
+                "name": rec.name,
+                "version": rec.version,
+                "from": f"installed ({rec.url}@{rec.commit[:12]})",
+                "description": rec.description,
+                "commit": rec.commit,
+            }
+        )
     have |= {r["name"] for r in rows}
     for point in entry_points():  # named, not imported: listing runs no flow's code
         dist = point.dist
-        rows.append({"name": point.name, "version": dist.version if dist else "",
-                     "from": f"package {dist.name if dist else '?'} ({point.value})",
-                     "description": ""})
+        rows.append(
+            {
+                "name": point.name,
+                "version": dist.version if dist else "",
+                "from": f"package {dist.name if dist else '?'} ({point.value})",
+                "description": "",
+            }
+        )
     problem = None
     try:
         source, entries = _index_entries(index_source)
@@ -64,9 +77,15 @@ def _rows(index_source: str | None) -> tuple[list[dict[str, Any]], str | None]:
     have |= {r["name"] for r in rows}
     for entry in entries:
         mark = "installed" if entry.name in have else "index"
-        rows.append({"name": entry.name, "version": entry.version,
-                     "from": f"{mark}: {source}", "description": entry.description,
-                     "commit": entry.commit})
+        rows.append(
+            {
+                "name": entry.name,
+                "version": entry.version,
+                "from": f"{mark}: {source}",
+                "description": entry.description,
+                "commit": entry.commit,
+            }
+        )
     return rows, problem
 
 
@@ -83,8 +102,10 @@ def list_command(index_source: str | None, as_json: bool) -> int:
         width = max(len(r["name"]) for r in rows)
         vwidth = max(len(r["version"]) for r in rows)
         for r in rows:
-            click.echo(f"{r['name']:<{width}}  {r['version']:<{vwidth}}  {r['from']}"
-                       + (f"  {r['description']}" if r["description"] else ""))
+            click.echo(
+                f"{r['name']:<{width}}  {r['version']:<{vwidth}}  {r['from']}"
+                + (f"  {r['description']}" if r["description"] else "")
+            )
     if problem:
         click.echo(f"flamechase flows: {problem}", err=True)
     return 0
@@ -131,26 +152,46 @@ def _variants_of(ref: str, flow: Flow[Any]) -> list[str]:
     return [f"{ref}:{n}" for n in flows_in(module) if getattr(module, n) is not flow]
 
 
-_LIMITS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"), ("min_length", "length >="),
-           ("max_length", "length <="))
+_LIMITS = (
+    ("ge", ">="),
+    ("gt", ">"),
+    ("le", "<="),
+    ("lt", "<"),
+    ("min_length", "length >="),
+    ("max_length", "length <="),
+)
 
 
 def describe(flow: Flow[Any], source: str) -> list[str]:
     """A flow's declarations as lines: summary, roles, params."""
     params = flow.Params()
-    lines = [f"{flow.name} {flow.version}: {flow.summary}", f"source: {source}",
-             "resumes: " + ("yes (the same command picks the run up)" if flow.resumable
-                            else "no (every start is a new run)"), "roles (-a, in order):"]
+    lines = [
+        f"{flow.name} {flow.version}: {flow.summary}",
+        f"source: {source}",
+        "resumes: "
+        + (
+            "yes (the same command picks the run up)"
+            if flow.resumable
+            else "no (every start is a new run)"
+        ),
+        "roles (-a, in order):",
+    ]
     for role in flow.describe_roles(params):
         extra = f" (default effort {role.defaults.effort})" if role.defaults.effort else ""
-        lines.append(f"  {role.name}{extra}" + (f": {role.description}"
-                                                if role.description else ""))
+        lines.append(
+            f"  {role.name}{extra}" + (f": {role.description}" if role.description else "")
+        )
     lines.append("params (-p):")
     for key, field in flow.Params.model_fields.items():
-        limits = [f"{sym} {getattr(m, attr)}" for m in field.metadata
-                  for attr, sym in _LIMITS if getattr(m, attr, None) is not None]
+        limits = [
+            f"{sym} {getattr(m, attr)}"
+            for m in field.metadata
+            for attr, sym in _LIMITS
+            if getattr(m, attr, None) is not None
+        ]
         shown = f"  {key} = {getattr(params, key)!r}" + (
-            f" ({', '.join(limits)})" if limits else "")
+            f" ({', '.join(limits)})" if limits else ""
+        )
         lines.append(shown + (f": {field.description}" if field.description else ""))
     return lines
 
@@ -161,8 +202,10 @@ def _show_entries(entries: list[Entry], source: str) -> None:
     click.echo(f"index: {source}")
     click.echo(f"repository: {newest.url}  license: {newest.license or '?'}")
     for e in reversed(entries):
-        click.echo(f"  {e.version}: {e.ref or '-'} commit {e.commit}"
-                   + (f" #{e.subdir}" if e.subdir else ""))
+        click.echo(
+            f"  {e.version}: {e.ref or '-'} commit {e.commit}"
+            + (f" #{e.subdir}" if e.subdir else "")
+        )
     click.echo(f"not installed: flamechase flows install {newest.name}[@VERSION]")
 
 
@@ -177,17 +220,21 @@ def install_command(spec: str, index_source: str | None, refresh: bool) -> int:
 
     source, entries = _index_entries(index_source, refresh)
     if source is None:
-        raise FlowIndexError("no flow index: give --index FILE|DIR|git+URL or set "
-                             f"{index.INDEX_VAR}")
+        raise FlowIndexError(
+            f"no flow index: give --index FILE|DIR|git+URL or set {index.INDEX_VAR}"
+        )
     record = index.install(index.pick(entries, spec, source), source)
     where = f"{record.url}@{record.commit}" + (f"#{record.subdir}" if record.subdir else "")
-    click.echo(f"installed {record.name} {record.version} from {where}; run it with "
-               f"-f {record.name}")
+    click.echo(
+        f"installed {record.name} {record.version} from {where}; run it with -f {record.name}"
+    )
     from flamechase.flows import BUILTIN
 
     if record.name in BUILTIN:
-        click.echo(f"-f {record.name} now runs the installed flow, not the built-in one; "
-                   f"`flamechase flows uninstall {record.name}` goes back to the built-in")
+        click.echo(
+            f"-f {record.name} now runs the installed flow, not the built-in one; "
+            f"`flamechase flows uninstall {record.name}` goes back to the built-in"
+        )
     return 0
 
 

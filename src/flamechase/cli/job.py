@@ -20,8 +20,12 @@ from pathlib import Path
 
 import click
 
-_DIR = click.option("--dir", "jobs_dir", metavar="DIR",
-                    help="where jobs are kept (default: the turn's lane directory)")
+_DIR = click.option(
+    "--dir",
+    "jobs_dir",
+    metavar="DIR",
+    help="where jobs are kept (default: the turn's lane directory)",
+)
 
 
 def _root(given: str | None) -> Path:
@@ -50,16 +54,25 @@ def start_cmd(name: str, timeout: float, jobs_dir: str | None, argv: tuple[str, 
 
 @command.command("wait")
 @click.argument("job_id")
-@click.option("--max", "max_seconds", type=float, default=540.0, show_default=True,
-              help="give up waiting after S seconds (the job goes on)")
+@click.option(
+    "--max",
+    "max_seconds",
+    type=float,
+    default=540.0,
+    show_default=True,
+    help="give up waiting after S seconds (the job goes on)",
+)
 @_DIR
 def wait_cmd(job_id: str, max_seconds: float, jobs_dir: str | None) -> int:
     """Wait for a job; exit with its rc (124 when it still runs after --max)."""
     from flamechase.tools.jobs import WAIT_TIMEOUT, wait
 
     row = wait(_root(jobs_dir), job_id, max_seconds)
-    click.echo(f"{row['id']}: {row['state']}" + (f" rc={row['rc']}" if row["rc"] is not None
-                                                 else "") + f" · log {row['log']}")
+    click.echo(
+        f"{row['id']}: {row['state']}"
+        + (f" rc={row['rc']}" if row["rc"] is not None else "")
+        + f" · log {row['log']}"
+    )
     if row["state"] == "running":
         return WAIT_TIMEOUT
     return int(row["rc"]) if isinstance(row["rc"], int) else 1

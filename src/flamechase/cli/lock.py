@@ -16,13 +16,25 @@ import os
 
 import click
 
-_DIR = click.option("--dir", "lock_dir", metavar="DIR",
-                    help="the directory to lock (default: the run's directory)")
+_DIR = click.option(
+    "--dir", "lock_dir", metavar="DIR", help="the directory to lock (default: the run's directory)"
+)
 _WHO = click.option("--who", required=True, help="who measures (a label in `status`)")
-_MAX = click.option("--max", "max_seconds", type=click.FloatRange(0.1, 900.0), default=900.0,
-                    show_default=True, help="hold for at most S seconds")
-_WAIT = click.option("--wait", type=click.FloatRange(0.0), default=1800.0, show_default=True,
-                     help="give up after waiting S seconds (exit 75)")
+_MAX = click.option(
+    "--max",
+    "max_seconds",
+    type=click.FloatRange(0.1, 900.0),
+    default=900.0,
+    show_default=True,
+    help="hold for at most S seconds",
+)
+_WAIT = click.option(
+    "--wait",
+    type=click.FloatRange(0.0),
+    default=1800.0,
+    show_default=True,
+    help="give up after waiting S seconds (exit 75)",
+)
 
 
 @click.group("lock")
@@ -36,14 +48,16 @@ def command() -> None:
 @_WAIT
 @_DIR
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
-def run_cmd(who: str, max_seconds: float, wait: float, lock_dir: str | None,
-            argv: tuple[str, ...]) -> int:
+def run_cmd(
+    who: str, max_seconds: float, wait: float, lock_dir: str | None, argv: tuple[str, ...]
+) -> int:
     """Run CMD holding the lock; exit with its rc."""
     from flamechase.tools import locks
 
     target = locks.lock_dir(lock_dir, os.environ)
-    code = locks.run(target, list(argv), who=who, max_seconds=max_seconds, wait=wait,
-                     env=os.environ)
+    code = locks.run(
+        target, list(argv), who=who, max_seconds=max_seconds, wait=wait, env=os.environ
+    )
     if code == locks.EXIT_TIMEOUT:
         click.echo(f"flamechase lock: not free within {wait:g} s; nothing ran", err=True)
     return code
@@ -60,8 +74,7 @@ def acquire_cmd(who: str, max_seconds: float, wait: float, lock_dir: str | None)
 
     target = locks.lock_dir(lock_dir, os.environ)
     try:
-        stamp = locks.acquire(target, who=who, max_seconds=max_seconds, wait=wait,
-                              env=os.environ)
+        stamp = locks.acquire(target, who=who, max_seconds=max_seconds, wait=wait, env=os.environ)
     except TimeoutError as exc:
         click.echo(f"flamechase lock: {exc}", err=True)
         return locks.EXIT_TIMEOUT

@@ -59,7 +59,6 @@ class QuietWhenGone:
         return getattr(self._stream, name)
 
 
-
 class JsonObserver:
     """One JSON object per event on stdout, nothing else."""
 

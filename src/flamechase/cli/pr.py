@@ -20,8 +20,10 @@ import click
 
 from flamechase.errors import PrRefused
 
-NOT_IN_TURN = ("flamechase pr {op} works inside a lane's turn of a pull-request flow "
-               "(parallel_flame_chase:git_pr): $FLAMECHASE_REQUESTS is not set")
+NOT_IN_TURN = (
+    "flamechase pr {op} works inside a lane's turn of a pull-request flow "
+    "(parallel_flame_chase:git_pr): $FLAMECHASE_REQUESTS is not set"
+)
 
 
 def _git(*args: str) -> str | None:
@@ -43,24 +45,30 @@ def _branch(lane: str, given: str | None) -> tuple[str, str | None]:
     if not branch:
         raise PrRefused("not on a branch: check out your lane branch or pass --branch")
     if not branch.startswith(f"{lane}/"):
-        raise PrRefused(f"{branch} is not one of {lane}'s branches ({lane}/NAME): "
-                        f"git checkout -B {lane}/NAME, commit, push, then open")
+        raise PrRefused(
+            f"{branch} is not one of {lane}'s branches ({lane}/NAME): "
+            f"git checkout -B {lane}/NAME, commit, push, then open"
+        )
     head = _git("rev-parse", "HEAD") if branch == current else None
     outbox = _git("config", "--get", "flamechase.outbox")
-    pushed = _git("--git-dir", outbox, "rev-parse", "-q", "--verify",
-                  f"refs/heads/{branch}") if outbox else None
+    pushed = (
+        _git("--git-dir", outbox, "rev-parse", "-q", "--verify", f"refs/heads/{branch}")
+        if outbox
+        else None
+    )
     if pushed is None:
         raise PrRefused(f"{branch} is not pushed: git push origin {branch}")
     if head is not None and pushed != head:
-        raise PrRefused(f"HEAD {head[:12]} of {branch} is not what you pushed "
-                        f"({pushed[:12]}): git push origin {branch}")
+        raise PrRefused(
+            f"HEAD {head[:12]} of {branch} is not what you pushed "
+            f"({pushed[:12]}): git push origin {branch}"
+        )
     return branch, head or pushed
 
 
 def _append(path: Path, request: dict[str, Any]) -> None:
     line = (json.dumps(request, ensure_ascii=False, sort_keys=True) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, line)
     finally:
@@ -80,10 +88,14 @@ def open_command(title: str, hypothesis: str, branch: str | None) -> int:
     """Ask for a draft PR from a pushed lane branch (done when the turn ends)."""
     requests, lane = _turn("open")
     name, head = _branch(lane, branch)
-    _append(requests, {"op": "open", "branch": name, "head": head, "title": title,
-                       "hypothesis": hypothesis})
-    click.echo(f"requested: a draft PR from {name} at {str(head)[:12]}; the runtime opens it "
-               "when your turn ends (`flamechase pr list` in a later turn shows its id)")
+    _append(
+        requests,
+        {"op": "open", "branch": name, "head": head, "title": title, "hypothesis": hypothesis},
+    )
+    click.echo(
+        f"requested: a draft PR from {name} at {str(head)[:12]}; the runtime opens it "
+        "when your turn ends (`flamechase pr list` in a later turn shows its id)"
+    )
     return 0
 
 
@@ -101,8 +113,10 @@ def ready_command(pr: str | None, branch: str | None) -> int:
         request = {"op": "ready", "branch": name, "head": head}
         what = f"the open PR on {name}"
     _append(requests, request)
-    click.echo(f"requested: {what} made ready; the runtime measures it after your turn and "
-               "reports back (ready with a receipt, or rejected with the reason)")
+    click.echo(
+        f"requested: {what} made ready; the runtime measures it after your turn and "
+        "reports back (ready with a receipt, or rejected with the reason)"
+    )
     return 0
 
 
@@ -112,8 +126,9 @@ def _summary(run: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
     here = os.environ.get("FLAMECHASE_RUN_DIR")
     if run is None and not here:
-        raise PrRefused("no run: inside a turn $FLAMECHASE_RUN_DIR names it; elsewhere give "
-                        "--run RUN")
+        raise PrRefused(
+            "no run: inside a turn $FLAMECHASE_RUN_DIR names it; elsewhere give --run RUN"
+        )
     run_dir = resolve(run) if run is not None else Path(str(here))
     with Reader(run_dir / "run.db") as r:
         stored = r.flow_state()
@@ -123,8 +138,11 @@ def _summary(run: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     pending: list[dict[str, Any]] = []
     requests = os.environ.get("FLAMECHASE_REQUESTS")
     if run is None and requests and Path(requests).is_file():
-        pending = [json.loads(line) for line in Path(requests).read_text().splitlines()
-                   if line.strip().startswith("{")]
+        pending = [
+            json.loads(line)
+            for line in Path(requests).read_text().splitlines()
+            if line.strip().startswith("{")
+        ]
     return summary, pending
 
 
@@ -140,16 +158,18 @@ def list_command(run: str | None, as_json: bool) -> int:
     summary, pending = _summary(run)
     prs, main = summary["pull_requests"], summary.get("main") or {}
     if as_json:
-        click.echo(json.dumps({"main": main, "pull_requests": prs, "requested": pending},
-                              indent=1))
+        click.echo(json.dumps({"main": main, "pull_requests": prs, "requested": pending}, indent=1))
         return 0
-    click.echo(f"main {str(main.get('commit'))[:12]}: {main.get('metric')} = "
-               f"{_score(main.get('score'))} ({main.get('direction')}); "
-               f"{len(summary.get('ledger') or [])} merge(s)")
+    click.echo(
+        f"main {str(main.get('commit'))[:12]}: {main.get('metric')} = "
+        f"{_score(main.get('score'))} ({main.get('direction')}); "
+        f"{len(summary.get('ledger') or [])} merge(s)"
+    )
     for pr in prs:
-        click.echo(f"{pr['id']}  {pr['lane']:<7} {pr['status']:<10} {_score(pr.get('score')):>8}"
-                   f"  {pr['branch']}  {pr['title']}"
-                   + (f"  [{pr['reason']}]" if pr.get("reason") else ""))
+        click.echo(
+            f"{pr['id']}  {pr['lane']:<7} {pr['status']:<10} {_score(pr.get('score')):>8}"
+            f"  {pr['branch']}  {pr['title']}" + (f"  [{pr['reason']}]" if pr.get("reason") else "")
+        )
     for req in pending:
         click.echo(f"requested this turn (not yet carried out): {json.dumps(req)}")
     return 0

@@ -49,23 +49,27 @@ def load_all() -> dict[str, Profile]:
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ProfileError(f"profiles file {path} is unreadable ({exc.__class__.__name__}); "
-                           "fix or delete it") from None
+        raise ProfileError(
+            f"profiles file {path} is unreadable ({exc.__class__.__name__}); fix or delete it"
+        ) from None
     if not isinstance(data, dict):
         raise ProfileError(f"profiles file {path} is not a mapping of flow: profile")
     try:
         return {str(k): Profile.model_validate(v) for k, v in data.items()}
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise ProfileError(f"profiles file {path}: {'.'.join(map(str, err['loc']))}: "
-                           f"{err['msg']}") from None
+        raise ProfileError(
+            f"profiles file {path}: {'.'.join(map(str, err['loc']))}: {err['msg']}"
+        ) from None
 
 
 def get(flow: str) -> Profile:
     found = load_all().get(flow)
     if found is None:
-        raise ProfileError(f"no profile for {flow}; make one: flamechase profile set {flow} "
-                           "-a ROLE=SPEC ... -p budget.duration=2h")
+        raise ProfileError(
+            f"no profile for {flow}; make one: flamechase profile set {flow} "
+            "-a ROLE=SPEC ... -p budget.duration=2h"
+        )
     return found
 
 
@@ -99,10 +103,22 @@ def group() -> None:
 
 @group.command("set")
 @click.argument("flow_ref", metavar="FLOW")
-@click.option("-a", "--agent", "agents", multiple=True, metavar="[ROLE=]SPEC[,...]",
-              help="as for exec: an agent for a role")
-@click.option("-p", "--param", "params", multiple=True, metavar="KEY=VALUE[,...]",
-              help="as for exec: a flow param or budget.*")
+@click.option(
+    "-a",
+    "--agent",
+    "agents",
+    multiple=True,
+    metavar="[ROLE=]SPEC[,...]",
+    help="as for exec: an agent for a role",
+)
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE[,...]",
+    help="as for exec: a flow param or budget.*",
+)
 def set_command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...]) -> int:
     """Keep FLOW's agents and params (checked now, as exec would check them)."""
     profile = Profile(agents=list(agents), params=list(params))

@@ -24,8 +24,10 @@ from prompt_toolkit.history import FileHistory
 from flamechase.errors import FlamechaseError
 
 PROMPT = "❯ "
-HELP = ("$FLOW TASK starts a run of FLOW with its profile (flamechase profile set FLOW -a ... "
-        "-p ...); Tab completes flow names; exit or Ctrl-D leaves")
+HELP = (
+    "$FLOW TASK starts a run of FLOW with its profile (flamechase profile set FLOW -a ... "
+    "-p ...); Tab completes flow names; exit or Ctrl-D leaves"
+)
 
 
 def flow_names() -> list[str]:
@@ -35,8 +37,12 @@ def flow_names() -> list[str]:
     from flamechase.flows import BUILTIN, VARIANTS, installed
     from flamechase.flows.loader import entry_points
 
-    names = {*BUILTIN, *VARIANTS, *(r.name for r in installed.all_installed()),
-             *(p.name for p in entry_points())}
+    names = {
+        *BUILTIN,
+        *VARIANTS,
+        *(r.name for r in installed.all_installed()),
+        *(p.name for p in entry_points()),
+    }
     # A broken profiles file is reported when a run needs it, not on each key.
     with contextlib.suppress(FlamechaseError):
         names |= set(profile.load_all())
@@ -49,8 +55,9 @@ class FlowCompleter(Completer):
     def __init__(self, names: Callable[[], list[str]] = flow_names) -> None:
         self.names = names
 
-    def get_completions(self, document: Document,
-                        complete_event: CompleteEvent) -> Iterable[Completion]:
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
         text = document.text_before_cursor
         if not text.startswith("$") or any(c.isspace() for c in text):
             return
@@ -78,15 +85,23 @@ def history_file() -> Path:
 Runner = Callable[[str, str], int]
 
 
-def repl(*, runner: Runner | None = None, session: PromptSession[str] | None = None,
-         say: Callable[[str], None] = click.echo) -> int:
+def repl(
+    *,
+    runner: Runner | None = None,
+    session: PromptSession[str] | None = None,
+    say: Callable[[str], None] = click.echo,
+) -> int:
     """Read lines until exit; run each `$FLOW TASK`. Returns 0."""
     if runner is None:
         from flamechase.cli.run_cmd import start
+
         runner = start
     if session is None:
-        session = PromptSession(history=FileHistory(str(history_file())),
-                                completer=FlowCompleter(), complete_while_typing=False)
+        session = PromptSession(
+            history=FileHistory(str(history_file())),
+            completer=FlowCompleter(),
+            complete_while_typing=False,
+        )
     say(f"flamechase: {HELP}")
     while True:
         try:
@@ -111,8 +126,11 @@ def _one(line: str, runner: Runner, say: Callable[[str], None]) -> bool:
         return True
     parsed = parse(text)
     if parsed is None or not parsed[1]:
-        say(f"start a run with $FLOW TASK (flows: {', '.join(flow_names())})"
-            if parsed is None else f"${parsed[0]}: say what the agents should achieve")
+        say(
+            f"start a run with $FLOW TASK (flows: {', '.join(flow_names())})"
+            if parsed is None
+            else f"${parsed[0]}: say what the agents should achieve"
+        )
         return True
     code = _run(runner, *parsed, say=say)
     say(f"flamechase: ${parsed[0]} ended with exit code {code}")

@@ -23,11 +23,11 @@ def runs_command(as_json: bool) -> int:
     if not runs:
         click.echo("no runs yet")
     for r in runs:
-        click.echo(f"{r['id']}  {r['status']:<9} {r['flow']:<22} turns {r['turns']:<5} "
-                   f"${r['cost_usd']:<9.4f} {r['workspace']}")
+        click.echo(
+            f"{r['id']}  {r['status']:<9} {r['flow']:<22} turns {r['turns']:<5} "
+            f"${r['cost_usd']:<9.4f} {r['workspace']}"
+        )
     return 0
-
-
 
 
 # long: the `status --json` document, built field by field in one place.
@@ -55,8 +55,10 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         opened = r.last_event(("run_created", "run_resumed"))
         ended = r.last_event(("run_finished", "run_stopped", "run_failed", "run_held"))
         stop = r.last_event(("stopping",))
-        notices = [e["payload"].get("message", "") for e in
-                   r.events_of("notice", opened["seq"] if opened else 0)]
+        notices = [
+            e["payload"].get("message", "")
+            for e in r.events_of("notice", opened["seq"] if opened else 0)
+        ]
     summary: dict[str, Any] = dict(stored["summary"]) if stored else {}
     lane_extra: dict[str, Any] = summary.pop("lanes", None) or {}
     status = run["status"]
@@ -82,8 +84,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
             "duration": {"limit": budget.duration, "used": round(run["active_seconds"], 3)},
             "cost": {"limit": budget.cost, "used": round(float(spend["cost"]), 6)},
             "turns": {"limit": budget.turns, "used": int(spend["turns"])},
-            "output_tokens": {"limit": budget.output_tokens,
-                              "used": int(spend["output_tokens"])},
+            "output_tokens": {"limit": budget.output_tokens, "used": int(spend["output_tokens"])},
             "graceful": budget.graceful,
             # Where each bound in force came from ("given now" by the session that set it
             # last, or "set earlier"); none at all: the run goes on until stopped.
@@ -103,17 +104,25 @@ def run_status(run_dir: Path) -> dict[str, Any]:
                 "last_status": ln["last_status"],
                 "last_error": ln["last_error"],
                 "paused_until": ln["paused_until"],
-                "in_flight": ({"turn": inflight[ln["lane"]]["number"],
-                               "role": inflight[ln["lane"]]["role"],
-                               "started": inflight[ln["lane"]]["started"]}
-                              if ln["lane"] in inflight else None),
+                "in_flight": (
+                    {
+                        "turn": inflight[ln["lane"]]["number"],
+                        "role": inflight[ln["lane"]]["role"],
+                        "started": inflight[ln["lane"]]["started"],
+                    }
+                    if ln["lane"] in inflight
+                    else None
+                ),
                 **(lane_extra.get(ln["lane"]) or {}),
             }
             for ln in lanes
         ],
         "last_error": run["last_error"],
-        "ended": (ended["payload"].get("message") if ended and (
-            not opened or ended["seq"] > opened["seq"]) else None),
+        "ended": (
+            ended["payload"].get("message")
+            if ended and (not opened or ended["seq"] > opened["seq"])
+            else None
+        ),
         "stopping": bool(engine_alive and stop and opened and stop["seq"] > opened["seq"]),
         "notices": notices,
     }
@@ -152,18 +161,27 @@ def status_lines(st: dict[str, Any]) -> list[str]:
     b = st["budget"]
     limits = {k: b[k]["limit"] for k in ("duration", "cost", "turns", "output_tokens")}
     spent = {k: {"used": b[k]["used"]} for k in limits}
-    out.append(budget_words(limits, b.get("from") or dict.fromkeys(
-        [k for k, v in limits.items() if v is not None], "set"), spent))
-    used = [f"active {human_seconds(float(b['duration']['used']))}",
-            _count(int(b["turns"]["used"]), "turn"), f"${float(b['cost']['used']):.2f}"]
+    out.append(
+        budget_words(
+            limits,
+            b.get("from") or dict.fromkeys([k for k, v in limits.items() if v is not None], "set"),
+            spent,
+        )
+    )
+    used = [
+        f"active {human_seconds(float(b['duration']['used']))}",
+        _count(int(b["turns"]["used"]), "turn"),
+        f"${float(b['cost']['used']):.2f}",
+    ]
     out.append("spent: " + ", ".join(used))
     out += [f"note: {n}" for n in st.get("notices") or () if n]
     for ln in st["lanes"]:
         lane_state = "HELD" if ln["held"] else ("paused" if ln["paused_until"] else "ok")
         nxt = f", next {ln['next_role']}" if ln.get("next_role") else ""
         valid = ln.get("valid_turns", 0)
-        out.append(f"  {ln['lane']}: {_count(ln['turns'], 'turn')} ({valid} valid){nxt}, "
-                   f"{lane_state}")
+        out.append(
+            f"  {ln['lane']}: {_count(ln['turns'], 'turn')} ({valid} valid){nxt}, {lane_state}"
+        )
         why = ln["held_reason"] if ln["held"] else ln["last_error"]
         if why:
             out.append(f"      {'held' if ln['held'] else 'last error'}: {str(why)[:160]}")
@@ -171,8 +189,9 @@ def status_lines(st: dict[str, Any]) -> list[str]:
         out.append(f"  {line}")
     best = (st.get("leaderboard") or {}).get("best")
     if best:
-        out.append(f"best: {best['metric']} = {best['value']:g} from {best['lane']} "
-                   f"({best['report_id']})")
+        out.append(
+            f"best: {best['metric']} = {best['value']:g} from {best['lane']} ({best['report_id']})"
+        )
     if st["last_error"] and st["last_error"] != st.get("ended"):
         out.append(f"last error: {st['last_error']}")
     return out
@@ -201,8 +220,11 @@ def events_command(run: str, as_json: bool, follow: bool) -> int:
             batch = r.events(after=after, limit=1000)
             for ev in batch:
                 after = ev["seq"]
-                click.echo(json.dumps(ev, ensure_ascii=False, separators=(",", ":"))
-                           if as_json else describe(ev))
+                click.echo(
+                    json.dumps(ev, ensure_ascii=False, separators=(",", ":"))
+                    if as_json
+                    else describe(ev)
+                )
             if not follow:
                 return 0
             if batch and batch[-1]["kind"] in ended:

@@ -48,8 +48,9 @@ def _progress_observer(prepared: Any) -> Any:
 class _TurnLines:
     """Progress without a terminal: turn ends and new bests, one line each, on stderr."""
 
-    KINDS = frozenset({"turn_valid", "turn_failed", "candidate_best_updated", "lane_held",
-                       "budget_spent"})
+    KINDS = frozenset(
+        {"turn_valid", "turn_failed", "candidate_best_updated", "lane_held", "budget_spent"}
+    )
 
     def event(self, ev: dict[str, Any]) -> None:
         from flamechase.cli.observe import describe
@@ -60,8 +61,13 @@ class _TurnLines:
 
 @click.command("show")
 @click.argument("run", default="last")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
-              metavar="FILE", help="write the run's replay page (one self-contained HTML file)")
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="write the run's replay page (one self-contained HTML file)",
+)
 def show_command(run: str, html_out: Path | None) -> int:
     """What RUN amounted to; with --html, its step-by-step replay page."""
     from flamechase.store.catalog import resolve
@@ -74,8 +80,10 @@ def show_command(run: str, html_out: Path | None) -> int:
         t0 = time.monotonic()
         with _writing(html_out):
             doc = write_replay(run_dir, html_out)
-        click.echo(f"wrote the replay of run {run_dir.name} ({len(doc['points'])} events) to "
-                   f"{html_out} in {time.monotonic() - t0:.2f} s")
+        click.echo(
+            f"wrote the replay of run {run_dir.name} ({len(doc['points'])} events) to "
+            f"{html_out} in {time.monotonic() - t0:.2f} s"
+        )
         return 0
     for line in summarize(run_dir).lines():
         click.echo(line)
@@ -84,21 +92,51 @@ def show_command(run: str, html_out: Path | None) -> int:
 
 @click.command("simulate", epilog=EXIT_CODES_HELP)
 @click.argument("flow_ref", metavar="FLOW")
-@click.option("-p", "--param", "params", multiple=True, metavar="KEY=VALUE[,...]",
-              help="flow param or budget.*, as for exec (default budget.turns=12, "
-                   "rest_seconds=0.05)")
-@click.option("-a", "--agent", "agents", multiple=True, metavar="ROLE=sim/PROFILE",
-              help="a different sim profile for a role (steady, flaky, blocked, silent)")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
-              metavar="FILE", help="where the replay goes (default ./FLOW-simulation.html)")
-@click.option("--workspace", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              metavar="DIR", help="simulate on a copy of DIR instead of the bundled sample")
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE[,...]",
+    help="flow param or budget.*, as for exec (default budget.turns=12, rest_seconds=0.05)",
+)
+@click.option(
+    "-a",
+    "--agent",
+    "agents",
+    multiple=True,
+    metavar="ROLE=sim/PROFILE",
+    help="a different sim profile for a role (steady, flaky, blocked, silent)",
+)
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="where the replay goes (default ./FLOW-simulation.html)",
+)
+@click.option(
+    "--workspace",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="simulate on a copy of DIR instead of the bundled sample",
+)
 @click.option("--task", metavar="TEXT", help="the objective (default: the copy's TASK.md)")
-@click.option("--keep", is_flag=True,
-              help="keep the run in your state home and the workspace copy, and say where")
-def simulate_command(*, flow_ref: str, params: tuple[str, ...], agents: tuple[str, ...],
-                     html_out: Path | None, workspace: Path | None, task: str | None,
-                     keep: bool) -> int:
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="keep the run in your state home and the workspace copy, and say where",
+)
+def simulate_command(
+    *,
+    flow_ref: str,
+    params: tuple[str, ...],
+    agents: tuple[str, ...],
+    html_out: Path | None,
+    workspace: Path | None,
+    task: str | None,
+    keep: bool,
+) -> int:
     """Run FLOW with simulated actors on a throw-away copy and write its replay.
 
     Every role gets a `sim/steady` actor: a real run (database, lane copies, reports,
@@ -123,8 +161,10 @@ def simulate_command(*, flow_ref: str, params: tuple[str, ...], agents: tuple[st
     for role, spec in items:
         # A simulation must never spend anything: only simulated actors are accepted.
         if role is None or not spec.startswith("sim/"):
-            raise click.UsageError(f"-a {role + '=' if role else ''}{spec}: simulate takes "
-                                   "ROLE=sim/PROFILE only (steady, flaky, blocked, silent)")
+            raise click.UsageError(
+                f"-a {role + '=' if role else ''}{spec}: simulate takes "
+                "ROLE=sim/PROFILE only (steady, flaky, blocked, silent)"
+            )
     flow = load_flow(flow_ref)
     settings = sim_settings(flow, dict(split_kv(list(params))), sample=workspace is None)
     out = html_out or Path(f"{flow.name}-simulation.html")
@@ -134,8 +174,15 @@ def simulate_command(*, flow_ref: str, params: tuple[str, ...], agents: tuple[st
             copy_sample(ws)
         else:
             copy_workspace(workspace, ws)
-        outcome = run_sim(flow, ws, settings, task=task, agents=items,
-                          state=None if keep else tmp / "home", warn=_say)
+        outcome = run_sim(
+            flow,
+            ws,
+            settings,
+            task=task,
+            agents=items,
+            state=None if keep else tmp / "home",
+            warn=_say,
+        )
         with _writing(out):
             doc = write_replay(outcome.run_dir, out)
         summary = summarize(outcome.run_dir)
@@ -143,20 +190,39 @@ def simulate_command(*, flow_ref: str, params: tuple[str, ...], agents: tuple[st
         click.echo(line)
     click.echo(f"replay: {out} ({len(doc['points'])} events; open it in a browser)")
     if keep:
-        click.echo(f"kept: workspace {ws}, run {outcome.run_id} (flamechase status "
-                   f"{outcome.run_id})")
-    _say(f"flamechase: simulated {flow.name} in {time.monotonic() - t0:.1f} s: "
-         f"{outcome.status}: {outcome.message}")
+        click.echo(
+            f"kept: workspace {ws}, run {outcome.run_id} (flamechase status {outcome.run_id})"
+        )
+    _say(
+        f"flamechase: simulated {flow.name} in {time.monotonic() - t0:.1f} s: "
+        f"{outcome.status}: {outcome.message}"
+    )
     return outcome.exit_code
 
 
 @click.command("demo")
-@click.option("--dir", "dest", type=click.Path(file_okay=False, path_type=Path),
-              metavar="DIR", help="where the sample goes (default ./flamechase-demo[-N])")
-@click.option("-p", "--param", "params", multiple=True, metavar="KEY=VALUE[,...]",
-              help="override a param or the budget (default budget.turns=12)")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
-              metavar="FILE", help="where the replay goes (default DIR.html)")
+@click.option(
+    "--dir",
+    "dest",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="where the sample goes (default ./flamechase-demo[-N])",
+)
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE[,...]",
+    help="override a param or the budget (default budget.turns=12)",
+)
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="where the replay goes (default DIR.html)",
+)
 def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path | None) -> int:
     """See flamechase work in seconds: three lanes of simulated agents on a sample repo.
 
@@ -194,15 +260,21 @@ def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path |
 
 
 @click.command("serve")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
-              help="port on 127.0.0.1 (0: any free port)")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="port on 127.0.0.1 (0: any free port)",
+)
 def serve_command(port: int) -> int:
     """A local page listing runs and replaying them live (127.0.0.1 only, token in the URL)."""
     try:
         from flamechase.view.serve import serve
     except ImportError as exc:  # the web stack is only needed here
-        raise click.ClickException(f"flamechase serve needs starlette and uvicorn ({exc}); "
-                                   "pip install starlette uvicorn") from None
+        raise click.ClickException(
+            f"flamechase serve needs starlette and uvicorn ({exc}); pip install starlette uvicorn"
+        ) from None
 
     def ready(url: str) -> None:
         click.echo(f"flamechase serve: open {url}", err=False)
@@ -211,15 +283,24 @@ def serve_command(port: int) -> int:
     try:
         serve(port, ready=ready)
     except OSError as exc:
-        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
-                                   "; pick another --port (0: any free one)") from None
+        raise click.ClickException(
+            f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
+            "; pick another --port (0: any free one)"
+        ) from None
     return 0
 
 
 @click.command("trace")
 @click.argument("run", default="last")
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path),
-              required=True, metavar="FILE", help="where the trace JSON goes")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    metavar="FILE",
+    help="where the trace JSON goes",
+)
 def trace_command(run: str, out: Path) -> int:
     """RUN as Chrome trace-event JSON: open FILE in Perfetto (ui.perfetto.dev) or chrome://tracing.
 
@@ -236,10 +317,17 @@ def trace_command(run: str, out: Path) -> int:
     with _writing(out):
         atomic_write(out, json.dumps(trace, ensure_ascii=False).encode(), mode=0o644)
     slices = sum(1 for e in trace["traceEvents"] if e.get("cat") == "turn")
-    click.echo(f"wrote {slices} turn slices of run {run_dir.name} to {out}; open it in "
-               "Perfetto (ui.perfetto.dev) or chrome://tracing")
+    click.echo(
+        f"wrote {slices} turn slices of run {run_dir.name} to {out}; open it in "
+        "Perfetto (ui.perfetto.dev) or chrome://tracing"
+    )
     return 0
 
 
-commands: list[click.Command] = [show_command, simulate_command, demo_command, serve_command,
-                                 trace_command]
+commands: list[click.Command] = [
+    show_command,
+    simulate_command,
+    demo_command,
+    serve_command,
+    trace_command,
+]

@@ -26,8 +26,7 @@ class Spend:
 
 
 class BudgetTracker:
-    def __init__(self, budget: Budget, spend: Spend, active_before: float,
-                 clock: Clock) -> None:
+    def __init__(self, budget: Budget, spend: Spend, active_before: float, clock: Clock) -> None:
         self.budget = budget
         self.spend = spend
         self.active_before = active_before
@@ -59,8 +58,7 @@ class BudgetTracker:
 
     def spent(self, inflight: int = 0) -> str | None:
         """The first budget key that leaves no room for a new counted turn, or None."""
-        return self._limit_hit(
-            turns_in_use=self.spend.turns + inflight + len(self.reserved))
+        return self._limit_hit(turns_in_use=self.spend.turns + inflight + len(self.reserved))
 
     def admits(self, *, slot: str, counted: bool, inflight: int) -> str | None:
         """None if a turn in `slot` may start now (`inflight`: counted turns under way), else

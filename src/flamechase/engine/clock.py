@@ -39,5 +39,8 @@ class RealClock:
 
 def iso(seconds: float) -> str:
     """An event time: ISO 8601, UTC, milliseconds, `Z`."""
-    return (datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z"))
+    return (
+        datetime.fromtimestamp(seconds, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )

@@ -25,10 +25,22 @@ from flamechase.engine.layout import SOURCE, RunLayout
 from flamechase.jail import JailSpec, Mode, needs_home
 
 
-def turn_jail(mode: Mode, layout: RunLayout, *, lane: str | None, place: str,
-              place_path: Path, turn_dir: Path | None, cli: str | None, role: str,
-              source: Path, state_home: Path, lanes: Iterable[str],
-              places: Mapping[str, Path], reads: Iterable[str] = ()) -> JailSpec:
+def turn_jail(
+    mode: Mode,
+    layout: RunLayout,
+    *,
+    lane: str | None,
+    place: str,
+    place_path: Path,
+    turn_dir: Path | None,
+    cli: str | None,
+    role: str,
+    source: Path,
+    state_home: Path,
+    lanes: Iterable[str],
+    places: Mapping[str, Path],
+    reads: Iterable[str] = (),
+) -> JailSpec:
     """The jail of one turn (`cli` None: a measurement, which has no CLI state).
 
     `lanes`: every lane of the run; `places`: every private place made so far, by name;
@@ -46,15 +58,24 @@ def turn_jail(mode: Mode, layout: RunLayout, *, lane: str | None, place: str,
     others = [p for name, p in places.items() if name not in shown]
     hidden = (*others, *private_parts(layout, (o for o in lanes if o != lane)))
     return JailSpec(
-        mode=mode, place=place_path, tmp=own / "tmp", turn_dir=turn_dir, grants=(own,),
-        state=state, home=own / "homes" / role if needs_home(state) else None,
+        mode=mode,
+        place=place_path,
+        tmp=own / "tmp",
+        turn_dir=turn_dir,
+        grants=(own,),
+        state=state,
+        home=own / "homes" / role if needs_home(state) else None,
         # Only what exists can be hidden (bubblewrap mounts over it); a place being removed
         # has nothing left to see.
         hidden=tuple(p for p in dict.fromkeys(hidden) if p.exists()),
-        protected=(state_home,) if in_source else (source, state_home))
+        protected=(state_home,) if in_source else (source, state_home),
+    )
 
 
 def private_parts(layout: RunLayout, lanes: Iterable[str]) -> tuple[Path, ...]:
     """What of `lanes`' directories no other role may see: their TMPDIRs and private homes."""
-    return tuple(p for lane in lanes for p in (
-        layout.lane_dir(lane) / "tmp", layout.lane_dir(lane) / "homes"))
+    return tuple(
+        p
+        for lane in lanes
+        for p in (layout.lane_dir(lane) / "tmp", layout.lane_dir(lane) / "homes")
+    )

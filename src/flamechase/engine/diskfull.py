@@ -48,9 +48,11 @@ def message(run_dir: Path) -> str:
         free = shutil.disk_usage(where).free
     except OSError:
         free = 0
-    return (f"the file system at {where} (holding {run_dir}) is full: {_mib(free)} free; free "
-            f"at least {_mib(NEEDED)} there and resume the run with --resume (nothing "
-            "recorded so far is lost)")
+    return (
+        f"the file system at {where} (holding {run_dir}) is full: {_mib(free)} free; free "
+        f"at least {_mib(NEEDED)} there and resume the run with --resume (nothing "
+        "recorded so far is lost)"
+    )
 
 
 def _mib(n: int) -> str:

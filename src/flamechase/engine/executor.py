@@ -145,10 +145,12 @@ class LocalExecutor(Executor):
         from flamechase.engine.scoring import run_command, run_evaluator
 
         if job.pattern is not None and job.command is not None:
-            return await run_evaluator(job.command, job.cwd, job.pattern, job.timeout,
-                                       env=dict(job.env), jail=job.jail)
-        return await run_command(list(job.argv), job.cwd, job.timeout, env=dict(job.env),
-                                 jail=job.jail)
+            return await run_evaluator(
+                job.command, job.cwd, job.pattern, job.timeout, env=dict(job.env), jail=job.jail
+            )
+        return await run_command(
+            list(job.argv), job.cwd, job.timeout, env=dict(job.env), jail=job.jail
+        )
 
 
 def measurement_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

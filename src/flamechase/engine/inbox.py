@@ -40,19 +40,21 @@ def unread(reader: Reader, consumer: str, sources: Sequence[str]) -> Batch:
                 if used:
                     break
                 # Alone and too big: deliver a stub so later reports are not held behind it.
-                deliveries.append({
-                    "report_id": d.report_id,
-                    "lane": d.lane,
-                    "stub": True,
-                    "bytes": d.bytes,
-                    "report": {
-                        "status": d.record.get("status"),
-                        "summary": str(d.record.get("summary", ""))[:2000],
-                        "artifacts": d.record.get("artifacts", []),
-                    },
-                    "note": "report too large to deliver whole; its summary and artifacts "
-                    "are shown; see `flamechase events` for the rest",
-                })
+                deliveries.append(
+                    {
+                        "report_id": d.report_id,
+                        "lane": d.lane,
+                        "stub": True,
+                        "bytes": d.bytes,
+                        "report": {
+                            "status": d.record.get("status"),
+                            "summary": str(d.record.get("summary", ""))[:2000],
+                            "artifacts": d.record.get("artifacts", []),
+                        },
+                        "note": "report too large to deliver whole; its summary and artifacts "
+                        "are shown; see `flamechase events` for the rest",
+                    }
+                )
                 last = d.seq
                 break
             if used + d.bytes > DELIVERY_BYTES and used:

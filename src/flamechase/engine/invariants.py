@@ -44,8 +44,10 @@ def check_run(run_dir: Path, *, turn_limit: int | None = None) -> list[str]:
         for t in mine:
             want = roles[(t["number"] - 1) % 2]
             if t["role"] != want:
-                bad.append(f"{name}: turn {t['number']} attempt {t['attempt']} taken by "
-                           f"{t['role']}, alternation wants {want}")
+                bad.append(
+                    f"{name}: turn {t['number']} attempt {t['attempt']} taken by "
+                    f"{t['role']}, alternation wants {want}"
+                )
         keys = [(t["number"], t["attempt"]) for t in mine]
         if len(set(keys)) != len(keys):
             bad.append(f"{name}: a (turn, attempt) is recorded twice")
@@ -73,10 +75,15 @@ def check_run(run_dir: Path, *, turn_limit: int | None = None) -> list[str]:
                     bad.append(f"{name}: turn {t['number']} received its own report")
                 start = cursor.get(source, 0)
                 if min(seqs) <= start:
-                    bad.append(f"{name}: turn {t['number']} re-received a report of {source} "
-                               "after acknowledging it")
-                expected = [rep.seq for rep in reports if rep.lane == source
-                            and start < rep.seq <= max(seqs)]
+                    bad.append(
+                        f"{name}: turn {t['number']} re-received a report of {source} "
+                        "after acknowledging it"
+                    )
+                expected = [
+                    rep.seq
+                    for rep in reports
+                    if rep.lane == source and start < rep.seq <= max(seqs)
+                ]
                 if sorted(seqs) != expected:
                     bad.append(f"{name}: turn {t['number']} skipped reports of {source}")
             if t["status"] == "valid":
@@ -84,8 +91,10 @@ def check_run(run_dir: Path, *, turn_limit: int | None = None) -> list[str]:
                     cursor[source] = max(seqs)
         for source, seq in cursors[name].items():
             if cursor.get(source, 0) != seq:
-                bad.append(f"{name}: stored cursor on {source} is {seq}, the turns say "
-                           f"{cursor.get(source, 0)}")
+                bad.append(
+                    f"{name}: stored cursor on {source} is {seq}, the turns say "
+                    f"{cursor.get(source, 0)}"
+                )
     if turn_limit is not None and counted_total > turn_limit:
         bad.append(f"{counted_total} turns recorded, budget.turns was {turn_limit}")
     store = BlobStore(run_dir / "blobs")
@@ -97,5 +106,9 @@ def check_run(run_dir: Path, *, turn_limit: int | None = None) -> list[str]:
 
 def summary(run_dir: Path) -> dict[str, Any]:
     with Reader(run_dir / "run.db") as r:
-        return {"status": r.run()["status"], "turns": r.spend()["turns"],
-                "reports": len(r.reports()), "artifacts": len(r.artifacts())}
+        return {
+            "status": r.run()["status"],
+            "turns": r.spend()["turns"],
+            "reports": len(r.reports()),
+            "artifacts": len(r.artifacts()),
+        }

@@ -47,29 +47,45 @@ class TurnDone:
         r, c, p = self.result, self.command, self.planned
         u = r.usage
         common: dict[str, Any] = dict(
-            lane=c.lane, actor=c.role, turn=c.number, attempt=p.started.attempt,
-            duration=round(r.duration, 3), cost_usd=round(u.cost_usd, 6),
-            input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-            cache_read_tokens=u.cache_read_tokens, cache_write_tokens=u.cache_write_tokens,
-            transcript=r.transcript, repairs=r.repairs, exit_code=r.exit_code,
-            requests=list(r.requests), requests_refused=list(r.requests_refused),
-            host=r.host)
+            lane=c.lane,
+            actor=c.role,
+            turn=c.number,
+            attempt=p.started.attempt,
+            duration=round(r.duration, 3),
+            cost_usd=round(u.cost_usd, 6),
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_read_tokens=u.cache_read_tokens,
+            cache_write_tokens=u.cache_write_tokens,
+            transcript=r.transcript,
+            repairs=r.repairs,
+            exit_code=r.exit_code,
+            requests=list(r.requests),
+            requests_refused=list(r.requests_refused),
+            host=r.host,
+        )
         status = self.status
         if status == "valid":
             result = r.result or {}
             report_status = result.get("status")
             return ev.TurnValid(
-                **common, counted=c.counted, result=result,
+                **common,
+                counted=c.counted,
+                result=result,
                 report_status=report_status if isinstance(report_status, str) else None,
-                summary=str(result.get("summary", ""))[:500], artifacts=list(self.artifacts),
+                summary=str(result.get("summary", ""))[:500],
+                artifacts=list(self.artifacts),
                 acknowledged=dict(p.acks),
-                recovered_from_checkpoint=r.recovered_from_checkpoint)
+                recovered_from_checkpoint=r.recovered_from_checkpoint,
+            )
         if status == "failed":
-            return ev.TurnFailed(**common, counted=c.counted,
-                                 error=(self.error or "turn failed")[:2000])
+            return ev.TurnFailed(
+                **common, counted=c.counted, error=(self.error or "turn failed")[:2000]
+            )
         if status == "limited":
-            return ev.LanePaused(**common, until=r.resets_at,
-                                 reason=r.error or "usage limit reached")
+            return ev.LanePaused(
+                **common, until=r.resets_at, reason=r.error or "usage limit reached"
+            )
         return ev.TurnInterrupted(**common, reason=r.error or "turn cut by a stop")
 
 
@@ -80,8 +96,7 @@ class MeasureDone:
 
     def record(self, ledger: Ledger) -> None:
         with ledger.tx():
-            ledger.measured(self.command.key, self.command.lane, self.command.place,
-                            self.receipt)
+            ledger.measured(self.command.key, self.command.lane, self.command.place, self.receipt)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,9 +120,14 @@ class PlaceDone:
     def record(self, ledger: Ledger) -> None:
         self.dirs.place_recorded(self.command.name)
         with ledger.tx():
-            ledger.place_made(self.command.name, self.path, self.command.how,
-                              self.dirs.lane_of_place(self.command.name),
-                              changed=list(self.changed), deleted=list(self.deleted))
+            ledger.place_made(
+                self.command.name,
+                self.path,
+                self.command.how,
+                self.dirs.lane_of_place(self.command.name),
+                changed=list(self.changed),
+                deleted=list(self.deleted),
+            )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -141,8 +161,9 @@ async def inline(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 class Jobs:
-    def __init__(self, executor: Executor, wake: asyncio.Event,
-                 offload: Offload = asyncio.to_thread) -> None:
+    def __init__(
+        self, executor: Executor, wake: asyncio.Event, offload: Offload = asyncio.to_thread
+    ) -> None:
         self.executor = executor
         self.wake = wake
         # Where blocking file work runs (copies, freezing): a worker thread, or inline for
@@ -162,8 +183,7 @@ class Jobs:
         self._turns[planned.slot] = (task, planned, command)
         self._watch(task)
 
-    async def _turn(self, planned: Planned, command: cm.StartTurn,
-                    dirs: RunDirs) -> TurnDone:
+    async def _turn(self, planned: Planned, command: cm.StartTurn, dirs: RunDirs) -> TurnDone:
         result = await self.executor.run(planned.job)
         if result.status != "valid" or planned.artifact_root is None or result.result is None:
             return TurnDone(planned, command, result)
@@ -178,10 +198,21 @@ class Jobs:
             return TurnDone(planned, command, result, refusal=f"invalid deliverable: {exc}")
         except ValueError as exc:  # the result no longer validates: a flow/model bug
             return TurnDone(planned, command, result, refusal=f"invalid result: {exc}")
-        return TurnDone(planned, command, result, artifacts=tuple(
-            {"path": f.path, "description": f.description, "size": f.size,
-             "sha256": f.sha256, "blob": str(dirs.blobs.blob_path(f.sha256))}
-            for f in frozen))
+        return TurnDone(
+            planned,
+            command,
+            result,
+            artifacts=tuple(
+                {
+                    "path": f.path,
+                    "description": f.description,
+                    "size": f.size,
+                    "sha256": f.sha256,
+                    "blob": str(dirs.blobs.blob_path(f.sha256)),
+                }
+                for f in frozen
+            ),
+        )
 
     def make_place(self, command: cm.MakePlace, dirs: RunDirs) -> None:
         key = command.key
@@ -191,7 +222,8 @@ class Jobs:
         async def make() -> PlaceDone:
             restore = dirs.frozen(command.restore)
             path, changed, deleted = await self.offload(
-                dirs.make_place, command.name, command.how, command.base, command.over, restore)
+                dirs.make_place, command.name, command.how, command.base, command.over, restore
+            )
             return PlaceDone(command, str(path), dirs, tuple(changed), tuple(deleted))
 
         self._other[key] = asyncio.ensure_future(make())
@@ -254,7 +286,8 @@ class Jobs:
 
     def any_done(self) -> bool:
         return any(t.done() for t, _, _ in self._turns.values()) or any(
-            t.done() for t in self._other.values())
+            t.done() for t in self._other.values()
+        )
 
     def take_done(self) -> list[Done]:
         """Finished work, in start order; a task that raised re-raises here."""

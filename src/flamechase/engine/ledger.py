@@ -46,8 +46,14 @@ class LaneRow:
 
 
 class Ledger:
-    def __init__(self, writer: Writer, flow: Flow[Any], clock: Clock,
-                 observer: Observer | None, fault: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        writer: Writer,
+        flow: Flow[Any],
+        clock: Clock,
+        observer: Observer | None,
+        fault: Callable[[str], None],
+    ) -> None:
         self.writer = writer
         self.reader: Reader | None = None
         self.flow = flow
@@ -62,8 +68,14 @@ class Ledger:
         self._last_turn_id: dict[str, int] = {}
 
     @classmethod
-    def open(cls, db: Path, flow: Flow[Any], clock: Clock, observer: Observer | None,
-             fault: Callable[[str], None]) -> Ledger:
+    def open(
+        cls,
+        db: Path,
+        flow: Flow[Any],
+        clock: Clock,
+        observer: Observer | None,
+        fault: Callable[[str], None],
+    ) -> Ledger:
         """The run database at `db` (created and migrated if need be), private to its owner."""
         writer = Writer(db)
         os.chmod(db, 0o600)
@@ -80,7 +92,8 @@ class Ledger:
         """(valid, all) counted turns recorded: what the run's end says of its work."""
         row = self.writer.conn.execute(
             "SELECT count(*) FILTER (WHERE status = 'valid'), count(*) FROM turns "
-            "WHERE counted = 1 AND status IN ('valid', 'failed')").fetchone()
+            "WHERE counted = 1 AND status IN ('valid', 'failed')"
+        ).fetchone()
         return int(row[0]), int(row[1])
 
     def mark_stored(self) -> None:
@@ -90,8 +103,8 @@ class Ledger:
     def next_attempt(self, slot: str, number: int) -> int:
         """1 + the last attempt recorded at (slot, number): a retake keeps its number."""
         row = self.writer.conn.execute(
-            "SELECT max(attempt) FROM turns WHERE lane = ? AND number = ?",
-            (slot, number)).fetchone()
+            "SELECT max(attempt) FROM turns WHERE lane = ? AND number = ?", (slot, number)
+        ).fetchone()
         return int(row[0] or 0) + 1
 
     # ---- transactions ------------------------------------------------------------------------
@@ -107,8 +120,11 @@ class Ledger:
                 yield
                 if self.state is not self._stored and self.state is not None:
                     self.writer.save_flow_state(
-                        flow=self.flow.name, state=self.state.model_dump_json(),
-                        summary=self.flow.describe(self.state), seq=self.last_seq)
+                        flow=self.flow.name,
+                        state=self.state.model_dump_json(),
+                        summary=self.flow.describe(self.state),
+                        seq=self.last_seq,
+                    )
         except BaseException:
             self.state, self.lanes, self.last_seq = state, lanes, seq
             self._pending = []
@@ -123,8 +139,14 @@ class Ledger:
     def journal(self, event: ev.Event) -> ev.Event:
         """Append `event` (inside a transaction) and fold it into the flow state."""
         at = iso(self.clock.time())
-        seq = self.writer.event(event.kind, lane=event.lane, actor=event.actor,
-                                payload=event.payload(), at=at, version=event.version)
+        seq = self.writer.event(
+            event.kind,
+            lane=event.lane,
+            actor=event.actor,
+            payload=event.payload(),
+            at=at,
+            version=event.version,
+        )
         event = dataclasses.replace(event, seq=seq, at=at)
         self.last_seq = seq
         self._pending.append(event)
@@ -144,10 +166,16 @@ class Ledger:
 
     def _save_lane(self, row: LaneRow) -> None:
         self.writer.update_lane(
-            row.name, turns=row.turns, valid_turns=row.valid_turns,
-            consecutive_failures=row.consecutive_failures, held=int(row.held),
-            held_reason=row.held_reason, last_error=row.last_error,
-            last_status=row.last_status, paused_until=row.paused_until)
+            row.name,
+            turns=row.turns,
+            valid_turns=row.valid_turns,
+            consecutive_failures=row.consecutive_failures,
+            held=int(row.held),
+            held_reason=row.held_reason,
+            last_error=row.last_error,
+            last_status=row.last_status,
+            paused_until=row.paused_until,
+        )
 
     def hold(self, lane: str, reason: str) -> None:
         row = self.lanes.get(lane)
@@ -167,31 +195,75 @@ class Ledger:
 
     # ---- turns -------------------------------------------------------------------------------
 
-    def turn_started(self, event: ev.TurnStarted, *, slot: str, io_dir: str,
-                     acks: Mapping[str, int], token: str, counted: bool) -> None:
-        self.writer.begin_turn(lane=slot, number=event.turn, attempt=event.attempt,
-                               role=event.actor or "", backend=event.backend,
-                               io_dir=io_dir, acks=dict(acks), started=iso(self.clock.time()),
-                               token=token, counted=counted, place=event.place)
+    def turn_started(
+        self,
+        event: ev.TurnStarted,
+        *,
+        slot: str,
+        io_dir: str,
+        acks: Mapping[str, int],
+        token: str,
+        counted: bool,
+    ) -> None:
+        self.writer.begin_turn(
+            lane=slot,
+            number=event.turn,
+            attempt=event.attempt,
+            role=event.actor or "",
+            backend=event.backend,
+            io_dir=io_dir,
+            acks=dict(acks),
+            started=iso(self.clock.time()),
+            token=token,
+            counted=counted,
+            place=event.place,
+        )
         self.journal(event)
 
-    def turn_ended(self, event: ev.TurnEnded, *, slot: str, backend: str, started: str,
-                   ended: str, io_dir: str, place: str, error: str | None) -> None:
+    def turn_ended(
+        self,
+        event: ev.TurnEnded,
+        *,
+        slot: str,
+        backend: str,
+        started: str,
+        ended: str,
+        io_dir: str,
+        place: str,
+        error: str | None,
+    ) -> None:
         """The turn row, the lane's counters, the inbox acknowledgement, the event."""
         lane = event.lane
         result = event.result if isinstance(event, ev.TurnValid) else None
-        status = {"turn_valid": "valid", "turn_failed": "failed",
-                  "turn_interrupted": "interrupted", "lane_paused": "limited"}[event.kind]
+        status = {
+            "turn_valid": "valid",
+            "turn_failed": "failed",
+            "turn_interrupted": "interrupted",
+            "lane_paused": "limited",
+        }[event.kind]
         turn_id = self.writer.insert_turn(
-            lane=slot, number=event.turn, attempt=event.attempt, role=event.actor or "",
-            backend=backend, status=status, started=started, ended=ended,
-            duration=round(event.duration, 3), report=result, error=error,
-            exit_code=event.exit_code, cost_usd=event.cost_usd,
-            input_tokens=event.input_tokens, output_tokens=event.output_tokens,
+            lane=slot,
+            number=event.turn,
+            attempt=event.attempt,
+            role=event.actor or "",
+            backend=backend,
+            status=status,
+            started=started,
+            ended=ended,
+            duration=round(event.duration, 3),
+            report=result,
+            error=error,
+            exit_code=event.exit_code,
+            cost_usd=event.cost_usd,
+            input_tokens=event.input_tokens,
+            output_tokens=event.output_tokens,
             cache_read_tokens=event.cache_read_tokens,
             cache_write_tokens=event.cache_write_tokens,
             recovered_from_checkpoint=int(getattr(event, "recovered_from_checkpoint", False)),
-            io_dir=io_dir, counted=int(event.counted), place=place)
+            io_dir=io_dir,
+            counted=int(event.counted),
+            place=place,
+        )
         self.fault("collect-mid")
         if lane is not None:
             self._last_turn_id[lane] = turn_id
@@ -226,59 +298,116 @@ class Ledger:
         lane = None if slot.startswith("@") or not slot else slot
         now = iso(self.clock.time())
         self.writer.insert_turn(
-            lane=slot, number=inflight["number"], attempt=inflight["attempt"],
-            role=inflight["role"], backend=inflight["backend"], status="interrupted",
-            started=inflight["started"], ended=now, duration=0.0,
+            lane=slot,
+            number=inflight["number"],
+            attempt=inflight["attempt"],
+            role=inflight["role"],
+            backend=inflight["backend"],
+            status="interrupted",
+            started=inflight["started"],
+            ended=now,
+            duration=0.0,
             error="cut: the engine stopped before the turn was collected",
-            io_dir=inflight["io_dir"], counted=int(inflight["counted"]),
-            place=inflight["place"])
+            io_dir=inflight["io_dir"],
+            counted=int(inflight["counted"]),
+            place=inflight["place"],
+        )
         self.writer.end_inflight(slot)
-        self.journal(ev.TurnInterrupted(lane=lane, actor=inflight["role"],
-                                        turn=inflight["number"], attempt=inflight["attempt"],
-                                        reason=reason, recovered=True))
+        self.journal(
+            ev.TurnInterrupted(
+                lane=lane,
+                actor=inflight["role"],
+                turn=inflight["number"],
+                attempt=inflight["attempt"],
+                reason=reason,
+                recovered=True,
+            )
+        )
 
     # ---- reports, places, measurements -------------------------------------------------------
 
-    def publish(self, lane: str, report_id: str, record: Mapping[str, Any], kind: str,
-                artifacts: tuple[Mapping[str, Any], ...]) -> None:
-        seq = self.writer.publish_report(report_id=report_id, lane=lane,
-                                         turn_id=self._last_turn_id.get(lane, 0), kind=kind,
-                                         record=dict(record))
+    def publish(
+        self,
+        lane: str,
+        report_id: str,
+        record: Mapping[str, Any],
+        kind: str,
+        artifacts: tuple[Mapping[str, Any], ...],
+    ) -> None:
+        seq = self.writer.publish_report(
+            report_id=report_id,
+            lane=lane,
+            turn_id=self._last_turn_id.get(lane, 0),
+            kind=kind,
+            record=dict(record),
+        )
         if not seq:
             return  # published before (a crash between the turn and here, then a resume)
         for a in artifacts:
-            self.writer.add_artifact(report_id, str(a["path"]), str(a["sha256"]),
-                                     int(a["size"]), str(a.get("description", "")))
+            self.writer.add_artifact(
+                report_id,
+                str(a["path"]),
+                str(a["sha256"]),
+                int(a["size"]),
+                str(a.get("description", "")),
+            )
         status = record.get("status")
-        self.journal(ev.ReportPublished(
-            lane=lane, actor=str(record.get("role") or "") or None, report_id=report_id,
-            report_seq=seq, report_status=None if status is None else str(status),
-            report_kind=kind,
-            artifacts=[{k: a[k] for k in ("path", "sha256", "size")} for a in artifacts]))
+        self.journal(
+            ev.ReportPublished(
+                lane=lane,
+                actor=str(record.get("role") or "") or None,
+                report_id=report_id,
+                report_seq=seq,
+                report_status=None if status is None else str(status),
+                report_kind=kind,
+                artifacts=[{k: a[k] for k in ("path", "sha256", "size")} for a in artifacts],
+            )
+        )
 
-    def place_made(self, name: str, path: str, how: str, lane: str | None, *,
-                   changed: list[str] | None = None, deleted: list[str] | None = None) -> None:
+    def place_made(
+        self,
+        name: str,
+        path: str,
+        how: str,
+        lane: str | None,
+        *,
+        changed: list[str] | None = None,
+        deleted: list[str] | None = None,
+    ) -> None:
         self.writer.add_place(name, path, how)
-        self.journal(ev.PlaceMade(lane=lane, place=name, path=path, how=how,
-                                  changed=changed or [], deleted=deleted or []))
+        self.journal(
+            ev.PlaceMade(
+                lane=lane,
+                place=name,
+                path=path,
+                how=how,
+                changed=changed or [],
+                deleted=deleted or [],
+            )
+        )
 
     def place_dropped(self, name: str) -> None:
         self.writer.drop_place(name)
         self.journal(ev.PlaceDropped(place=name))
 
     def frozen(self, key: str, place: str, files: Mapping[str, str], error: str | None) -> None:
-        self.writer.add_measurement(key=key, lane=None, at=iso(self.clock.time()), place=place,
-                                    receipt={"files": dict(files), "error": error})
+        self.writer.add_measurement(
+            key=key,
+            lane=None,
+            at=iso(self.clock.time()),
+            place=place,
+            receipt={"files": dict(files), "error": error},
+        )
         self.journal(ev.Frozen(key=key, place=place, files=dict(files), error=error))
 
-    def ran(self, key: str, lane: str | None, place: str,
-            receipt: Mapping[str, Any]) -> None:
-        self.writer.add_measurement(key=key, lane=lane, at=iso(self.clock.time()),
-                                    place=place, receipt=dict(receipt))
+    def ran(self, key: str, lane: str | None, place: str, receipt: Mapping[str, Any]) -> None:
+        self.writer.add_measurement(
+            key=key, lane=lane, at=iso(self.clock.time()), place=place, receipt=dict(receipt)
+        )
         self.journal(ev.Ran(lane=lane, key=key, receipt=json.loads(json.dumps(receipt))))
 
-    def measured(self, key: str, lane: str | None, place: str,
-                 receipt: Mapping[str, Any]) -> None:
-        self.writer.add_measurement(key=key, lane=lane, at=iso(self.clock.time()),
-                                    place=place, receipt=dict(receipt))
+    def measured(self, key: str, lane: str | None, place: str, receipt: Mapping[str, Any]) -> None:
+        self.writer.add_measurement(
+            key=key, lane=lane, at=iso(self.clock.time()), place=place, receipt=dict(receipt)
+        )
         self.journal(ev.Measured(lane=lane, key=key, receipt=json.loads(json.dumps(receipt))))

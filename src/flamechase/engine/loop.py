@@ -51,8 +51,12 @@ __all__ = ["Engine", "Observer", "RunEnd"]
 # Rounds of `decide` -> instant commands a single change may take before the flow is called
 # stuck (each round must journal something, or the flow is asking for what it already has).
 SETTLE_ROUNDS = 1000
-END_STATUS = {"finished": (EXIT_OK, ev.RunFinished), "stopped": (EXIT_SIGNAL, ev.RunStopped),
-              "failed": (EXIT_FAILED, ev.RunFailed), "held": (EXIT_HELD, ev.RunHeld)}
+END_STATUS = {
+    "finished": (EXIT_OK, ev.RunFinished),
+    "stopped": (EXIT_SIGNAL, ev.RunStopped),
+    "failed": (EXIT_FAILED, ev.RunFailed),
+    "held": (EXIT_HELD, ev.RunHeld),
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -64,16 +68,23 @@ class RunEnd:
 
 
 class Engine:
-    def __init__(self, prep: Prepared, observer: Observer | None = None, *,
-                 executor: Executor | None = None, clock: Clock | None = None,
-                 fault_hook: Callable[[str], None] | None = None,
-                 offload: Offload | None = None) -> None:
+    def __init__(
+        self,
+        prep: Prepared,
+        observer: Observer | None = None,
+        *,
+        executor: Executor | None = None,
+        clock: Clock | None = None,
+        fault_hook: Callable[[str], None] | None = None,
+        offload: Offload | None = None,
+    ) -> None:
         self.prep = prep
         self.flow = prep.flow
         self.observer = observer
         self.clock: Clock = clock or RealClock()
         self.executor = executor or LocalExecutor(
-            {s.text: b for r, s in prep.agents.items() if (b := prep.backends.get(r))})
+            {s.text: b for r, s in prep.agents.items() if (b := prep.backends.get(r))}
+        )
         # Crash-test hook: called with a label between store operations.
         self.fault_hook = fault_hook or _env_fault_hook()
         self.offload = offload or asyncio.to_thread
@@ -120,8 +131,9 @@ class Engine:
                 installed.append(sig)
         session = 0
         try:
-            session = opened.ledger.writer.open_session(os.getpid(), {
-                r: s.text for r, s in self.prep.agents.items()})
+            session = opened.ledger.writer.open_session(
+                os.getpid(), {r: s.text for r, s in self.prep.agents.items()}
+            )
             return await self._session(opened, session)
         except ControlPathViolation as exc:
             await self._cut_all()
@@ -186,10 +198,14 @@ class Engine:
         self.dirs.make()
         if prep.revised:
             with self.ledger.tx():
-                self.ledger.writer.update_run(task=prep.objective,
-                                              task_fingerprint=prep.task_fingerprint)
-                self.ledger.journal(ev.ObjectiveRevised(
-                    task_fingerprint=prep.task_fingerprint, objective=prep.objective))
+                self.ledger.writer.update_run(
+                    task=prep.objective, task_fingerprint=prep.task_fingerprint
+                )
+                self.ledger.journal(
+                    ev.ObjectiveRevised(
+                        task_fingerprint=prep.task_fingerprint, objective=prep.objective
+                    )
+                )
         with self.ledger.tx():
             self.ledger.writer.update_run(status="running", last_error=None)
         end = await self._drive()
@@ -200,22 +216,36 @@ class Engine:
         prep = self.prep
         stored = opened.reader.run()
         agents_now = {r: s.text for r, s in prep.agents.items()}
-        changes: dict[str, Any] = {"budget": prep.budget.to_json(),
-                                   "params": prep.params.model_dump(mode="json")}
+        changes: dict[str, Any] = {
+            "budget": prep.budget.to_json(),
+            "params": prep.params.model_dump(mode="json"),
+        }
         if agents_now != stored["agents"]:
             changes["agents"] = agents_now
         if prep.flow_hash != stored.get("flow_hash"):
-            changes.update(flow_hash=prep.flow_hash, flow_source=prep.flow_source,
-                           flow_version=self.flow.version)
+            changes.update(
+                flow_hash=prep.flow_hash,
+                flow_source=prep.flow_source,
+                flow_version=self.flow.version,
+            )
         with self.ledger.tx():
             self.ledger.writer.update_run(**changes)
-            self.ledger.journal(ev.RunResumed(
-                session=session, agents=agents_now,
-                changed_agents={r: [stored["agents"].get(r), t] for r, t in agents_now.items()
-                                if stored["agents"].get(r) != t},
-                budget=prep.budget.to_json(), params=prep.params.model_dump(mode="json"),
-                revised=prep.revised, budget_from=dict(prep.budget_from),
-                spent=self.budget.report()))
+            self.ledger.journal(
+                ev.RunResumed(
+                    session=session,
+                    agents=agents_now,
+                    changed_agents={
+                        r: [stored["agents"].get(r), t]
+                        for r, t in agents_now.items()
+                        if stored["agents"].get(r) != t
+                    },
+                    budget=prep.budget.to_json(),
+                    params=prep.params.model_dump(mode="json"),
+                    revised=prep.revised,
+                    budget_from=dict(prep.budget_from),
+                    spent=self.budget.report(),
+                )
+            )
 
     @property
     def ledger(self) -> Ledger:
@@ -255,9 +285,13 @@ class Engine:
                 ledger.writer.update_run(
                     status=status,
                     active_seconds=budget.active_seconds() if budget else 0.0,
-                    last_error=message if status == "failed" else None)
-                ledger.journal(kind(message=message, budget=budget.report() if budget else {},
-                                    valid_turns=valid))
+                    last_error=message if status == "failed" else None,
+                )
+                ledger.journal(
+                    kind(
+                        message=message, budget=budget.report() if budget else {}, valid_turns=valid
+                    )
+                )
         return RunEnd(self.run_id, status, code, message)
 
     async def _cut_all(self) -> None:
@@ -277,8 +311,9 @@ class Engine:
             if self.stopping > self._stop_said:
                 # Said at once, before anything else: whoever pressed Ctrl-C is waiting.
                 self._stop_said = self.stopping
-                self.ledger.say(ev.Stopping(cut=self.stopping >= 2,
-                                            under_way=len(self.jobs.turns())))
+                self.ledger.say(
+                    ev.Stopping(cut=self.stopping >= 2, under_way=len(self.jobs.turns()))
+                )
             await self._hard_stops()
             commands = self._settle()
             deferred, wake_at = self._dispatch(commands)
@@ -305,12 +340,16 @@ class Engine:
             return None
         spent = self.budget.spent()
         if spent is not None:
-            return self._end("finished", f"budget {spent} is spent (to go on, resume with a "
-                                         f"larger -p budget.{spent}=…)")
+            return self._end(
+                "finished",
+                f"budget {spent} is spent (to go on, resume with a larger -p budget.{spent}=…)",
+            )
         if not any(isinstance(c, cm.WaitUntil) for c in commands):
-            raise FlowError(f"flow {self.flow.name} asked for nothing more and did not end the "
-                            "run (a flow bug): its last commands were "
-                            f"{[type(c).__name__ for c in commands] or 'none'}")
+            raise FlowError(
+                f"flow {self.flow.name} asked for nothing more and did not end the "
+                "run (a flow bug): its last commands were "
+                f"{[type(c).__name__ for c in commands] or 'none'}"
+            )
         return None
 
     async def _hard_stops(self) -> None:
@@ -343,10 +382,14 @@ class Engine:
                 for c in instant:
                     self._do_instant(c)
             if self.ledger.last_seq == before:
-                raise FlowError(f"flow {self.flow.name} keeps asking for what it already has "
-                                f"({type(instant[0]).__name__}); a flow bug")
-        raise FlowError(f"flow {self.flow.name} does not settle: {SETTLE_ROUNDS} rounds of "
-                        "commands after one change")
+                raise FlowError(
+                    f"flow {self.flow.name} keeps asking for what it already has "
+                    f"({type(instant[0]).__name__}); a flow bug"
+                )
+        raise FlowError(
+            f"flow {self.flow.name} does not settle: {SETTLE_ROUNDS} rounds of "
+            "commands after one change"
+        )
 
     def _do_instant(self, c: cm.Command) -> None:
         if isinstance(c, cm.PublishReport):
@@ -403,8 +446,10 @@ class Engine:
         row = self.ledger.lanes.get(c.lane or "")
         if row is not None and row.held:
             return 0
-        if self.budget.admits(slot=slot, counted=c.counted,
-                              inflight=self.jobs.counted_turns()) is not None:
+        if (
+            self.budget.admits(slot=slot, counted=c.counted, inflight=self.jobs.counted_turns())
+            is not None
+        ):
             return 0
         now = self.clock.time()
         later = self.dirs.not_before(slot, row, now)
@@ -420,14 +465,24 @@ class Engine:
             self.ledger.say(ev.RunRunning(lanes=list(self.ledger.lanes)))
         attempt = self.ledger.next_attempt(slot, c.number)
         assert self.ledger.state is not None
-        planned = self.builder.build(c, attempt=attempt, objective=self.prep.objective,
-                                     flow_state=self.ledger.state,
-                                     lanes=self.dirs.lane_rows(), places=self.dirs.places())
+        planned = self.builder.build(
+            c,
+            attempt=attempt,
+            objective=self.prep.objective,
+            flow_state=self.ledger.state,
+            lanes=self.dirs.lane_rows(),
+            places=self.dirs.places(),
+        )
         self.budget.reserved.discard(slot)
         with self.ledger.tx(durable=False):
-            self.ledger.turn_started(planned.started, slot=slot, io_dir=str(planned.io_dir),
-                                     acks=planned.acks, token=planned.token,
-                                     counted=c.counted)
+            self.ledger.turn_started(
+                planned.started,
+                slot=slot,
+                io_dir=str(planned.io_dir),
+                acks=planned.acks,
+                token=planned.token,
+                counted=c.counted,
+            )
         self.jobs.start_turn(planned, c, self.dirs)
 
     # ---- recording what finished ----------------------------------------------------------------
@@ -453,13 +508,22 @@ class Engine:
         if isinstance(event, ev.TurnInterrupted | ev.LanePaused) and done.command.counted:
             self.budget.reserved.add(done.planned.slot)
         with self.ledger.tx():
-            self.budget.add(counted=counted, cost=r.usage.cost_usd,
-                            output_tokens=r.usage.output_tokens,
-                            input_tokens=r.usage.input_tokens)
-            self.ledger.turn_ended(event, slot=done.planned.slot, backend=done.planned.job.agent,
-                                   started=r.started, ended=r.ended,
-                                   io_dir=str(done.planned.io_dir), place=done.command.place,
-                                   error=done.error)
+            self.budget.add(
+                counted=counted,
+                cost=r.usage.cost_usd,
+                output_tokens=r.usage.output_tokens,
+                input_tokens=r.usage.input_tokens,
+            )
+            self.ledger.turn_ended(
+                event,
+                slot=done.planned.slot,
+                backend=done.planned.job.agent,
+                started=r.started,
+                ended=r.ended,
+                io_dir=str(done.planned.io_dir),
+                place=done.command.place,
+                error=done.error,
+            )
             self.ledger.writer.update_run(active_seconds=self.budget.active_seconds())
             if forget:
                 self.ledger.writer.forget_procs(forget)
@@ -469,8 +533,11 @@ class Engine:
         """Inside the turn's transaction: what the flow owes for it lands with it."""
         for _ in range(SETTLE_ROUNDS):
             assert self.ledger.state is not None
-            instant = [c for c in self.flow.decide(self.ledger.state, self.clock.time())
-                       if isinstance(c, cm.INSTANT)]
+            instant = [
+                c
+                for c in self.flow.decide(self.ledger.state, self.clock.time())
+                if isinstance(c, cm.INSTANT)
+            ]
             before = self.ledger.last_seq
             for c in instant:
                 self._do_instant(c)

@@ -40,8 +40,9 @@ class Opened:
     fresh: bool
 
 
-def open_run(prep: Prepared, clock: Clock, observer: Observer | None,
-             fault: Callable[[str], None]) -> Opened:
+def open_run(
+    prep: Prepared, clock: Clock, observer: Observer | None, fault: Callable[[str], None]
+) -> Opened:
     """Take the source lock and open (or create) the run's directory and database."""
     fresh = prep.resume_from is None
     run_id = new_run_id(clock) if fresh else prep.resume_from.name  # type: ignore[union-attr]
@@ -54,8 +55,9 @@ def open_run(prep: Prepared, clock: Clock, observer: Observer | None,
         if fresh:
             root.mkdir(mode=0o700)
         elif root.is_symlink() or not root.is_dir():
-            raise ControlPathViolation(f"run directory {root} was replaced or linked; "
-                                       "the run cannot be resumed safely")
+            raise ControlPathViolation(
+                f"run directory {root} was replaced or linked; the run cannot be resumed safely"
+            )
         layout = RunLayout(root)
         ledger = Ledger.open(layout.db, prep.flow, clock, observer, fault)
         reader = Reader(layout.db)
@@ -71,25 +73,47 @@ def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
     flow, params = prep.flow, prep.params
     lanes = flow.lanes(params)
     agents = {r: s.text for r, s in prep.agents.items()}
-    ledger.state = flow.start(RunSetup(run_id=opened.run_id, objective=prep.objective,
-                                       params=params, lanes=lanes,
-                                       source=str(prep.workspace)))
+    ledger.state = flow.start(
+        RunSetup(
+            run_id=opened.run_id,
+            objective=prep.objective,
+            params=params,
+            lanes=lanes,
+            source=str(prep.workspace),
+        )
+    )
     with ledger.tx():
         ledger.writer.create_run(
-            run_id=opened.run_id, flow=flow.name, workspace=str(prep.workspace),
-            task=prep.objective, fingerprint=prep.task_fingerprint,
-            params=params.model_dump(mode="json"), budget=prep.budget.to_json(),
-            agents=agents, run_dir=str(opened.layout.root), flow_source=prep.flow_source,
-            flow_hash=prep.flow_hash, flow_version=flow.version)
+            run_id=opened.run_id,
+            flow=flow.name,
+            workspace=str(prep.workspace),
+            task=prep.objective,
+            fingerprint=prep.task_fingerprint,
+            params=params.model_dump(mode="json"),
+            budget=prep.budget.to_json(),
+            agents=agents,
+            run_dir=str(opened.layout.root),
+            flow_source=prep.flow_source,
+            flow_hash=prep.flow_hash,
+            flow_version=flow.version,
+        )
         for pos, lane in enumerate(lanes):
             ws = prep.workspace if lane.in_source else opened.layout.place(lane.place)
             ledger.writer.add_lane(lane.name, pos, list(lane.roles), str(ws))
             ledger.lanes[lane.name] = LaneRow(lane.name)
-        ledger.journal(ev.RunCreated(
-            flow=flow.name, flow_source=prep.flow_source, flow_hash=prep.flow_hash,
-            workspace=str(prep.workspace), objective=prep.objective,
-            lanes=[ln.name for ln in lanes], agents=agents, budget=prep.budget.to_json(),
-            budget_from=dict(prep.budget_from)))
+        ledger.journal(
+            ev.RunCreated(
+                flow=flow.name,
+                flow_source=prep.flow_source,
+                flow_hash=prep.flow_hash,
+                workspace=str(prep.workspace),
+                objective=prep.objective,
+                lanes=[ln.name for ln in lanes],
+                agents=agents,
+                budget=prep.budget.to_json(),
+                budget_from=dict(prep.budget_from),
+            )
+        )
 
 
 def load(ledger: Ledger, prep: Prepared, reader: Reader) -> None:
@@ -97,16 +121,24 @@ def load(ledger: Ledger, prep: Prepared, reader: Reader) -> None:
     stored = reader.flow_state()
     run = reader.run()
     if stored is None:
-        raise StoreError(f"run {run['id']} was made by an older flamechase and has no flow "
-                         "state this one can resume; start fresh with -p resume_mode=fresh")
+        raise StoreError(
+            f"run {run['id']} was made by an older flamechase and has no flow "
+            "state this one can resume; start fresh with -p resume_mode=fresh"
+        )
     ledger.state = prep.flow.load_state(stored["state"])
     ledger.last_seq = int(stored["seq"])
     for row in reader.lanes():
         ledger.lanes[row["lane"]] = LaneRow(
-            name=row["lane"], turns=row["turns"], valid_turns=row["valid_turns"],
-            consecutive_failures=row["consecutive_failures"], held=row["held"],
-            held_reason=row["held_reason"], last_error=row["last_error"],
-            last_status=row["last_status"], paused_until=row["paused_until"])
+            name=row["lane"],
+            turns=row["turns"],
+            valid_turns=row["valid_turns"],
+            consecutive_failures=row["consecutive_failures"],
+            held=row["held"],
+            held_reason=row["held_reason"],
+            last_error=row["last_error"],
+            last_status=row["last_status"],
+            paused_until=row["paused_until"],
+        )
     ledger.mark_stored()
 
 
@@ -114,10 +146,15 @@ def budget_of(prep: Prepared, reader: Reader, clock: Clock) -> BudgetTracker:
     spend = reader.spend()
     tracker = BudgetTracker(
         prep.budget,
-        Spend(turns=int(spend["turns"]), cost=float(spend["cost"]),
-              output_tokens=int(spend["output_tokens"]),
-              input_tokens=int(spend["input_tokens"])),
-        float(reader.run()["active_seconds"]), clock)
+        Spend(
+            turns=int(spend["turns"]),
+            cost=float(spend["cost"]),
+            output_tokens=int(spend["output_tokens"]),
+            input_tokens=int(spend["input_tokens"]),
+        ),
+        float(reader.run()["active_seconds"]),
+        clock,
+    )
     tracker.reserved = owed_retakes(reader)
     return tracker
 

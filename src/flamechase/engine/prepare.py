@@ -99,8 +99,9 @@ def _runs_of(flow: str, workspace: Path) -> list[tuple[str, Path, dict[str, Any]
 def prepare(req: RunRequest) -> Prepared:
     ws = req.workspace
     if not ws.is_dir():
-        raise WorkspaceInvalid(f"workspace {ws} is not a directory; run flamechase in your "
-                               "repository")
+        raise WorkspaceInvalid(
+            f"workspace {ws} is not a directory; run flamechase in your repository"
+        )
     ws = ws.resolve()
     flow = req.flow
     flow_source, flow_hash = flow_identity(flow, req.flow_ref or flow.name)
@@ -110,9 +111,11 @@ def prepare(req: RunRequest) -> Prepared:
         _same_flow_code(found.row, flow_hash, req.refresh)
     params, budget = _params_and_budget(flow, given, budget_given, found.row)
     # Where each bound in force came from: this command line, or the run's earlier sessions.
-    budget_from = {key: ("given now" if key in budget_given else "set earlier")
-                   for key, value in budget.to_json().items()
-                   if key != "graceful" and value is not None}
+    budget_from = {
+        key: ("given now" if key in budget_given else "set earlier")
+        for key, value in budget.to_json().items()
+        if key != "graceful" and value is not None
+    }
     notices: list[str] = []
     if budget.is_empty():
         # The seeds: a run ends "when the budget runs out, or you stop it".
@@ -124,10 +127,20 @@ def prepare(req: RunRequest) -> Prepared:
     notices += [*choice.notices[:-1], f"every agent and measurement: {choice.notices[-1]}"]
     notices += flow.start_notices(params)
     return Prepared(
-        flow=flow, params=params, jail_mode=choice.mode, budget=budget, agents=agents,
-        backends=backends, objective=found.objective, task_fingerprint=found.fingerprint,
-        workspace=ws, resume_from=found.run_dir, revised=found.revised,
-        notices=tuple(notices), flow_source=flow_source, flow_hash=flow_hash,
+        flow=flow,
+        params=params,
+        jail_mode=choice.mode,
+        budget=budget,
+        agents=agents,
+        backends=backends,
+        objective=found.objective,
+        task_fingerprint=found.fingerprint,
+        workspace=ws,
+        resume_from=found.run_dir,
+        revised=found.revised,
+        notices=tuple(notices),
+        flow_source=flow_source,
+        flow_hash=flow_hash,
         budget_from=budget_from,
     )
 
@@ -147,8 +160,9 @@ def _resume_decision(req: RunRequest, ws: Path, given: FlowParams) -> _Found:
     flow = req.flow
     task = req.task.strip()
     if not task:
-        raise TaskError("TASK is empty; say what the agents should achieve, or `continue` to "
-                        "pick up TASK.md")
+        raise TaskError(
+            "TASK is empty; say what the agents should achieve, or `continue` to pick up TASK.md"
+        )
     fresh_only = given.resume_mode == "fresh" or not flow.resumable
     candidates = [] if fresh_only else _runs_of(flow.name, ws)
     found: _Found
@@ -156,8 +170,10 @@ def _resume_decision(req: RunRequest, ws: Path, given: FlowParams) -> _Found:
         text = obj.read_task_file(ws)
         if text is None:
             if not candidates:
-                raise TaskError(f"`{task}` needs {ws / obj.TASK_FILE} or a run of {flow.name} "
-                                "on this workspace to resume; write TASK.md or give the task")
+                raise TaskError(
+                    f"`{task}` needs {ws / obj.TASK_FILE} or a run of {flow.name} "
+                    "on this workspace to resume; write TASK.md or give the task"
+                )
             text = candidates[0][2]["task"]
         fp = obj.fingerprint(text)
         found = _Found(text, fp)
@@ -166,8 +182,10 @@ def _resume_decision(req: RunRequest, ws: Path, given: FlowParams) -> _Found:
             found = _Found(text, fp, run_dir, row, row["task_fingerprint"] != fp)
     else:
         fp = obj.fingerprint(task)
-        found = next((_Found(task, fp, d, row) for _, d, row in candidates
-                      if row["task_fingerprint"] == fp), _Found(task, fp))
+        found = next(
+            (_Found(task, fp, d, row) for _, d, row in candidates if row["task_fingerprint"] == fp),
+            _Found(task, fp),
+        )
     if req.resume and found.row is None:
         raise NothingToResume(
             f"--resume: no run of {flow.name} on {ws} with this task"
@@ -178,8 +196,12 @@ def _resume_decision(req: RunRequest, ws: Path, given: FlowParams) -> _Found:
     return found
 
 
-def _params_and_budget(flow: Flow[Any], given: FlowParams, budget_given: dict[str, object],
-                       row: Mapping[str, Any] | None) -> tuple[FlowParams, Budget]:
+def _params_and_budget(
+    flow: Flow[Any],
+    given: FlowParams,
+    budget_given: dict[str, object],
+    row: Mapping[str, Any] | None,
+) -> tuple[FlowParams, Budget]:
     """On resume, what is given replaces what was stored; structural params may not change."""
     if row is None:
         return given, Budget().merged(budget_given)
@@ -195,17 +217,23 @@ def _params_and_budget(flow: Flow[Any], given: FlowParams, budget_given: dict[st
     try:
         params = flow.Params.model_validate(merged)
     except Exception as exc:  # stored params from an older version
-        raise ParamError(f"stored params of run {row['id']} no longer validate "
-                         f"({exc.__class__.__name__}); start fresh with "
-                         "-p resume_mode=fresh") from None
+        raise ParamError(
+            f"stored params of run {row['id']} no longer validate "
+            f"({exc.__class__.__name__}); start fresh with "
+            "-p resume_mode=fresh"
+        ) from None
     return params, Budget.from_json(row["budget"]).merged(budget_given)
 
 
-def _agents(req: RunRequest, flow: Flow[Any], params: FlowParams, budget: Budget,
-            notices: list[str]) -> tuple[dict[str, AgentSpec], dict[str, Backend]]:
+def _agents(
+    req: RunRequest, flow: Flow[Any], params: FlowParams, budget: Budget, notices: list[str]
+) -> tuple[dict[str, AgentSpec], dict[str, Backend]]:
     """Every role's agent, checked here (installed, priced), with what to say at start."""
-    agents = with_role_defaults(assign_roles(req.agents, flow.roles(params), flow.name),
-                                flow.describe_roles(params), flow.name)
+    agents = with_role_defaults(
+        assign_roles(req.agents, flow.roles(params), flow.name),
+        flow.describe_roles(params),
+        flow.name,
+    )
     backends: dict[str, Backend] = {}
     self_reported: list[str] = []
     for role, spec in agents.items():
@@ -227,13 +255,16 @@ def _agents(req: RunRequest, flow: Flow[Any], params: FlowParams, budget: Budget
             notices.append(notice)
         backends[role] = backend
     if self_reported:
-        notices.append("spend of " + ", ".join(self_reported) + " is self-reported by the "
-                       "agent (exec:, sim, acp:); cost and token budgets count what it reports")
+        notices.append(
+            "spend of " + ", ".join(self_reported) + " is self-reported by the "
+            "agent (exec:, sim, acp:); cost and token budgets count what it reports"
+        )
     return agents, backends
 
 
-def _large_copies(req: RunRequest, params: FlowParams, ws: Path, *, fresh: bool,
-                  revised: bool) -> None:
+def _large_copies(
+    req: RunRequest, params: FlowParams, ws: Path, *, fresh: bool, revised: bool
+) -> None:
     """Copies of a large tree: measured before anything exists, confirmed if asked to."""
     flow = req.flow
     copies = flow.copies_needed(params, fresh=fresh, revised=revised)
@@ -242,10 +273,13 @@ def _large_copies(req: RunRequest, params: FlowParams, ws: Path, *, fresh: bool,
     limits = params if isinstance(params, CopyParams) else CopyParams()
     what = flow.copy_names(params, fresh=fresh, revised=revised)
     warning = large_copy_warning(
-        measure(ws), copies, limits.workspace_file_warning_threshold,
-        limits.workspace_copy_warning_threshold_bytes, source=ws,
-        description=f"{copies} workspace snapshot{'s' if copies != 1 else ''} "
-                    f"({', '.join(what)})")
+        measure(ws),
+        copies,
+        limits.workspace_file_warning_threshold,
+        limits.workspace_copy_warning_threshold_bytes,
+        source=ws,
+        description=f"{copies} workspace snapshot{'s' if copies != 1 else ''} ({', '.join(what)})",
+    )
     if warning is None:
         return
     req.warn(warning)
@@ -265,9 +299,13 @@ def _same_flow_code(row: Mapping[str, Any], flow_hash: str, refresh: bool) -> No
     """Refuse to resume a run with flow code other than its own, unless asked to."""
     stored = row.get("flow_hash") or ""
     if not stored:
-        raise FlowChanged(f"run {row['id']} was made by an older flamechase that did not "
-                          "record its flow code; start fresh with -p resume_mode=fresh")
+        raise FlowChanged(
+            f"run {row['id']} was made by an older flamechase that did not "
+            "record its flow code; start fresh with -p resume_mode=fresh"
+        )
     if stored != flow_hash and not refresh:
-        raise FlowChanged(f"run {row['id']} was made with other code of flow {row['flow']} "
-                          f"({stored[:12]}, now {flow_hash[:12]}); pass --refresh to resume "
-                          "it with the new code, or -p resume_mode=fresh to start anew")
+        raise FlowChanged(
+            f"run {row['id']} was made with other code of flow {row['flow']} "
+            f"({stored[:12]}, now {flow_hash[:12]}); pass --refresh to resume "
+            "it with the new code, or -p resume_mode=fresh to start anew"
+        )

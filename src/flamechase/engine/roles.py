@@ -11,8 +11,9 @@ from flamechase.errors import BackendUnavailable
 from flamechase.flow import Role
 
 
-def with_role_defaults(agents: Mapping[str, AgentSpec], roles: Sequence[Role],
-                       flow: str) -> dict[str, AgentSpec]:
+def with_role_defaults(
+    agents: Mapping[str, AgentSpec], roles: Sequence[Role], flow: str
+) -> dict[str, AgentSpec]:
     """`agents` with each role's default effort where its spec names none and its CLI has
     that effort; refuses a role that asks for a CLI's goal mode (no backend runs one)."""
     out = dict(agents)
@@ -21,11 +22,16 @@ def with_role_defaults(agents: Mapping[str, AgentSpec], roles: Sequence[Role],
             raise BackendUnavailable(
                 f"flow {flow} asks for {role.name} to run as a goal (AgentDefaults(goals=True)); "
                 "no flamechase backend runs an agent as a goal: a turn ends where the flow "
-                "says. Declare goals=False")
+                "says. Declare goals=False"
+            )
         spec = out.get(role.name)
         effort = role.defaults.effort
-        if spec is None or effort is None or spec.effort is not None \
-                or effort not in efforts_of(spec.cli):
+        if (
+            spec is None
+            or effort is None
+            or spec.effort is not None
+            or effort not in efforts_of(spec.cli)
+        ):
             continue
         out[role.name] = dataclasses.replace(spec, effort=effort, text=f"{spec.text}:{effort}")
     return out

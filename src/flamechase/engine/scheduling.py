@@ -59,18 +59,38 @@ class TurnBuilder:
     def place_path(self, place: str) -> Path:
         return self.prep.workspace if place == SOURCE else self.layout.place(place)
 
-    def jail(self, *, lane: str | None, place: str, turn_dir: Path | None, cli: str | None,
-             role: str, lanes: Sequence[str], places: Mapping[str, Path],
-             reads: Sequence[str] = ()) -> JailSpec | None:
+    def jail(
+        self,
+        *,
+        lane: str | None,
+        place: str,
+        turn_dir: Path | None,
+        cli: str | None,
+        role: str,
+        lanes: Sequence[str],
+        places: Mapping[str, Path],
+        reads: Sequence[str] = (),
+    ) -> JailSpec | None:
         """The jail of a turn (or, with `cli` None, a measurement) in `place`; None when the
         run's jail is off. `reads`: other places the command may read."""
         mode = self.prep.jail_mode
         if mode == "off":
             return None
-        spec = turn_jail(mode, self.layout, lane=lane, place=place,
-                         place_path=self.place_path(place), turn_dir=turn_dir, cli=cli,
-                         role=role, source=self.prep.workspace, state_home=home.state_home(),
-                         lanes=lanes, places=places, reads=reads)
+        spec = turn_jail(
+            mode,
+            self.layout,
+            lane=lane,
+            place=place,
+            place_path=self.place_path(place),
+            turn_dir=turn_dir,
+            cli=cli,
+            role=role,
+            source=self.prep.workspace,
+            state_home=home.state_home(),
+            lanes=lanes,
+            places=places,
+            reads=reads,
+        )
         jails.ready(spec)
         return spec
 
@@ -82,9 +102,11 @@ class TurnBuilder:
             "lanes": {
                 ln["lane"]: {
                     "workspace": ln["workspace"],
-                    "ownership": ("original-source-and-integration"
-                                  if ln["workspace"] == str(self.prep.workspace)
-                                  else "private-snapshot"),
+                    "ownership": (
+                        "original-source-and-integration"
+                        if ln["workspace"] == str(self.prep.workspace)
+                        else "private-snapshot"
+                    ),
                     "actors": list(ln["roles"]),
                     "artifact_root": str(lay.artifact_root(ln["lane"])),
                     "checkpoint": str(lay.checkpoint(ln["lane"])),
@@ -93,10 +115,17 @@ class TurnBuilder:
             },
         }
 
-
     # long: every input of a turn (paths, inbox, env, jail, prompt) is decided here together.
-    def build(self, cmd: StartTurn, *, attempt: int, objective: str, flow_state: Any,
-              lanes: Sequence[Mapping[str, Any]], places: Mapping[str, Path]) -> Planned:
+    def build(
+        self,
+        cmd: StartTurn,
+        *,
+        attempt: int,
+        objective: str,
+        flow_state: Any,
+        lanes: Sequence[Mapping[str, Any]],
+        places: Mapping[str, Path],
+    ) -> Planned:
         prep, lay = self.prep, self.layout
         slot = slot_of(cmd)
         lane = cmd.lane
@@ -106,23 +135,41 @@ class TurnBuilder:
             io_dir = lay.solo_turn_dir(cmd.place, cmd.role, cmd.number, attempt)
         private_dirs(io_dir.parent, lay.root)
         real_dir(io_dir)  # the agent may have planted a link here: never write through it
-        batch = (inbox_mod.unread(self.reader, lane, list(cmd.inbox_from))
-                 if lane is not None and cmd.inbox_from else inbox_mod.Batch([], {}))
+        batch = (
+            inbox_mod.unread(self.reader, lane, list(cmd.inbox_from))
+            if lane is not None and cmd.inbox_from
+            else inbox_mod.Batch([], {})
+        )
         inbox_path = io_dir / "inbox.json"
         # An input for the agent, rebuilt if the turn is taken again: no fsync needed.
-        write_new(inbox_path, json.dumps(batch.deliveries, ensure_ascii=False,
-                                         indent=1).encode("utf-8"))
+        write_new(
+            inbox_path, json.dumps(batch.deliveries, ensure_ascii=False, indent=1).encode("utf-8")
+        )
         artifact_root = lay.artifact_root(lane) if lane is not None and cmd.artifacts else None
         checkpoint = lay.checkpoint(lane) if lane is not None and cmd.checkpoint else None
-        identity = {"run_id": self.run_id, "lane": lane or "", "turn": cmd.number,
-                    "attempt": attempt}
+        identity = {
+            "run_id": self.run_id,
+            "lane": lane or "",
+            "turn": cmd.number,
+            "attempt": attempt,
+        }
         workspace = self.place_path(cmd.place)
         ctx = TurnContext(
-            run_id=self.run_id, flow=prep.flow.name, objective=objective, turn=cmd,
-            attempt=attempt, workspace=workspace, io_dir=io_dir,
-            report_path=io_dir / "report.json", inbox_path=inbox_path,
-            inbox=batch.deliveries, artifact_root=artifact_root, checkpoint_path=checkpoint,
-            checkpoint_identity=identity, workspace_map=self.workspace_map(lanes))
+            run_id=self.run_id,
+            flow=prep.flow.name,
+            objective=objective,
+            turn=cmd,
+            attempt=attempt,
+            workspace=workspace,
+            io_dir=io_dir,
+            report_path=io_dir / "report.json",
+            inbox_path=inbox_path,
+            inbox=batch.deliveries,
+            artifact_root=artifact_root,
+            checkpoint_path=checkpoint,
+            checkpoint_identity=identity,
+            workspace_map=self.workspace_map(lanes),
+        )
         token = secrets.token_hex(16)
         env = {"FLAMECHASE_LANES": ",".join(ln["lane"] for ln in lanes), TOKEN_VAR: token}
         if lane is not None:
@@ -135,27 +182,65 @@ class TurnBuilder:
         if requests is not None:
             env["FLAMECHASE_REQUESTS"] = str(requests)
         env.update(cmd.env)
-        jail = self.jail(lane=lane, place=cmd.place, turn_dir=io_dir,
-                         cli=prep.agents[cmd.role].program, role=cmd.role,
-                         lanes=[ln["lane"] for ln in lanes], places=places, reads=cmd.reads)
+        jail = self.jail(
+            lane=lane,
+            place=cmd.place,
+            turn_dir=io_dir,
+            cli=prep.agents[cmd.role].program,
+            role=cmd.role,
+            lanes=[ln["lane"] for ln in lanes],
+            places=places,
+            reads=cmd.reads,
+        )
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
         flow = prep.flow
         repair = flow.repair_prompt(flow_state, ctx, REASON)
         before, _, after = repair.partition(REASON)
         request = TurnRequest(
-            run_id=self.run_id, run_dir=lay.root, flow=flow.name, role=cmd.role,
-            lane=lane or "", turn=cmd.number, attempt=attempt, workspace=workspace,
-            io_dir=io_dir, prompt=flow.prompt(flow_state, ctx), env=env,
-            turn_timeout=prep.params.turn_timeout, silence_timeout=prep.params.silence_timeout,
-            kill_grace=prep.params.kill_grace, jail=jail,
-            result_schema=cmd.result.json_schema() if cmd.result.structured else None)
+            run_id=self.run_id,
+            run_dir=lay.root,
+            flow=flow.name,
+            role=cmd.role,
+            lane=lane or "",
+            turn=cmd.number,
+            attempt=attempt,
+            workspace=workspace,
+            io_dir=io_dir,
+            prompt=flow.prompt(flow_state, ctx),
+            env=env,
+            turn_timeout=prep.params.turn_timeout,
+            silence_timeout=prep.params.silence_timeout,
+            kill_grace=prep.params.kill_grace,
+            jail=jail,
+            result_schema=cmd.result.json_schema() if cmd.result.structured else None,
+        )
         agent = prep.agents[cmd.role].text
-        job = TurnJob(job_id=f"{slot}:{cmd.number}:{attempt}", agent=agent, request=request,
-                      result=cmd.result, repair=(before, after), checkpoint=checkpoint,
-                      checkpoint_identity=identity, requests=requests)
-        started = ev.TurnStarted(lane=lane, actor=cmd.role, turn=cmd.number, attempt=attempt,
-                                 backend=agent, place=cmd.place,
-                                 delivered=[d["report_id"] for d in batch.deliveries])
-        return Planned(slot=slot, job=job, started=started, acks=batch.acks, token=token,
-                       io_dir=io_dir, artifact_root=artifact_root)
+        job = TurnJob(
+            job_id=f"{slot}:{cmd.number}:{attempt}",
+            agent=agent,
+            request=request,
+            result=cmd.result,
+            repair=(before, after),
+            checkpoint=checkpoint,
+            checkpoint_identity=identity,
+            requests=requests,
+        )
+        started = ev.TurnStarted(
+            lane=lane,
+            actor=cmd.role,
+            turn=cmd.number,
+            attempt=attempt,
+            backend=agent,
+            place=cmd.place,
+            delivered=[d["report_id"] for d in batch.deliveries],
+        )
+        return Planned(
+            slot=slot,
+            job=job,
+            started=started,
+            acks=batch.acks,
+            token=token,
+            io_dir=io_dir,
+            artifact_root=artifact_root,
+        )

@@ -26,19 +26,30 @@ OUTPUT_LIMIT = 8 * 1024 * 1024
 OUTPUT_TAIL = 64 * 1024  # of a command's output, kept in its receipt
 
 
-async def run_command(argv: list[str], cwd: Path, timeout: float,
-                      env: dict[str, str] | None = None,
-                      jail: JailSpec | None = None) -> dict[str, Any]:
+async def run_command(
+    argv: list[str],
+    cwd: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    jail: JailSpec | None = None,
+) -> dict[str, Any]:
     """Run `argv` in `cwd` (jailed by `jail`); the receipt: exit code, duration, the SHA-256
     of its output (up to OUTPUT_LIMIT), the last OUTPUT_TAIL bytes of it, and an error when
     it did not exit 0 in time."""
     t0 = time.monotonic()
-    receipt: dict[str, Any] = {"argv": argv, "cwd": str(cwd), "exit_code": None,
-                               "duration": 0.0, "output_sha256": None, "output": "",
-                               "error": None}
+    receipt: dict[str, Any] = {
+        "argv": argv,
+        "cwd": str(cwd),
+        "exit_code": None,
+        "duration": 0.0,
+        "output_sha256": None,
+        "output": "",
+        "error": None,
+    }
     try:
-        proc = await procs.Proc.start(jails.wrap(argv, jail), cwd=cwd,
-                                      env=env if env is not None else dict(os.environ))
+        proc = await procs.Proc.start(
+            jails.wrap(argv, jail), cwd=cwd, env=env if env is not None else dict(os.environ)
+        )
     except OSError as exc:
         receipt["error"] = f"cannot start {argv[0]}: {exc.strerror or exc}"
         return receipt
@@ -72,17 +83,25 @@ async def run_command(argv: list[str], cwd: Path, timeout: float,
     return receipt
 
 
-async def run_evaluator(command: str, cwd: Path, pattern: str, timeout: float,
-                        env: dict[str, str] | None = None,
-                        jail: JailSpec | None = None) -> dict[str, Any]:
+async def run_evaluator(
+    command: str,
+    cwd: Path,
+    pattern: str,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    jail: JailSpec | None = None,
+) -> dict[str, Any]:
     """Run `command` with /bin/sh in `cwd`; the receipt of what it printed, with the value:
     the last match of `pattern`'s group in its output.
 
     `jail`: confine it as the submitting lane's turns are (it runs the lane's code).
     """
     receipt = await run_command(["/bin/sh", "-c", command], cwd, timeout, env, jail)
-    receipt = {"command": command, **{k: v for k, v in receipt.items() if k != "argv"},
-               "value": None}
+    receipt = {
+        "command": command,
+        **{k: v for k, v in receipt.items() if k != "argv"},
+        "value": None,
+    }
     if receipt["error"] is not None:
         receipt["error"] = f"evaluator {receipt['error']}"
         return receipt

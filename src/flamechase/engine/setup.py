@@ -33,8 +33,7 @@ from flamechase.workspace.snapshots import clean_partials, snapshot
 
 
 class RunDirs:
-    def __init__(self, prep: Prepared, layout: RunLayout, reader: Reader,
-                 ledger: Ledger) -> None:
+    def __init__(self, prep: Prepared, layout: RunLayout, reader: Reader, ledger: Ledger) -> None:
         self.prep = prep
         self.layout = layout
         self.reader = reader
@@ -68,7 +67,8 @@ class RunDirs:
             if not path.is_dir():
                 raise SnapshotFailed(
                     f"the private copy {name} ({path}) is gone; its work is lost, so the run "
-                    "will not recreate it; start fresh with -p resume_mode=fresh")
+                    "will not recreate it; start fresh with -p resume_mode=fresh"
+                )
             guard.record(path, "dir")
         stored = self.reader.meta("control_paths")
         if stored is not None:
@@ -80,16 +80,22 @@ class RunDirs:
     def has_place(self, name: str) -> bool:
         return name == SOURCE or name in self._places
 
-    def make_place(self, name: str, how: str = "snapshot", base: str | None = None,
-                   over: str | None = None,
-                   restore: Mapping[str, Any] | None = None) -> tuple[Path, list[str], list[str]]:
+    def make_place(
+        self,
+        name: str,
+        how: str = "snapshot",
+        base: str | None = None,
+        over: str | None = None,
+        restore: Mapping[str, Any] | None = None,
+    ) -> tuple[Path, list[str], list[str]]:
         """A snapshot of the source (or of place `base`), an empty directory, or an overlay
         (see `MakePlace`), at the place's path; (path, changed, deleted). Runs in a worker
         thread."""
         parts = name.split("/")
         if name == SOURCE or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
-            raise SnapshotFailed(f"{name!r} is not a place a flow may make: use a relative "
-                                 "name like lanes/lane-2")
+            raise SnapshotFailed(
+                f"{name!r} is not a place a flow may make: use a relative name like lanes/lane-2"
+            )
         parent = self.layout.place_dir(name)
         private_dirs(parent, self.layout.root)
         dest = self.layout.place(name)
@@ -118,8 +124,10 @@ class RunDirs:
         """Put a frozen file back as it was frozen (checked against its hash)."""
         data = self.blobs.blob_path(sha).read_bytes()
         if hashlib.sha256(data).hexdigest() != sha:
-            raise SnapshotFailed(f"the frozen copy of {rel} no longer matches its hash {sha}; "
-                                 "the run's blob store was changed")
+            raise SnapshotFailed(
+                f"the frozen copy of {rel} no longer matches its hash {sha}; "
+                "the run's blob store was changed"
+            )
         target = dest / rel
         overlay.clear(target, dest)  # whatever the candidate put there goes
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -130,8 +138,11 @@ class RunDirs:
         root = self.place_path(c.place)
         wanted: list[str] = []
         for pattern in c.paths:
-            wanted += [str(p.relative_to(root)) for p in sorted(root.glob(pattern))
-                       if p.is_file() and not p.is_symlink()]
+            wanted += [
+                str(p.relative_to(root))
+                for p in sorted(root.glob(pattern))
+                if p.is_file() and not p.is_symlink()
+            ]
         if c.command:
             wanted += named_files(c.command, root)
         refs = [(rel, "frozen") for rel in dict.fromkeys(wanted)]
@@ -156,8 +167,10 @@ class RunDirs:
             return {}
         receipt = self.reader.measurement(key)
         if receipt is None or not isinstance(receipt.get("files"), dict):
-            raise SnapshotFailed(f"nothing was frozen under {key!r}; a flow must freeze "
-                                 "files before a place restores them")
+            raise SnapshotFailed(
+                f"nothing was frozen under {key!r}; a flow must freeze "
+                "files before a place restores them"
+            )
         return dict(receipt["files"])
 
     def place_recorded(self, name: str) -> None:
@@ -202,18 +215,37 @@ class RunDirs:
         """It runs the place's code: jailed like that place's turns."""
         cwd = builder.place_path(c.place)
         env = measurement_env()
-        jail = None if isinstance(c, cm.Run) and not c.jailed else builder.jail(
-            lane=c.lane, place=c.place, turn_dir=None, cli=None, role="evaluator",
-            lanes=[ln["lane"] for ln in self._lanes], places=self.places(), reads=c.reads)
+        jail = (
+            None
+            if isinstance(c, cm.Run) and not c.jailed
+            else builder.jail(
+                lane=c.lane,
+                place=c.place,
+                turn_dir=None,
+                cli=None,
+                role="evaluator",
+                lanes=[ln["lane"] for ln in self._lanes],
+                places=self.places(),
+                reads=c.reads,
+            )
+        )
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
         if isinstance(c, cm.Run):
             env.update(FLAMECHASE_RUN_DIR=str(self.layout.root), FLAMECHASE_LANE=c.lane or "")
-            return MeasureJob(key=c.key, argv=c.argv, cwd=cwd, timeout=c.timeout,
-                              env={**env, **c.env}, jail=jail)
-        return MeasureJob(key=c.key, argv=("/bin/sh", "-c", c.command), cwd=cwd,
-                          timeout=c.timeout, env=env, jail=jail, pattern=c.pattern,
-                          command=c.command)
+            return MeasureJob(
+                key=c.key, argv=c.argv, cwd=cwd, timeout=c.timeout, env={**env, **c.env}, jail=jail
+            )
+        return MeasureJob(
+            key=c.key,
+            argv=("/bin/sh", "-c", c.command),
+            cwd=cwd,
+            timeout=c.timeout,
+            env=env,
+            jail=jail,
+            pattern=c.pattern,
+            command=c.command,
+        )
 
     # ---- processes -----------------------------------------------------------------------------
 

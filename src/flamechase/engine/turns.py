@@ -111,8 +111,6 @@ def read_requests(path: Path | None) -> tuple[list[dict[str, Any]], list[str]]:
     return taken, refused
 
 
-
-
 # long: ask, repair, recover and the outcome are one state machine.
 async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnResult:
     """Run one turn to its outcome. Never raises for agent misbehaviour."""
@@ -146,14 +144,18 @@ async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnRes
                 if answer.status != "finished":
                     break
                 result, problem = _take(answer, job)
-        fields.update(exit_code=answer.exit_code,
-                      transcript=str(answer.transcript) if answer.transcript else None)
+        fields.update(
+            exit_code=answer.exit_code,
+            transcript=str(answer.transcript) if answer.transcript else None,
+        )
         if answer.status == "interrupted":
             fields.update(status="interrupted", error=answer.error or "turn cut by a stop")
         elif answer.status == "limited":
-            fields.update(status="limited", error=answer.error or "usage limit reached",
-                          resets_at=iso(answer.resets_at.timestamp()) if answer.resets_at
-                          else None)
+            fields.update(
+                status="limited",
+                error=answer.error or "usage limit reached",
+                resets_at=iso(answer.resets_at.timestamp()) if answer.resets_at else None,
+            )
         elif result is not None:
             fields.update(status="valid", result=result)
         else:
@@ -173,7 +175,15 @@ async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnRes
     if fields.get("error") is not None:
         fields["error"] = str(fields["error"])[:4000]
     requests, refused = read_requests(job.requests)
-    return TurnResult(started=started, ended=iso(time.time()),
-                      duration=time.monotonic() - t0, usage=usage, repairs=repairs,
-                      spawned=tuple(spawned), since=since, requests=tuple(requests),
-                      requests_refused=tuple(refused), **fields)
+    return TurnResult(
+        started=started,
+        ended=iso(time.time()),
+        duration=time.monotonic() - t0,
+        usage=usage,
+        repairs=repairs,
+        spawned=tuple(spawned),
+        since=since,
+        requests=tuple(requests),
+        requests_refused=tuple(refused),
+        **fields,
+    )

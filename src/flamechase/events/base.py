@@ -23,8 +23,9 @@ def register(cls: type[EventT]) -> type[EventT]:
         raise ValueError(f"{cls.__qualname__} has no kind")
     have = REGISTRY.get(kind)
     if have is not None and have is not cls:
-        raise ValueError(f"event kind {kind!r} is registered twice ({have.__qualname__}, "
-                         f"{cls.__qualname__})")
+        raise ValueError(
+            f"event kind {kind!r} is registered twice ({have.__qualname__}, {cls.__qualname__})"
+        )
     REGISTRY[kind] = cls
     return cls
 
@@ -45,13 +46,23 @@ class Event:
     at: str = ""
 
     def payload(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name not in _BASE_FIELDS}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in _BASE_FIELDS
+        }
 
     def row(self) -> dict[str, Any]:
         """The event as stored and as views and `--json` show it."""
-        return {"seq": self.seq, "at": self.at, "kind": self.kind, "v": self.version,
-                "lane": self.lane, "actor": self.actor, "payload": self.payload()}
+        return {
+            "seq": self.seq,
+            "at": self.at,
+            "kind": self.kind,
+            "v": self.version,
+            "lane": self.lane,
+            "actor": self.actor,
+            "payload": self.payload(),
+        }
 
     def describe(self) -> str:
         """One human line (without time or lane); kinds with more to say override it."""
@@ -71,8 +82,15 @@ class Unknown(Event):
     data: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
-        return {"seq": self.seq, "at": self.at, "kind": self.unknown_kind, "v": 0,
-                "lane": self.lane, "actor": self.actor, "payload": dict(self.data)}
+        return {
+            "seq": self.seq,
+            "at": self.at,
+            "kind": self.unknown_kind,
+            "v": 0,
+            "lane": self.lane,
+            "actor": self.actor,
+            "payload": dict(self.data),
+        }
 
     def describe(self) -> str:
         return self.unknown_kind.replace("_", " ")
@@ -107,4 +125,3 @@ def _field_names(cls: type[Event]) -> frozenset[str]:
         names = frozenset(f.name for f in dataclasses.fields(cls)) - _BASE_FIELDS
         _NAMES[cls] = names
     return names
-

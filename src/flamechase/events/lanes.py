@@ -42,8 +42,7 @@ class ReportPublished(Event):
 
     def describe(self) -> str:
         n = len(self.artifacts)
-        return (f"report {self.report_id} published"
-                + (f" with {n} frozen artifact(s)" if n else ""))
+        return f"report {self.report_id} published" + (f" with {n} frozen artifact(s)" if n else "")
 
 
 @register
@@ -68,8 +67,11 @@ class Measured(Event):
     def describe(self) -> str:
         if self.error:
             return f"measured {self.key}: {self.error[:160]}"
-        return f"measured {self.key}: {self.value:g}" if self.value is not None else (
-            f"measured {self.key}")
+        return (
+            f"measured {self.key}: {self.value:g}"
+            if self.value is not None
+            else (f"measured {self.key}")
+        )
 
 
 @register

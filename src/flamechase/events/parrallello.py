@@ -49,8 +49,11 @@ class FrontPrepped(FlowEvent):
     error: str | None = None
 
     def describe(self) -> str:
-        return (f"{self.front} prepped: {self.tickets} first ticket(s)" if self.ok
-                else f"{self.front} prep failed: {self.error}")
+        return (
+            f"{self.front} prepped: {self.tickets} first ticket(s)"
+            if self.ok
+            else f"{self.front} prep failed: {self.error}"
+        )
 
 
 @register
@@ -65,8 +68,10 @@ class FrontStarted(FlowEvent):
     staged: int = 0
 
     def describe(self) -> str:
-        return (f"{self.front} starts (wave {self.wave}): baseline {self.baseline}, "
-                f"{self.tickets} ticket(s), {len(self.frozen)} gate file(s) frozen")
+        return (
+            f"{self.front} starts (wave {self.wave}): baseline {self.baseline}, "
+            f"{self.tickets} ticket(s), {len(self.frozen)} gate file(s) frozen"
+        )
 
 
 @register
@@ -137,8 +142,7 @@ class GateRefrozen(FlowEvent):
     files: list[str] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
-        return (f"{self.front} gate changed in review and frozen again "
-                f"({len(self.files)} file(s))")
+        return f"{self.front} gate changed in review and frozen again ({len(self.files)} file(s))"
 
 
 @register
@@ -163,8 +167,10 @@ class VerdictRecorded(FlowEvent):
 
     def describe(self) -> str:
         word = "APPROVED" if self.approved else "not approved"
-        return (f"{self.front} round {self.round}: {word} (M{self.majors} m{self.mediums} "
-                f"n{self.minors}, gate {self.gate})")
+        return (
+            f"{self.front} round {self.round}: {word} (M{self.majors} m{self.mediums} "
+            f"n{self.minors}, gate {self.gate})"
+        )
 
 
 @register
@@ -180,9 +186,10 @@ class BlockEnded(FlowEvent):
     paced_next: bool = False
 
     def describe(self) -> str:
-        return (f"{self.front} block {self.block} ends after {self.rounds} round(s), "
-                f"{self.share:.1%} of a budget" + ("; next block paced" if self.paced_next
-                                                  else ""))
+        return (
+            f"{self.front} block {self.block} ends after {self.rounds} round(s), "
+            f"{self.share:.1%} of a budget" + ("; next block paced" if self.paced_next else "")
+        )
 
 
 @register

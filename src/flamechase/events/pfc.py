@@ -31,8 +31,9 @@ class PlanAttempt(FlowEvent):
     duration: float = 0.0
 
     def describe(self) -> str:
-        return (f"planning attempt {self.attempt}: {self.status}"
-                + (f" ({self.error})" if self.error else ""))
+        return f"planning attempt {self.attempt}: {self.status}" + (
+            f" ({self.error})" if self.error else ""
+        )
 
 
 @register

@@ -41,12 +41,17 @@ class RunResumed(Event):
     spent: dict[str, Any] = dataclasses.field(default_factory=dict)  # budget report at resume
 
     def describe(self) -> str:
-        return (f"run resumed (session {self.session}); "
-                f"{budget_words(self.budget, self.budget_from, self.spent)}")
+        return (
+            f"run resumed (session {self.session}); "
+            f"{budget_words(self.budget, self.budget_from, self.spent)}"
+        )
 
 
-def budget_words(budget: Mapping[str, Any], origin: Mapping[str, str] | None = None,
-                 spent: Mapping[str, Any] | None = None) -> str:
+def budget_words(
+    budget: Mapping[str, Any],
+    origin: Mapping[str, str] | None = None,
+    spent: Mapping[str, Any] | None = None,
+) -> str:
     """Every bound in force, where it came from and what is spent of it, in one line."""
     parts = []
     for key in ("duration", "cost", "turns", "output_tokens"):
@@ -233,5 +238,4 @@ class RunHeld(RunEnded):
     kind: ClassVar[str] = "run_held"
 
 
-END_KINDS: frozenset[str] = frozenset(
-    c.kind for c in (RunFinished, RunStopped, RunFailed, RunHeld))
+END_KINDS: frozenset[str] = frozenset(c.kind for c in (RunFinished, RunStopped, RunFailed, RunHeld))

@@ -37,19 +37,26 @@ class FlowParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rest_seconds: float = Field(default=1.0, ge=0.05, le=60.0,
-                                description="pause between a lane's turns, seconds")
+    rest_seconds: float = Field(
+        default=1.0, ge=0.05, le=60.0, description="pause between a lane's turns, seconds"
+    )
     resume_mode: Literal["auto", "fresh"] = Field(
-        default="auto", description="auto: pick up a compatible run; fresh: always start anew")
-    turn_timeout: float = Field(default=14400.0, gt=0, le=7 * 86400,
-                                description="seconds a turn may take before it is cut")
-    silence_timeout: float = Field(default=900.0, gt=0, le=86400,
-                                   description="seconds without output before a turn is cut")
-    kill_grace: float = Field(default=5.0, ge=0.1, le=300,
-                              description="seconds between SIGTERM and SIGKILL for an agent")
+        default="auto", description="auto: pick up a compatible run; fresh: always start anew"
+    )
+    turn_timeout: float = Field(
+        default=14400.0, gt=0, le=7 * 86400, description="seconds a turn may take before it is cut"
+    )
+    silence_timeout: float = Field(
+        default=900.0, gt=0, le=86400, description="seconds without output before a turn is cut"
+    )
+    kill_grace: float = Field(
+        default=5.0, ge=0.1, le=300, description="seconds between SIGTERM and SIGKILL for an agent"
+    )
     sandbox: Literal["auto", "bwrap", "landlock", "off"] = Field(
-        default="auto", description="jail agents: bubblewrap where it runs, else Landlock; "
-                                    "off (said explicitly) runs them unconfined")
+        default="auto",
+        description="jail agents: bubblewrap where it runs, else Landlock; "
+        "off (said explicitly) runs them unconfined",
+    )
 
 
 class CopyParams(FlowParams):
@@ -57,13 +64,20 @@ class CopyParams(FlowParams):
     ask first. Flows that make no copies take plain `FlowParams`."""
 
     confirm_large_workspace_copies: bool = Field(
-        default=False, description="ask before making copies over the thresholds")
+        default=False, description="ask before making copies over the thresholds"
+    )
     workspace_file_warning_threshold: int = Field(
-        default=5000, ge=1, le=100_000_000,
-        description="warn before copying a source tree with more files than this")
+        default=5000,
+        ge=1,
+        le=100_000_000,
+        description="warn before copying a source tree with more files than this",
+    )
     workspace_copy_warning_threshold_bytes: int = Field(
-        default=1024**3, ge=1, le=1_000_000_000_000_000_000,
-        description="warn before copying more bytes than this")
+        default=1024**3,
+        ge=1,
+        le=1_000_000_000_000_000_000,
+        description="warn before copying more bytes than this",
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -274,6 +274,8 @@ def settles(command: Command, event: Event) -> bool:
     if isinstance(command, ReleaseLane):
         return isinstance(event, ev.LaneReleased) and event.lane == command.lane
     if isinstance(command, Emit):
-        return (type(event) is type(command.event)
-                and dataclasses.replace(event, seq=0, at="") == command.event)
+        return (
+            type(event) is type(command.event)
+            and dataclasses.replace(event, seq=0, at="") == command.event
+        )
     return False

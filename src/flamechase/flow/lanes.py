@@ -74,12 +74,25 @@ class LaneBook(BaseModel):
     system_reports: bool = False
 
     @classmethod
-    def open(cls, run_id: str, lanes: Iterable[LaneDef], *, holds: bool,
-             shares_reports: bool, system_reports: bool = False) -> LaneBook:
-        book = {d.name: Lane(name=d.name, actors=(d.roles[0], d.roles[1]), place=d.place)
-                for d in lanes}
-        return cls(run_id=run_id, lanes=book, holds=holds, shares_reports=shares_reports,
-                   system_reports=system_reports)
+    def open(
+        cls,
+        run_id: str,
+        lanes: Iterable[LaneDef],
+        *,
+        holds: bool,
+        shares_reports: bool,
+        system_reports: bool = False,
+    ) -> LaneBook:
+        book = {
+            d.name: Lane(name=d.name, actors=(d.roles[0], d.roles[1]), place=d.place) for d in lanes
+        }
+        return cls(
+            run_id=run_id,
+            lanes=book,
+            holds=holds,
+            shares_reports=shares_reports,
+            system_reports=system_reports,
+        )
 
     def _with(self, lane: Lane) -> LaneBook:
         return self.model_copy(update={"lanes": {**self.lanes, lane.name: lane}})
@@ -103,46 +116,83 @@ class LaneBook(BaseModel):
         if isinstance(event, ev.TurnInterrupted | ev.LanePaused):
             return self._with(lane.model_copy(update={"busy": False})), []
         if isinstance(event, ev.LaneHeld):
-            return self._with(lane.model_copy(update={"held": True,
-                                                      "held_reason": event.reason})), []
+            return self._with(
+                lane.model_copy(update={"held": True, "held_reason": event.reason})
+            ), []
         if isinstance(event, ev.LaneReleased):
-            return self._with(lane.model_copy(update={
-                "held": False, "held_reason": None, "consecutive_failures": 0})), []
+            return self._with(
+                lane.model_copy(
+                    update={"held": False, "held_reason": None, "consecutive_failures": 0}
+                )
+            ), []
         return self, []
 
     def _valid(self, lane: Lane, e: ev.TurnValid) -> tuple[LaneBook, list[Command]]:
         rid = report_id(self.run_id, lane.name, e.turn, e.attempt)
-        record = turn_record(run_id=self.run_id, report_id=rid, lane=lane.name,
-                             role=e.actor or "", actor=_letter(lane, e.actor), turn=e.turn,
-                             attempt=e.attempt, at=e.at, report=e.result,
-                             artifacts=e.artifacts,
-                             recovered_from_checkpoint=e.recovered_from_checkpoint)
-        owed: list[Command] = [PublishReport(lane=lane.name, report_id=rid, record=record,
-                                             artifacts=tuple(e.artifacts))]
+        record = turn_record(
+            run_id=self.run_id,
+            report_id=rid,
+            lane=lane.name,
+            role=e.actor or "",
+            actor=_letter(lane, e.actor),
+            turn=e.turn,
+            attempt=e.attempt,
+            at=e.at,
+            report=e.result,
+            artifacts=e.artifacts,
+            recovered_from_checkpoint=e.recovered_from_checkpoint,
+        )
+        owed: list[Command] = [
+            PublishReport(
+                lane=lane.name, report_id=rid, record=record, artifacts=tuple(e.artifacts)
+            )
+        ]
         status = e.report_status
         if self.holds and status == "blocked":
             owed.append(HoldLane(lane.name, f"reported blocked: {e.summary[:300]}"))
-        lane = lane.model_copy(update={
-            "turns": lane.turns + 1, "valid_turns": lane.valid_turns + 1,
-            "next_actor": 1 - lane.next_actor % 2, "consecutive_failures": 0,
-            "last_error": None, "last_status": status, "busy": False})
+        lane = lane.model_copy(
+            update={
+                "turns": lane.turns + 1,
+                "valid_turns": lane.valid_turns + 1,
+                "next_actor": 1 - lane.next_actor % 2,
+                "consecutive_failures": 0,
+                "last_error": None,
+                "last_status": status,
+                "busy": False,
+            }
+        )
         return self._with(lane), owed
 
     def _failed(self, lane: Lane, e: ev.TurnFailed) -> tuple[LaneBook, list[Command]]:
         error = (e.error or "turn failed")[:2000]
         rid = report_id(self.run_id, lane.name, e.turn, e.attempt)
-        record = failed_turn_record(run_id=self.run_id, report_id=rid, lane=lane.name,
-                                    role=e.actor or "", actor=_letter(lane, e.actor),
-                                    turn=e.turn, attempt=e.attempt, at=e.at, error=error)
-        owed: list[Command] = [PublishReport(lane=lane.name, report_id=rid, record=record,
-                                             kind="turn_failed")]
+        record = failed_turn_record(
+            run_id=self.run_id,
+            report_id=rid,
+            lane=lane.name,
+            role=e.actor or "",
+            actor=_letter(lane, e.actor),
+            turn=e.turn,
+            attempt=e.attempt,
+            at=e.at,
+            error=error,
+        )
+        owed: list[Command] = [
+            PublishReport(lane=lane.name, report_id=rid, record=record, kind="turn_failed")
+        ]
         failures = lane.consecutive_failures + 1
         if self.holds and failures >= 2 and not lane.held:
             owed.append(HoldLane(lane.name, f"{failures} failed turns in a row: {error}"))
-        lane = lane.model_copy(update={
-            "turns": lane.turns + 1, "next_actor": 1 - lane.next_actor % 2,
-            "consecutive_failures": failures, "last_error": error,
-            "last_status": "turn_failed", "busy": False})
+        lane = lane.model_copy(
+            update={
+                "turns": lane.turns + 1,
+                "next_actor": 1 - lane.next_actor % 2,
+                "consecutive_failures": failures,
+                "last_error": error,
+                "last_status": "turn_failed",
+                "busy": False,
+            }
+        )
         return self._with(lane), owed
 
     # ---- what a lane waits for ---------------------------------------------------------------
@@ -155,8 +205,9 @@ class LaneBook(BaseModel):
         book = self
         for lane in self.lanes.values():
             if key in lane.waiting:
-                book = book._with(lane.model_copy(update={
-                    "waiting": tuple(k for k in lane.waiting if k != key)}))
+                book = book._with(
+                    lane.model_copy(update={"waiting": tuple(k for k in lane.waiting if k != key)})
+                )
         return book
 
     # ---- deciding ----------------------------------------------------------------------------
@@ -167,21 +218,30 @@ class LaneBook(BaseModel):
         for lane in self.lanes.values():
             if lane.busy or lane.held or lane.waiting:
                 continue
-            sources = tuple(n for n in self.lanes if n != lane.name) if self.shares_reports \
-                else ()
+            sources = tuple(n for n in self.lanes if n != lane.name) if self.shares_reports else ()
             if self.system_reports:
                 sources = (*sources, f"system:{lane.name}")
-            out.append(StartTurn(role=lane.next_role, lane=lane.name, number=lane.turns + 1,
-                                 place=lane.place, result=REPORT, inbox_from=sources,
-                                 checkpoint=True, artifacts=True))
+            out.append(
+                StartTurn(
+                    role=lane.next_role,
+                    lane=lane.name,
+                    number=lane.turns + 1,
+                    place=lane.place,
+                    result=REPORT,
+                    inbox_from=sources,
+                    checkpoint=True,
+                    artifacts=True,
+                )
+            )
         return out
 
     def all_held(self) -> bool:
         return bool(self.lanes) and all(ln.held and not ln.busy for ln in self.lanes.values())
 
     def held_message(self, how_to_go_on: str = "") -> str:
-        reasons = "; ".join(f"{n}: {ln.last_error or ln.last_status}"
-                            for n, ln in self.lanes.items())
+        reasons = "; ".join(
+            f"{n}: {ln.last_error or ln.last_status}" for n, ln in self.lanes.items()
+        )
         return f"every lane is held ({reasons})" + (f"; {how_to_go_on}" if how_to_go_on else "")
 
     def describe(self) -> dict[str, Mapping[str, Any]]:

@@ -26,8 +26,9 @@ def claim_matches(claimed: float, measured: float) -> bool:
     return math.isclose(claimed, measured, rel_tol=1e-6, abs_tol=1e-9)
 
 
-def board(submissions: Sequence[dict[str, Any]], declared: dict[str, str] | None,
-          *, evaluator: bool) -> dict[str, Any]:
+def board(
+    submissions: Sequence[dict[str, Any]], declared: dict[str, str] | None, *, evaluator: bool
+) -> dict[str, Any]:
     """The leaderboard derived from submission rows (oldest first).
 
     `declared` ({metric, direction}) fixes the primary metric; otherwise the first ranked
@@ -47,10 +48,16 @@ def board(submissions: Sequence[dict[str, Any]], declared: dict[str, str] | None
             primary = ident
         cur = leaders.get(ident)
         if cur is None or better(value, cur["value"], s["direction"]):
-            leaders[ident] = {"report_id": s["report_id"], "lane": s["lane"],
-                              "metric": s["metric"], "direction": s["direction"],
-                              "value": value, "claimed": s["claimed"],
-                              "verified": s["verified"], "at": s["at"]}
+            leaders[ident] = {
+                "report_id": s["report_id"],
+                "lane": s["lane"],
+                "metric": s["metric"],
+                "direction": s["direction"],
+                "value": value,
+                "claimed": s["claimed"],
+                "verified": s["verified"],
+                "at": s["at"],
+            }
     best = leaders.get(primary) if primary else None
     return {
         "submission_count": len(submissions),

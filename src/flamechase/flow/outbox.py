@@ -27,9 +27,14 @@ __all__ = ["Outbox"]
 
 def _encode(cmd: Command) -> dict[str, Any]:
     if isinstance(cmd, PublishReport):
-        return {"do": "publish", "lane": cmd.lane, "report_id": cmd.report_id,
-                "record": dict(cmd.record), "kind": cmd.kind,
-                "artifacts": [dict(a) for a in cmd.artifacts]}
+        return {
+            "do": "publish",
+            "lane": cmd.lane,
+            "report_id": cmd.report_id,
+            "record": dict(cmd.record),
+            "kind": cmd.kind,
+            "artifacts": [dict(a) for a in cmd.artifacts],
+        }
     if isinstance(cmd, HoldLane):
         return {"do": "hold", "lane": cmd.lane, "reason": cmd.reason}
     if isinstance(cmd, ReleaseLane):
@@ -42,9 +47,13 @@ def _encode(cmd: Command) -> dict[str, Any]:
 def _decode(data: dict[str, Any]) -> Command:
     do = data["do"]
     if do == "publish":
-        return PublishReport(lane=data["lane"], report_id=data["report_id"],
-                             record=data["record"], kind=data["kind"],
-                             artifacts=tuple(data["artifacts"]))
+        return PublishReport(
+            lane=data["lane"],
+            report_id=data["report_id"],
+            record=data["record"],
+            kind=data["kind"],
+            artifacts=tuple(data["artifacts"]),
+        )
     if do == "hold":
         return HoldLane(lane=data["lane"], reason=data["reason"])
     if do == "release":
@@ -76,7 +85,7 @@ class Outbox(BaseModel):
             return self
         for n, item in enumerate(self.items):
             if settles(_decode(item), event):
-                return Outbox(items=self.items[:n] + self.items[n + 1:])
+                return Outbox(items=self.items[:n] + self.items[n + 1 :])
         return self
 
     def __len__(self) -> int:

@@ -64,6 +64,9 @@ def flow_identity(flow: Flow[Any], ref: str) -> tuple[str, str]:
     if known is not None:
         return known
     # A flow that did not come through load_flow.
-    source = f"builtin:{ref}" if ref in BUILTIN or ref in VARIANTS else \
-        f"path:{Path(ref).expanduser().resolve()}"
+    source = (
+        f"builtin:{ref}"
+        if ref in BUILTIN or ref in VARIANTS
+        else f"path:{Path(ref).expanduser().resolve()}"
+    )
     return source, code_hash(flow)

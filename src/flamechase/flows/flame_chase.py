@@ -49,15 +49,18 @@ class FlameChase(Flow[ChaseState]):
         return list(ROLES)
 
     def describe_roles(self, params: FlowParams) -> list[Role]:
-        return [Role(ROLES[0], "takes the first turn, then every other one, on your tree"),
-                Role(ROLES[1], "takes the turns between, on your tree")]
+        return [
+            Role(ROLES[0], "takes the first turn, then every other one, on your tree"),
+            Role(ROLES[1], "takes the turns between, on your tree"),
+        ]
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
         return [LaneDef("lane-1", ROLES, "source")]
 
     def start(self, setup: RunSetup) -> ChaseState:
-        return ChaseState(book=LaneBook.open(setup.run_id, setup.lanes, holds=False,
-                                             shares_reports=False))
+        return ChaseState(
+            book=LaneBook.open(setup.run_id, setup.lanes, holds=False, shares_reports=False)
+        )
 
     def evolve(self, state: ChaseState, event: Event) -> ChaseState:
         book, owed = state.book.evolve(event)
@@ -85,11 +88,18 @@ class FlameChase(Flow[ChaseState]):
             "tested work toward the objective. Do not invent success.\n"
             f"{previous}\nObjective:\n{ctx.objective}\n\n"
             f"Finish by writing your turn report as JSON to {ctx.report_path}:\n"
-            + json.dumps({"status": "progress | deliverable_ready | no_result | blocked",
-                          "summary": "what you did and found (required)",
-                          "changes": ["files changed"], "evidence": ["observed results"],
-                          "tests": ["commands run and their outcome"], "risks": [],
-                          "next_step": "the single most useful next step"}, indent=2)
+            + json.dumps(
+                {
+                    "status": "progress | deliverable_ready | no_result | blocked",
+                    "summary": "what you did and found (required)",
+                    "changes": ["files changed"],
+                    "evidence": ["observed results"],
+                    "tests": ["commands run and their outcome"],
+                    "risks": [],
+                    "next_step": "the single most useful next step",
+                },
+                indent=2,
+            )
             + "\nUse status progress when work landed, no_result when a direction is "
             "exhausted, blocked for a concrete blocker. No other keys.\n"
         )

@@ -64,11 +64,10 @@ def parse(ref: str) -> GitRef:
         if colon and _IDENT.fullmatch(name) and "/" in head:
             rest, attr = head, name
     at = rest.rfind("@")
-    url, rev = (rest[:at], rest[at + 1:]) if at >= _path_start(rest) else (rest, "")
+    url, rev = (rest[:at], rest[at + 1 :]) if at >= _path_start(rest) else (rest, "")
     subdir = subdir.strip("/")
     if not url:
-        raise FlowNotFound(f"-f {ref!r}: no repository URL; expected "
-                           "git+URL[@REV][#SUBDIR][:FLOW]")
+        raise FlowNotFound(f"-f {ref!r}: no repository URL; expected git+URL[@REV][#SUBDIR][:FLOW]")
     if attr is not None and not _IDENT.fullmatch(attr):
         raise FlowNotFound(f"-f {ref!r}: {attr!r} is not a flow name (a Python identifier)")
     if any(part in ("..", ".") for part in subdir.split("/")) or subdir.startswith("~"):
@@ -96,12 +95,24 @@ def _repo_dir(url: str) -> Path:
 
 
 def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true",
-           "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
+    env = {
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "true",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "LC_ALL": "C",
+    }
     try:
-        return subprocess.run(["git", *args], check=False, cwd=cwd, env=env,
-                              capture_output=True,
-                              text=True, timeout=_TIMEOUT, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            ["git", *args],
+            check=False,
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
     except FileNotFoundError:
         raise FlowSourceUnreachable("git is not installed; a git+ flow needs it") from None
     except subprocess.TimeoutExpired:
@@ -187,7 +198,8 @@ def resolve(ref: GitRef, *, refresh: bool = False) -> tuple[Path, str]:
             raise FlowPinMoved(
                 f"tag {rev} of git+{ref.url} now names commit {commit[:12]}, not "
                 f"{pinned[:12]} as when it was first used; pass --refresh to trust the new "
-                f"commit, or name the commit: @{pinned}")
+                f"commit, or name the commit: @{pinned}"
+            )
         ensure_private_dir(_repo_dir(ref.url))
         if pinned != commit:
             _pin(ref.url, rev, commit)
@@ -203,8 +215,9 @@ def _by_commit(url: str, rev: str) -> tuple[Path, str]:
     for existing in _cached_commits(url):
         if existing.startswith(rev):
             return checkout(url, existing), existing
-    with tempfile.TemporaryDirectory(prefix="clone-", dir=ensure_private_dir(
-            _repo_dir(url))) as tmp:
+    with tempfile.TemporaryDirectory(
+        prefix="clone-", dir=ensure_private_dir(_repo_dir(url))
+    ) as tmp:
         work = Path(tmp) / "repo"
         _clone(url, work)
         proc = _git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=work)
@@ -224,8 +237,9 @@ def checkout(url: str, commit: str) -> Path:
     """The verified checkout of `commit` (cloned now if it is not cached yet)."""
     target = _repo_dir(url) / commit
     if not target.is_dir():
-        with tempfile.TemporaryDirectory(prefix="clone-", dir=ensure_private_dir(
-                _repo_dir(url))) as tmp:
+        with tempfile.TemporaryDirectory(
+            prefix="clone-", dir=ensure_private_dir(_repo_dir(url))
+        ) as tmp:
             work = Path(tmp) / "repo"
             _clone(url, work)
             _place(url, work, commit)
@@ -241,8 +255,9 @@ def _clone(url: str, work: Path) -> None:
 
 def _place(url: str, work: Path, commit: str) -> None:
     """Check `commit` out in `work` and move it into the cache under its commit."""
-    proc = _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit,
-                cwd=work)
+    proc = _git(
+        "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=work
+    )
     if proc.returncode != 0:
         raise FlowNotFound(f"git+{url} has no commit {commit}: {_last_line(proc)}")
     target = _repo_dir(url) / commit
@@ -258,10 +273,14 @@ def verify(path: Path, commit: str) -> None:
     """Refuse a checkout that is not exactly `commit`: another HEAD, or changed files."""
     head = _git("rev-parse", "HEAD", cwd=path)
     if head.returncode != 0 or head.stdout.strip() != commit:
-        raise FlowNotFound(f"the cached checkout {path} is not commit {commit[:12]}; delete "
-                           "it and load the flow again")
+        raise FlowNotFound(
+            f"the cached checkout {path} is not commit {commit[:12]}; delete "
+            "it and load the flow again"
+        )
     status = _git("status", "--porcelain", "--untracked-files=all", cwd=path)
     if status.returncode != 0 or status.stdout.strip():
         changed = status.stdout.strip().splitlines()[:1] or [_last_line(status)]
-        raise FlowNotFound(f"the cached checkout {path} of commit {commit[:12]} was changed "
-                           f"({changed[0].strip()}); delete it and load the flow again")
+        raise FlowNotFound(
+            f"the cached checkout {path} of commit {commit[:12]} was changed "
+            f"({changed[0].strip()}); delete it and load the flow again"
+        )

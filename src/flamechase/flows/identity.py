@@ -19,21 +19,31 @@ from flamechase.flow import Flow
 # Built-in flows are also made of the public flow library they are written on.
 BUILTIN_PREFIXES = ("flamechase.flows", "flamechase.flow")
 # Loader modules are not flow code.
-_LOADER = frozenset({"flamechase.flows", "flamechase.flows.gitsource",
-                     "flamechase.flows.modules", "flamechase.flows.identity",
-                     "flamechase.flows.loader", "flamechase.flows.index",
-                     "flamechase.flows.installed"})
+_LOADER = frozenset(
+    {
+        "flamechase.flows",
+        "flamechase.flows.gitsource",
+        "flamechase.flows.modules",
+        "flamechase.flows.identity",
+        "flamechase.flows.loader",
+        "flamechase.flows.index",
+        "flamechase.flows.installed",
+    }
+)
 
 
 def code_hash(flow: Flow[Any]) -> str:
     module = sys.modules[type(flow).__module__]
     root = module.__name__.split(".")[0]
     prefixes = BUILTIN_PREFIXES if root == "flamechase" else (root,)
-    code = {name: path for name, path in _code_of(module.__name__, prefixes).items()
-            if name not in _LOADER}
+    code = {
+        name: path
+        for name, path in _code_of(module.__name__, prefixes).items()
+        if name not in _LOADER
+    }
     digest = hashlib.sha256()
     for name, path in sorted(code.items()):
-        shown = name if root == "flamechase" else "<flow>" + name[len(root):]
+        shown = name if root == "flamechase" else "<flow>" + name[len(root) :]
         digest.update(shown.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -52,8 +62,11 @@ def _code_of(start: str, prefixes: tuple[str, ...]) -> dict[str, Path]:
             continue
         found[name] = Path(file)
         package = name if Path(file).name == "__init__.py" else name.rpartition(".")[0]
-        todo += [t for t in _imported(Path(file), package) if t in sys.modules
-                 and any(t == p or t.startswith(p + ".") for p in prefixes)]
+        todo += [
+            t
+            for t in _imported(Path(file), package)
+            if t in sys.modules and any(t == p or t.startswith(p + ".") for p in prefixes)
+        ]
     return found
 
 

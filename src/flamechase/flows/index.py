@@ -73,14 +73,17 @@ def read(source: str, *, refresh: bool = False) -> list[Entry]:
         path = Path(source).expanduser()
     if path.is_dir():
         files = [path / n for n in INDEX_FILES if (path / n).is_file()] or sorted(
-            p for n in MANIFESTS for p in path.rglob(n) if ".git" not in p.parts)
+            p for n in MANIFESTS for p in path.rglob(n) if ".git" not in p.parts
+        )
         if not files:
             raise FlowIndexError(f"index {source} has no index.yaml and no flow.yaml manifests")
     elif path.is_file():
         files = [path]
     else:
-        raise FlowIndexError(f"index {source} does not exist; give a YAML/JSON file, a "
-                             "directory of flow.yaml manifests or git+URL")
+        raise FlowIndexError(
+            f"index {source} does not exist; give a YAML/JSON file, a "
+            "directory of flow.yaml manifests or git+URL"
+        )
     entries: list[Entry] = []
     for file in files:
         entries += _entries(file, source)
@@ -120,8 +123,10 @@ def pick(entries: list[Entry], spec: str, source: str) -> Entry:
     for entry in same:
         if entry.version.lstrip("v") == version.lstrip("v"):
             return entry
-    raise FlowIndexError(f"index {source} has no version {version} of {name}; it has "
-                         + ", ".join(e.version for e in same))
+    raise FlowIndexError(
+        f"index {source} has no version {version} of {name}; it has "
+        + ", ".join(e.version for e in same)
+    )
 
 
 def install(entry: Entry, source: str) -> installed.Installed:
@@ -137,11 +142,19 @@ def install(entry: Entry, source: str) -> installed.Installed:
                 f"{entry.name} {entry.version}: the index records commit {entry.commit[:12]} "
                 f"for {entry.ref}, but the repository's {entry.ref} names "
                 f"{(named or 'nothing')[:12]}; refusing to install code the index did not "
-                "record")
+                "record"
+            )
     record = installed.Installed(
-        name=entry.name, version=entry.version, description=entry.description, url=url,
-        ref=entry.ref, commit=entry.commit, subdir=entry.subdir.strip("/"),
-        license=entry.license, index=source)
+        name=entry.name,
+        version=entry.version,
+        description=entry.description,
+        url=url,
+        ref=entry.ref,
+        commit=entry.commit,
+        subdir=entry.subdir.strip("/"),
+        license=entry.license,
+        index=source,
+    )
     loader.load_installed(record, None)  # fetches, verifies and imports: refuses a non-flow
     installed.save(record)
     return record

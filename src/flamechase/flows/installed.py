@@ -53,8 +53,10 @@ def get(name: str) -> Installed | None:
     except FileNotFoundError:
         return None
     except (OSError, ValidationError, ValueError) as exc:
-        raise FlowIndexError(f"the record of installed flow {name} ({path}) is unreadable "
-                             f"({exc.__class__.__name__}); install it again") from None
+        raise FlowIndexError(
+            f"the record of installed flow {name} ({path}) is unreadable "
+            f"({exc.__class__.__name__}); install it again"
+        ) from None
 
 
 def all_installed() -> list[Installed]:

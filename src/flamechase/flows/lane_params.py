@@ -18,7 +18,8 @@ class MeasuredLaneParams(CopyParams):
     lanes: int = Field(default=3, ge=1, le=8, description="number of lanes")
     metric_pattern: str = Field(
         default=SCORE_PATTERN,
-        description="regex with one group: the value in the evaluator's output")
+        description="regex with one group: the value in the evaluator's output",
+    )
     metric: str = Field(default="score", min_length=1, max_length=200)
     direction: Literal["minimize", "maximize"] = "minimize"
     evaluator_timeout: float = Field(default=600.0, gt=0, le=86400)

@@ -1,14 +1,14 @@
 """What `-f REF` names, and the flow it loads, with the source a run records for it.
 
-    parallel_flame_chase            a built-in
-    parallel_flame_chase:git_pr     NAME:VARIANT (built-ins: the VARIANTS table; installed and
-                                    entry-point flows: another Flow in the same module)
-    ./my_flow.py, ~/flows/review    a .py file or a package directory (anything with a '/',
-                                    or ending in .py)
-    package.module:FLOW             an importable module (`:FLOW` defaults to FLOW)
-    NAME                            a flow installed from an index, or an installed package's
-                                    entry point in the group `flamechase.flows`
-    git+URL[@REV][#SUBDIR][:FLOW]   a git repository, pinned (flows/gitsource.py)
+parallel_flame_chase            a built-in
+parallel_flame_chase:git_pr     NAME:VARIANT (built-ins: the VARIANTS table; installed and
+                                entry-point flows: another Flow in the same module)
+./my_flow.py, ~/flows/review    a .py file or a package directory (anything with a '/',
+                                or ending in .py)
+package.module:FLOW             an importable module (`:FLOW` defaults to FLOW)
+NAME                            a flow installed from an index, or an installed package's
+                                entry point in the group `flamechase.flows`
+git+URL[@REV][#SUBDIR][:FLOW]   a git repository, pinned (flows/gitsource.py)
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ class Loaded:
     source: str
 
 
-def resolve(ref: str, *, builtin: dict[str, str], variants: dict[str, str],
-            refresh: bool = False) -> Loaded:
+def resolve(
+    ref: str, *, builtin: dict[str, str], variants: dict[str, str], refresh: bool = False
+) -> Loaded:
     """Load the flow `ref` names (see the module docstring); FlowNotFound, one line, if none."""
     if not ref.strip():
         raise FlowNotFound("-f is empty; give a flow name, a path or git+URL")
@@ -75,23 +76,26 @@ def resolve(ref: str, *, builtin: dict[str, str], variants: dict[str, str],
 
 
 def _unknown(ref: str, builtin: dict[str, str]) -> str:
-    names = sorted({*builtin, *(r.name for r in installed.all_installed()),
-                    *(p.name for p in entry_points())})
-    return (f"no flow called {ref!r}; flows here: {', '.join(names)}; or give a path to a .py "
-            "file or package, package.module:FLOW, or git+URL[@REV][#SUBDIR][:FLOW]")
+    names = sorted(
+        {*builtin, *(r.name for r in installed.all_installed()), *(p.name for p in entry_points())}
+    )
+    return (
+        f"no flow called {ref!r}; flows here: {', '.join(names)}; or give a path to a .py "
+        "file or package, package.module:FLOW, or git+URL[@REV][#SUBDIR][:FLOW]"
+    )
 
 
 def _builtin(module: str, ref: str) -> Flow[Any]:
     return modules.flow_in(importlib.import_module(module), None, ref)
 
 
-def _variant(name: str, variant: str, builtin: dict[str, str],
-             variants: dict[str, str]) -> Loaded:
+def _variant(name: str, variant: str, builtin: dict[str, str], variants: dict[str, str]) -> Loaded:
     ref = f"{name}:{variant}"
     if name in builtin:
         known = sorted(k for k in variants if k.startswith(name + ":"))
-        raise FlowNotFound(f"flow {name} has no variant {variant!r}; its variants: "
-                           + (", ".join(known) or "none"))
+        raise FlowNotFound(
+            f"flow {name} has no variant {variant!r}; its variants: " + (", ".join(known) or "none")
+        )
     if not _IDENT.fullmatch(variant):
         raise FlowNotFound(f"-f {ref!r}: {variant!r} is not a variant name")
     record = installed.get(name)
@@ -109,8 +113,10 @@ def _path(ref: str) -> Loaded:
         text, attr = head, tail
     path = Path(text).expanduser()
     if not path.exists():
-        raise FlowNotFound(f"flow path {text} does not exist; give a .py file or a package "
-                           "directory that defines FLOW, or a flow name")
+        raise FlowNotFound(
+            f"flow path {text} does not exist; give a .py file or a package "
+            "directory that defines FLOW, or a flow name"
+        )
     path = path.resolve()
     module = modules.import_path(path, text)
     flow = modules.flow_in(module, attr, text)
@@ -128,19 +134,21 @@ def _from_checkout(checkout: Path, ref: gitsource.GitRef, commit: str) -> Flow[A
     if not target.exists() and (checkout / f"{ref.subdir}.py").is_file():
         target = checkout / f"{ref.subdir}.py"
     if not target.exists():
-        raise FlowNotFound(f"{shown}: the repository has no {ref.subdir or 'root'} at commit "
-                           f"{commit[:12]}")
+        raise FlowNotFound(
+            f"{shown}: the repository has no {ref.subdir or 'root'} at commit {commit[:12]}"
+        )
     if target.is_dir() and not (target / "__init__.py").is_file():
-        raise FlowNotFound(f"{shown}: {ref.subdir or 'the repository root'} is not a flow "
-                           "package (no __init__.py); name the flow's directory with #SUBDIR")
+        raise FlowNotFound(
+            f"{shown}: {ref.subdir or 'the repository root'} is not a flow "
+            "package (no __init__.py); name the flow's directory with #SUBDIR"
+        )
     module = modules.import_path(target, shown)
     return modules.flow_in(module, ref.attr, shown)
 
 
 def load_installed(record: installed.Installed, variant: str | None) -> Loaded:
     """An installed flow, from the checkout of the commit its index recorded (verified)."""
-    ref = gitsource.GitRef(url=record.url, rev=record.commit, subdir=record.subdir,
-                           attr=variant)
+    ref = gitsource.GitRef(url=record.url, rev=record.commit, subdir=record.subdir, attr=variant)
     checkout = gitsource.checkout(record.url, record.commit)
     return Loaded(_from_checkout(checkout, ref, record.commit), ref.source(record.commit))
 
@@ -157,7 +165,8 @@ def _from_entry_point(point: metadata.EntryPoint, variant: str | None) -> Loaded
     shown = f"entry point {point.name} ({point.value})"
     dist = point.dist
     origin = f"entry-point:{point.name}={point.value}" + (
-        f" ({dist.name} {dist.version})" if dist is not None else "")
+        f" ({dist.name} {dist.version})" if dist is not None else ""
+    )
     try:
         obj = point.load()
     except Exception as exc:
@@ -165,5 +174,4 @@ def _from_entry_point(point: metadata.EntryPoint, variant: str | None) -> Loaded
     if variant is None:
         return Loaded(modules.as_flow(obj, shown), origin)
     module = importlib.import_module(point.module)
-    return Loaded(modules.flow_in(module, variant, f"{shown}:{variant}"),
-                  f"{origin}:{variant}")
+    return Loaded(modules.flow_in(module, variant, f"{shown}:{variant}"), f"{origin}:{variant}")

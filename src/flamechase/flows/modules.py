@@ -25,19 +25,21 @@ USER_PREFIX = "flamechase_flow_"
 
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
-    return f"{exc.__class__.__name__}: {text.splitlines()[0]}" if text else \
-        exc.__class__.__name__
+    return f"{exc.__class__.__name__}: {text.splitlines()[0]}" if text else exc.__class__.__name__
 
 
 def import_path(path: Path, shown: str) -> ModuleType:
     """Import a flow file or package directory (`shown` is how the user named it)."""
     target = path / "__init__.py" if path.is_dir() else path
     if path.is_dir() and not target.is_file():
-        raise FlowNotFound(f"{shown} is a directory without __init__.py; a flow is a .py file "
-                           "or a package directory whose __init__.py defines FLOW")
+        raise FlowNotFound(
+            f"{shown} is a directory without __init__.py; a flow is a .py file "
+            "or a package directory whose __init__.py defines FLOW"
+        )
     if not target.is_file() or target.suffix != ".py":
-        raise FlowNotFound(f"{shown} is not a flow: give a .py file or a package directory "
-                           "that defines FLOW")
+        raise FlowNotFound(
+            f"{shown} is not a flow: give a .py file or a package directory that defines FLOW"
+        )
     name = USER_PREFIX + hashlib.sha256(str(path).encode()).hexdigest()[:16]
     digest = hashlib.sha256(target.read_bytes()).hexdigest()
     loaded = sys.modules.get(name)
@@ -48,7 +50,8 @@ def import_path(path: Path, shown: str) -> ModuleType:
     for stale in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
         del sys.modules[stale]
     spec = importlib.util.spec_from_file_location(
-        name, target, submodule_search_locations=[str(path)] if path.is_dir() else None)
+        name, target, submodule_search_locations=[str(path)] if path.is_dir() else None
+    )
     if spec is None or spec.loader is None:
         raise FlowNotFound(f"{shown} cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
@@ -72,8 +75,10 @@ def import_module(name: str, shown: str) -> ModuleType:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
-            raise FlowNotFound(f"-f {shown}: no module named {exc.name!r} in this Python "
-                               f"({sys.executable}); install the package that has it") from exc
+            raise FlowNotFound(
+                f"-f {shown}: no module named {exc.name!r} in this Python "
+                f"({sys.executable}); install the package that has it"
+            ) from exc
         raise FlowNotFound(f"flow {shown} failed to import: {first_line(exc)}") from exc
     except Exception as exc:
         raise FlowNotFound(f"flow {shown} failed to import: {first_line(exc)}") from exc
@@ -89,8 +94,9 @@ def flow_in(module: object, attr: str | None, shown: str) -> Flow[Any]:
         others = flows_in(module)
         hint = f"; it has {', '.join(others)}" if others else ""
         raise FlowNotFound(f"{shown} defines no {name} = <flamechase.flow.Flow instance>{hint}")
-    raise FlowNotFound(f"{shown}: {name} is a {type(found).__name__}, not a "
-                       "flamechase.flow.Flow instance")
+    raise FlowNotFound(
+        f"{shown}: {name} is a {type(found).__name__}, not a flamechase.flow.Flow instance"
+    )
 
 
 def flows_in(module: object) -> list[str]:
@@ -104,5 +110,7 @@ def as_flow(obj: object, shown: str) -> Flow[Any]:
         return obj
     if isinstance(obj, ModuleType):
         return flow_in(obj, None, shown)
-    raise FlowNotFound(f"{shown} is a {type(obj).__name__}, not a flamechase.flow.Flow "
-                       "instance or a module defining FLOW")
+    raise FlowNotFound(
+        f"{shown} is a {type(obj).__name__}, not a flamechase.flow.Flow "
+        "instance or a module defining FLOW"
+    )

@@ -36,18 +36,25 @@ from flamechase.flows import candidates, pfc_measure, pfc_prompts, planner
 from flamechase.flows.lane_params import MeasuredLaneParams
 from flamechase.flows.planner import PLANNER, Planning
 
-GO_ON = ("to go on, change TASK.md and run the same command with the task `continue`: the "
-         "coordinator re-plans and the held lanes are released")
+GO_ON = (
+    "to go on, change TASK.md and run the same command with the task `continue`: the "
+    "coordinator re-plans and the held lanes are released"
+)
 
 
 class ParallelParams(MeasuredLaneParams):
     evaluator: str | None = Field(
-        default=None, min_length=1, max_length=1000,
-        description="shell command the runtime runs to measure a submission")
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="shell command the runtime runs to measure a submission",
+    )
     evaluator_files: list[str] = Field(
-        default_factory=list, max_length=100,
+        default_factory=list,
+        max_length=100,
         description="globs of files the evaluator uses besides those its command names; "
-                    "frozen at the start, a submission that changes them is not measured")
+        "frozen at the start, a submission that changes them is not measured",
+    )
 
 
 class PfcState(BaseModel):
@@ -74,8 +81,10 @@ def lane_place(n: int) -> str:
 
 class ParallelFlameChase(Flow[PfcState]):
     name = "parallel_flame_chase"
-    summary = ("A coordinator plans N lanes and leaves; two actors alternate in each lane; "
-               "only lane 1 writes your tree.")
+    summary = (
+        "A coordinator plans N lanes and leaves; two actors alternate in each lane; "
+        "only lane 1 writes your tree."
+    )
     version = "2"
     Params = ParallelParams
     State = PfcState
@@ -85,8 +94,10 @@ class ParallelFlameChase(Flow[PfcState]):
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
         n = params.lanes if isinstance(params, ParallelParams) else 3
-        return [LaneDef(f"lane-{i}", (f"lane_{i}_actor_a", f"lane_{i}_actor_b"), lane_place(i))
-                for i in range(1, n + 1)]
+        return [
+            LaneDef(f"lane-{i}", (f"lane_{i}_actor_a", f"lane_{i}_actor_b"), lane_place(i))
+            for i in range(1, n + 1)
+        ]
 
     def roles(self, params: FlowParams) -> list[str]:
         return [PLANNER, *(r for lane in self.lanes(params) for r in lane.roles)]
@@ -94,8 +105,11 @@ class ParallelFlameChase(Flow[PfcState]):
     def describe_roles(self, params: FlowParams) -> list[Role]:
         said = {PLANNER: "plans one mission per lane, once, and leaves the run"}
         for lane in self.lanes(params):
-            where = "your tree (the only lane that writes it)" if lane.in_source else \
-                "a private copy; reaches lane 1 by reports and artifacts"
+            where = (
+                "your tree (the only lane that writes it)"
+                if lane.in_source
+                else "a private copy; reaches lane 1 by reports and artifacts"
+            )
             for role in lane.roles:
                 said[role] = f"{lane.name}, taking turns, on {where}"
         return [Role(r, said.get(r, "")) for r in self.roles(params)]
@@ -111,23 +125,37 @@ class ParallelFlameChase(Flow[PfcState]):
 
     def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
         # The bundled sample's bench.py prints `STEPS: <int>`, lower is better.
-        return {"evaluator": evaluator, "metric_pattern": r"STEPS: (\d+)", "metric": "steps",
-                "direction": "minimize"}
+        return {
+            "evaluator": evaluator,
+            "metric_pattern": r"STEPS: (\d+)",
+            "metric": "steps",
+            "direction": "minimize",
+        }
 
     # ---- folding ---------------------------------------------------------------------------
 
     def start(self, setup: RunSetup) -> PfcState:
         params = ParallelParams.model_validate(setup.params.model_dump())
-        book = LaneBook.open(setup.run_id, setup.lanes, holds=True, shares_reports=True,
-                             system_reports=True)
+        book = LaneBook.open(
+            setup.run_id, setup.lanes, holds=True, shares_reports=True, system_reports=True
+        )
         state = PfcState(params=params, book=book)
         declared = candidates.declared(params.model_dump())
         if declared:
-            state = state.model_copy(update={"outbox": state.outbox.add(Emit(
-                ev.LeaderboardDeclared(metric=declared["metric"],
-                                       direction=declared["direction"],
-                                       measured_by_runtime=True,
-                                       command=params.evaluator)))})
+            state = state.model_copy(
+                update={
+                    "outbox": state.outbox.add(
+                        Emit(
+                            ev.LeaderboardDeclared(
+                                metric=declared["metric"],
+                                direction=declared["direction"],
+                                measured_by_runtime=True,
+                                command=params.evaluator,
+                            )
+                        )
+                    )
+                }
+            )
         return state
 
     def evolve(self, state: PfcState, event: ev.Event) -> PfcState:
@@ -135,23 +163,27 @@ class ParallelFlameChase(Flow[PfcState]):
         out = state.outbox.settle(event).add(*owed)
         state = state.model_copy(update={"book": book, "outbox": out})
         if isinstance(event, ev.PlaceMade):
-            state = state.model_copy(update={"places": {**state.places,
-                                                        event.place: event.path}})
+            state = state.model_copy(update={"places": {**state.places, event.place: event.path}})
             return self._measure_place(state, event)
         if isinstance(event, ev.PlaceDropped):
-            return state.model_copy(update={
-                "dropping": tuple(p for p in state.dropping if p != event.place),
-                "places": {k: v for k, v in state.places.items() if k != event.place}})
+            return state.model_copy(
+                update={
+                    "dropping": tuple(p for p in state.dropping if p != event.place),
+                    "places": {k: v for k, v in state.places.items() if k != event.place},
+                }
+            )
         if isinstance(event, ev.Frozen) and event.key == pfc_measure.FROZEN:
-            return state.model_copy(update={"frozen": event.files,
-                                            "freeze_error": event.error})
+            return state.model_copy(update={"frozen": event.files, "freeze_error": event.error})
         if isinstance(event, ev.RunResumed) and event.params:
             params = ParallelParams.model_validate(event.params)
             return state.model_copy(update={"params": params})
         if isinstance(event, ev.ObjectiveRevised):
-            return state.model_copy(update={
-                "planning": Planning(revision=state.revision + 1),
-                "fingerprint": event.task_fingerprint})
+            return state.model_copy(
+                update={
+                    "planning": Planning(revision=state.revision + 1),
+                    "fingerprint": event.task_fingerprint,
+                }
+            )
         if event.lane is None and event.actor == PLANNER:
             return self._planning(state, event)
         if isinstance(event, ev.TurnValid) and event.result.get("submission"):
@@ -162,12 +194,10 @@ class ParallelFlameChase(Flow[PfcState]):
 
     def _planning(self, state: PfcState, event: ev.Event) -> PfcState:
         p = state.planning
-        step = None if p is None else planner.fold(p, event, state.book.lanes,
-                                                   state.fingerprint)
+        step = None if p is None else planner.fold(p, event, state.book.lanes, state.fingerprint)
         if p is None or step is None:
             return state
-        update: dict[str, Any] = {"planning": step.planning,
-                                  "outbox": state.outbox.add(*step.owed)}
+        update: dict[str, Any] = {"planning": step.planning, "outbox": state.outbox.add(*step.owed)}
         if step.plan is not None:
             update.update(plan=step.plan, revision=p.revision)
         return state.model_copy(update=update)
@@ -177,10 +207,15 @@ class ParallelFlameChase(Flow[PfcState]):
         rid = report_id(state.book.run_id, lane, event.turn, event.attempt)
         sub = dict(event.result["submission"])
         if state.params.evaluator:
-            return state.model_copy(update={
-                "book": state.book.wait_for(lane, rid),
-                "measuring": {**state.measuring, rid: {"sub": sub, "role": event.actor,
-                                                       "lane": lane, "at": event.at}}})
+            return state.model_copy(
+                update={
+                    "book": state.book.wait_for(lane, rid),
+                    "measuring": {
+                        **state.measuring,
+                        rid: {"sub": sub, "role": event.actor, "lane": lane, "at": event.at},
+                    },
+                }
+            )
         return self._add_candidate(state, rid, lane, event.actor, event.at, sub, None)
 
     def _measure_place(self, state: PfcState, made: ev.PlaceMade) -> PfcState:
@@ -193,36 +228,62 @@ class ParallelFlameChase(Flow[PfcState]):
         if not touched:
             return state
         state = self._done_measuring(state, rid)
-        report = pfc_measure.system_report(rid, info["lane"], state.book.run_id, made.at,
-                                           touched)
+        report = pfc_measure.system_report(rid, info["lane"], state.book.run_id, made.at, touched)
         state = state.model_copy(update={"outbox": state.outbox.add(report)})
-        receipt = {"error": "tampered: the submission changed the evaluator's files "
-                            + ", ".join(touched), "tampered": touched, "value": None}
-        return self._add_candidate(state, rid, info["lane"], info["role"], info["at"],
-                                   info["sub"], receipt)
+        receipt = {
+            "error": "tampered: the submission changed the evaluator's files " + ", ".join(touched),
+            "tampered": touched,
+            "value": None,
+        }
+        return self._add_candidate(
+            state, rid, info["lane"], info["role"], info["at"], info["sub"], receipt
+        )
 
     def _done_measuring(self, state: PfcState, rid: str) -> PfcState:
         rest = {k: v for k, v in state.measuring.items() if k != rid}
-        return state.model_copy(update={
-            "measuring": rest, "book": state.book.done_waiting(rid),
-            "dropping": (*state.dropping, pfc_measure.place_of(rid))})
+        return state.model_copy(
+            update={
+                "measuring": rest,
+                "book": state.book.done_waiting(rid),
+                "dropping": (*state.dropping, pfc_measure.place_of(rid)),
+            }
+        )
 
     def _measured(self, state: PfcState, event: ev.Measured) -> PfcState:
         info = state.measuring[event.key]
         state = self._done_measuring(state, event.key)
         # The state keeps the receipt without the output itself (its hash stays).
         receipt = {k: v for k, v in event.receipt.items() if k != "output"}
-        return self._add_candidate(state, event.key, info["lane"], info["role"], info["at"],
-                                   info["sub"], receipt)
+        return self._add_candidate(
+            state, event.key, info["lane"], info["role"], info["at"], info["sub"], receipt
+        )
 
-    def _add_candidate(self, state: PfcState, rid: str, lane: str, role: str | None, at: str,
-                       sub: Mapping[str, Any], receipt: Mapping[str, Any] | None) -> PfcState:
-        row, announce = candidates.record(state.candidates, state.params.model_dump(),
-                                          report_id=rid, lane=lane, role=role, at=at,
-                                          sub=sub, receipt=receipt)
-        return state.model_copy(update={
-            "candidates": (*state.candidates, row),
-            "outbox": state.outbox.add(*(Emit(e) for e in announce))})
+    def _add_candidate(
+        self,
+        state: PfcState,
+        rid: str,
+        lane: str,
+        role: str | None,
+        at: str,
+        sub: Mapping[str, Any],
+        receipt: Mapping[str, Any] | None,
+    ) -> PfcState:
+        row, announce = candidates.record(
+            state.candidates,
+            state.params.model_dump(),
+            report_id=rid,
+            lane=lane,
+            role=role,
+            at=at,
+            sub=sub,
+            receipt=receipt,
+        )
+        return state.model_copy(
+            update={
+                "candidates": (*state.candidates, row),
+                "outbox": state.outbox.add(*(Emit(e) for e in announce)),
+            }
+        )
 
     # ---- deciding --------------------------------------------------------------------------
 
@@ -234,22 +295,35 @@ class ParallelFlameChase(Flow[PfcState]):
         out += [MakePlace(ln.place) for ln in private if ln.place not in state.places]
         if p.evaluator:
             if state.freeze_error:
-                return [FinishRun("failed", "cannot freeze the evaluator's files: "
-                                  f"{state.freeze_error}")]
-            ready = pfc_measure.setup(p.evaluator, p.evaluator_files, state.places,
-                                      state.frozen)
+                return [
+                    FinishRun(
+                        "failed", f"cannot freeze the evaluator's files: {state.freeze_error}"
+                    )
+                ]
+            ready = pfc_measure.setup(p.evaluator, p.evaluator_files, state.places, state.frozen)
             if ready:  # nothing runs before the baseline and the frozen evaluator exist
                 return out + ready
         if state.planning is not None:
             return out + planner.commands(state.planning, state.places, state.book.lanes)
         for key, info in state.measuring.items():
             lane = state.book.get(info["lane"])
-            out += pfc_measure.steps(key, info, lane.place, state.places, p.evaluator or "",
-                                     p.metric_pattern, p.evaluator_timeout)
+            out += pfc_measure.steps(
+                key,
+                info,
+                lane.place,
+                state.places,
+                p.evaluator or "",
+                p.metric_pattern,
+                p.evaluator_timeout,
+            )
         if any(ln.place not in state.places for ln in private):
             return out
-        if state.book.all_held() and not state.measuring and not state.outbox \
-                and not state.dropping:
+        if (
+            state.book.all_held()
+            and not state.measuring
+            and not state.outbox
+            and not state.dropping
+        ):
             return [*out, FinishRun("held", state.book.held_message(GO_ON))]
         return out + state.book.turns_to_start()
 
@@ -259,8 +333,12 @@ class ParallelFlameChase(Flow[PfcState]):
         if ctx.turn.lane is None:
             errors = state.planning.errors if state.planning else ()
             return pfc_prompts.plan_prompt(
-                objective=ctx.objective, lanes=list(state.book.lanes), previous_errors=errors,
-                workspace_map=ctx.workspace_map, report_path=ctx.report_path)
+                objective=ctx.objective,
+                lanes=list(state.book.lanes),
+                previous_errors=errors,
+                workspace_map=ctx.workspace_map,
+                report_path=ctx.report_path,
+            )
         lane = state.book.get(ctx.turn.lane)
         letter = "a" if ctx.turn.role == lane.actors[0] else "b"
         mission = None
@@ -268,15 +346,27 @@ class ParallelFlameChase(Flow[PfcState]):
             if entry.get("lane") == lane.name and isinstance(entry.get("mission"), dict):
                 mission = entry["mission"]
         return pfc_prompts.lane_prompt(
-            run_id=ctx.run_id, lane=lane.name, in_source=lane.in_source, role=ctx.turn.role,
-            actor=letter, partner=lane.actors[1 if letter == "a" else 0],
-            turn=ctx.turn.number, workspace=ctx.workspace, artifact_root=ctx.artifact_root,
+            run_id=ctx.run_id,
+            lane=lane.name,
+            in_source=lane.in_source,
+            role=ctx.turn.role,
+            actor=letter,
+            partner=lane.actors[1 if letter == "a" else 0],
+            turn=ctx.turn.number,
+            workspace=ctx.workspace,
+            artifact_root=ctx.artifact_root,
             leaderboard=candidates.board(state.candidates, state.params.model_dump()),
-            objective=ctx.objective, mission=mission,
-            consecutive_failures=lane.consecutive_failures, last_error=lane.last_error,
-            workspace_map=ctx.workspace_map, inbox=ctx.inbox, inbox_path=ctx.inbox_path,
-            checkpoint_path=ctx.checkpoint_path, checkpoint_identity=ctx.checkpoint_identity,
-            report_path=ctx.report_path)
+            objective=ctx.objective,
+            mission=mission,
+            consecutive_failures=lane.consecutive_failures,
+            last_error=lane.last_error,
+            workspace_map=ctx.workspace_map,
+            inbox=ctx.inbox,
+            inbox_path=ctx.inbox_path,
+            checkpoint_path=ctx.checkpoint_path,
+            checkpoint_identity=ctx.checkpoint_identity,
+            report_path=ctx.report_path,
+        )
 
     def repair_prompt(self, state: PfcState, ctx: TurnContext, reason: str) -> str:
         if ctx.turn.lane is None:
@@ -284,9 +374,11 @@ class ParallelFlameChase(Flow[PfcState]):
         return super().repair_prompt(state, ctx, reason)
 
     def describe(self, state: PfcState) -> dict[str, Any]:
-        return {"plan": state.plan,
-                "leaderboard": candidates.board(state.candidates, state.params.model_dump()),
-                "lanes": state.book.describe()}
+        return {
+            "plan": state.plan,
+            "leaderboard": candidates.board(state.candidates, state.params.model_dump()),
+            "lanes": state.book.describe(),
+        }
 
 
 FLOW = ParallelFlameChase()

@@ -24,8 +24,12 @@ def place_of(rid: str) -> str:
     return f"measure/{rid}"
 
 
-def setup(evaluator: str, files: Sequence[str], places: Mapping[str, str],
-          frozen: Mapping[str, str] | None) -> list[Command]:
+def setup(
+    evaluator: str,
+    files: Sequence[str],
+    places: Mapping[str, str],
+    frozen: Mapping[str, str] | None,
+) -> list[Command]:
     """What must exist before any lane works: the baseline and the frozen evaluator."""
     if BASELINE not in places:
         return [MakePlace(BASELINE)]
@@ -34,15 +38,29 @@ def setup(evaluator: str, files: Sequence[str], places: Mapping[str, str],
     return []
 
 
-def steps(rid: str, info: Mapping[str, Any], lane_place: str, places: Mapping[str, str],
-          evaluator: str, pattern: str, timeout: float) -> list[Command]:
+def steps(
+    rid: str,
+    info: Mapping[str, Any],
+    lane_place: str,
+    places: Mapping[str, str],
+    evaluator: str,
+    pattern: str,
+    timeout: float,
+) -> list[Command]:
     """The next command for one submission under measurement."""
     place = place_of(rid)
     if place not in places:
-        return [MakePlace(place, how="overlay", base=BASELINE, over=lane_place,
-                          restore=FROZEN)]
-    return [Measure(key=rid, place=place, command=evaluator, pattern=pattern,
-                    timeout=timeout, lane=info["lane"])]
+        return [MakePlace(place, how="overlay", base=BASELINE, over=lane_place, restore=FROZEN)]
+    return [
+        Measure(
+            key=rid,
+            place=place,
+            command=evaluator,
+            pattern=pattern,
+            timeout=timeout,
+            lane=info["lane"],
+        )
+    ]
 
 
 def tampered(made: ev.PlaceMade, frozen: Mapping[str, str]) -> list[str]:
@@ -52,16 +70,34 @@ def tampered(made: ev.PlaceMade, frozen: Mapping[str, str]) -> list[str]:
 
 def system_report(rid: str, lane: str, run_id: str, at: str, files: Sequence[str]) -> Command:
     """Tell the lane why its submission was not measured."""
-    summary = (f"Your submission {rid} was not measured: it changed the evaluator's files "
-               f"({', '.join(files)}), which the runtime froze at the start of the run. "
-               "Scores are measured with the frozen evaluator; submit changes that leave "
-               "those files as they were.")
-    return PublishReport(lane=f"system:{lane}", report_id=f"system.{rid}", kind="system",
-                         record={"report_id": f"system.{rid}", "run_id": run_id,
-                                 "lane": f"system:{lane}", "role": "runtime", "at": at,
-                                 "status": "system", "summary": summary, "changes": [],
-                                 "evidence": [], "tests": [], "risks": [], "next_step": "",
-                                 "deliverable": None, "submission": None, "artifacts": []})
+    summary = (
+        f"Your submission {rid} was not measured: it changed the evaluator's files "
+        f"({', '.join(files)}), which the runtime froze at the start of the run. "
+        "Scores are measured with the frozen evaluator; submit changes that leave "
+        "those files as they were."
+    )
+    return PublishReport(
+        lane=f"system:{lane}",
+        report_id=f"system.{rid}",
+        kind="system",
+        record={
+            "report_id": f"system.{rid}",
+            "run_id": run_id,
+            "lane": f"system:{lane}",
+            "role": "runtime",
+            "at": at,
+            "status": "system",
+            "summary": summary,
+            "changes": [],
+            "evidence": [],
+            "tests": [],
+            "risks": [],
+            "next_step": "",
+            "deliverable": None,
+            "submission": None,
+            "artifacts": [],
+        },
+    )
 
 
 def drop(place: str) -> DropPlace:

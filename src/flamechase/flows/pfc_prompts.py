@@ -14,8 +14,14 @@ def _j(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def plan_prompt(*, objective: str, lanes: Sequence[str], previous_errors: Sequence[str],
-                workspace_map: Mapping[str, Any], report_path: Path) -> str:
+def plan_prompt(
+    *,
+    objective: str,
+    lanes: Sequence[str],
+    previous_errors: Sequence[str],
+    workspace_map: Mapping[str, Any],
+    report_path: Path,
+) -> str:
     n = len(lanes)
     names = ", ".join(lanes)
     retry = ""
@@ -33,33 +39,61 @@ def plan_prompt(*, objective: str, lanes: Sequence[str], previous_errors: Sequen
         "variants. This is the only coordinator turn: lanes coordinate through reports.\n"
         f"{retry}\nObjective:\n{objective}\n\nWorkspace map:\n{_j(workspace_map)}"
         f"\n\nWrite the plan as JSON to {report_path}:\n"
-        + _j({"lanes": [{"lane": name, "mission": {
-            "title": "…", "objective": "…", "success_criteria": ["…"],
-            "kind": "research|implementation|validation|integration",
-            "approach_class": "…"}} for name in lanes]})
+        + _j(
+            {
+                "lanes": [
+                    {
+                        "lane": name,
+                        "mission": {
+                            "title": "…",
+                            "objective": "…",
+                            "success_criteria": ["…"],
+                            "kind": "research|implementation|validation|integration",
+                            "approach_class": "…",
+                        },
+                    }
+                    for name in lanes
+                ]
+            }
+        )
         + "\nExactly one entry per lane. Optional mission fields: change_scale, "
         "information_question, dependencies.\n"
     )
 
 
 def plan_repair_prompt(reason: str, report_path: Path) -> str:
-    return (f"Your plan was rejected: {reason}\nWrite a corrected plan as JSON to "
-            f"{report_path}: {{\"lanes\": [{{\"lane\": \"lane-1\", \"mission\": {{\"title\": "
-            "…, \"objective\": …, \"success_criteria\": [...]}}}}, …]}} with exactly "
-            "one entry per lane.")
-
-
+    return (
+        f"Your plan was rejected: {reason}\nWrite a corrected plan as JSON to "
+        f'{report_path}: {{"lanes": [{{"lane": "lane-1", "mission": {{"title": '
+        '…, "objective": …, "success_criteria": [...]}}}}, …]}} with exactly '
+        "one entry per lane."
+    )
 
 
 # long: the words of a lane's prompt, kept together as the agent reads them.
-def lane_prompt(*, run_id: str, lane: str, in_source: bool, role: str, actor: str,
-                partner: str, turn: int, workspace: Path, artifact_root: Path | None,
-                leaderboard: Mapping[str, Any], objective: str,
-                mission: Mapping[str, Any] | None, consecutive_failures: int,
-                last_error: str | None, workspace_map: Mapping[str, Any],
-                inbox: Sequence[Mapping[str, Any]], inbox_path: Path,
-                checkpoint_path: Path | None, checkpoint_identity: Mapping[str, Any],
-                report_path: Path) -> str:
+def lane_prompt(
+    *,
+    run_id: str,
+    lane: str,
+    in_source: bool,
+    role: str,
+    actor: str,
+    partner: str,
+    turn: int,
+    workspace: Path,
+    artifact_root: Path | None,
+    leaderboard: Mapping[str, Any],
+    objective: str,
+    mission: Mapping[str, Any] | None,
+    consecutive_failures: int,
+    last_error: str | None,
+    workspace_map: Mapping[str, Any],
+    inbox: Sequence[Mapping[str, Any]],
+    inbox_path: Path,
+    checkpoint_path: Path | None,
+    checkpoint_identity: Mapping[str, Any],
+    report_path: Path,
+) -> str:
     ownership = (
         "You own integration: you alone edit the original source. Integrate other lanes' "
         "work only from runtime-validated artifact packages (listed with sha256 in the "
@@ -67,49 +101,51 @@ def lane_prompt(*, run_id: str, lane: str, in_source: bool, role: str, actor: st
         f"package with `flamechase artifacts {run_id} REPORT_ID --extract DIR`). "
         "Recheck their assumptions in the source; integration is new work, not copying. "
         "Keep the source coherent and tested."
-        if in_source else
-        f"Work only in your private snapshot ({workspace}); never edit the original "
+        if in_source
+        else f"Work only in your private snapshot ({workspace}); never edit the original "
         "source. Publish every deliverable as explicit files under your artifact root "
         f"({artifact_root}) with integration notes lane-1 can follow."
     )
-    return "\n".join([
-        f"You are {role} (actor {actor} of {lane}), taking turn {turn} of {lane} in a "
-        f"parallel flame chase. This is a fresh session; {partner} takes the next turn. "
-        "Read the repository and TASK.md first; leave durable work and evidence, not "
-        "conversational memory.",
-        "",
-        ownership,
-        "",
-        "Do substantive work now; test claims in proportion; no remote release, deployment,"
-        " purchase or messaging; do not invent success. Status: progress = work landed; "
-        "deliverable_ready = declared artifact files exist and another lane can rebuild the"
-        " result; no_result = a falsifiable direction was exhausted; blocked = a concrete "
-        "blocker (this holds the lane).",
-        "",
-        "Candidates: with a deliverable_ready package you may add a `submission` with the "
-        "value the task's evaluator printed. The runtime re-runs the evaluator itself and "
-        "ranks only what it measures. Use new artifact paths per candidate; never alter "
-        "published files.",
-        "",
-        f"Current leaderboard:\n{_j(leaderboard)}",
-        "",
-        f"Objective:\n{objective}",
-        "",
-        f"Your lane's mission:\n{_j(mission)}",
-        "",
-        "Lane status from the preceding attempt: " + _j(
-            {"consecutive_failures": consecutive_failures, "last_error": last_error}),
-        "",
-        f"Workspace map:\n{_j(workspace_map)}",
-        "",
-        f"Reports from other lanes not yet acknowledged by this lane (also in "
-        f"{inbox_path}):\n{_j(list(inbox))}",
-        "",
-        f"Artifact paths are relative to {artifact_root}. You may write a checkpoint "
-        f"to {checkpoint_path} as {{\"identity\": {_j(dict(checkpoint_identity))}"
-        " + \"phase\": \"terminal\", \"report\": <your report>}; it is used only if your "
-        "session dies before the report is written.",
-        "",
-        f"Finish by writing your turn report as JSON to {report_path}, matching this "
-        f"schema:\n{json.dumps(report_schema(), separators=(',', ':'))}",
-    ])
+    return "\n".join(
+        [
+            f"You are {role} (actor {actor} of {lane}), taking turn {turn} of {lane} in a "
+            f"parallel flame chase. This is a fresh session; {partner} takes the next turn. "
+            "Read the repository and TASK.md first; leave durable work and evidence, not "
+            "conversational memory.",
+            "",
+            ownership,
+            "",
+            "Do substantive work now; test claims in proportion; no remote release, deployment,"
+            " purchase or messaging; do not invent success. Status: progress = work landed; "
+            "deliverable_ready = declared artifact files exist and another lane can rebuild the"
+            " result; no_result = a falsifiable direction was exhausted; blocked = a concrete "
+            "blocker (this holds the lane).",
+            "",
+            "Candidates: with a deliverable_ready package you may add a `submission` with the "
+            "value the task's evaluator printed. The runtime re-runs the evaluator itself and "
+            "ranks only what it measures. Use new artifact paths per candidate; never alter "
+            "published files.",
+            "",
+            f"Current leaderboard:\n{_j(leaderboard)}",
+            "",
+            f"Objective:\n{objective}",
+            "",
+            f"Your lane's mission:\n{_j(mission)}",
+            "",
+            "Lane status from the preceding attempt: "
+            + _j({"consecutive_failures": consecutive_failures, "last_error": last_error}),
+            "",
+            f"Workspace map:\n{_j(workspace_map)}",
+            "",
+            f"Reports from other lanes not yet acknowledged by this lane (also in "
+            f"{inbox_path}):\n{_j(list(inbox))}",
+            "",
+            f"Artifact paths are relative to {artifact_root}. You may write a checkpoint "
+            f'to {checkpoint_path} as {{"identity": {_j(dict(checkpoint_identity))}'
+            ' + "phase": "terminal", "report": <your report>}; it is used only if your '
+            "session dies before the report is written.",
+            "",
+            f"Finish by writing your turn report as JSON to {report_path}, matching this "
+            f"schema:\n{json.dumps(report_schema(), separators=(',', ':'))}",
+        ]
+    )

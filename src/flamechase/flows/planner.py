@@ -51,21 +51,34 @@ def commands(p: Planning, places: Mapping[str, str], lanes: Mapping[str, Lane]) 
     if place not in places:
         return [MakePlace(place)]
     if len(p.errors) >= PLAN_ATTEMPTS:
-        return [FinishRun("failed", f"planning failed after {len(p.errors)} fresh sessions: "
-                          + " | ".join(p.errors))]
+        return [
+            FinishRun(
+                "failed",
+                f"planning failed after {len(p.errors)} fresh sessions: " + " | ".join(p.errors),
+            )
+        ]
     out: list[Command] = []
     if not p.announced:
         # Announced once per revision; the outbox carries it through a crash.
-        out.append(Emit(ev.PlanningStarted(actor=PLANNER, revision=p.revision,
-                                           workspace=places[place])))
+        out.append(
+            Emit(ev.PlanningStarted(actor=PLANNER, revision=p.revision, workspace=places[place]))
+        )
     spec = ResultSpec(PlanResult, noun="plan", context={"lanes": list(lanes)})
-    out.append(StartTurn(role=PLANNER, lane=None, number=p.revision, place=place, result=spec,
-                         counted=False, env={"FLAMECHASE_LANES": ",".join(lanes)}))
+    out.append(
+        StartTurn(
+            role=PLANNER,
+            lane=None,
+            number=p.revision,
+            place=place,
+            result=spec,
+            counted=False,
+            env={"FLAMECHASE_LANES": ",".join(lanes)},
+        )
+    )
     return out
 
 
-def fold(p: Planning, event: ev.Event, lanes: Mapping[str, Lane],
-         fingerprint: str) -> Step | None:
+def fold(p: Planning, event: ev.Event, lanes: Mapping[str, Lane], fingerprint: str) -> Step | None:
     """A planner's turn event (lane None, actor PLANNER); None when it changes nothing."""
     if isinstance(event, ev.PlanningStarted):
         return Step(p.model_copy(update={"announced": True}))
@@ -75,19 +88,35 @@ def fold(p: Planning, event: ev.Event, lanes: Mapping[str, Lane],
         return Step(p.model_copy(update={"busy": False}))
     if not isinstance(event, ev.TurnValid | ev.TurnFailed):
         return None
-    attempt = ev.PlanAttempt(actor=PLANNER, attempt=event.attempt, status=event.status,
-                             error=getattr(event, "error", None), cost_usd=event.cost_usd,
-                             output_tokens=event.output_tokens, duration=round(event.duration, 3))
+    attempt = ev.PlanAttempt(
+        actor=PLANNER,
+        attempt=event.attempt,
+        status=event.status,
+        error=getattr(event, "error", None),
+        cost_usd=event.cost_usd,
+        output_tokens=event.output_tokens,
+        duration=round(event.duration, 3),
+    )
     if isinstance(event, ev.TurnFailed):
         errors = (*p.errors, f"attempt {event.attempt}: {event.error or 'failed'}")
         return Step(p.model_copy(update={"busy": False, "errors": errors}), (Emit(attempt),))
     held = [n for n, ln in lanes.items() if ln.held]
-    owed: list[Command] = [Emit(attempt), Emit(ev.Planned(actor=PLANNER, revision=p.revision,
-                                                          plan=event.result, released=held))]
+    owed: list[Command] = [
+        Emit(attempt),
+        Emit(ev.Planned(actor=PLANNER, revision=p.revision, plan=event.result, released=held)),
+    ]
     if p.revision > 1:
-        owed.append(Emit(ev.ObjectiveReplanned(revision=p.revision,
-                                               task_fingerprint=fingerprint, released=held)))
+        owed.append(
+            Emit(
+                ev.ObjectiveReplanned(
+                    revision=p.revision, task_fingerprint=fingerprint, released=held
+                )
+            )
+        )
     # A new plan gives every lane a clean slate: held lanes go again, streaks restart.
-    owed += [ReleaseLane(n, "a new plan") for n, ln in lanes.items()
-             if ln.held or ln.consecutive_failures]
+    owed += [
+        ReleaseLane(n, "a new plan")
+        for n, ln in lanes.items()
+        if ln.held or ln.consecutive_failures
+    ]
     return Step(None, tuple(owed), event.result)

@@ -26,8 +26,9 @@ class Mission(BaseModel):
     success_criteria: list[str] = Field(min_length=1, max_length=12)
     kind: Literal["research", "implementation", "validation", "integration"] = "research"
     approach_class: str | None = Field(default=None, max_length=200)
-    change_scale: Literal["probe", "component", "architecture", "validation",
-                          "integration"] = "component"
+    change_scale: Literal["probe", "component", "architecture", "validation", "integration"] = (
+        "component"
+    )
     information_question: str | None = Field(default=None, max_length=2000)
     dependencies: list[str] = Field(default_factory=list, max_length=20)
 
@@ -61,8 +62,9 @@ def validate_plan(data: Any, lanes: Sequence[str]) -> dict[str, Any]:
     wanted = list(lanes)
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise ValueError(f"plan repeats {', '.join(map(_show, repeated))}; "
-                         "give exactly one mission per lane")
+        raise ValueError(
+            f"plan repeats {', '.join(map(_show, repeated))}; give exactly one mission per lane"
+        )
     missing = [n for n in wanted if n not in names]
     extra = [n for n in names if n not in wanted]
     if missing or extra:
@@ -72,8 +74,11 @@ def validate_plan(data: Any, lanes: Sequence[str]) -> dict[str, Any]:
             + (f"; unknown {', '.join(map(_show, extra))}" if extra else "")
         )
     order = {n: i for i, n in enumerate(wanted)}
-    return {"lanes": [b.model_dump(mode="json")
-                      for b in sorted(plan.lanes, key=lambda b: order[b.lane])]}
+    return {
+        "lanes": [
+            b.model_dump(mode="json") for b in sorted(plan.lanes, key=lambda b: order[b.lane])
+        ]
+    }
 
 
 class PlanResult(BaseModel):
@@ -86,7 +91,8 @@ class PlanResult(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _against_the_run(cls, data: Any, handler: ValidatorFunctionWrapHandler,
-                         info: ValidationInfo) -> Any:
+    def _against_the_run(
+        cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Any:
         names = list((info.context or {}).get("lanes", ()))
         return handler(validate_plan(data, names))

@@ -72,8 +72,20 @@ def _private_tmp(spec: JailSpec, argv: list[str]) -> bool:
 def bwrap_argv(argv: list[str], spec: JailSpec, *, bwrap: str | None = None) -> list[str]:
     """`argv` inside a bubblewrap jail built from `spec`."""
     exe = bwrap or bwrap_path() or BWRAP
-    out = [ENV, "--ignore-signal=TERM", exe, "--die-with-parent", "--unshare-pid",
-           "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    out = [
+        ENV,
+        "--ignore-signal=TERM",
+        exe,
+        "--die-with-parent",
+        "--unshare-pid",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
     if _private_tmp(spec, argv):
         out += ["--bind", str(spec.tmp.resolve()), str(TMP)]
     hidden_dirs: list[str] = []

@@ -37,24 +37,30 @@ def choose(requested: str, probe: Probe) -> Choice:
         if not probe.bwrap_ok:
             raise SandboxUnavailable(
                 f"sandbox=bwrap: {probe.bwrap_reason}; use -p sandbox=auto to fall back to "
-                "Landlock, or sandbox=off to run agents unconfined")
+                "Landlock, or sandbox=off to run agents unconfined"
+            )
         return Choice("bwrap", (summary("bwrap"),))
     if requested == "landlock":
         if not probe.landlock_ok:
             raise SandboxUnavailable(
                 f"sandbox=landlock: {probe.landlock_reason}; use -p sandbox=auto (bubblewrap "
-                "where it runs), or sandbox=off to run agents unconfined")
+                "where it runs), or sandbox=off to run agents unconfined"
+            )
         return Choice("landlock", (summary("landlock", scoped=probe.landlock_scopes),))
     if requested != "auto":
-        raise SandboxUnavailable(
-            f"sandbox={requested}: expected one of {', '.join(REQUESTS)}")
+        raise SandboxUnavailable(f"sandbox={requested}: expected one of {', '.join(REQUESTS)}")
     if probe.bwrap_ok:
         return Choice("bwrap", (summary("bwrap"),))
     if probe.landlock_ok:
-        return Choice("landlock", (
-            f"{probe.bwrap_reason}: falling back to Landlock",
-            summary("landlock", scoped=probe.landlock_scopes)))
+        return Choice(
+            "landlock",
+            (
+                f"{probe.bwrap_reason}: falling back to Landlock",
+                summary("landlock", scoped=probe.landlock_scopes),
+            ),
+        )
     raise SandboxUnavailable(
         f"sandbox=auto: no jail can run here: {probe.bwrap_reason}, and "
         f"{probe.landlock_reason}; install bubblewrap, or pass -p sandbox=off to run agents "
-        "unconfined")
+        "unconfined"
+    )

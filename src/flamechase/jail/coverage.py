@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from flamechase.jail.spec import Mode
 
-NAMES: dict[Mode, str] = {"bwrap": "bubblewrap jail", "landlock": "Landlock jail",
-                          "off": "no jail (sandbox=off)"}
+NAMES: dict[Mode, str] = {
+    "bwrap": "bubblewrap jail",
+    "landlock": "Landlock jail",
+    "off": "no jail (sandbox=off)",
+}
 
 STOPS: dict[Mode, tuple[str, ...]] = {
     "bwrap": (
@@ -59,8 +62,11 @@ def summary(mode: Mode, *, scoped: bool = True) -> str:
     stops = list(STOPS[mode])
     leaves = list(LEAVES[mode])
     if mode == "landlock":
-        stops = [s.replace(" (Landlock ABI 6+ only)", "") for s in stops
-                 if scoped or "signalling" not in s]
+        stops = [
+            s.replace(" (Landlock ABI 6+ only)", "")
+            for s in stops
+            if scoped or "signalling" not in s
+        ]
         leaves = [s for s in leaves if not scoped or "below 6" not in s]
     if mode == "off":
         return f"{NAMES[mode]}: nothing is stopped; {leaves[0]}"

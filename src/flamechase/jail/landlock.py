@@ -22,8 +22,16 @@ from flamechase.jail.spec import JailSpec, outermost, safe_grants
 
 LAUNCHER = Path(__file__).with_name("landlock_exec.py")
 # Device files agents legitimately write.
-DEVICES = ("/dev/null", "/dev/zero", "/dev/tty", "/dev/full", "/dev/random", "/dev/urandom",
-           "/dev/pts", "/dev/shm")  # noqa: S108 -- a grant, not a temp file we create
+DEVICES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/tty",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/pts",
+    "/dev/shm",  # noqa: S108 -- a grant, not a temp file we create
+)
 SCOPE_ABI = 6  # signal and abstract-unix-socket scoping
 
 

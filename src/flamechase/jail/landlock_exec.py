@@ -54,8 +54,11 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 class RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class PathBeneathAttr(ctypes.Structure):
@@ -87,8 +90,18 @@ def _ruleset(libc: ctypes.CDLL, writable: list[str]) -> int:
     abi = libc.syscall(SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     if abi < 1:
         _fail("Landlock is not available on this kernel")
-    handled = (WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_CHAR | MAKE_DIR | MAKE_REG
-               | MAKE_SOCK | MAKE_FIFO | MAKE_BLOCK | MAKE_SYM)
+    handled = (
+        WRITE_FILE
+        | REMOVE_DIR
+        | REMOVE_FILE
+        | MAKE_CHAR
+        | MAKE_DIR
+        | MAKE_REG
+        | MAKE_SOCK
+        | MAKE_FIFO
+        | MAKE_BLOCK
+        | MAKE_SYM
+    )
     if abi >= 2:
         handled |= REFER
     if abi >= 3:
@@ -97,8 +110,9 @@ def _ruleset(libc: ctypes.CDLL, writable: list[str]) -> int:
     attr = RulesetAttr(handled, 0, scoped)
     # Older kernels reject the larger struct: pass only the fields they know.
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    ruleset = libc.syscall(SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size),
-                           ctypes.c_uint32(0))
+    ruleset = libc.syscall(
+        SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+    )
     if ruleset < 0:
         _fail(f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}")
     for path in writable:
@@ -108,15 +122,24 @@ def _ruleset(libc: ctypes.CDLL, writable: list[str]) -> int:
             _fail(f"cannot open {path}: {exc.strerror}")
         rights = handled if os.path.isdir(path) else (handled & FILE_RIGHTS)
         rule = PathBeneathAttr(rights, fd)
-        if libc.syscall(SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH),
-                        ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+        if (
+            libc.syscall(
+                SYS_ADD_RULE,
+                ctypes.c_int(ruleset),
+                ctypes.c_int(RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_uint32(0),
+            )
+            != 0
+        ):
             _fail(f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
         os.close(fd)
     return int(ruleset)
 
 
-def _child(libc: ctypes.CDLL, ruleset: int, argv: list[str], home: str | None,
-           parent: int) -> "NoReturn":
+def _child(
+    libc: ctypes.CDLL, ruleset: int, argv: list[str], home: str | None, parent: int
+) -> "NoReturn":
     """In the forked child: die with the launcher, confine, exec."""
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent:
         os._exit(126)
@@ -145,7 +168,7 @@ def _descendants() -> list[int]:
                 stat = f.read().decode("ascii", "replace")
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()
+        fields = stat[stat.rfind(")") + 2 :].split()
         if len(fields) > 1 and fields[0] not in ("Z", "X"):
             children.setdefault(int(fields[1]), []).append(int(name))
     found: list[int] = []

@@ -60,8 +60,13 @@ def bwrap_problem() -> str | None:
         place = Path(d)
         argv = bwrap_argv([true], JailSpec(mode="bwrap", place=place, tmp=place), bwrap=exe)
         try:
-            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=PROBE_TIMEOUT, check=False)
+            done = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=PROBE_TIMEOUT,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             return f"a bubblewrap jail of `true` did not end within {PROBE_TIMEOUT:g}s"
         except OSError as exc:

@@ -143,8 +143,6 @@ def _split(path: object) -> tuple[str, ...]:
     return kept
 
 
-
-
 def _lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
     try:
         return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)

@@ -28,11 +28,19 @@ def list_runs() -> list[dict[str, Any]]:
         except StoreError:
             continue
         task = str(run.get("task") or "").strip()
-        out.append({"id": run["id"], "flow": run["flow"], "workspace": run["workspace"],
-                    "status": run["status"], "created": run["created"],
-                    "turns": int(spend["turns"]), "cost_usd": round(float(spend["cost"]), 6),
-                    # The objective's first line, to tell runs apart in a list.
-                    "task_line": task.splitlines()[0][:200] if task else ""})
+        out.append(
+            {
+                "id": run["id"],
+                "flow": run["flow"],
+                "workspace": run["workspace"],
+                "status": run["status"],
+                "created": run["created"],
+                "turns": int(spend["turns"]),
+                "cost_usd": round(float(spend["cost"]), 6),
+                # The objective's first line, to tell runs apart in a list.
+                "task_line": task.splitlines()[0][:200] if task else "",
+            }
+        )
     out.sort(key=lambda r: (r["created"], r["id"]))
     return out
 

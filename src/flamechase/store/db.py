@@ -34,7 +34,10 @@ def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     try:
         if readonly:
             conn = sqlite3.connect(
-                f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=5.0,
+                f"file:{path}?mode=ro",
+                uri=True,
+                isolation_level=None,
+                timeout=5.0,
                 check_same_thread=False,
             )
         else:
@@ -130,23 +133,61 @@ class Writer:
     # ---- run -----------------------------------------------------------------------------
 
     def create_run(
-        self, *, run_id: str, flow: str, workspace: str, task: str, fingerprint: str,
-        params: dict[str, Any], budget: dict[str, Any], agents: dict[str, Any], run_dir: str,
-        flow_source: str = "", flow_hash: str = "", flow_version: str = "",
+        self,
+        *,
+        run_id: str,
+        flow: str,
+        workspace: str,
+        task: str,
+        fingerprint: str,
+        params: dict[str, Any],
+        budget: dict[str, Any],
+        agents: dict[str, Any],
+        run_dir: str,
+        flow_source: str = "",
+        flow_hash: str = "",
+        flow_version: str = "",
     ) -> None:
         t = now_iso()
         self._x(
             "INSERT INTO run (id, flow, workspace, task, task_fingerprint, status, created,"
             " updated, params, budget, agents, run_dir, flow_source, flow_hash, flow_version)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (run_id, flow, workspace, task, fingerprint, "starting", t, t, _dumps(params),
-             _dumps(budget), _dumps(agents), run_dir, flow_source, flow_hash, flow_version),
+            (
+                run_id,
+                flow,
+                workspace,
+                task,
+                fingerprint,
+                "starting",
+                t,
+                t,
+                _dumps(params),
+                _dumps(budget),
+                _dumps(agents),
+                run_dir,
+                flow_source,
+                flow_hash,
+                flow_version,
+            ),
         )
 
     def update_run(self, **fields: Any) -> None:
-        allowed = {"status", "last_error", "plan", "replans", "budget", "agents", "task",
-                   "task_fingerprint", "active_seconds", "params", "flow_hash",
-                   "flow_version", "flow_source"}
+        allowed = {
+            "status",
+            "last_error",
+            "plan",
+            "replans",
+            "budget",
+            "agents",
+            "task",
+            "task_fingerprint",
+            "active_seconds",
+            "params",
+            "flow_hash",
+            "flow_version",
+            "flow_source",
+        }
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"unknown run fields {sorted(bad)}")
@@ -154,15 +195,18 @@ class Writer:
         vals: list[Any] = []
         for k, v in fields.items():
             cols.append(f"{k} = ?")
-            vals.append(_dumps(v) if k in {"plan", "budget", "agents", "params"} and v is not None
-                        else v)
+            vals.append(
+                _dumps(v) if k in {"plan", "budget", "agents", "params"} and v is not None else v
+            )
         cols.append("updated = ?")
         vals.append(now_iso())
         self._x(f"UPDATE run SET {', '.join(cols)}", tuple(vals))  # noqa: S608 -- fixed names
 
     def open_session(self, pid: int, agents: dict[str, Any]) -> int:
-        cur = self._x("INSERT INTO sessions (started, pid, agents) VALUES (?,?,?)",
-                      (now_iso(), pid, _dumps(agents)))
+        cur = self._x(
+            "INSERT INTO sessions (started, pid, agents) VALUES (?,?,?)",
+            (now_iso(), pid, _dumps(agents)),
+        )
         return int(cur.lastrowid or 0)
 
     def close_session(self, n: int) -> None:
@@ -171,13 +215,25 @@ class Writer:
     # ---- lanes ---------------------------------------------------------------------------
 
     def add_lane(self, lane: str, position: int, roles: list[str], workspace: str) -> None:
-        self._x("INSERT INTO lanes (lane, position, roles, workspace) VALUES (?,?,?,?)",
-                (lane, position, _dumps(roles), workspace))
+        self._x(
+            "INSERT INTO lanes (lane, position, roles, workspace) VALUES (?,?,?,?)",
+            (lane, position, _dumps(roles), workspace),
+        )
 
     def update_lane(self, lane: str, **fields: Any) -> None:
-        allowed = {"turns", "valid_turns", "next_actor", "consecutive_failures", "held",
-                   "held_reason", "last_error", "last_status", "paused_until", "roles",
-                   "workspace"}
+        allowed = {
+            "turns",
+            "valid_turns",
+            "next_actor",
+            "consecutive_failures",
+            "held",
+            "held_reason",
+            "last_error",
+            "last_status",
+            "paused_until",
+            "roles",
+            "workspace",
+        }
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"unknown lane fields {sorted(bad)}")
@@ -187,15 +243,38 @@ class Writer:
 
     # ---- turns ---------------------------------------------------------------------------
 
-    def begin_turn(self, *, lane: str, number: int, attempt: int, role: str, backend: str,
-                   io_dir: str, acks: dict[str, int], started: str, token: str,
-                   counted: bool, place: str) -> None:
+    def begin_turn(
+        self,
+        *,
+        lane: str,
+        number: int,
+        attempt: int,
+        role: str,
+        backend: str,
+        io_dir: str,
+        acks: dict[str, int],
+        started: str,
+        token: str,
+        counted: bool,
+        place: str,
+    ) -> None:
         """A turn under way (`lane`: its slot); its token finds its processes after a crash."""
         self._x(
             "INSERT INTO inflight (lane, number, attempt, role, backend, started, io_dir, acks,"
             " token, counted, place) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (lane, number, attempt, role, backend, started, io_dir, _dumps(acks), token,
-             int(counted), place),
+            (
+                lane,
+                number,
+                attempt,
+                role,
+                backend,
+                started,
+                io_dir,
+                _dumps(acks),
+                token,
+                int(counted),
+                place,
+            ),
         )
         self._x("INSERT OR REPLACE INTO procs VALUES (?,?,?,?)", (token, 0, lane, started))
 
@@ -212,17 +291,19 @@ class Writer:
             row["report"] = _dumps(report)
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        cur = self._x(f"INSERT INTO turns ({cols}) VALUES ({marks})",  # noqa: S608
-                      tuple(row.values()))
+        cur = self._x(
+            f"INSERT INTO turns ({cols}) VALUES ({marks})",  # noqa: S608
+            tuple(row.values()),
+        )
         return int(cur.lastrowid or 0)
 
     # ---- reports, cursors, artifacts, submissions ------------------------------------------
 
-    def publish_report(self, *, report_id: str, lane: str, turn_id: int, kind: str,
-                       record: dict[str, Any]) -> int:
+    def publish_report(
+        self, *, report_id: str, lane: str, turn_id: int, kind: str, record: dict[str, Any]
+    ) -> int:
         """Its seq in the report log; 0 (nothing written) if `report_id` is there already."""
-        if self.conn.execute("SELECT 1 FROM reports WHERE report_id = ?",
-                             (report_id,)).fetchone():
+        if self.conn.execute("SELECT 1 FROM reports WHERE report_id = ?", (report_id,)).fetchone():
             return 0
         text = _dumps(record)
         cur = self._x(
@@ -240,15 +321,20 @@ class Writer:
                 (consumer, source, seq),
             )
 
-    def add_artifact(self, report_id: str, path: str, sha256: str, size: int,
-                     description: str) -> None:
-        self._x("INSERT INTO artifacts VALUES (?,?,?,?,?)",
-                (report_id, path, sha256, size, description))
+    def add_artifact(
+        self, report_id: str, path: str, sha256: str, size: int, description: str
+    ) -> None:
+        self._x(
+            "INSERT INTO artifacts VALUES (?,?,?,?,?)", (report_id, path, sha256, size, description)
+        )
 
-    def add_measurement(self, *, key: str, lane: str | None, at: str, place: str,
-                        receipt: dict[str, Any]) -> None:
-        self._x("INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?)",
-                (key, lane, at, place, _dumps(receipt)))
+    def add_measurement(
+        self, *, key: str, lane: str | None, at: str, place: str, receipt: dict[str, Any]
+    ) -> None:
+        self._x(
+            "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?)",
+            (key, lane, at, place, _dumps(receipt)),
+        )
 
     def add_place(self, name: str, path: str, how: str) -> None:
         self._x("INSERT OR REPLACE INTO places VALUES (?,?,?,?)", (name, path, how, now_iso()))
@@ -256,20 +342,29 @@ class Writer:
     def drop_place(self, name: str) -> None:
         self._x("DELETE FROM places WHERE name = ?", (name,))
 
-    def save_flow_state(self, *, flow: str, state: str, summary: dict[str, Any],
-                        seq: int) -> None:
-        self._x("INSERT OR REPLACE INTO flow_state VALUES (1,?,?,?,?)",
-                (flow, state, _dumps(summary), seq))
+    def save_flow_state(self, *, flow: str, state: str, summary: dict[str, Any], seq: int) -> None:
+        self._x(
+            "INSERT OR REPLACE INTO flow_state VALUES (1,?,?,?,?)",
+            (flow, state, _dumps(summary), seq),
+        )
 
     # ---- events --------------------------------------------------------------------------
 
-    def event(self, kind: str, *, lane: str | None = None, actor: str | None = None,
-              payload: dict[str, Any] | None = None, at: str | None = None,
-              version: int = 1) -> int:
+    def event(
+        self,
+        kind: str,
+        *,
+        lane: str | None = None,
+        actor: str | None = None,
+        payload: dict[str, Any] | None = None,
+        at: str | None = None,
+        version: int = 1,
+    ) -> int:
         """Append one event; its seq."""
         cur = self._x(
             "INSERT INTO events (at, kind, lane, actor, payload, v) VALUES (?,?,?,?,?,?)",
-            (at or now_iso(), kind, lane, actor, _dumps(payload or {}), version))
+            (at or now_iso(), kind, lane, actor, _dumps(payload or {}), version),
+        )
         return int(cur.lastrowid or 0)
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -350,17 +445,24 @@ class Reader:
             " coalesce(sum(cost_usd),0) AS cost, coalesce(sum(output_tokens),0) AS out_tok,"
             " coalesce(sum(input_tokens),0) AS in_tok FROM turns"
         )[0]
-        return {"turns": r["turns"], "cost": r["cost"], "output_tokens": r["out_tok"],
-                "input_tokens": r["in_tok"]}
+        return {
+            "turns": r["turns"],
+            "cost": r["cost"],
+            "output_tokens": r["out_tok"],
+            "input_tokens": r["in_tok"],
+        }
 
     def cursors(self, consumer: str) -> dict[str, int]:
-        return {r["source"]: r["seq"] for r in
-                self._q("SELECT source, seq FROM cursors WHERE consumer = ?", (consumer,))}
+        return {
+            r["source"]: r["seq"]
+            for r in self._q("SELECT source, seq FROM cursors WHERE consumer = ?", (consumer,))
+        }
 
     def reports_after(self, source: str, seq: int, limit: int) -> list[Delivery]:
         return [
-            Delivery(r["seq"], r["report_id"], r["lane"], r["kind"], json.loads(r["record"]),
-                     r["bytes"])
+            Delivery(
+                r["seq"], r["report_id"], r["lane"], r["kind"], json.loads(r["record"]), r["bytes"]
+            )
             for r in self._q(
                 "SELECT * FROM reports WHERE lane = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (source, seq, limit),
@@ -369,16 +471,21 @@ class Reader:
 
     def reports(self) -> list[Delivery]:
         return [
-            Delivery(r["seq"], r["report_id"], r["lane"], r["kind"], json.loads(r["record"]),
-                     r["bytes"])
+            Delivery(
+                r["seq"], r["report_id"], r["lane"], r["kind"], json.loads(r["record"]), r["bytes"]
+            )
             for r in self._q("SELECT * FROM reports ORDER BY seq")
         ]
 
     def artifacts(self, report_id: str | None = None) -> list[dict[str, Any]]:
         if report_id is None:
             return [dict(r) for r in self._q("SELECT * FROM artifacts ORDER BY report_id, path")]
-        return [dict(r) for r in
-                self._q("SELECT * FROM artifacts WHERE report_id = ? ORDER BY path", (report_id,))]
+        return [
+            dict(r)
+            for r in self._q(
+                "SELECT * FROM artifacts WHERE report_id = ? ORDER BY path", (report_id,)
+            )
+        ]
 
     def measurements(self) -> list[dict[str, Any]]:
         out = []
@@ -406,8 +513,7 @@ class Reader:
 
     def events(self, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         out = []
-        for r in self._q("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-                         (after, limit)):
+        for r in self._q("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)):
             d = dict(r)
             d["payload"] = json.loads(d["payload"])
             out.append(d)
@@ -416,8 +522,11 @@ class Reader:
     def last_event(self, kinds: tuple[str, ...]) -> dict[str, Any] | None:
         """The newest event of one of `kinds`, as a row."""
         marks = ",".join("?" for _ in kinds)
-        rows = self._q(f"SELECT * FROM events WHERE kind IN ({marks}) "  # noqa: S608
-                       "ORDER BY seq DESC LIMIT 1", kinds)
+        rows = self._q(
+            f"SELECT * FROM events WHERE kind IN ({marks}) "  # noqa: S608
+            "ORDER BY seq DESC LIMIT 1",
+            kinds,
+        )
         if not rows:
             return None
         d = dict(rows[0])
@@ -427,8 +536,9 @@ class Reader:
     def events_of(self, kind: str, after: int = 0) -> list[dict[str, Any]]:
         """Every event of `kind` after seq `after`, oldest first."""
         out = []
-        for r in self._q("SELECT * FROM events WHERE kind = ? AND seq > ? ORDER BY seq",
-                         (kind, after)):
+        for r in self._q(
+            "SELECT * FROM events WHERE kind = ? AND seq > ? ORDER BY seq", (kind, after)
+        ):
             d = dict(r)
             d["payload"] = json.loads(d["payload"])
             out.append(d)

@@ -44,10 +44,13 @@ def init_central(central: Path, source: Path, run_id: str) -> dict[str, Any]:
     git.run("init", "-q", "--bare", "-b", "main", str(central))
     # Its own hooks directory, named: a user's global core.hooksPath must never replace the
     # pre-receive hook, whoever pushes.
-    for key, value in (("receive.fsckObjects", "true"), ("core.logAllRefUpdates", "always"),
-                       ("uploadpack.allowAnySHA1InWant", "true"),
-                       ("receive.denyDeleteCurrent", "true"),
-                       ("core.hooksPath", str(central / "hooks"))):
+    for key, value in (
+        ("receive.fsckObjects", "true"),
+        ("core.logAllRefUpdates", "always"),
+        ("uploadpack.allowAnySHA1InWant", "true"),
+        ("receive.denyDeleteCurrent", "true"),
+        ("core.hooksPath", str(central / "hooks")),
+    ):
         git.run("config", key, value)
     entries = list(_baseline_entries(source, Git(source, git_dir=central)))
     index = central / "flamechase-baseline.index"
@@ -56,8 +59,12 @@ def init_central(central: Path, source: Path, run_id: str) -> dict[str, Any]:
     git.run("update-index", "--add", "-z", "--index-info", input=lines, env=env)
     tree = git.out("write-tree", env=env)
     index.unlink(missing_ok=True)
-    commit = git.out("commit-tree", tree, "-m",
-                     f"flamechase: baseline of the source\n\nFlamechase-Run: {run_id}\n")
+    commit = git.out(
+        "commit-tree",
+        tree,
+        "-m",
+        f"flamechase: baseline of the source\n\nFlamechase-Run: {run_id}\n",
+    )
     git.run("update-ref", "refs/heads/main", commit, ZERO)
     write_text(central / "hooks" / "pre-receive", hook_script(), 0o755)
     result = {"main": commit, "tree": tree, "files": len(entries)}
@@ -73,12 +80,22 @@ def _baseline_entries(source: Path, git: Git) -> Iterator[tuple[str, str, bytes]
     files = [p for p in paths if p not in set(links)]
     plain = [p for p in files if b"\n" not in p]
     # Exact bytes: no filter or end-of-line conversion the tree's attributes might ask for.
-    shas = git.out("hash-object", "-w", "--no-filters", "--stdin-paths",
-                   input=b"".join(p + b"\n" for p in plain)).split() if plain else []
+    shas = (
+        git.out(
+            "hash-object",
+            "-w",
+            "--no-filters",
+            "--stdin-paths",
+            input=b"".join(p + b"\n" for p in plain),
+        ).split()
+        if plain
+        else []
+    )
     blobs = dict(zip(plain, shas, strict=True))
     for path in files:
-        sha = blobs.get(path) or git.out("hash-object", "-w", "--no-filters", "--",
-                                         os.fsdecode(path))
+        sha = blobs.get(path) or git.out(
+            "hash-object", "-w", "--no-filters", "--", os.fsdecode(path)
+        )
         mode = os.lstat(source / os.fsdecode(path)).st_mode
         yield ("100755" if mode & stat.S_IXUSR else "100644"), sha, path
     for path in links:
@@ -94,8 +111,9 @@ def _source_paths(source: Path) -> list[bytes]:
     if proc.returncode == 0 and proc.stdout.strip() == b"true":
         # What `git add -A` would take: tracked files and untracked ones not ignored. Read
         # only: no index refresh is written (GIT_OPTIONAL_LOCKS=0).
-        listed = probe.run("ls-files", "-z", "-c", "-o", "--exclude-standard",
-                           env={"GIT_OPTIONAL_LOCKS": "0"}).stdout.split(b"\0")
+        listed = probe.run(
+            "ls-files", "-z", "-c", "-o", "--exclude-standard", env={"GIT_OPTIONAL_LOCKS": "0"}
+        ).stdout.split(b"\0")
         names = sorted({p for p in listed if p})
     else:
         names = sorted(_walk(source))
@@ -140,8 +158,14 @@ def _push(git: Git, central: Path, src: str, ref: str) -> str | None:
     return lines[-1] if lines else f"push exited {proc.returncode}"
 
 
-def forward(central: Path, lane: str, bundle: Path | None, updates: dict[str, str],
-            deletes: Sequence[str], policy: str) -> dict[str, Any]:
+def forward(
+    central: Path,
+    lane: str,
+    bundle: Path | None,
+    updates: dict[str, str],
+    deletes: Sequence[str],
+    policy: str,
+) -> dict[str, Any]:
     """Push a lane's ref updates (objects from its bundle) into `central` as that lane."""
     git = Git(central, git_dir=central, hooks=True, env={"FLAMECHASE_GIT_POLICY": policy})
     results: dict[str, str] = {}
@@ -150,15 +174,17 @@ def forward(central: Path, lane: str, bundle: Path | None, updates: dict[str, st
         if not bundle.is_file():
             results.update(dict.fromkeys(updates, "the runtime found no bundle of your pushes"))
         else:
-            heads = {line.split(" ", 1)[1] for line in
-                     git.out("bundle", "list-heads", str(bundle)).splitlines() if " " in line}
+            heads = {
+                line.split(" ", 1)[1]
+                for line in git.out("bundle", "list-heads", str(bundle)).splitlines()
+                if " " in line
+            }
             wanted = [f"+{ref}:{staging}{n}" for n, ref in enumerate(updates) if ref in heads]
             if wanted:
                 try:
                     git.run("fetch", "-q", "--no-write-fetch-head", str(bundle), *wanted)
                 except GitError as exc:
-                    results.update(dict.fromkeys(updates, f"your pushes could not be read: "
-                                                          f"{exc}"))
+                    results.update(dict.fromkeys(updates, f"your pushes could not be read: {exc}"))
     for ref, sha in updates.items():
         if ref in results:
             continue
@@ -172,8 +198,11 @@ def forward(central: Path, lane: str, bundle: Path | None, updates: dict[str, st
     for ref in git.refs(staging):
         git.run("update-ref", "-d", ref)
     # Where each ref it touched now is (None: not there), and main.
-    return {"results": results, "refs": {ref: git.sha(ref) for ref in [*updates, *deletes]},
-            "main": git.sha("refs/heads/main")}
+    return {
+        "results": results,
+        "refs": {ref: git.sha(ref) for ref in [*updates, *deletes]},
+        "main": git.sha("refs/heads/main"),
+    }
 
 
 def push_main(central: Path, merge: str, main: str, policy: str) -> dict[str, Any]:

@@ -35,11 +35,17 @@ def clone(place: Path, central: Path, name: str, *, outbox: bool) -> dict[str, A
     # --no-hardlinks: a clone sharing the central repository's object files (inodes) could
     # change them from inside its owner's jail.
     git.run("clone", "-q", "--no-hardlinks", str(central), ".")
-    settings = {"user.name": f"flamechase {name}", "user.email": f"{name}@flamechase.invalid",
-                "core.hooksPath": str(place / ".git" / "hooks"), "commit.gpgSign": "false",
-                "tag.gpgSign": "false", "core.autocrlf": "false",
-                "advice.detachedHead": "false", "flamechase.lane": name,
-                "flamechase.central": str(central)}
+    settings = {
+        "user.name": f"flamechase {name}",
+        "user.email": f"{name}@flamechase.invalid",
+        "core.hooksPath": str(place / ".git" / "hooks"),
+        "commit.gpgSign": "false",
+        "tag.gpgSign": "false",
+        "core.autocrlf": "false",
+        "advice.detachedHead": "false",
+        "flamechase.lane": name,
+        "flamechase.central": str(central),
+    }
     write_text(place / ".git" / "info" / "attributes", NO_CONVERSION)
     if outbox:
         box = place / OUTBOX
@@ -76,8 +82,7 @@ def export(place: Path, central: Path, bundle: Path, seen: dict[str, str]) -> di
     have = [line.split()[0] for line in listing.splitlines() if not line.endswith("missing")]
     # The central repository's tips the lane has are the bundle's prerequisites: it carries
     # only commits the central repository lacks.
-    proc = box.run("bundle", "create", "-q", str(bundle), *changed, "--not", *have,
-                   check=False)
+    proc = box.run("bundle", "create", "-q", str(bundle), *changed, "--not", *have, check=False)
     made = proc.returncode == 0 and bundle.is_file()
     return {"changed": changed, "deleted": deleted, "bundle": str(bundle) if made else None}
 
@@ -87,12 +92,16 @@ def allowed(path: str, patterns: Sequence[str]) -> bool:
     if path == ".git" or path.startswith(".git/"):
         return False
     return not patterns or any(
-        p in ("**", path) or fnmatch.fnmatchcase(path, p)
-        or (p.endswith("/**") and path.startswith(p[:-2])) for p in patterns)
+        p in ("**", path)
+        or fnmatch.fnmatchcase(path, p)
+        or (p.endswith("/**") and path.startswith(p[:-2]))
+        for p in patterns
+    )
 
 
-def checkout(place: Path, central: Path, commit: str, main: str | None,
-             patterns: Sequence[str]) -> dict[str, Any]:
+def checkout(
+    place: Path, central: Path, commit: str, main: str | None, patterns: Sequence[str]
+) -> dict[str, Any]:
     """A clean checkout of exactly `commit` in `place`, and what it changes since its base
     (its merge base with `main`)."""
     wipe(place)
@@ -105,19 +114,30 @@ def checkout(place: Path, central: Path, commit: str, main: str | None,
     except GitError as exc:
         return {"error": f"commit {commit[:12]} cannot be fetched: {exc}"}
     git.run("checkout", "-q", "--detach", commit)
-    base = git.out("merge-base", main, commit) if main and git.ok("merge-base", main,
-                                                                    commit) else None
-    diff = ["diff", "--name-only", "-z", base, commit] if base else \
-        ["ls-tree", "-r", "-z", "--name-only", commit]
+    base = (
+        git.out("merge-base", main, commit) if main and git.ok("merge-base", main, commit) else None
+    )
+    diff = (
+        ["diff", "--name-only", "-z", base, commit]
+        if base
+        else ["ls-tree", "-r", "-z", "--name-only", commit]
+    )
     changed = [p for p in git.out(*diff).split("\0") if p]
     bad = [p for p in changed if not allowed(p, patterns)]
-    return {"commit": commit, "tree": git.out("rev-parse", f"{commit}^{{tree}}"),
-            "base": base, "descends": bool(main) and base == main, "changed": len(changed),
-            "disallowed": bad[:DISALLOWED_SHOWN], "disallowed_count": len(bad)}
+    return {
+        "commit": commit,
+        "tree": git.out("rev-parse", f"{commit}^{{tree}}"),
+        "base": base,
+        "descends": bool(main) and base == main,
+        "changed": len(changed),
+        "disallowed": bad[:DISALLOWED_SHOWN],
+        "disallowed_count": len(bad),
+    }
 
 
-def merge(place: Path, pr: str, lane: str, title: str, head: str, main: str,
-          policy: str) -> dict[str, Any]:
+def merge(
+    place: Path, pr: str, lane: str, title: str, head: str, main: str, policy: str
+) -> dict[str, Any]:
     """Merge `head` into `main` in the integration clone; stage the merge in the central
     repository as refs/flamechase/merges/PR. A head that descends from main merges with
     exactly its own tree; otherwise git's merge, or the conflicting paths."""
@@ -128,10 +148,13 @@ def merge(place: Path, pr: str, lane: str, title: str, head: str, main: str,
     if have and git.ok("cat-file", "-e", have[0]):
         parents = git.out("rev-list", "--parents", "-n", "1", have[0]).split()[1:]
         if parents == [main, head]:
-            return _merged(git, have[0], main, fast=git.ok("merge-base", "--is-ancestor",
-                                                          main, head))
-    message = (f"Merge {pr} from {lane}: {' '.join(title.split())[:200]}\n\n"
-               f"Flamechase-PR: {pr}\nFlamechase-Lane: {lane}\n")
+            return _merged(
+                git, have[0], main, fast=git.ok("merge-base", "--is-ancestor", main, head)
+            )
+    message = (
+        f"Merge {pr} from {lane}: {' '.join(title.split())[:200]}\n\n"
+        f"Flamechase-PR: {pr}\nFlamechase-Lane: {lane}\n"
+    )
     fast = git.ok("merge-base", "--is-ancestor", main, head)
     if fast:
         tree = git.out("rev-parse", f"{head}^{{tree}}")
@@ -144,23 +167,32 @@ def merge(place: Path, pr: str, lane: str, title: str, head: str, main: str,
         git.run("clean", "-q", "-fdx")
         proc = git.run("merge", "-q", "--no-ff", "--no-commit", head, check=False)
         if proc.returncode != 0:
-            conflicts = [p for p in git.out("diff", "--name-only", "-z",
-                                            "--diff-filter=U").split("\0") if p]
+            conflicts = [
+                p for p in git.out("diff", "--name-only", "-z", "--diff-filter=U").split("\0") if p
+            ]
             git.run("merge", "--abort", check=False)
             git.run("reset", "-q", "--hard", main)
-            return {"conflicts": conflicts or ["(git could not merge: "
-                                               f"{proc.stderr.decode(errors='replace')[-200:]})"]}
+            return {
+                "conflicts": conflicts
+                or [f"(git could not merge: {proc.stderr.decode(errors='replace')[-200:]})"]
+            }
         git.run("commit", "-q", "--no-verify", "-m", message)
         commit = git.out("rev-parse", "HEAD")
     proc = git.run("push", "-q", "origin", f"+{commit}:{staged}", check=False)
     if proc.returncode != 0:
         text = proc.stderr.decode("utf-8", "replace")
-        why = next((ln.split(HOOK_PREFIX, 1)[1] for ln in text.splitlines()
-                    if HOOK_PREFIX in ln), text.strip()[-300:])
+        why = next(
+            (ln.split(HOOK_PREFIX, 1)[1] for ln in text.splitlines() if HOOK_PREFIX in ln),
+            text.strip()[-300:],
+        )
         raise ValueError(f"the merge could not be staged: {why}")
     return _merged(git, commit, main, fast=fast)
 
 
 def _merged(git: Git, commit: str, main: str, *, fast: bool) -> dict[str, Any]:
-    return {"merge": commit, "tree": git.out("rev-parse", f"{commit}^{{tree}}"),
-            "main": main, "fast": fast}
+    return {
+        "merge": commit,
+        "tree": git.out("rev-parse", f"{commit}^{{tree}}"),
+        "main": main,
+        "fast": fast,
+    }

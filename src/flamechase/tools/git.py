@@ -26,10 +26,18 @@ IDENTITY = ("flamechase", "runtime@flamechase.invalid")
 # whatever the tree's own .gitattributes say (info/attributes wins over them).
 NO_CONVERSION = "* -text -filter -ident -working-tree-encoding\n"
 ZERO = "0" * 40
-_FORCED = ("core.hooksPath=/dev/null", "core.fsmonitor=false", "commit.gpgSign=false",
-           "tag.gpgSign=false", "core.autocrlf=false", "advice.detachedHead=false",
-           "safe.directory=*", "protocol.file.allow=always", "gc.auto=0",
-           "maintenance.auto=false")
+_FORCED = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "core.autocrlf=false",
+    "advice.detachedHead=false",
+    "safe.directory=*",
+    "protocol.file.allow=always",
+    "gc.auto=0",
+    "maintenance.auto=false",
+)
 
 
 class GitError(Exception):
@@ -39,8 +47,14 @@ class GitError(Exception):
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Our environment without GIT_* (which could redirect git), with git's config off."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-                "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
+    env.update(
+        {
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+            "LC_ALL": "C",
+        }
+    )
     env.update(extra or {})
     return env
 
@@ -48,9 +62,15 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 class Git:
     """git in `cwd` (or on `git_dir`), as the runtime runs it."""
 
-    def __init__(self, cwd: Path, *, git_dir: Path | None = None, hooks: bool = False,
-                 identity: tuple[str, str] = IDENTITY,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        *,
+        git_dir: Path | None = None,
+        hooks: bool = False,
+        identity: tuple[str, str] = IDENTITY,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.cwd = cwd
         self.git_dir = git_dir
         self.env = clean_env(env)
@@ -60,17 +80,28 @@ class Git:
         if git_dir is not None:
             self.prefix += ["--git-dir", str(git_dir)]
 
-    def run(self, *args: str, input: bytes | None = None, check: bool = True,
-            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-        proc = subprocess.run([*self.prefix, *args], cwd=self.cwd, input=input,
-                              capture_output=True, env={**self.env, **(env or {})},
-                              check=False)
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        proc = subprocess.run(
+            [*self.prefix, *args],
+            cwd=self.cwd,
+            input=input,
+            capture_output=True,
+            env={**self.env, **(env or {})},
+            check=False,
+        )
         if check and proc.returncode != 0:
             raise GitError(last_line(proc.stderr) or f"git {args[0]} exited {proc.returncode}")
         return proc
 
-    def out(self, *args: str, input: bytes | None = None,
-            env: Mapping[str, str] | None = None) -> str:
+    def out(
+        self, *args: str, input: bytes | None = None, env: Mapping[str, str] | None = None
+    ) -> str:
         """stdout of a git command that must succeed, stripped."""
         return self.run(*args, input=input, env=env).stdout.decode("utf-8", "replace").strip()
 

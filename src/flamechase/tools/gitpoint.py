@@ -28,23 +28,39 @@ from flamechase.tools import treesync
 
 __all__ = ["main"]
 
-_IDENTITY = {"GIT_AUTHOR_NAME": "flamechase", "GIT_AUTHOR_EMAIL": "flamechase@localhost",
-             "GIT_COMMITTER_NAME": "flamechase", "GIT_COMMITTER_EMAIL": "flamechase@localhost"}
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "flamechase",
+    "GIT_AUTHOR_EMAIL": "flamechase@localhost",
+    "GIT_COMMITTER_NAME": "flamechase",
+    "GIT_COMMITTER_EMAIL": "flamechase@localhost",
+}
 
 
 class GitFailed(RuntimeError):
     pass
 
 
-def _git(root: Path, *args: str, stdin: str | None = None,
-         ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
+def _git(
+    root: Path, *args: str, stdin: str | None = None, ok: tuple[int, ...] = (0,)
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
-    probe = subprocess.run(["git", "-C", str(root), "config", "user.email"],
-                           capture_output=True, text=True, check=False)
+    probe = subprocess.run(
+        ["git", "-C", str(root), "config", "user.email"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if not probe.stdout.strip():
         env.update(_IDENTITY)
-    proc = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True,
-                          text=True, env=env, check=False, timeout=600)
+    proc = subprocess.run(
+        ["git", "-C", str(root), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
     if proc.returncode not in ok:
         err = (proc.stderr or proc.stdout).strip().splitlines()
         raise GitFailed(f"git {args[0]} exited {proc.returncode}: {err[-1] if err else ''}")
@@ -54,8 +70,12 @@ def _git(root: Path, *args: str, stdin: str | None = None,
 def is_repo(root: Path) -> bool:
     if shutil.which("git") is None or not (root / ".git").exists():
         return False
-    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return proc.returncode == 0 and proc.stdout.strip() == "true"
 
 
@@ -72,8 +92,7 @@ def checkpoint(root: Path, tag: str, message: str) -> dict[str, object]:
         _git(root, "commit", "--no-verify", "--allow-empty", "-q", "-m", message)
         committed = True
     name, n = tag, 1
-    while _git(root, "rev-parse", "-q", "--verify", f"refs/tags/{name}",
-               ok=(0, 1)).returncode == 0:
+    while _git(root, "rev-parse", "-q", "--verify", f"refs/tags/{name}", ok=(0, 1)).returncode == 0:
         n += 1
         name = f"{tag}-{n}"
     _git(root, "tag", "-a", name, "-m", message)
@@ -85,12 +104,22 @@ def integrate(root: Path, other: Path, allow: Sequence[str], message: str) -> di
     paths = sorted_["accepted"]
     for p in paths:
         treesync.take(root, other, p)
-    out: dict[str, object] = {"files": len(paths), "paths": paths[:treesync.LIST_CAP],
-                              "outside": len(sorted_["outside"]), "ignored": ignored,
-                              "commit": None}
+    out: dict[str, object] = {
+        "files": len(paths),
+        "paths": paths[: treesync.LIST_CAP],
+        "outside": len(sorted_["outside"]),
+        "ignored": ignored,
+        "commit": None,
+    }
     if paths and is_repo(root):
-        _git(root, "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
-             stdin="\0".join(paths))
+        _git(
+            root,
+            "add",
+            "-A",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            stdin="\0".join(paths),
+        )
         if _git(root, "diff", "--cached", "--quiet", ok=(0, 1)).returncode == 1:
             _git(root, "commit", "--no-verify", "-q", "-m", message)
             out["commit"] = _head(root)

@@ -80,13 +80,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             done(clones.export(here, args.central, args.bundle, seen))
         if args.job == "forward":
             updates = dict(u.split("=", 1) for u in args.update)
-            done(central.forward(args.central, args.lane, args.bundle, updates, args.delete,
-                                 policy))
+            done(
+                central.forward(args.central, args.lane, args.bundle, updates, args.delete, policy)
+            )
         if args.job == "checkout":
             done(clones.checkout(here, args.central, args.commit, args.main, args.allow))
         if args.job == "merge":
-            done(clones.merge(here, args.pr, args.lane, args.title, args.head, args.main,
-                              policy))
+            done(clones.merge(here, args.pr, args.lane, args.title, args.head, args.main, policy))
         if args.job == "push-main":
             done(central.push_main(args.central, args.merge, args.main, policy))
     except (GitError, OSError, ValueError) as exc:

@@ -45,8 +45,10 @@ def _runtime(old: str, new: str, ref: str, policy: Mapping[str, Any]) -> str | N
         return "main accepts only the merge the runtime selected"
     parents = _git("rev-list", "--parents", "-n", "1", new).split()[1:]
     if parents != [old, merge.get("head")] or old != merge.get("parent"):
-        return ("main accepts only a two-parent merge of the selected PR head on top of the "
-                "current main")
+        return (
+            "main accepts only a two-parent merge of the selected PR head on top of the "
+            "current main"
+        )
     message = _git("cat-file", "commit", new)
     if f"\nFlamechase-PR: {merge.get('pr')}" not in message:
         return f"the merge does not name {merge.get('pr')} in a Flamechase-PR: trailer"
@@ -62,8 +64,10 @@ def _lane(lane: str, old: str, new: str, ref: str, policy: Mapping[str, Any]) ->
     if frozen and new != frozen.get("sha"):
         branch = ref.removeprefix("refs/heads/")
         what = "deleted" if new == ZERO else "moved"
-        return (f"{branch} is frozen at {str(frozen.get('sha'))[:12]} while "
-                f"{frozen.get('pr')} is ready; it cannot be {what} (push a new branch)")
+        return (
+            f"{branch} is frozen at {str(frozen.get('sha'))[:12]} while "
+            f"{frozen.get('pr')} is ready; it cannot be {what} (push a new branch)"
+        )
     return None
 
 
@@ -73,8 +77,11 @@ def judge(lines: list[tuple[str, str, str]], policy: Mapping[str, Any] | None) -
         return "the central repository accepts pushes only from the flamechase runtime"
     pusher = str(policy.get("pusher") or "")
     for old, new, ref in lines:
-        why = (_runtime(old, new, ref, policy) if pusher == "runtime"
-               else _lane(pusher, old, new, ref, policy))
+        why = (
+            _runtime(old, new, ref, policy)
+            if pusher == "runtime"
+            else _lane(pusher, old, new, ref, policy)
+        )
         if why:
             return why
     return None

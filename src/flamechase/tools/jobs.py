@@ -50,8 +50,9 @@ def jobs_dir(given: str | None, env: Mapping[str, str]) -> Path:
     run, lane = env.get("FLAMECHASE_RUN_DIR"), env.get("FLAMECHASE_LANE")
     if run and lane:
         return Path(run) / "lanes" / lane / "jobs"
-    raise JobError("no job directory: run inside a flamechase turn, set FLAMECHASE_JOBS or "
-                   "pass --dir")
+    raise JobError(
+        "no job directory: run inside a flamechase turn, set FLAMECHASE_JOBS or pass --dir"
+    )
 
 
 def pid_ns() -> str:
@@ -78,8 +79,14 @@ def _job(root: Path, job_id: str) -> Path:
     return root / job_id
 
 
-def start(root: Path, argv: Sequence[str], *, name: str = "job", timeout: float = 0.0,
-          cwd: Path | None = None) -> str:
+def start(
+    root: Path,
+    argv: Sequence[str],
+    *,
+    name: str = "job",
+    timeout: float = 0.0,
+    cwd: Path | None = None,
+) -> str:
     """Start `argv` in the background; its id, once its supervisor runs it."""
     if not argv:
         raise JobError("job start needs a command after --")
@@ -94,13 +101,26 @@ def start(root: Path, argv: Sequence[str], *, name: str = "job", timeout: float 
         except FileExistsError:
             n += 1
     d = root / job_id
-    _write(d / "job.json", {"id": job_id, "name": name, "argv": list(argv),
-                            "cwd": str(cwd or Path.cwd()), "timeout": timeout,
-                            "started": time.time(), "ns": pid_ns()})
-    subprocess.Popen([sys.executable, "-m", "flamechase.tools.jobs", "supervise", str(d)],
-                     cwd=str(cwd or Path.cwd()), stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True)
+    _write(
+        d / "job.json",
+        {
+            "id": job_id,
+            "name": name,
+            "argv": list(argv),
+            "cwd": str(cwd or Path.cwd()),
+            "timeout": timeout,
+            "started": time.time(),
+            "ns": pid_ns(),
+        },
+    )
+    subprocess.Popen(
+        [sys.executable, "-m", "flamechase.tools.jobs", "supervise", str(d)],
+        cwd=str(cwd or Path.cwd()),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 30
     while not (d / "pid").exists() and not (d / "end.json").exists():
         if time.monotonic() > deadline:
@@ -115,9 +135,14 @@ def supervise(d: Path) -> int:
     (d / "supervisor").write_text(str(os.getpid()))
     with open(d / "out.log", "ab") as log:
         try:
-            proc = subprocess.Popen(meta["argv"], cwd=meta.get("cwd"), stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                meta["argv"],
+                cwd=meta.get("cwd"),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         except OSError as exc:
             log.write(f"cannot start: {exc}\n".encode())
             _write(d / "end.json", {"rc": 127, "state": "failed", "ended": time.time()})
@@ -186,9 +211,16 @@ def _zombie(pid: int) -> bool:
 def state(d: Path) -> dict[str, Any]:
     meta = _read(d / "job.json") or {}
     end = _read(d / "end.json")
-    row = {"id": d.name, "name": meta.get("name"), "argv": meta.get("argv"),
-           "started": meta.get("started"), "log": str(d / "out.log"), "rc": None,
-           "ended": None, "state": "running"}
+    row = {
+        "id": d.name,
+        "name": meta.get("name"),
+        "argv": meta.get("argv"),
+        "started": meta.get("started"),
+        "log": str(d / "out.log"),
+        "rc": None,
+        "ended": None,
+        "state": "running",
+    }
     if end:
         row.update(rc=end.get("rc"), ended=end.get("ended"), state=end.get("state"))
     elif not _alive(d, meta):
@@ -244,7 +276,7 @@ def reap(root: Path) -> dict[str, Any]:
 def logs(root: Path, job_id: str, lines: int) -> str:
     d = _job(root, job_id)
     try:
-        text = (d / "out.log").read_bytes()[-(1 << 20):].decode("utf-8", "replace")
+        text = (d / "out.log").read_bytes()[-(1 << 20) :].decode("utf-8", "replace")
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
@@ -254,8 +286,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) == 2 and args[0] == "supervise":
         return supervise(Path(args[1]))
-    print("usage: python -m flamechase.tools.jobs supervise DIR (use `flamechase job`)",
-          file=sys.stderr)
+    print(
+        "usage: python -m flamechase.tools.jobs supervise DIR (use `flamechase job`)",
+        file=sys.stderr,
+    )
     return 2
 
 

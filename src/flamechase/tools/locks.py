@@ -55,8 +55,11 @@ def lock_dir(given: str | None, env: Mapping[str, str]) -> Path:
 
 def _stamp_path(target: Path, env: Mapping[str, str]) -> Path:
     run, lane = env.get("FLAMECHASE_RUN_DIR"), env.get("FLAMECHASE_LANE")
-    home = (Path(run) / "lanes" / lane / "locks" if run and lane
-            else Path(env.get("TMPDIR") or "/tmp") / "flamechase-locks")  # noqa: S108
+    home = (
+        Path(run) / "lanes" / lane / "locks"
+        if run and lane
+        else Path(env.get("TMPDIR") or "/tmp") / "flamechase-locks"  # noqa: S108
+    )
     tag = hashlib.sha256(str(target.resolve()).encode()).hexdigest()[:16]
     return home / f"{tag}.json"
 
@@ -79,9 +82,13 @@ def _take(target: Path, wait: float) -> int | None:
 def _stamp(path: Path, who: str, max_seconds: float, pid: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     now = time.time()
-    atomic_write(path, json.dumps({"who": who, "pid": pid, "acquired": now,
-                                   "expires": now + max_seconds,
-                                   "ns": _ns()}).encode(), mode=0o644)
+    atomic_write(
+        path,
+        json.dumps(
+            {"who": who, "pid": pid, "acquired": now, "expires": now + max_seconds, "ns": _ns()}
+        ).encode(),
+        mode=0o644,
+    )
 
 
 def _ns() -> str:
@@ -91,8 +98,15 @@ def _ns() -> str:
         return ""
 
 
-def run(target: Path, argv: Sequence[str], *, who: str, max_seconds: float, wait: float,
-        env: Mapping[str, str]) -> int:
+def run(
+    target: Path,
+    argv: Sequence[str],
+    *,
+    who: str,
+    max_seconds: float,
+    wait: float,
+    env: Mapping[str, str],
+) -> int:
     """Run `argv` holding the lock; its exit code, EXIT_TIMEOUT when the lock never came."""
     child_env = dict(env)
     if env.get(HELD_VAR) == str(target.resolve()):
@@ -118,15 +132,29 @@ def run(target: Path, argv: Sequence[str], *, who: str, max_seconds: float, wait
         os.close(fd)
 
 
-def acquire(target: Path, *, who: str, max_seconds: float, wait: float,
-            env: Mapping[str, str]) -> dict[str, Any]:
+def acquire(
+    target: Path, *, who: str, max_seconds: float, wait: float, env: Mapping[str, str]
+) -> dict[str, Any]:
     """Start a holder that keeps the lock until `release` or the expiry; its stamp."""
     stamp = _stamp_path(target, env)
     holder = subprocess.Popen(
-        [sys.executable, "-m", "flamechase.tools.locks", "hold", str(target), str(stamp), who,
-         str(max_seconds), str(wait)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        start_new_session=True, env=dict(env))
+        [
+            sys.executable,
+            "-m",
+            "flamechase.tools.locks",
+            "hold",
+            str(target),
+            str(stamp),
+            who,
+            str(max_seconds),
+            str(wait),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=dict(env),
+    )
     assert holder.stdout is not None
     line = holder.stdout.readline().decode().strip()
     holder.stdout.close()

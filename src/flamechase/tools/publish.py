@@ -55,8 +55,16 @@ def _changes(central: Git, old: str, new: str) -> list[Change]:
         if not head.startswith(b":"):
             continue
         omode, nmode, osha, nsha, _status = head[1:].decode().split()
-        out.append(Change(os.fsdecode(path), _blob(central, osha), _blob(central, nsha),
-                          omode == "120000", nmode == "120000", nmode == "100755"))
+        out.append(
+            Change(
+                os.fsdecode(path),
+                _blob(central, osha),
+                _blob(central, nsha),
+                omode == "120000",
+                nmode == "120000",
+                nmode == "100755",
+            )
+        )
     return out
 
 
@@ -77,8 +85,10 @@ def _current(source: Path, path: str) -> tuple[bytes | None, bool]:
         except FileNotFoundError:
             return None, False
         if not stat.S_ISDIR(mode):
-            raise Refused(f"{path}: {here.relative_to(source)} in the source is not a plain "
-                          "directory; publication never writes through links")
+            raise Refused(
+                f"{path}: {here.relative_to(source)} in the source is not a plain "
+                "directory; publication never writes through links"
+            )
     target = source / path
     try:
         mode = os.lstat(target).st_mode
@@ -99,8 +109,10 @@ def _check(source: Path, changes: Sequence[Change]) -> dict[str, tuple[bytes | N
         same_old = content == c.old and (content is None or link == c.old_link)
         same_new = content == c.new and (content is None or link == c.new_link)
         if not (same_old or same_new):
-            raise Refused(f"{c.path} was changed in the source outside the run; publication "
-                          "stops until it holds what the run started from again")
+            raise Refused(
+                f"{c.path} was changed in the source outside the run; publication "
+                "stops until it holds what the run started from again"
+            )
         now[c.path] = (content, link)
     return now
 
@@ -135,8 +147,9 @@ class SourceRepo:
             text = self.git.run("ls-tree", "-z", "HEAD", "--", *full).stdout
             rows = [r.split(b"\t", 1) for r in text.split(b"\0") if r]
             return {os.fsdecode(p): meta.split()[2].decode() for meta, p in rows}
-        text = self.git.run("ls-files", "-s", "-z", "--", *full,
-                            env={"GIT_OPTIONAL_LOCKS": "0"}).stdout
+        text = self.git.run(
+            "ls-files", "-s", "-z", "--", *full, env={"GIT_OPTIONAL_LOCKS": "0"}
+        ).stdout
         out: dict[str, str] = {}
         for row in (r for r in text.split(b"\0") if r):
             meta, path = row.split(b"\t", 1)
@@ -156,8 +169,10 @@ class SourceRepo:
             if h == i == w:
                 continue  # no uncommitted change to this path
             if not (w == new and h == old and i in (old, new)):
-                raise Refused(f"{c.path} has uncommitted changes in the source; commit or "
-                              "stash them and the run publishes again")
+                raise Refused(
+                    f"{c.path} has uncommitted changes in the source; commit or "
+                    "stash them and the run publishes again"
+                )
 
     def commit(self, changes: Sequence[Change], message: str) -> str | None:
         """One commit of exactly `changes` on the current branch (None: nothing to commit)."""
@@ -173,8 +188,9 @@ class SourceRepo:
         gitdir = Path(self.git.out("rev-parse", "--absolute-git-dir"))
         scratch = {"GIT_INDEX_FILE": str(gitdir / "flamechase-publish.index")}
         try:
-            self.git.run(*(["read-tree", "HEAD"] if self.head else ["read-tree", "--empty"]),
-                         env=scratch)
+            self.git.run(
+                *(["read-tree", "HEAD"] if self.head else ["read-tree", "--empty"]), env=scratch
+            )
             self.git.run("update-index", "-z", "--index-info", input=lines, env=scratch)
             tree = self.git.out("write-tree", env=scratch)
         finally:
@@ -186,8 +202,9 @@ class SourceRepo:
         # The user's index gets these paths as the commit has them, before HEAD moves: if
         # the index is locked, nothing has moved and a later attempt finishes the job.
         self.git.run("update-index", "-z", "--index-info", input=lines)
-        self.git.run("update-ref", "-m", "flamechase: publish a merge", "HEAD", commit,
-                     self.head or ZERO)
+        self.git.run(
+            "update-ref", "-m", "flamechase: publish a merge", "HEAD", commit, self.head or ZERO
+        )
         return commit
 
 
@@ -245,8 +262,12 @@ def publish(source: Path, central: Path, old: str, new: str, message: str) -> di
     for c in changes:
         _write(source, c, now[c.path])
     commit = repo.commit(changes, message) if repo is not None else None
-    return {"published": new, "paths": [c.path for c in changes][:200],
-            "changed": len(changes), "commit": commit}
+    return {
+        "published": new,
+        "paths": [c.path for c in changes][:200],
+        "changed": len(changes),
+        "commit": commit,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:

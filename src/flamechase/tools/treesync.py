@@ -40,8 +40,13 @@ __all__ = ["Entry", "changes", "main", "scan"]
 
 LIST_CAP = 200
 _CHUNK = 1 << 20
-DEFAULT_IGNORES = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", ".mypy_cache/**",
-                   ".ruff_cache/**")
+DEFAULT_IGNORES = (
+    "**/__pycache__/**",
+    "**/*.pyc",
+    ".pytest_cache/**",
+    ".mypy_cache/**",
+    ".ruff_cache/**",
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,8 +110,11 @@ def changes(base: Path, other: Path, *, with_git: bool = False) -> list[str]:
     """Paths whose file or link differs between the trees (added, removed or changed), sorted."""
     a, _ = scan(base, with_git=with_git)
     b, _ = scan(other, with_git=with_git)
-    out = [p for p in a.keys() | b.keys()
-           if p not in a or p not in b or _differs(base, other, p, a[p], b[p])]
+    out = [
+        p
+        for p in a.keys() | b.keys()
+        if p not in a or p not in b or _differs(base, other, p, a[p], b[p])
+    ]
     return sorted(out)
 
 
@@ -114,16 +122,21 @@ def git_ignored(root: Path, paths: Sequence[str]) -> set[str]:
     """Which of `paths` the git repository at `root` ignores (none when it is not one)."""
     if not paths or not (root / ".git").exists() or shutil.which("git") is None:
         return set()
-    proc = subprocess.run(["git", "-C", str(root), "check-ignore", "--stdin", "-z"],
-                          input="\0".join(paths).encode(), capture_output=True, timeout=300,
-                          check=False)
+    proc = subprocess.run(
+        ["git", "-C", str(root), "check-ignore", "--stdin", "-z"],
+        input="\0".join(paths).encode(),
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
     if proc.returncode not in (0, 1):  # 1: nothing ignored
         return set()
     return {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
 
-def _classify(paths: Iterable[str], allow: Sequence[str],
-              frozen: Sequence[str]) -> dict[str, list[str]]:
+def _classify(
+    paths: Iterable[str], allow: Sequence[str], frozen: Sequence[str]
+) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {"frozen": [], "accepted": [], "outside": []}
     for p in paths:
         if any_match(frozen, p):
@@ -135,8 +148,9 @@ def _classify(paths: Iterable[str], allow: Sequence[str],
     return out
 
 
-def judged(base: Path, other: Path, allow: Sequence[str], frozen: Sequence[str],
-           ignore: Sequence[str]) -> tuple[dict[str, list[str]], int]:
+def judged(
+    base: Path, other: Path, allow: Sequence[str], frozen: Sequence[str], ignore: Sequence[str]
+) -> tuple[dict[str, list[str]], int]:
     """OTHER's changes sorted into frozen/accepted/outside, and how many were ignored."""
     changed = changes(base, other)
     skip = git_ignored(base, changed) | {p for p in changed if any_match(ignore, p)}
@@ -253,8 +267,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str], cwd: Path) -> dict[str, object]:
     args = _parser().parse_args(list(argv))
-    for g in [*getattr(args, "allow", []), *getattr(args, "frozen", []),
-              *getattr(args, "ignore", []), *getattr(args, "globs", [])]:
+    for g in [
+        *getattr(args, "allow", []),
+        *getattr(args, "frozen", []),
+        *getattr(args, "ignore", []),
+        *getattr(args, "globs", []),
+    ]:
         parse(g)
     if args.cmd == "hash":
         files = digest(cwd, args.globs)

@@ -49,9 +49,15 @@ def fold_for(prepared: Any) -> RunFold:
 class LiveObserver:
     """Engine observer drawing the dashboard; `close()` leaves the last frame on screen."""
 
-    def __init__(self, prepared: Any, *, console: Console | None = None,
-                 refresh_per_second: float = 4.0, recent: int = 6,
-                 start: bool = True) -> None:
+    def __init__(
+        self,
+        prepared: Any,
+        *,
+        console: Console | None = None,
+        refresh_per_second: float = 4.0,
+        recent: int = 6,
+        start: bool = True,
+    ) -> None:
         self.prepared = prepared
         self.fold = fold_for(prepared)
         self.workspace = str(prepared.workspace)
@@ -61,9 +67,14 @@ class LiveObserver:
         if prepared.resume_from is not None:
             self._preload(Path(prepared.resume_from))
         self.console = console or Console()
-        self.live = Live(console=self.console, get_renderable=self.renderable,
-                         refresh_per_second=refresh_per_second, transient=False,
-                         redirect_stdout=False, redirect_stderr=False)
+        self.live = Live(
+            console=self.console,
+            get_renderable=self.renderable,
+            refresh_per_second=refresh_per_second,
+            transient=False,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
         self._started = False
         if start:
             self.live.start()

@@ -16,13 +16,26 @@ from rich.text import Text
 
 from flamechase.view.state import BudgetLine, LaneSnap, RunSnapshot, parse_at
 
-__all__ = ["Flow", "best_text", "budget_text", "dashboard", "fmt_duration", "header",
-           "lane_notes", "lanes_table"]
+__all__ = [
+    "Flow",
+    "best_text",
+    "budget_text",
+    "dashboard",
+    "fmt_duration",
+    "header",
+    "lane_notes",
+    "lanes_table",
+]
 
 _STATE_STYLE = {"turn": "bold yellow", "held": "bold red", "paused": "magenta", "idle": "dim"}
 _REASON = 400  # characters of a hold's or failure's reason shown (agents write some of them)
-_REPORT_STYLE = {"progress": "green", "deliverable_ready": "bold blue", "no_result": "dim",
-                 "blocked": "bold red", "turn_failed": "red"}
+_REPORT_STYLE = {
+    "progress": "green",
+    "deliverable_ready": "bold blue",
+    "no_result": "dim",
+    "blocked": "bold red",
+    "turn_failed": "red",
+}
 
 
 def fmt_duration(seconds: float) -> str:
@@ -64,12 +77,15 @@ def best_text(snap: RunSnapshot) -> Text:
     best = snap.best
     if best is None:
         n = snap.submissions
-        return Text("best: " + (f"no ranked submission of {n}" if n else "no submission yet"),
-                    style="dim")
+        return Text(
+            "best: " + (f"no ranked submission of {n}" if n else "no submission yet"), style="dim"
+        )
     text = Text("best ", style="bold")
     text.append(f"{best.metric} = {best.value:g}", style="bold green")
-    text.append(f" ({best.direction}) from {best.lane}, {best.report_id}"
-                + (", verified" if best.verified else ", unverified"))
+    text.append(
+        f" ({best.direction}) from {best.lane}, {best.report_id}"
+        + (", verified" if best.verified else ", unverified")
+    )
     return text
 
 
@@ -77,8 +93,9 @@ class Flow:
     """Items laid out left to right, wrapping between items and never inside one, so a budget
     line on a narrow terminal breaks at a `·` rather than between a name and its figure."""
 
-    def __init__(self, items: Sequence[Text], *, lead: Text | None = None,
-                 sep: str = " · ") -> None:
+    def __init__(
+        self, items: Sequence[Text], *, lead: Text | None = None, sep: str = " · "
+    ) -> None:
         self.items = items
         self.lead = lead or Text("")
         self.sep = sep
@@ -108,13 +125,15 @@ def header(snap: RunSnapshot, *, workspace: str | None = None) -> Group:
     title.append(snap.flow or "run", style="bold cyan")
     title.append(f" · {snap.status}", style="bold")
     title.append(f" · {fmt_duration(snap.active_seconds)} active")
-    where = [part for part in (f"run {snap.run_id}" if snap.run_id else "", workspace or "")
-             if part]
+    where = [
+        part for part in (f"run {snap.run_id}" if snap.run_id else "", workspace or "") if part
+    ]
     parts: list[RenderableType] = [title]
     if where:
         parts.append(Text(" · ".join(where), style="dim", no_wrap=True, overflow="ellipsis"))
-    parts.append(Flow([budget_text(line) for line in snap.budget],
-                      lead=Text("budget  ", style="dim")))
+    parts.append(
+        Flow([budget_text(line) for line in snap.budget], lead=Text("budget  ", style="dim"))
+    )
     parts.append(best_text(snap))
     return Group(*parts)
 
@@ -127,7 +146,7 @@ def short_actor(actor: str, roles: tuple[str, ...] = ()) -> str:
         return actor
     # Character by character on purpose: role names, not paths.
     prefix = os.path.commonprefix(list(roles))  # noqa: RUF071
-    return actor[len(prefix):] or actor
+    return actor[len(prefix) :] or actor
 
 
 def _elapsed(lane: LaneSnap, now: datetime) -> str:
@@ -153,8 +172,9 @@ def lanes_table(snap: RunSnapshot, now: datetime) -> Table:
     Cells wrap rather than cut, and the state column is kept wide enough for its word, so
     at 80 columns a row may take two lines but still says what the lane is doing.
     """
-    table = Table(expand=True, box=None, pad_edge=False, collapse_padding=True,
-                  header_style="bold dim")
+    table = Table(
+        expand=True, box=None, pad_edge=False, collapse_padding=True, header_style="bold dim"
+    )
     table.add_column("lane", no_wrap=True)
     table.add_column("on turn", ratio=2, overflow="fold")
     table.add_column("elapsed", justify="right", no_wrap=True)
@@ -170,9 +190,15 @@ def lanes_table(snap: RunSnapshot, now: datetime) -> Table:
                 on_turn += f" (attempt {lane.attempt})"
         last = Text(lane.last_status or "—", style=_REPORT_STYLE.get(lane.last_status or "", ""))
         fails = Text(str(lane.failures), style="bold red" if lane.failures else "dim")
-        table.add_row(lane.name, on_turn, _elapsed(lane, now), last,
-                      f"{lane.turns}" + (f" ({lane.failed}✗)" if lane.failed else ""),
-                      fails, _state(lane, len(snap.pending.get(lane.name, ()))))
+        table.add_row(
+            lane.name,
+            on_turn,
+            _elapsed(lane, now),
+            last,
+            f"{lane.turns}" + (f" ({lane.failed}✗)" if lane.failed else ""),
+            fails,
+            _state(lane, len(snap.pending.get(lane.name, ()))),
+        )
     if not snap.lanes:
         table.add_row("—", "no lanes yet", "", "", "", "", "")
     return table
@@ -197,11 +223,16 @@ def lane_notes(snap: RunSnapshot) -> list[Text]:
     return notes
 
 
-def dashboard(snap: RunSnapshot, now: datetime, recent: Sequence[str] = (),
-              *, workspace: str | None = None) -> RenderableType:
+def dashboard(
+    snap: RunSnapshot, now: datetime, recent: Sequence[str] = (), *, workspace: str | None = None
+) -> RenderableType:
     """The whole live view: header, lanes, and the last few events."""
-    parts: list[RenderableType] = [header(snap, workspace=workspace), Text(""),
-                                   lanes_table(snap, now), *lane_notes(snap)]
+    parts: list[RenderableType] = [
+        header(snap, workspace=workspace),
+        Text(""),
+        lanes_table(snap, now),
+        *lane_notes(snap),
+    ]
     if recent:
         parts.append(Text(""))
         for line in recent:

@@ -52,8 +52,7 @@ _OBJECTIVE = 2000  # characters of the objective kept in the page header
 _PAGE = 5000  # events read per query
 
 
-def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]],
-                                      list[dict[str, Any]]]:
+def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """(run row, lanes rows, every event) of the run in `run_dir`, read-only."""
     with Reader(run_dir / DB_NAME) as r:
         run = r.run()
@@ -87,8 +86,11 @@ class ReplayBuilder:
         self.points: list[dict[str, Any]] = []
         self.last_seq = 0
         self.header: dict[str, Any] = {
-            "id": run.get("id"), "flow": run.get("flow"), "status": run.get("status"),
-            "workspace": run.get("workspace"), "created": run.get("created"),
+            "id": run.get("id"),
+            "flow": run.get("flow"),
+            "status": run.get("status"),
+            "workspace": run.get("workspace"),
+            "created": run.get("created"),
             "updated": run.get("updated"),
             "objective": str(run.get("task") or "")[:_OBJECTIVE],
             "agents": run.get("agents") or {},
@@ -118,9 +120,23 @@ class ReplayBuilder:
             since = self._since.get(s.since)
             if since is None:
                 since = round((parse_at(s.since) - self.t0).total_seconds() * 1000)
-        return [s.actor, s.turn, s.attempt, since, s.turns, s.valid, s.failed, s.failures,
-                s.last_status, int(s.held), s.held_reason, s.paused_until, s.last_actor,
-                s.backend, s.last_error]
+        return [
+            s.actor,
+            s.turn,
+            s.attempt,
+            since,
+            s.turns,
+            s.valid,
+            s.failed,
+            s.failures,
+            s.last_status,
+            int(s.held),
+            s.held_reason,
+            s.paused_until,
+            s.last_actor,
+            s.backend,
+            s.last_error,
+        ]
 
     def add(self, ev: Mapping[str, Any]) -> dict[str, Any]:
         """Fold one event; return its point (also kept in `points`)."""
@@ -130,15 +146,20 @@ class ReplayBuilder:
         text, tag = narrate(ev, fold)
         d: dict[str, Any] = {}
         if len(fold.order) != len(self.names):
-            for name in fold.order[len(self.names):]:
+            for name in fold.order[len(self.names) :]:
                 self.index[name] = len(self.names)
                 self.names.append(name)
                 d["N"] = [name, list(fold.lanes[name].roles)]
         if ch.lanes:
             d["L"] = [[self.index[n], self._lane_row(fold.lanes[n])] for n in ch.lanes]
         if ch.spend or ch.status:
-            d["S"] = [round(fold.cost, 6), fold.turns, fold.output_tokens,
-                      round(fold.active_seconds(), 3), int(fold._open_at is not None)]
+            d["S"] = [
+                round(fold.cost, 6),
+                fold.turns,
+                fold.output_tokens,
+                round(fold.active_seconds(), 3),
+                int(fold._open_at is not None),
+            ]
         if ch.budget:
             d["B"] = [fold.limits[k] for k in BUDGET_KEYS]
         if ch.published is not None and ch.published.lane in self.index:
@@ -148,11 +169,17 @@ class ReplayBuilder:
         if ch.artifacts is not None:
             d["R"] = [ch.artifacts.report_id, ch.artifacts.artifacts]
         if ch.acks:
-            d["A"] = [[self.index[c], self.index[s], n] for c, s, n in ch.acks
-                      if c in self.index and s in self.index]
+            d["A"] = [
+                [self.index[c], self.index[s], n]
+                for c, s, n in ch.acks
+                if c in self.index and s in self.index
+            ]
         if ch.board:
-            d["W"] = {"n": fold.submissions, "b": _entry(fold.best),
-                      "t": [_entry(e) for e in fold.top]}
+            d["W"] = {
+                "n": fold.submissions,
+                "b": _entry(fold.best),
+                "t": [_entry(e) for e in fold.top],
+            }
         if ch.status:
             d["st"] = fold.status
         if ch.mark is not None:
@@ -162,14 +189,25 @@ class ReplayBuilder:
         if kind == "turn_started":
             d["o"] = [p.get("turn"), p.get("attempt")]
         elif kind in ("turn_valid", "turn_failed", "turn_interrupted", "lane_paused"):
-            d["e"] = [str(p.get("status") or kind.removeprefix("turn_")),
-                      p.get("cost_usd") or 0, p.get("duration") or 0, p.get("report_status")]
+            d["e"] = [
+                str(p.get("status") or kind.removeprefix("turn_")),
+                p.get("cost_usd") or 0,
+                p.get("duration") or 0,
+                p.get("report_status"),
+            ]
         elif kind == "plan_attempt":
             d["pa"] = [p.get("status"), p.get("duration") or 0, p.get("cost_usd") or 0]
         lane = ev.get("lane")
-        point = {"q": ev.get("seq"), "t": t, "k": kind,
-                 "l": self.index.get(lane, -1) if lane else -1, "a": ev.get("actor"),
-                 "x": text, "g": tag, "d": d}
+        point = {
+            "q": ev.get("seq"),
+            "t": t,
+            "k": kind,
+            "l": self.index.get(lane, -1) if lane else -1,
+            "a": ev.get("actor"),
+            "x": text,
+            "g": tag,
+            "d": d,
+        }
         self.points.append(point)
         self.last_seq = int(ev.get("seq") or self.last_seq)
         return point
@@ -183,15 +221,18 @@ class ReplayBuilder:
         return {
             "v": 1,
             "run": header,
-            "lanes": [{"name": n, "roles": list(self.fold.lanes[n].roles)}
-                      for n in self.names[: self.initial]],
+            "lanes": [
+                {"name": n, "roles": list(self.fold.lanes[n].roles)}
+                for n in self.names[: self.initial]
+            ],
             "t0": self.t0_text,
             "points": self.points,
         }
 
 
-def build_document(run: Mapping[str, Any], lanes: Iterable[Mapping[str, Any]],
-                   events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def build_document(
+    run: Mapping[str, Any], lanes: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]]
+) -> dict[str, Any]:
     b = ReplayBuilder(run, lanes)
     for ev in events:
         b.add(ev)
@@ -222,20 +263,26 @@ def render_html(doc: Mapping[str, Any], *, stream: str | None = None) -> str:
     # Only the page's own script and style may run or apply (pinned by hash), and nothing
     # may be fetched except the live stream from the same origin: the file works offline
     # and a hostile summary cannot pull anything in.
-    csp = "; ".join([
-        "default-src 'none'", f"script-src {_csp_hash(JS)}", f"style-src {_csp_hash(CSS)}",
-        "connect-src 'self'" if stream else "connect-src 'none'",
-        "img-src data:", "base-uri 'none'", "form-action 'none'",
-    ])
+    csp = "; ".join(
+        [
+            "default-src 'none'",
+            f"script-src {_csp_hash(JS)}",
+            f"style-src {_csp_hash(CSS)}",
+            "connect-src 'self'" if stream else "connect-src 'none'",
+            "img-src data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
+    )
     live = f' data-stream="{html.escape(stream, quote=True)}"' if stream else ""
     return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"
-        "<meta name=\"referrer\" content=\"no-referrer\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(title)}</title>\n<style>{CSS}</style></head>\n"
         f"<body{live}>\n{SKELETON}\n"
-        f"<script type=\"application/json\" id=\"fc-data\">{embed_json(doc)}</script>\n"
+        f'<script type="application/json" id="fc-data">{embed_json(doc)}</script>\n'
         f"<script>{JS}</script>\n</body></html>\n"
     )
 

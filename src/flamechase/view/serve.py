@@ -70,7 +70,8 @@ class TokenGuard:
             if not secrets.compare_digest(given, self.token):
                 response = PlainTextResponse(
                     "403: this page needs the token in the URL `flamechase serve` printed\n",
-                    status_code=403)
+                    status_code=403,
+                )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -122,23 +123,34 @@ def _index_html(runs: list[dict[str, Any]], token: str) -> str:
     for r in reversed(runs):
         href = f"/run/{quote(str(r['id']))}?token={quote(token)}"
         cells = [f'<a href="{html.escape(href)}">{html.escape(str(r["id"]))}</a>'] + [
-            html.escape(str(v)) for v in (r.get("task_line", ""), r["flow"], r["status"],
-                                           r["created"], r["turns"],
-                                           f"${float(r['cost_usd']):.4f}", r["workspace"])]
-        tds = [f'<td class="task">{c}</td>' if i == 1 else f"<td>{c}</td>"
-               for i, c in enumerate(cells)]
+            html.escape(str(v))
+            for v in (
+                r.get("task_line", ""),
+                r["flow"],
+                r["status"],
+                r["created"],
+                r["turns"],
+                f"${float(r['cost_usd']):.4f}",
+                r["workspace"],
+            )
+        ]
+        tds = [
+            f'<td class="task">{c}</td>' if i == 1 else f"<td>{c}</td>" for i, c in enumerate(cells)
+        ]
         rows.append("<tr>" + "".join(tds) + "</tr>")
-    csp = (f"default-src 'none'; script-src {_hash(_INDEX_JS)}; style-src {_hash(_INDEX_CSS)}; "
-           "connect-src 'self'; base-uri 'none'; form-action 'none'")
+    csp = (
+        f"default-src 'none'; script-src {_hash(_INDEX_JS)}; style-src {_hash(_INDEX_CSS)}; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'"
+    )
     return (
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"
-        "<meta name=\"referrer\" content=\"no-referrer\"><title>flamechase runs</title>"
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        '<meta name="referrer" content="no-referrer"><title>flamechase runs</title>'
         f"<style>{_INDEX_CSS}</style></head><body><h1>flamechase runs</h1>"
         "<p><small>newest first; the list refreshes itself; a run page follows the run live"
         "</small></p><table><thead><tr><th>run</th><th>task</th><th>flow</th><th>status</th>"
         "<th>created</th><th>turns</th><th>cost</th><th>workspace</th></tr></thead>"
-        f"<tbody id=\"runs\">{''.join(rows)}</tbody></table>"
+        f'<tbody id="runs">{"".join(rows)}</tbody></table>'
         f"<script>{_INDEX_JS}</script></body></html>"
     )
 
@@ -148,8 +160,9 @@ def _find_run(run_id: str) -> Path | None:
     return next((d for d in run_dirs() if d.name == run_id), None)
 
 
-def create_app(token: str, *, poll: float = POLL_SECONDS,
-               stopping: Callable[[], bool] = lambda: False) -> Starlette:
+def create_app(
+    token: str, *, poll: float = POLL_SECONDS, stopping: Callable[[], bool] = lambda: False
+) -> Starlette:
     """The app; `stopping()` turns True when the server shuts down (streams then end)."""
 
     async def index(request: Request) -> Response:
@@ -170,10 +183,10 @@ def create_app(token: str, *, poll: float = POLL_SECONDS,
         builder = ReplayBuilder(run, lanes)
         for ev in events:
             builder.add(ev)
-        stream = (f"/run/{quote(run_dir.name)}/events?token={quote(token)}"
-                  f"&after={builder.last_seq}")
-        return HTMLResponse(render_html(builder.document(), stream=stream),
-                            headers={"Cache-Control": "no-store"})
+        stream = f"/run/{quote(run_dir.name)}/events?token={quote(token)}&after={builder.last_seq}"
+        return HTMLResponse(
+            render_html(builder.document(), stream=stream), headers={"Cache-Control": "no-store"}
+        )
 
     async def run_events(request: Request) -> Response:
         run_dir = _find_run(request.path_params["run_id"])
@@ -183,8 +196,10 @@ def create_app(token: str, *, poll: float = POLL_SECONDS,
         # A reconnecting EventSource says where it got to; never send a point twice.
         after = max(after, _int(request.headers.get("last-event-id")))
         return StreamingResponse(
-            _points(run_dir / DB_NAME, after, poll, stopping), media_type="text/event-stream",
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+            _points(run_dir / DB_NAME, after, poll, stopping),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
 
     routes = [
         Route("/", index),
@@ -206,8 +221,9 @@ def _int(text: str | None) -> int:
         return 0
 
 
-async def _points(db: Path, after: int, poll: float,
-                  stopping: Callable[[], bool]) -> AsyncIterator[str]:
+async def _points(
+    db: Path, after: int, poll: float, stopping: Callable[[], bool]
+) -> AsyncIterator[str]:
     """SSE: the points of events after `after`, as they are committed.
 
     Ends by itself when the server is stopping, so Ctrl-C does not wait on open pages (an
@@ -219,8 +235,9 @@ async def _points(db: Path, after: int, poll: float,
         builder = ReplayBuilder(reader.run(), reader.lanes())
         # Point numbers continue the page's: fold everything the page already has.
         while builder.last_seq < after:
-            batch = reader.events(after=builder.last_seq, limit=min(_BATCH, after -
-                                                                   builder.last_seq))
+            batch = reader.events(
+                after=builder.last_seq, limit=min(_BATCH, after - builder.last_seq)
+            )
             if not batch:
                 break
             for ev in batch:
@@ -256,8 +273,9 @@ def bind(port: int) -> socket.socket:
     return sock
 
 
-def serve(port: int, *, token: str | None = None,
-          ready: Callable[[str], None] | None = None) -> None:
+def serve(
+    port: int, *, token: str | None = None, ready: Callable[[str], None] | None = None
+) -> None:
     """Serve until interrupted; `ready(url)` is called once the port is bound."""
     import uvicorn
 
@@ -269,8 +287,13 @@ def serve(port: int, *, token: str | None = None,
     def stopping() -> bool:
         return server is not None and bool(server.should_exit)
 
-    config = uvicorn.Config(create_app(token, stopping=stopping), log_level="warning",
-                            access_log=False, lifespan="off", timeout_graceful_shutdown=3)
+    config = uvicorn.Config(
+        create_app(token, stopping=stopping),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=3,
+    )
     server = uvicorn.Server(config)
     if ready is not None:
         ready(url)

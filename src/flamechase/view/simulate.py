@@ -45,8 +45,17 @@ __all__ = [
 DEFAULT_TURNS = 12
 DEFAULT_REST = 0.05  # the smallest rest_seconds a flow accepts
 # Never copied into a throw-away workspace: history and caches no simulated actor reads.
-_SKIP = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_cache", ".ruff_cache",
-         ".pytest_cache", ".tox"}
+_SKIP = {
+    ".git",
+    "__pycache__",
+    ".venv",
+    "venv",
+    "node_modules",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".tox",
+}
 
 
 def _copy_traversable(src: Traversable, dest: Path) -> None:
@@ -67,8 +76,9 @@ def copy_sample(dest: Path) -> Path:
 
 
 def copy_workspace(src: Path, dest: Path) -> Path:
-    shutil.copytree(src, dest, symlinks=True,
-                    ignore=lambda _d, names: [n for n in names if n in _SKIP])
+    shutil.copytree(
+        src, dest, symlinks=True, ignore=lambda _d, names: [n for n in names if n in _SKIP]
+    )
     return dest
 
 
@@ -104,8 +114,14 @@ def _python() -> str:
     return "python3" if found else shutil.which("python") or "python3"
 
 
-def sim_settings(flow: Flow[Any], given: Mapping[str, str], *, sample: bool,
-                 turns: int = DEFAULT_TURNS, rest: float = DEFAULT_REST) -> dict[str, object]:
+def sim_settings(
+    flow: Flow[Any],
+    given: Mapping[str, str],
+    *,
+    sample: bool,
+    turns: int = DEFAULT_TURNS,
+    rest: float = DEFAULT_REST,
+) -> dict[str, object]:
     """The settings of a simulated run: short defaults, then what the user gave (which wins).
 
     A user budget replaces the default one whole: `-p budget.duration=30s` should not also
@@ -133,10 +149,18 @@ class SimOutcome:
     workspace: Path
 
 
-def run_sim(flow: Flow[Any], workspace: Path, settings: Mapping[str, object], *,
-            task: str | None = None, agents: Sequence[tuple[str | None, str]] = (),
-            profile: str = "steady", observer: Any = None, state: Path | None = None,
-            warn: Callable[[str], None] = print) -> SimOutcome:
+def run_sim(
+    flow: Flow[Any],
+    workspace: Path,
+    settings: Mapping[str, object],
+    *,
+    task: str | None = None,
+    agents: Sequence[tuple[str | None, str]] = (),
+    profile: str = "steady",
+    observer: Any = None,
+    state: Path | None = None,
+    warn: Callable[[str], None] = print,
+) -> SimOutcome:
     """Run `flow` on `workspace` with `sim/<profile>` for every role not in `agents`.
 
     `state`: the FLAMECHASE_HOME to use for this run (None: the current one).
@@ -151,10 +175,21 @@ def run_sim(flow: Flow[Any], workspace: Path, settings: Mapping[str, object], *,
         roles = [r for r in dict.fromkeys(flow.roles(params)) if r not in named]
         items = [*agents, *((r, f"sim/{profile}") for r in roles)]
         if task is None:
-            task = "continue" if (workspace / "TASK.md").is_file() else (
-                f"Simulated run of {flow.name}: make small, verifiable progress.")
-        request = RunRequest(flow=flow, agents=list(items), settings=settings, task=task,
-                             workspace=workspace, resume=False, confirm=None, warn=warn)
+            task = (
+                "continue"
+                if (workspace / "TASK.md").is_file()
+                else (f"Simulated run of {flow.name}: make small, verifiable progress.")
+            )
+        request = RunRequest(
+            flow=flow,
+            agents=list(items),
+            settings=settings,
+            task=task,
+            workspace=workspace,
+            resume=False,
+            confirm=None,
+            warn=warn,
+        )
         prepared = prepare(request)
         if observer is not None and callable(observer):
             observer = observer(prepared)
@@ -163,8 +198,14 @@ def run_sim(flow: Flow[Any], workspace: Path, settings: Mapping[str, object], *,
         if callable(close):
             close()
         run_dir = home.runs_dir() / end.run_id
-    return SimOutcome(run_id=end.run_id, run_dir=run_dir, status=end.status,
-                      exit_code=end.exit_code, message=end.message, workspace=workspace)
+    return SimOutcome(
+        run_id=end.run_id,
+        run_dir=run_dir,
+        status=end.status,
+        exit_code=end.exit_code,
+        message=end.message,
+        workspace=workspace,
+    )
 
 
 @contextlib.contextmanager

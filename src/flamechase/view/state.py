@@ -271,8 +271,13 @@ class RunFold:
     # ---- construction ----------------------------------------------------------------------
 
     @classmethod
-    def from_run(cls, run: Mapping[str, Any], lanes: Iterable[Mapping[str, Any]],
-                 *, shares_reports: bool = True) -> RunFold:
+    def from_run(
+        cls,
+        run: Mapping[str, Any],
+        lanes: Iterable[Mapping[str, Any]],
+        *,
+        shares_reports: bool = True,
+    ) -> RunFold:
         """A fold for a stored run: its run row and `lanes` rows (names and roles).
 
         A stored run does not say whether its flow passes reports between lanes; every
@@ -280,9 +285,11 @@ class RunFold:
         a picture of a finished run would run its code, so the default is that it does.
         """
         return cls(
-            run_id=str(run.get("id", "")), flow=str(run.get("flow", "")),
+            run_id=str(run.get("id", "")),
+            flow=str(run.get("flow", "")),
             lanes=[(str(ln["lane"]), list(ln.get("roles") or ())) for ln in lanes],
-            budget=run.get("budget") or {}, shares_reports=shares_reports,
+            budget=run.get("budget") or {},
+            shares_reports=shares_reports,
         )
 
     def _lane(self, name: str, roles: Sequence[str] = ()) -> LaneRow:
@@ -310,8 +317,10 @@ class RunFold:
         at = e.at
         # A resumed engine first records the turns the dead one left cut: those say nothing
         # about when the old session was alive (flamechase 0.1 wrote them without a duration).
-        recovered = isinstance(e, ev.TurnInterrupted) and (e.recovered or (
-            not isinstance(event, ev.Event) and "duration" not in (event.get("payload") or {})))
+        recovered = isinstance(e, ev.TurnInterrupted) and (
+            e.recovered
+            or (not isinstance(event, ev.Event) and "duration" not in (event.get("payload") or {}))
+        )
         if at and not recovered:
             self._alive_at = at
         if at:
@@ -363,8 +372,16 @@ class RunFold:
         if not e.lane:
             return
         self._lane(e.lane)
-        self._set(e.lane, ch, actor=e.actor, turn=e.turn, attempt=e.attempt or 1,
-                  since=e.at or None, backend=e.backend, paused_until=None)
+        self._set(
+            e.lane,
+            ch,
+            actor=e.actor,
+            turn=e.turn,
+            attempt=e.attempt or 1,
+            since=e.at or None,
+            backend=e.backend,
+            paused_until=None,
+        )
         self.delivered += len(e.delivered)
         box = self.received.setdefault(e.lane, {})
         for rid in e.delivered:
@@ -379,9 +396,19 @@ class RunFold:
             return
         snap = self._lane(e.lane)
         self._count_spend(e, ch, counted=e.counted)
-        self._set(e.lane, ch, actor=None, turn=None, since=None, turns=snap.turns + 1,
-                  valid=snap.valid + 1, failures=0, last_status=e.report_status,
-                  last_actor=e.actor, last_error=None)
+        self._set(
+            e.lane,
+            ch,
+            actor=None,
+            turn=None,
+            since=None,
+            turns=snap.turns + 1,
+            valid=snap.valid + 1,
+            failures=0,
+            last_status=e.report_status,
+            last_actor=e.actor,
+            last_error=None,
+        )
         if e.report_id:  # journals of flamechase 0.1 published the report with the turn
             self._publish(e.report_id, e.lane, e.actor, e.report_status, ch)
         for source, seq in e.acknowledged.items():
@@ -395,15 +422,25 @@ class RunFold:
             return
         snap = self._lane(e.lane)
         self._count_spend(e, ch, counted=e.counted)
-        self._set(e.lane, ch, actor=None, turn=None, since=None, turns=snap.turns + 1,
-                  failed=snap.failed + 1, failures=snap.failures + 1,
-                  last_status="turn_failed", last_actor=e.actor,
-                  last_error=e.error or "no reason recorded")
+        self._set(
+            e.lane,
+            ch,
+            actor=None,
+            turn=None,
+            since=None,
+            turns=snap.turns + 1,
+            failed=snap.failed + 1,
+            failures=snap.failures + 1,
+            last_status="turn_failed",
+            last_actor=e.actor,
+            last_error=e.error or "no reason recorded",
+        )
         if e.report_id:
             self._publish(e.report_id, e.lane, e.actor, "turn_failed", ch)
 
-    def _turn_cut(self, e: ev.TurnInterrupted | ev.LanePaused, ch: Change,
-                  before: str | None) -> None:
+    def _turn_cut(
+        self, e: ev.TurnInterrupted | ev.LanePaused, ch: Change, before: str | None
+    ) -> None:
         self.cost += e.cost_usd
         self.output_tokens += e.output_tokens
         ch.spend = True
@@ -497,14 +534,18 @@ class RunFold:
         self.output_tokens += e.output_tokens
         ch.spend = True
 
-    def _publish(self, rid: str, lane: str, actor: str | None, status: Any,
-                 ch: Change) -> None:
+    def _publish(self, rid: str, lane: str, actor: str | None, status: Any, ch: Change) -> None:
         if not rid or rid in self.by_id:
             return
         source = self.by_source.setdefault(lane, [])
-        rep = Report(report_id=rid, lane=lane, actor=actor,
-                     status=None if status is None else str(status),
-                     seq=len(self.reports) + 1, index=len(source))
+        rep = Report(
+            report_id=rid,
+            lane=lane,
+            actor=actor,
+            status=None if status is None else str(status),
+            seq=len(self.reports) + 1,
+            index=len(source),
+        )
         self.reports.append(rep)
         self.by_id[rid] = rep
         source.append(rid)
@@ -542,9 +583,16 @@ class RunFold:
         # when it has no evaluator); journals of flamechase 0.1 did not say: a verified entry
         # ranks, and so does any entry of a run that declared no measurement.
         ranked = e.ranked and (e.verified or not self.evaluator)
-        entry = Entry(report_id=e.report_id, lane=e.lane or "", metric=e.metric,
-                      direction=e.direction, value=float(value), claimed=float(e.claimed),
-                      verified=e.verified, ranked=ranked)
+        entry = Entry(
+            report_id=e.report_id,
+            lane=e.lane or "",
+            metric=e.metric,
+            direction=e.direction,
+            value=float(value),
+            claimed=float(e.claimed),
+            verified=e.verified,
+            ranked=ranked,
+        )
         if not ranked:
             return
         ident = (metric_key(entry.metric), entry.direction)
@@ -608,7 +656,7 @@ class RunFold:
         out: list[str] = []
         for source in self.order:
             if source != consumer:
-                out.extend(self.by_source.get(source, [])[have.get(source, 0):])
+                out.extend(self.by_source.get(source, [])[have.get(source, 0) :])
         return out
 
     def acknowledged(self) -> int:
@@ -616,17 +664,31 @@ class RunFold:
 
     def snapshot(self, now: datetime | None = None) -> RunSnapshot:
         active = self.active_seconds(now)
-        used = {"duration": active, "cost": self.cost, "turns": float(self.turns),
-                "output_tokens": float(self.output_tokens)}
+        used = {
+            "duration": active,
+            "cost": self.cost,
+            "turns": float(self.turns),
+            "output_tokens": float(self.output_tokens),
+        }
         return RunSnapshot(
-            run_id=self.run_id, flow=self.flow, status=self.status, at=self.at,
-            started=self.started, lanes=tuple(self.lanes[n].freeze() for n in self.order),
+            run_id=self.run_id,
+            flow=self.flow,
+            status=self.status,
+            at=self.at,
+            started=self.started,
+            lanes=tuple(self.lanes[n].freeze() for n in self.order),
             budget=tuple(BudgetLine(k, self.limits[k], used[k]) for k in BUDGET_KEYS),
-            cost=self.cost, turns=self.turns, output_tokens=self.output_tokens,
-            active_seconds=active, best=self.best, top=self.top,
+            cost=self.cost,
+            turns=self.turns,
+            output_tokens=self.output_tokens,
+            active_seconds=active,
+            best=self.best,
+            top=self.top,
             submissions=self.submissions,
             pending={n: tuple(self.pending(n)) for n in self.order},
-            reports=len(self.reports), acknowledged=self.acknowledged(), events=self.events,
+            reports=len(self.reports),
+            acknowledged=self.acknowledged(),
+            events=self.events,
         )
 
 

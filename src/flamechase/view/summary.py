@@ -33,17 +33,22 @@ class Summary:
     events: int
 
     def lines(self) -> list[str]:
-        out = [f"run {self.run_id} · {self.flow} · {self.status} · {self.turns} turns · "
-               f"${self.cost:.4f} · {self.active_seconds:.1f} s active · {self.events} events"]
-        per = ", ".join(f"{name} {valid}" + (f"+{failed} failed" if failed else "")
-                        for name, _, valid, failed in self.lanes)
+        out = [
+            f"run {self.run_id} · {self.flow} · {self.status} · {self.turns} turns · "
+            f"${self.cost:.4f} · {self.active_seconds:.1f} s active · {self.events} events"
+        ]
+        per = ", ".join(
+            f"{name} {valid}" + (f"+{failed} failed" if failed else "")
+            for name, _, valid, failed in self.lanes
+        )
         out.append(f"turns per lane: {per or 'none'}")
-        out.append(f"reports: {self.reports} published, {self.exchanged} received by "
-                   f"another lane · artifacts: {self.artifacts} published, "
-                   f"{sum(n for _, _, n, _ in self.integrated)} integrated")
+        out.append(
+            f"reports: {self.reports} published, {self.exchanged} received by "
+            f"another lane · artifacts: {self.artifacts} published, "
+            f"{sum(n for _, _, n, _ in self.integrated)} integrated"
+        )
         for lane, rid, n, actor in self.integrated:
-            out.append(f"  {lane} ({actor}) integrated {rid} ({n} artifact"
-                       f"{'s' if n != 1 else ''})")
+            out.append(f"  {lane} ({actor}) integrated {rid} ({n} artifact{'s' if n != 1 else ''})")
         out.append(f"best candidate: {self.best or 'none ranked'}")
         return out
 
@@ -52,19 +57,28 @@ def summarize_fold(fold: RunFold) -> Summary:
     best = fold.best
     best_text = None
     if best is not None:
-        best_text = (f"{best.metric} = {best.value:g} ({best.direction}) from {best.lane}, "
-                     f"report {best.report_id}" + (", verified" if best.verified else
-                                                   ", unverified"))
+        best_text = (
+            f"{best.metric} = {best.value:g} ({best.direction}) from {best.lane}, "
+            f"report {best.report_id}" + (", verified" if best.verified else ", unverified")
+        )
     return Summary(
-        run_id=fold.run_id, flow=fold.flow, status=fold.status,
-        lanes=tuple((s.name, s.turns, s.valid, s.failed) for s in
-                    (fold.lanes[n] for n in fold.order)),
-        reports=len(fold.reports), exchanged=fold.acknowledged(),
+        run_id=fold.run_id,
+        flow=fold.flow,
+        status=fold.status,
+        lanes=tuple(
+            (s.name, s.turns, s.valid, s.failed) for s in (fold.lanes[n] for n in fold.order)
+        ),
+        reports=len(fold.reports),
+        exchanged=fold.acknowledged(),
         artifacts=sum(r.artifacts for r in fold.reports),
-        integrated=tuple((lane, rid, fold.by_id[rid].artifacts, actor)
-                         for lane, rid, actor in fold.integrated),
-        best=best_text, cost=fold.cost, turns=fold.turns,
-        active_seconds=fold.active_seconds(), events=fold.events,
+        integrated=tuple(
+            (lane, rid, fold.by_id[rid].artifacts, actor) for lane, rid, actor in fold.integrated
+        ),
+        best=best_text,
+        cost=fold.cost,
+        turns=fold.turns,
+        active_seconds=fold.active_seconds(),
+        events=fold.events,
     )
 
 

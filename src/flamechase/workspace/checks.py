@@ -15,11 +15,32 @@ from pathlib import Path
 from flamechase.errors import StateHomeInvalid, TaskError, UsageError, WorkspaceInvalid
 
 # Directories no project lives in directly; their children (/usr/local, /var/lib) too.
-SYSTEM_DIRS = frozenset({
-    "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",
-    "/media", "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/usr",
-    "/var", "/tmp",  # noqa: S108 -- a name to refuse, not a file we create
-})
+SYSTEM_DIRS = frozenset(
+    {
+        "/",
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/media",
+        "/mnt",
+        "/opt",
+        "/proc",
+        "/root",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/usr",
+        "/var",
+        "/tmp",  # noqa: S108 -- a name to refuse, not a file we create
+    }
+)
 SYSTEM_PARENTS = frozenset({"/usr", "/var"})
 
 
@@ -30,11 +51,13 @@ def current_directory() -> Path:
     except FileNotFoundError:
         raise WorkspaceInvalid(
             "the current directory no longer exists (it was deleted or moved); cd into your "
-            "project and run the command again") from None
+            "project and run the command again"
+        ) from None
     except PermissionError:
         raise WorkspaceInvalid(
             "the current directory cannot be read (permission denied); cd into your project "
-            "and run the command again") from None
+            "and run the command again"
+        ) from None
 
 
 def check_utf8(what: str, text: str) -> None:
@@ -47,8 +70,9 @@ def check_utf8(what: str, text: str) -> None:
         byte = ord(bad) - 0xDC00 if 0xDC80 <= ord(bad) <= 0xDCFF else None
         shown = f"byte 0x{byte:02x}" if byte is not None else f"character {bad!r}"
         error = TaskError if what == "TASK" else UsageError
-        raise error(f"{what} is not valid UTF-8 ({shown} at position {exc.start}); "
-                    "give it as UTF-8 text") from None
+        raise error(
+            f"{what} is not valid UTF-8 ({shown} at position {exc.start}); give it as UTF-8 text"
+        ) from None
 
 
 def check_workspace(workspace: Path, *, allow: bool, home: Path | None = None) -> None:
@@ -66,7 +90,8 @@ def check_workspace(workspace: Path, *, allow: bool, home: Path | None = None) -
     if what is not None:
         raise WorkspaceInvalid(
             f"the workspace is {ws}, {what}: lane 1 would write anything in it; run "
-            "flamechase in a project directory, or pass --allow-workspace if you mean it")
+            "flamechase in a project directory, or pass --allow-workspace if you mean it"
+        )
 
 
 def check_state_home(state_home: Path, workspace: Path, *, from_env: bool) -> None:
@@ -79,10 +104,12 @@ def check_state_home(state_home: Path, workspace: Path, *, from_env: bool) -> No
         existing = existing.parent
     if not existing.is_dir():
         where = "is a file" if existing == state_home else f"is inside the file {existing}"
-        raise StateHomeInvalid(f"{name} {where}, not a directory; point FLAMECHASE_HOME at a "
-                               "directory (or unset it)")
+        raise StateHomeInvalid(
+            f"{name} {where}, not a directory; point FLAMECHASE_HOME at a directory (or unset it)"
+        )
     home, ws = state_home.resolve(), workspace.resolve()
     if home == ws or ws in home.parents:
         raise StateHomeInvalid(
             f"{name} is inside the workspace {ws}: lane 1 writes the workspace and could "
-            "rewrite the runs; set FLAMECHASE_HOME to a directory outside it")
+            "rewrite the runs; set FLAMECHASE_HOME to a directory outside it"
+        )

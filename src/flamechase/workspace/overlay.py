@@ -20,10 +20,14 @@ SKIP = frozenset({".git"})
 def _entries(root: Path) -> dict[str, os.stat_result]:
     out: dict[str, os.stat_result] = {}
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [d for d in dirnames if d not in SKIP
-                       and not os.path.islink(os.path.join(dirpath, d))]
-        names = filenames + [d for d in os.listdir(dirpath)
-                             if os.path.islink(os.path.join(dirpath, d)) and d not in filenames]
+        dirnames[:] = [
+            d for d in dirnames if d not in SKIP and not os.path.islink(os.path.join(dirpath, d))
+        ]
+        names = filenames + [
+            d
+            for d in os.listdir(dirpath)
+            if os.path.islink(os.path.join(dirpath, d)) and d not in filenames
+        ]
         for name in names:
             path = os.path.join(dirpath, name)
             st = os.lstat(path)
@@ -55,8 +59,11 @@ def _digest(path: Path) -> str:
 def differences(base: Path, over: Path) -> tuple[list[str], list[str]]:
     """(changed or new, deleted): paths relative to the trees, sorted."""
     a, b = _entries(base), _entries(over)
-    changed = [rel for rel, sb in b.items()
-               if rel not in a or not _same(base / rel, a[rel], over / rel, sb)]
+    changed = [
+        rel
+        for rel, sb in b.items()
+        if rel not in a or not _same(base / rel, a[rel], over / rel, sb)
+    ]
     deleted = [rel for rel in a if rel not in b]
     return sorted(changed), sorted(deleted)
 

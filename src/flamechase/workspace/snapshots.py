@@ -155,8 +155,6 @@ def _copy_tree(source: Path, tmp: Path, dest: Path) -> None:
     _copy_with_python(source, tmp, dest)
 
 
-
-
 # long: one copy protocol (checks, temporary name, copy, fsync, rename) read top to bottom.
 def snapshot(source: Path, dest: Path) -> None:
     """Make `dest` a private copy of `source`, or do nothing if `dest` is already a directory.

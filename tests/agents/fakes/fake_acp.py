@@ -96,17 +96,31 @@ class Agent:
         how = os.environ.get("FAKE_ACP_MODELS", "")
         options = [{"value": m, "name": m} for m in ("small", "large")]
         if how == "config":
-            return {"configOptions": [{"id": "model", "name": "Model", "category": "model",
-                                       "type": "select", "currentValue": "small",
-                                       "options": options}]}
+            return {
+                "configOptions": [
+                    {
+                        "id": "model",
+                        "name": "Model",
+                        "category": "model",
+                        "type": "select",
+                        "currentValue": "small",
+                        "options": options,
+                    }
+                ]
+            }
         if how == "models":
-            return {"models": {"currentModelId": "small", "availableModels": [
-                {"modelId": m, "name": m} for m in ("small", "large")]}}
+            return {
+                "models": {
+                    "currentModelId": "small",
+                    "availableModels": [{"modelId": m, "name": m} for m in ("small", "large")],
+                }
+            }
         return {}
 
     def set_model(self, rid: Any, method: str, params: dict[str, Any]) -> None:
-        value = params.get("value") if method == "session/set_config_option" else \
-            params.get("modelId")
+        value = (
+            params.get("value") if method == "session/set_config_option" else params.get("modelId")
+        )
         if value not in ("small", "large"):
             return self.error(rid, -32602, f"unknown model {value!r}")
         return self.reply(rid, {} if method == "session/set_model" else {"configOptions": []})

@@ -109,8 +109,7 @@ def main() -> None:
         state = sessions / f"{resume}.json"
         if not state.exists():
             # Gemini 0.61's wording, exit 42: a run whose request failed saved no session.
-            fl.die(CLI, "Error resuming session: No previous sessions found for this project.",
-                   42)
+            fl.die(CLI, "Error resuming session: No previous sessions found for this project.", 42)
         sid = resume
     else:
         sid = str(uuid.uuid4())

@@ -30,8 +30,9 @@ class Ctx:
         self.role = E.get("FLAMECHASE_ROLE", "")
         self.ws = Path.cwd()
         self.run = RUN
-        self.inbox: list[dict[str, Any]] = json.loads(Path(E["FLAMECHASE_INBOX"]).read_text()) \
-            if E.get("FLAMECHASE_INBOX") else []
+        self.inbox: list[dict[str, Any]] = (
+            json.loads(Path(E["FLAMECHASE_INBOX"]).read_text()) if E.get("FLAMECHASE_INBOX") else []
+        )
         self.log_path = RUN / "lanes" / self.lane / "actor-log.jsonl"
 
     def log(self, **fields: Any) -> None:
@@ -39,25 +40,36 @@ class Ctx:
         with open(self.log_path, "a", encoding="utf-8") as f:
             f.write(line)
 
-    def sh(self, *argv: str, check: bool = True,
-           quiet: bool = False) -> subprocess.CompletedProcess[str]:
+    def sh(
+        self, *argv: str, check: bool = True, quiet: bool = False
+    ) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(list(argv), capture_output=True, text=True, check=False)
         if not quiet:
-            self.log(cmd=list(argv), code=proc.returncode, out=proc.stdout[-2000:],
-                     err=proc.stderr[-2000:])
+            self.log(
+                cmd=list(argv),
+                code=proc.returncode,
+                out=proc.stdout[-2000:],
+                err=proc.stderr[-2000:],
+            )
         if check and proc.returncode != 0:
             raise SystemExit(f"{argv}: {proc.stderr}")
         return proc
 
-    def git(self, *args: str, check: bool = True,
-            quiet: bool = False) -> subprocess.CompletedProcess[str]:
+    def git(
+        self, *args: str, check: bool = True, quiet: bool = False
+    ) -> subprocess.CompletedProcess[str]:
         return self.sh("git", *args, check=check, quiet=quiet)
 
     def pr(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self.sh(sys.executable, "-m", "flamechase", "pr", *args, check=check)
 
-    def change(self, branch: str, files: dict[str, str], start: str = "origin/main",
-               message: str = "a change") -> str:
+    def change(
+        self,
+        branch: str,
+        files: dict[str, str],
+        start: str = "origin/main",
+        message: str = "a change",
+    ) -> str:
         """A commit of `files` on a new `branch` from `start`; its sha."""
         self.git("fetch", "-q", "origin")
         self.git("checkout", "-q", "-f", "-B", branch, start)
@@ -99,10 +111,19 @@ def main() -> int:
     report = Path(E["FLAMECHASE_REPORT"])
     lanes = [x for x in E.get("FLAMECHASE_LANES", "").split(",") if x]
     if not E.get("FLAMECHASE_LANE"):
-        plan = {"lanes": [{"lane": n, "mission": {"title": f"mission of {n}",
-                                                  "objective": "lower the score",
-                                                  "success_criteria": ["merged"]}}
-                          for n in lanes]}
+        plan = {
+            "lanes": [
+                {
+                    "lane": n,
+                    "mission": {
+                        "title": f"mission of {n}",
+                        "objective": "lower the score",
+                        "success_criteria": ["merged"],
+                    },
+                }
+                for n in lanes
+            ]
+        }
         report.write_text(json.dumps(plan))
         return 0
     sys.path.insert(0, str(HERE))

@@ -41,18 +41,21 @@ def sha(n: int) -> str:
 
 
 def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Driver:
-    def __init__(self, lanes: int = 2, objective: str = "make it faster",
-                 **params: Any) -> None:
-        given = {"evaluator": "python3 score.py", "metric_pattern": r"SCORE: (\d+)",
-                 "lanes": lanes, **params}
+    def __init__(self, lanes: int = 2, objective: str = "make it faster", **params: Any) -> None:
+        given = {
+            "evaluator": "python3 score.py",
+            "metric_pattern": r"SCORE: (\d+)",
+            "lanes": lanes,
+            **params,
+        }
         p = GitPrParams(**given)
-        self.state: GitState = FLOW.start(RunSetup(run_id="r1", objective=objective, params=p,
-                                                   lanes=FLOW.lanes(p), source="/src"))
+        self.state: GitState = FLOW.start(
+            RunSetup(run_id="r1", objective=objective, params=p, lanes=FLOW.lanes(p), source="/src")
+        )
         self.t = T0
         self.seq = 0
         self.journal: list[ev.Event] = []
@@ -76,8 +79,11 @@ class Driver:
 
     def _settle(self) -> None:
         for _ in range(100):
-            instant = [c for c in FLOW.decide(self.state, self.t)
-                       if isinstance(c, Emit | PublishReport | HoldLane | ReleaseLane)]
+            instant = [
+                c
+                for c in FLOW.decide(self.state, self.t)
+                if isinstance(c, Emit | PublishReport | HoldLane | ReleaseLane)
+            ]
             if not instant:
                 return
             for c in instant:
@@ -102,17 +108,28 @@ class Driver:
     def ran(self, prefix: str, result: Mapping[str, Any], *, code: int = 0) -> Run:
         job = self.job(prefix)
         assert isinstance(job, Run), job
-        receipt = {"argv": list(job.argv), "exit_code": code, "output": json.dumps(result) + "\n",
-                   "error": None if code == 0 else f"exited with code {code}",
-                   "output_sha256": "0" * 64, "duration": 0.1}
+        receipt = {
+            "argv": list(job.argv),
+            "exit_code": code,
+            "output": json.dumps(result) + "\n",
+            "error": None if code == 0 else f"exited with code {code}",
+            "output_sha256": "0" * 64,
+            "duration": 0.1,
+        }
         self.feed(ev.Ran(lane=job.lane, key=job.key, receipt=receipt))
         return job
 
     def measured(self, prefix: str, value: float | None, error: str | None = None) -> Measure:
         job = self.job(prefix)
         assert isinstance(job, Measure), job
-        receipt = {"command": job.command, "exit_code": 0 if error is None else 1,
-                   "value": value, "error": error, "duration": 0.5, "output_sha256": "1" * 64}
+        receipt = {
+            "command": job.command,
+            "exit_code": 0 if error is None else 1,
+            "value": value,
+            "error": error,
+            "duration": 0.5,
+            "output_sha256": "1" * 64,
+        }
         self.feed(ev.Measured(lane=job.lane, key=job.key, receipt=receipt))
         return job
 
@@ -126,8 +143,10 @@ class Driver:
     def set_up(self, main_score: float | None = 50.0, main_error: str | None = None) -> None:
         """Places, the plan, the central repository, the clones and the baseline measured."""
         self.places()
-        self.feed(ev.TurnStarted(actor="coordinator", turn=1),
-                  ev.TurnValid(actor="coordinator", turn=1, result={"lanes": []}))
+        self.feed(
+            ev.TurnStarted(actor="coordinator", turn=1),
+            ev.TurnValid(actor="coordinator", turn=1, result={"lanes": []}),
+        )
         self.places()
         self.ran("setup/central", {"main": BASE, "tree": "t" * 40, "files": 3})
         for key in sorted(self.jobs()):
@@ -135,21 +154,37 @@ class Driver:
                 self.ran(key, {"head": BASE, "commit": BASE, "tree": "t" * 40})
         self.measured("setup/main-measure", main_score, main_error)
 
-    def turn(self, lane: str, requests: Sequence[Mapping[str, Any]] = (),
-             refused: Sequence[str] = (), failed: bool = False) -> None:
+    def turn(
+        self,
+        lane: str,
+        requests: Sequence[Mapping[str, Any]] = (),
+        refused: Sequence[str] = (),
+        failed: bool = False,
+    ) -> None:
         n = self.turns.get(lane, 0) + 1
         self.turns[lane] = n
         role = f"lane_{lane.split('-')[1]}_actor_{'a' if n % 2 else 'b'}"
         self.feed(ev.TurnStarted(lane=lane, actor=role, turn=n))
-        end: ev.TurnEnded = (ev.TurnFailed(lane=lane, actor=role, turn=n, error="boom")
-                             if failed else
-                             ev.TurnValid(lane=lane, actor=role, turn=n, report_status="progress",
-                                          result={"status": "progress", "summary": "s"}))
-        self.feed(dataclasses.replace(end, requests=[dict(r) for r in requests],
-                                      requests_refused=list(refused)))
+        end: ev.TurnEnded = (
+            ev.TurnFailed(lane=lane, actor=role, turn=n, error="boom")
+            if failed
+            else ev.TurnValid(
+                lane=lane,
+                actor=role,
+                turn=n,
+                report_status="progress",
+                result={"status": "progress", "summary": "s"},
+            )
+        )
+        self.feed(
+            dataclasses.replace(
+                end, requests=[dict(r) for r in requests], requests_refused=list(refused)
+            )
+        )
 
-    def push(self, lane: str, pushed: Mapping[str, str],
-             results: Mapping[str, str] | None = None) -> Run | None:
+    def push(
+        self, lane: str, pushed: Mapping[str, str], results: Mapping[str, str] | None = None
+    ) -> Run | None:
         """Answer the lane's export as if its outbox held `pushed` (what changed since the
         runtime last saw it, and what was deleted) and, if asked, the forward with `results`
         (default: every ref accepted)."""
@@ -158,8 +193,9 @@ class Driver:
         seen = json.loads(export.env["FLAMECHASE_GIT_SEEN"])
         changed = {r: s for r, s in pushed.items() if seen.get(r) != s}
         deleted = sorted(r for r in seen if r not in pushed)
-        self.ran("export/", {"changed": changed, "deleted": deleted,
-                             "bundle": "/b" if changed else None})
+        self.ran(
+            "export/", {"changed": changed, "deleted": deleted, "bundle": "/b" if changed else None}
+        )
         forwards = [k for k in self.jobs() if k.startswith("forward/")]
         if not forwards:
             return None
@@ -169,8 +205,9 @@ class Driver:
         deletes = _values(job.argv, "--delete")
         got = {ref: "ok" for ref in [*updates, *deletes]} | dict(results or {})
         before = self.state.refs.get(lane, {})
-        refs: dict[str, str | None] = {r: (updates.get(r) if got[r] == "ok" else before.get(r))
-                                       for r in [*updates, *deletes]}
+        refs: dict[str, str | None] = {
+            r: (updates.get(r) if got[r] == "ok" else before.get(r)) for r in [*updates, *deletes]
+        }
         self.ran("forward/", {"results": got, "refs": refs, "main": self.state.main})
         return job
 
@@ -182,8 +219,11 @@ class Driver:
 
     def reports_to(self, lane: str) -> list[str]:
         """Summaries of the system reports published for `lane`, in order."""
-        return [str(self.records[e.report_id]["summary"]) for e in self.journal
-                if isinstance(e, ev.ReportPublished) and e.lane == f"system:{lane}"]
+        return [
+            str(self.records[e.report_id]["summary"])
+            for e in self.journal
+            if isinstance(e, ev.ReportPublished) and e.lane == f"system:{lane}"
+        ]
 
 
 def _values(argv: Sequence[str], flag: str) -> list[str]:

@@ -24,7 +24,7 @@ ACTOR = Path(__file__).with_name("actor.py")
 # The evaluator: the sum of the numbers in a.txt and b.txt, lower is better. With a file
 # `slow` in the tree it first waits for its lane to open a gate (`lanes/LANE/gate` in the
 # run), so a test can keep a PR under evaluation (frozen) for as long as it needs.
-SCORE = '''\
+SCORE = """\
 import os, pathlib, sys, time
 here = pathlib.Path.cwd()
 if pathlib.Path("slow").exists():
@@ -34,7 +34,7 @@ if pathlib.Path("slow").exists():
         time.sleep(0.05)
 total = sum(int(pathlib.Path(n).read_text()) for n in ("a.txt", "b.txt"))
 print("SCORE:", total)
-'''
+"""
 
 
 class Team:
@@ -48,17 +48,26 @@ class Team:
         (self.dir / "actor.py").chmod(0o755)
         (self.dir / "hook.py").write_text(
             "import json, time\n\n\ndef act(c):\n"
-            + textwrap.indent(textwrap.dedent(hook).strip("\n"), "    ") + "\n")
+            + textwrap.indent(textwrap.dedent(hook).strip("\n"), "    ")
+            + "\n"
+        )
         self.home = root / "user-home"
         self.home.mkdir()
         (self.home / ".gitconfig").write_text(
             "[user]\n\tname = The User\n\temail = user@example.invalid\n"
             f"[core]\n\thooksPath = {self.home / 'hooks'}\n[commit]\n\tgpgsign = true\n"
-            "[gpg]\n\tprogram = /nonexistent/gpg\n")
+            "[gpg]\n\tprogram = /nonexistent/gpg\n"
+        )
         hooks = self.home / "hooks"
         hooks.mkdir()
-        for name in ("pre-commit", "post-commit", "pre-push", "reference-transaction",
-                     "pre-receive", "post-checkout"):
+        for name in (
+            "pre-commit",
+            "post-commit",
+            "pre-push",
+            "reference-transaction",
+            "pre-receive",
+            "post-checkout",
+        ):
             (hooks / name).write_text(f"#!/bin/sh\necho {name} >> '{self.home / 'ran'}'\n")
             (hooks / name).chmod(0o755)
         self.src = self._source()
@@ -68,8 +77,14 @@ class Team:
         return {"HOME": str(self.home)}
 
     def git(self, *args: str, cwd: Path | None = None) -> str:
-        proc = subprocess.run(["git", *args], cwd=cwd or self.src, capture_output=True,
-                              text=True, env={**_plain_env(), **self.env}, check=True)
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd or self.src,
+            capture_output=True,
+            text=True,
+            env={**_plain_env(), **self.env},
+            check=True,
+        )
         return proc.stdout.strip()
 
     def _source(self) -> Path:
@@ -93,22 +108,38 @@ class Team:
 
     def args(self, turns: int, lanes: int = 2) -> list[str]:
         agents = [a for _ in range(1 + 2 * lanes) for a in ("-a", f"exec:{self.dir / 'actor.py'}")]
-        params = (f"budget.turns={turns},lanes={lanes},rest_seconds=0.05,"
-                  "evaluator=python3 score.py,metric_pattern=SCORE: (\\d+)")
-        return ["exec", "-f", "parallel_flame_chase:git_pr", *agents, "-p", params,
-                "lower the score"]
+        params = (
+            f"budget.turns={turns},lanes={lanes},rest_seconds=0.05,"
+            "evaluator=python3 score.py,metric_pattern=SCORE: (\\d+)"
+        )
+        return [
+            "exec",
+            "-f",
+            "parallel_flame_chase:git_pr",
+            *agents,
+            "-p",
+            params,
+            "lower the score",
+        ]
 
-    def run(self, turns: int, lanes: int = 2,
-            timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, turns: int, lanes: int = 2, timeout: float = 240
+    ) -> subprocess.CompletedProcess[str]:
         return cli(*self.args(turns, lanes), cwd=self.src, timeout=timeout, env=self.env)
 
     def start(self, turns: int, lanes: int = 2) -> subprocess.Popen[str]:
         """The same run in the background (the test acts while it goes on); its output goes
         to `out.txt` and `err.txt` in the team's directory (no pipe to fill up)."""
         with open(self.dir / "out.txt", "w") as out, open(self.dir / "err.txt", "w") as err:
-            return subprocess.Popen([*FLAMECHASE, *self.args(turns, lanes)], cwd=self.src,
-                                    env={**os.environ, **self.env}, stdout=out, stderr=err,
-                                    text=True, stdin=subprocess.DEVNULL)
+            return subprocess.Popen(
+                [*FLAMECHASE, *self.args(turns, lanes)],
+                cwd=self.src,
+                env={**os.environ, **self.env},
+                stdout=out,
+                stderr=err,
+                text=True,
+                stdin=subprocess.DEVNULL,
+            )
 
     def status(self) -> dict[str, Any]:
         return status(self.src)

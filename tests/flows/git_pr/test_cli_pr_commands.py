@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.flows.git_pr.team import Team
 
-BY_ID = '''
+BY_ID = """
 import sys
 def show(pr, quiet=False):
     return c.sh(sys.executable, "-m", "flamechase", "pr", "show", pr, check=False, quiet=quiet)
@@ -29,15 +29,14 @@ c.wait("PR000001 merged", lambda: json.loads(show("PR000001", quiet=True).stdout
 missing = show("PR000009")
 c.log(merged=json.loads(show("PR000001").stdout), missing=[missing.returncode, missing.stderr])
 return "saw PR000001 merged"
-'''
+"""
 
 
 def _logged(team: Team, key: str) -> dict[str, Any]:
     return next(e for e in team.log("lane-1") if key in e)
 
 
-def test_a_lane_lists_shows_and_readies_its_pr_by_id_from_inside_its_turn(
-        tmp_path: Path) -> None:
+def test_a_lane_lists_shows_and_readies_its_pr_by_id_from_inside_its_turn(tmp_path: Path) -> None:
     team = Team(tmp_path, BY_ID)
     proc = team.run(turns=4, lanes=1)
     assert proc.returncode == 0, proc.stderr
@@ -48,9 +47,14 @@ def test_a_lane_lists_shows_and_readies_its_pr_by_id_from_inside_its_turn(
     assert listed["main"]["direction"] == "minimize" and len(listed["main"]["commit"]) == 40
     assert listed["requested"] == []
     [draft] = listed["pull_requests"]
-    assert (draft["id"], draft["lane"], draft["status"], draft["branch"], draft["title"],
-            draft["hypothesis"]) == ("PR000001", "lane-1", "draft", "lane-1/a", "a down",
-                                     "a is the bottleneck")
+    assert (
+        draft["id"],
+        draft["lane"],
+        draft["status"],
+        draft["branch"],
+        draft["title"],
+        draft["hypothesis"],
+    ) == ("PR000001", "lane-1", "draft", "lane-1/a", "a down", "a is the bottleneck")
     assert draft["receipt"] is None and draft["score"] is None
     # `pr show` prints exactly that PR; `pr ready PR000001` is a request until the turn ends.
     assert turn2["shown"] == draft

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.flows.git_pr.team import Team
 from tests.helpers import cli
 
-RACE = '''
+RACE = """
 if c.lane == "lane-1" and c.turn == 1:
     c.propose("lane-1/a", {"a.txt": "10\\n"})                  # 40 alone: beats 60
     return "proposed lane-1/a"
@@ -28,11 +28,12 @@ if c.lane == "lane-1" and c.turn == 2:
     listed = c.pr("list")
     return "listed: " + " | ".join(listed.stdout.splitlines()[:3])
 c.wait("lane-1's second turn", lambda: c.done("lane-1", 2))
-'''
+"""
 
 
 def test_racing_prs_end_merged_in_order_with_a_remeasured_merge_and_published(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     team = Team(tmp_path, RACE)
     digest = team.config_digest()
     user_head = team.git("rev-parse", "HEAD")
@@ -40,7 +41,9 @@ def test_racing_prs_end_merged_in_order_with_a_remeasured_merge_and_published(
     assert proc.returncode == 0, proc.stderr
     prs = team.prs()
     assert {k: (p["lane"], p["status"]) for k, p in prs.items()} == {
-        "PR000001": ("lane-1", "merged"), "PR000002": ("lane-2", "merged")}
+        "PR000001": ("lane-1", "merged"),
+        "PR000002": ("lane-2", "merged"),
+    }
     first, second = prs["PR000001"], prs["PR000002"]
     assert first["score"] == 40 and second["score"] == 35
     # The second was based on the old main: merged with the current main and measured again.
@@ -50,7 +53,9 @@ def test_racing_prs_end_merged_in_order_with_a_remeasured_merge_and_published(
     st = team.status()
     ledger = st["ledger"]
     assert [(e["pr"], e["prior_score"], e["score"], e["fast"]) for e in ledger] == [
-        ("PR000001", 60, 40, True), ("PR000002", 40, 15, False)]
+        ("PR000001", 60, 40, True),
+        ("PR000002", 40, 15, False),
+    ]
     assert ledger[1]["prior_main"] == ledger[0]["merge"]
     assert st["main"]["score"] == 15 and st["main"]["published"] == ledger[1]["merge"]
     # The receipt binds exactly what was measured.
@@ -61,8 +66,10 @@ def test_racing_prs_end_merged_in_order_with_a_remeasured_merge_and_published(
     assert (team.src / "a.txt").read_text() == "10\n" and (team.src / "b.txt").read_text() == "5\n"
     assert team.git("rev-parse", "--abbrev-ref", "HEAD") == "trunk"
     subjects = team.git("log", "--format=%an|%s", f"{user_head}..HEAD").splitlines()
-    assert subjects == ["flamechase|flamechase: merge PR000002 into the source",
-                        "flamechase|flamechase: merge PR000001 into the source"]
+    assert subjects == [
+        "flamechase|flamechase: merge PR000002 into the source",
+        "flamechase|flamechase: merge PR000001 into the source",
+    ]
     assert team.git("status", "--porcelain") == ""
     assert team.config_digest() == digest and team.user_hooks_ran() == []
     # `flamechase pr list` worked from inside lane-1's jailed clone.
@@ -74,17 +81,16 @@ def test_racing_prs_end_merged_in_order_with_a_remeasured_merge_and_published(
     assert kinds.count("main_published") == 2
 
 
-EDITED = '''
+EDITED = """
 if c.lane == "lane-1" and c.turn == 1:
     c.wait("the user's edit", lambda: (Path(__file__).parent / "edited").exists())
     c.propose("lane-1/a", {"a.txt": "10\\n"})
     return "proposed lane-1/a"
 c.wait("lane-1's turn", lambda: c.done("lane-1", c.turn))
-'''
+"""
 
 
-def test_a_file_edited_in_the_source_meanwhile_holds_publication_naming_it(
-        tmp_path: Path) -> None:
+def test_a_file_edited_in_the_source_meanwhile_holds_publication_naming_it(tmp_path: Path) -> None:
     team = Team(tmp_path, "from pathlib import Path\n" + EDITED)
     proc = team.start(turns=2)
     try:
@@ -102,7 +108,8 @@ def test_a_file_edited_in_the_source_meanwhile_holds_publication_naming_it(
     held = [e["payload"] for e in team.events() if e["kind"] == "publication_held"]
     assert held and held[0]["reason"] == (
         "a.txt was changed in the source outside the run; publication stops until it holds "
-        "what the run started from again")
+        "what the run started from again"
+    )
     st = team.status()
     assert st["ledger"][0]["pr"] == "PR000001"  # merged into main all the same
     assert st["main"]["published"] == st["main"]["baseline"]

@@ -13,10 +13,11 @@ from flamechase.jail import probe
 from tests.flows.git_pr.team import Team
 
 JAIL = probe()
-pytestmark = pytest.mark.skipif(not (JAIL.bwrap_ok or JAIL.landlock_ok),
-                                reason="no jail can run here (bubblewrap or Landlock)")
+pytestmark = pytest.mark.skipif(
+    not (JAIL.bwrap_ok or JAIL.landlock_ok), reason="no jail can run here (bubblewrap or Landlock)"
+)
 
-HOSTILE = '''
+HOSTILE = """
 central = Path(c.git("config", "--get", "remote.origin.url").stdout.strip())
 if c.lane == "lane-1" and c.turn == 1:
     c.change("main", {"a.txt": "1\\n"}, message="straight to main")
@@ -54,24 +55,29 @@ if c.lane == "lane-2" and c.turn == 3:
     (c.run / "lanes" / "lane-2" / "gate").write_text("go\\n")
     return "let the evaluation finish"
 c.wait("lane-2's third turn", lambda: c.done("lane-2", 3))
-'''
+"""
 
 
 def test_a_lane_cannot_push_main_another_lanes_branch_a_frozen_head_or_write_the_stores(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     team = Team(tmp_path, "import sqlite3\nfrom pathlib import Path\n" + HOSTILE)
     proc = team.run(turns=5)
     assert proc.returncode == 0, proc.stderr
     st = team.status()
     # Nothing a lane did moved main.
     assert st["main"]["commit"] == st["main"]["baseline"] and st["ledger"] == []
-    refused = {(e["lane"], e["payload"]["ref"]): e["payload"]["reason"]
-               for e in team.events() if e["kind"] == "push_refused"}
+    refused = {
+        (e["lane"], e["payload"]["ref"]): e["payload"]["reason"]
+        for e in team.events()
+        if e["kind"] == "push_refused"
+    }
     assert refused[("lane-1", "refs/heads/main")] == (
-        "main accepts only the runtime's merges; push your branch and open a PR")
+        "main accepts only the runtime's merges; push your branch and open a PR"
+    )
     assert refused[("lane-1", "refs/heads/lane-2/steal")] == (
-        "lane-1 may push only its own branches (refs/heads/lane-1/...), not "
-        "refs/heads/lane-2/steal")
+        "lane-1 may push only its own branches (refs/heads/lane-1/...), not refs/heads/lane-2/steal"
+    )
     frozen = refused[("lane-2", "refs/heads/lane-2/slow")]
     assert "lane-2/slow is frozen at" in frozen and "cannot be moved" in frozen
     # The jail refused every write to the stores.
@@ -82,8 +88,11 @@ def test_a_lane_cannot_push_main_another_lanes_branch_a_frozen_head_or_write_the
     with sqlite3.connect(f"file:{run_dir / 'run.db'}?mode=ro", uri=True) as db:
         assert not db.execute("SELECT 1 FROM measurements WHERE key = 'forged'").fetchall()
     # The refusals reached the lanes as system reports in their next turns.
-    inbox = {(e["lane"], e["turn"]): " ".join(x or "" for x in e["inbox"])
-             for e in team.log("lane-1") + team.log("lane-2") if e.get("done")}
+    inbox = {
+        (e["lane"], e["turn"]): " ".join(x or "" for x in e["inbox"])
+        for e in team.log("lane-1") + team.log("lane-2")
+        if e.get("done")
+    }
     assert "The central repository refused your push: " in inbox[("lane-1", 2)]
     assert "main: main accepts only the runtime's merges" in inbox[("lane-1", 2)]
     assert "lane-2/slow: lane-2/slow is frozen at" in inbox[("lane-2", 3)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.flows.git_pr.team import Team
 
-STEPWISE = '''
+STEPWISE = """
 if c.lane == "lane-1" and c.turn == 1:
     c.propose("lane-1/a", {"a.txt": "10\\n"})
     return "a down"
@@ -17,7 +17,7 @@ if c.lane == "lane-1" and c.turn == 2:
     c.propose("lane-1/b", {"b.txt": "5\\n"})
     return "b down, on top of the merged a"
 c.wait("lane-1's turn", lambda: c.done("lane-1", c.turn))
-'''
+"""
 
 
 def test_a_resumed_run_goes_on_with_its_prs_receipts_and_ledger(tmp_path: Path) -> None:
@@ -32,7 +32,9 @@ def test_a_resumed_run_goes_on_with_its_prs_receipts_and_ledger(tmp_path: Path) 
     after = team.status()
     assert after["id"] == before["id"]
     assert [(e["pr"], e["prior_score"], e["score"]) for e in after["ledger"]] == [
-        ("PR000001", 60, 40), ("PR000002", 40, 15)]
+        ("PR000001", 60, 40),
+        ("PR000002", 40, 15),
+    ]
     prs = {p["id"]: p for p in after["pull_requests"]}
     assert prs["PR000001"]["receipt"] == receipt  # kept as it was
     assert prs["PR000002"]["descends"] is True  # started from the merged main
@@ -40,6 +42,8 @@ def test_a_resumed_run_goes_on_with_its_prs_receipts_and_ledger(tmp_path: Path) 
     assert "PR000001  lane-1  merged" in listed
     resumed = [e for e in team.events() if e["kind"] == "turn_started" and e["lane"] == "lane-1"]
     assert [(e["actor"], e["payload"]["turn"]) for e in resumed] == [
-        ("lane_1_actor_a", 1), ("lane_1_actor_b", 2)]
+        ("lane_1_actor_a", 1),
+        ("lane_1_actor_b", 2),
+    ]
     assert (team.src / "a.txt").read_text() == "10\n" and (team.src / "b.txt").read_text() == "5\n"
     assert after["main"]["published"] == after["ledger"][-1]["merge"]

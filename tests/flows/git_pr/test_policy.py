@@ -12,16 +12,37 @@ from flamechase.flow import Measure, Run
 from tests.flows.git_pr.kit import BASE, Driver, sha
 
 
-def ready(d: Driver, lane: str, n: int, value: float | None, *, error: str | None = None,
-          descends: bool = True) -> str:
+def ready(
+    d: Driver,
+    lane: str,
+    n: int,
+    value: float | None,
+    *,
+    error: str | None = None,
+    descends: bool = True,
+) -> str:
     """Lane pushes lane/bN at sha(n), opens and readies it; the runtime measures `value`."""
     branch = f"{lane}/b{n}"
-    d.turn(lane, [{"op": "open", "branch": branch, "head": sha(n), "title": f"try {n}"},
-                  {"op": "ready", "branch": branch, "head": sha(n)}])
+    d.turn(
+        lane,
+        [
+            {"op": "open", "branch": branch, "head": sha(n), "title": f"try {n}"},
+            {"op": "ready", "branch": branch, "head": sha(n)},
+        ],
+    )
     d.push(lane, {f"refs/heads/{branch}": sha(n)})
     pr = next(p.id for p in d.state.prs.values() if p.branch == branch)
-    d.ran("checkout/", {"commit": sha(n), "tree": "t" * 40, "base": BASE,
-                        "descends": descends, "changed": 1, "disallowed": []})
+    d.ran(
+        "checkout/",
+        {
+            "commit": sha(n),
+            "tree": "t" * 40,
+            "base": BASE,
+            "descends": descends,
+            "changed": 1,
+            "disallowed": [],
+        },
+    )
     d.measured("measure/", value, error)
     return pr
 
@@ -33,8 +54,10 @@ def merge(d: Driver, merged: str, *, fast: bool = True) -> None:
 def test_the_baseline_is_measured_before_any_candidate_is_judged() -> None:
     d = Driver()
     d.places()
-    d.feed(ev.TurnStarted(actor="coordinator", turn=1),
-           ev.TurnValid(actor="coordinator", turn=1, result={"lanes": []}))
+    d.feed(
+        ev.TurnStarted(actor="coordinator", turn=1),
+        ev.TurnValid(actor="coordinator", turn=1, result={"lanes": []}),
+    )
     d.places()
     d.ran("setup/central", {"main": BASE, "files": 3})
     for key in [k for k in d.jobs() if k.startswith("setup/clone/")]:
@@ -58,8 +81,9 @@ def test_a_candidate_worse_than_the_original_code_is_rejected_and_told_why() -> 
     assert d.state.pr(pr).status == "rejected"
     assert d.state.pr(pr).reason == "score 60 does not beat main's 50 (minimize)"
     assert not [k for k in d.jobs() if k.startswith("merge/")]
-    assert d.reports_to("lane-1")[-1] == (f"{pr} was rejected: score 60 does not beat "
-                                          "main's 50 (minimize)")
+    assert d.reports_to("lane-1")[-1] == (
+        f"{pr} was rejected: score 60 does not beat main's 50 (minimize)"
+    )
 
 
 def test_an_equal_score_is_not_an_improvement() -> None:
@@ -89,22 +113,29 @@ def test_a_head_that_descends_from_main_merges_with_exactly_its_tree_through_the
     push = d.job("push-main/")
     assert isinstance(push, Run) and push.place == "central"
     policy = json.loads(push.env["FLAMECHASE_GIT_POLICY"])
-    assert policy == {"pusher": "runtime", "merge": {"pr": pr, "head": sha(1), "parent": BASE,
-                                                     "commit": sha(100)}}
+    assert policy == {
+        "pusher": "runtime",
+        "merge": {"pr": pr, "head": sha(1), "parent": BASE, "commit": sha(100)},
+    }
     d.ran("push-main/", {"main": sha(100)})
     assert d.state.main == sha(100) and d.state.main_score == 30
     assert d.state.pr(pr).status == "merged" and d.state.pr(pr).merge == sha(100)
     entry = d.state.ledger[-1]
-    assert (entry.pr, entry.prior_main, entry.merge, entry.prior_score, entry.score,
-            entry.fast) == (pr, BASE, sha(100), 50, 30, True)
+    assert (
+        entry.pr,
+        entry.prior_main,
+        entry.merge,
+        entry.prior_score,
+        entry.score,
+        entry.fast,
+    ) == (pr, BASE, sha(100), 50, 30, True)
     merged = d.of(ev.PrMerged)[-1]
     assert (merged.pr, merged.value, merged.prior, merged.remeasured) == (pr, 30, 50, False)
     # Every lane hears of it; the source is then brought up to main.
     assert "was merged into main" in d.reports_to("lane-2")[-1]
     publish = d.job("publish/")
     assert isinstance(publish, Run) and publish.place == "source"
-    assert [publish.argv[publish.argv.index(f) + 1] for f in ("--from", "--to")] == [
-        BASE, sha(100)]
+    assert [publish.argv[publish.argv.index(f) + 1] for f in ("--from", "--to")] == [BASE, sha(100)]
 
 
 def test_a_better_candidate_on_an_old_main_is_merged_only_after_measuring_the_real_merge() -> None:
@@ -121,8 +152,17 @@ def test_a_better_candidate_on_an_old_main_is_merged_only_after_measuring_the_re
     merge(d, sha(200), fast=False)
     checkout = d.job("merge-checkout/")
     assert isinstance(checkout, Run) and sha(200) in checkout.argv
-    d.ran("merge-checkout/", {"commit": sha(200), "tree": "u" * 40, "base": sha(100),
-                        "descends": True, "changed": 1, "disallowed": []})
+    d.ran(
+        "merge-checkout/",
+        {
+            "commit": sha(200),
+            "tree": "u" * 40,
+            "base": sha(100),
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+        },
+    )
     remeasure = d.job("merge-measure/")
     assert isinstance(remeasure, Measure) and remeasure.lane == "lane-2"
     d.measured("merge-measure/", 15)
@@ -143,8 +183,17 @@ def test_a_merge_that_no_longer_beats_main_is_rejected() -> None:
     d.ran("push-main/", {"main": sha(100)})
     second = ready(d, "lane-2", 2, 20, descends=False)
     merge(d, sha(200), fast=False)
-    d.ran("merge-checkout/", {"commit": sha(200), "tree": "u" * 40, "base": sha(100),
-                        "descends": True, "changed": 1, "disallowed": []})
+    d.ran(
+        "merge-checkout/",
+        {
+            "commit": sha(200),
+            "tree": "u" * 40,
+            "base": sha(100),
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+        },
+    )
     d.measured("merge-measure/", 45)
     assert d.state.pr(second).status == "rejected"
     assert "merged with the current main it measures score 45" in str(d.state.pr(second).reason)
@@ -203,8 +252,9 @@ def test_a_candidate_the_evaluator_fails_on_is_rejected_without_holding_up_the_o
     bad = ready(d, "lane-1", 1, None, error="evaluator exited with code 2")
     good = ready(d, "lane-2", 2, 30)
     assert d.state.pr(bad).status == "rejected"
-    assert d.state.pr(bad).reason == (f"the evaluator failed on {sha(1)[:12]}: evaluator "
-                                      "exited with code 2")
+    assert d.state.pr(bad).reason == (
+        f"the evaluator failed on {sha(1)[:12]}: evaluator exited with code 2"
+    )
     receipt = d.state.pr(bad).receipt
     assert receipt is not None and receipt.commit == sha(1) and receipt.exit_code == 1
     assert d.state.pr(good).status == "reviewing"
@@ -214,13 +264,28 @@ def test_a_candidate_changing_paths_the_task_does_not_allow_is_rejected() -> Non
     d = Driver(objective="Speed it up. You MUST NOT modify any file except `solver.py`.")
     assert d.state.allowed == ("solver.py",)
     d.set_up(main_score=50)
-    d.turn("lane-1", [{"op": "open", "branch": "lane-1/x", "head": sha(1), "title": "t"},
-                      {"op": "ready", "branch": "lane-1/x"}])
+    d.turn(
+        "lane-1",
+        [
+            {"op": "open", "branch": "lane-1/x", "head": sha(1), "title": "t"},
+            {"op": "ready", "branch": "lane-1/x"},
+        ],
+    )
     d.push("lane-1", {"refs/heads/lane-1/x": sha(1)})
     checkout = d.job("checkout/")
     assert list(checkout.argv[-2:]) == ["--allow", "solver.py"]
-    d.ran("checkout/", {"commit": sha(1), "tree": "t" * 40, "base": BASE, "descends": True,
-                        "changed": 2, "disallowed": ["bench.py"], "disallowed_count": 1})
+    d.ran(
+        "checkout/",
+        {
+            "commit": sha(1),
+            "tree": "t" * 40,
+            "base": BASE,
+            "descends": True,
+            "changed": 2,
+            "disallowed": ["bench.py"],
+            "disallowed_count": 1,
+        },
+    )
     pr = d.state.prs["PR000001"]
     assert pr.status == "rejected"
     assert pr.reason == "it changes paths the task does not allow: bench.py (allowed: solver.py)"
@@ -231,8 +296,10 @@ def test_new_files_are_allowed_when_nothing_restricts_paths() -> None:
     d = Driver()
     assert d.state.allowed == ()
     d.set_up()
-    d.turn("lane-1", [{"op": "open", "branch": "lane-1/x", "title": "t"},
-                      {"op": "ready", "branch": "lane-1/x"}])
+    d.turn(
+        "lane-1",
+        [{"op": "open", "branch": "lane-1/x", "title": "t"}, {"op": "ready", "branch": "lane-1/x"}],
+    )
     d.push("lane-1", {"refs/heads/lane-1/x": sha(1)})
     assert "--allow" not in d.job("checkout/").argv
 
@@ -243,35 +310,52 @@ def test_main_refusing_the_merge_rejects_the_pr(refused: str | None) -> None:
     d.set_up(main_score=50)
     pr = ready(d, "lane-1", 1, 30)
     merge(d, sha(100))
-    d.ran("push-main/", {"refused": refused} if refused else {"error": "push-main: boom"},
-          code=0 if refused else 1)
+    d.ran(
+        "push-main/",
+        {"refused": refused} if refused else {"error": "push-main: boom"},
+        code=0 if refused else 1,
+    )
     assert d.state.pr(pr).status == "rejected"
     assert str(d.state.pr(pr).reason).startswith("main refused the merge: ")
     assert d.state.main == BASE and d.state.review is None
 
 
 def test_allowed_paths_restrict_prs_over_the_task_sentence_and_survive_a_resume() -> None:
-    d = Driver(objective="Speed it up. You MUST NOT modify any file except `solver.py`.",
-               allowed_paths=["src/**", "bench.py"])
+    d = Driver(
+        objective="Speed it up. You MUST NOT modify any file except `solver.py`.",
+        allowed_paths=["src/**", "bench.py"],
+    )
     assert d.state.allowed == ("src/**", "bench.py")  # the param, not the task's solver.py
     d.set_up(main_score=50)
 
     def attempt(n: int, disallowed: list[str]) -> str:
         branch = f"lane-1/x{n}"
-        d.turn("lane-1", [{"op": "open", "branch": branch, "title": "t"},
-                          {"op": "ready", "branch": branch}])
+        d.turn(
+            "lane-1",
+            [{"op": "open", "branch": branch, "title": "t"}, {"op": "ready", "branch": branch}],
+        )
         d.push("lane-1", {f"refs/heads/{branch}": sha(n)})
         checkout = d.job("checkout/")
         allows = [checkout.argv[i + 1] for i, a in enumerate(checkout.argv) if a == "--allow"]
         assert allows == list(d.state.allowed)
-        d.ran("checkout/", {"commit": sha(n), "tree": "t" * 40, "base": BASE, "descends": True,
-                            "changed": 1, "disallowed": disallowed})
+        d.ran(
+            "checkout/",
+            {
+                "commit": sha(n),
+                "tree": "t" * 40,
+                "base": BASE,
+                "descends": True,
+                "changed": 1,
+                "disallowed": disallowed,
+            },
+        )
         return next(p.id for p in d.state.prs.values() if p.branch == branch)
 
     pr = attempt(1, ["solver.py"])
     assert d.state.pr(pr).status == "rejected"
-    assert d.state.pr(pr).reason == ("it changes paths the task does not allow: solver.py "
-                                     "(allowed: src/**, bench.py)")
+    assert d.state.pr(pr).reason == (
+        "it changes paths the task does not allow: solver.py (allowed: src/**, bench.py)"
+    )
     # A resume (its params are the stored ones) keeps them; so does a revised task.
     d.feed(ev.RunResumed(session=2, params=d.state.params.model_dump(mode="json")))
     d.feed(ev.ObjectiveRevised(task_fingerprint="f2", objective="You MUST only modify `x.py`."))

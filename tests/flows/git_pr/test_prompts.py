@@ -12,11 +12,22 @@ from tests.flows.git_pr.kit import FLOW, Driver, sha, starts
 
 def _prompt(d: Driver, lane: str) -> str:
     turn = next(t for t in starts(d.decide()) if t.lane == lane)
-    ctx = TurnContext(run_id="r1", flow=FLOW.name, objective="Lower the score.", turn=turn,
-                      attempt=1, workspace=Path(f"/run/lanes/{lane}/workspace"),
-                      io_dir=Path("/io"), report_path=Path("/io/report.json"),
-                      inbox_path=Path("/io/inbox.json"), inbox=[], artifact_root=None,
-                      checkpoint_path=None, checkpoint_identity={}, workspace_map={})
+    ctx = TurnContext(
+        run_id="r1",
+        flow=FLOW.name,
+        objective="Lower the score.",
+        turn=turn,
+        attempt=1,
+        workspace=Path(f"/run/lanes/{lane}/workspace"),
+        io_dir=Path("/io"),
+        report_path=Path("/io/report.json"),
+        inbox_path=Path("/io/inbox.json"),
+        inbox=[],
+        artifact_root=None,
+        checkpoint_path=None,
+        checkpoint_identity={},
+        workspace_map={},
+    )
     return FLOW.prompt(d.state, ctx)
 
 

@@ -10,14 +10,24 @@ from tests.flows.git_pr.kit import BASE, FLOW, Driver, sha, waits
 
 def merged(d: Driver, n: int, value: float, lane: str = "lane-1") -> str:
     branch = f"{lane}/b{n}"
-    d.turn(lane, [{"op": "open", "branch": branch, "title": f"try {n}"},
-                  {"op": "ready", "branch": branch}])
+    d.turn(
+        lane,
+        [{"op": "open", "branch": branch, "title": f"try {n}"}, {"op": "ready", "branch": branch}],
+    )
     d.push(lane, {f"refs/heads/{branch}": sha(n)})
-    d.ran("checkout/", {"commit": sha(n), "tree": "t" * 40, "base": d.state.main,
-                        "descends": True, "changed": 1, "disallowed": []})
+    d.ran(
+        "checkout/",
+        {
+            "commit": sha(n),
+            "tree": "t" * 40,
+            "base": d.state.main,
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+        },
+    )
     d.measured("measure/", value)
-    d.ran("merge/", {"merge": sha(100 + n), "tree": "m" * 40, "main": d.state.main,
-                     "fast": True})
+    d.ran("merge/", {"merge": sha(100 + n), "tree": "m" * 40, "main": d.state.main, "fast": True})
     d.ran("push-main/", {"main": sha(100 + n)})
     return sha(100 + n)
 

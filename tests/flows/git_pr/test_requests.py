@@ -44,14 +44,21 @@ def test_pushes_are_forwarded_as_the_lane_with_ready_heads_frozen() -> None:
     d.turn("lane-1", [{"op": "ready", "pr": pr}])
     d.push("lane-1", {"refs/heads/lane-1/x": sha(1)})  # nothing new: no forward
     d.turn("lane-1")
-    job = d.push("lane-1", {"refs/heads/lane-1/x": sha(2), "refs/heads/main": sha(3)},
-                 results={"refs/heads/lane-1/x": "lane-1/x is frozen at ... while PR000001 "
-                                                 "is ready; it cannot be moved",
-                          "refs/heads/main": "main accepts only the runtime's merges"})
+    job = d.push(
+        "lane-1",
+        {"refs/heads/lane-1/x": sha(2), "refs/heads/main": sha(3)},
+        results={
+            "refs/heads/lane-1/x": "lane-1/x is frozen at ... while PR000001 "
+            "is ready; it cannot be moved",
+            "refs/heads/main": "main accepts only the runtime's merges",
+        },
+    )
     assert job is not None and job.place == "central" and job.reads == ("lanes/lane-1",)
     policy = json.loads(job.env["FLAMECHASE_GIT_POLICY"])
-    assert policy == {"pusher": "lane-1",
-                      "frozen": {"refs/heads/lane-1/x": {"sha": sha(1), "pr": pr}}}
+    assert policy == {
+        "pusher": "lane-1",
+        "frozen": {"refs/heads/lane-1/x": {"sha": sha(1), "pr": pr}},
+    }
     refused = {e.ref: e.reason for e in d.of(ev.PushRefused)}
     assert refused["refs/heads/main"] == "main accepts only the runtime's merges"
     report = d.reports_to("lane-1")[-1]
@@ -74,11 +81,16 @@ def test_a_branch_deleted_in_the_outbox_is_a_deletion_through_the_hook() -> None
 def test_open_takes_only_the_lanes_own_pushed_branches() -> None:
     d = Driver()
     d.set_up()
-    d.turn("lane-1", [{"op": "open", "branch": "lane-2/x", "title": "t"},
-                      {"op": "open", "branch": "lane-1/never-pushed", "title": "t"},
-                      {"op": "open", "branch": "lane-1/x", "head": sha(9), "title": "t"},
-                      {"op": "open", "branch": "lane-1/x", "head": sha(1), "title": "t"},
-                      {"op": "open", "branch": "lane-1/x", "head": sha(1), "title": "again"}])
+    d.turn(
+        "lane-1",
+        [
+            {"op": "open", "branch": "lane-2/x", "title": "t"},
+            {"op": "open", "branch": "lane-1/never-pushed", "title": "t"},
+            {"op": "open", "branch": "lane-1/x", "head": sha(9), "title": "t"},
+            {"op": "open", "branch": "lane-1/x", "head": sha(1), "title": "t"},
+            {"op": "open", "branch": "lane-1/x", "head": sha(1), "title": "again"},
+        ],
+    )
     d.push("lane-1", {"refs/heads/lane-1/x": sha(1)})
     reasons = [e.reason for e in d.of(ev.PrRequestRefused)]
     assert reasons == [
@@ -87,7 +99,8 @@ def test_open_takes_only_the_lanes_own_pushed_branches() -> None:
         "(git push origin lane-1/never-pushed)",
         f"your HEAD {sha(9)[:12]} is not what lane-1/x holds in the central repository "
         f"({sha(1)[:12]}); push it first (git push origin lane-1/x)",
-        "PR000001 is already open on lane-1/x"]
+        "PR000001 is already open on lane-1/x",
+    ]
     assert [p.id for p in d.state.prs.values()] == ["PR000001"]
     assert len(d.reports_to("lane-1")) == 4
     assert d.reports_to("lane-1")[0].startswith("Your `flamechase pr open` was refused: ")
@@ -97,12 +110,16 @@ def test_a_lane_acts_only_on_its_own_prs() -> None:
     d = Driver()
     d.set_up()
     pr = opened(d)
-    d.turn("lane-2", [{"op": "ready", "pr": pr}, {"op": "ready", "pr": "PR000099"},
-                      {"op": "merge", "pr": pr}])
+    d.turn(
+        "lane-2",
+        [{"op": "ready", "pr": pr}, {"op": "ready", "pr": "PR000099"}, {"op": "merge", "pr": pr}],
+    )
     d.push("lane-2", {})
     assert [e.reason for e in d.of(ev.PrRequestRefused)] == [
-        f"{pr} belongs to lane-1; a lane acts only on its own PRs", "there is no PR000099",
-        "unknown request 'merge'; flamechase pr asks open or ready"]
+        f"{pr} belongs to lane-1; a lane acts only on its own PRs",
+        "there is no PR000099",
+        "unknown request 'merge'; flamechase pr asks open or ready",
+    ]
     assert d.state.pr(pr).status == "draft"
 
 
@@ -130,8 +147,17 @@ def test_ready_follows_the_pushed_branch_and_supersedes_the_lanes_older_ready_pr
     # The superseded evaluation's result is ignored when it comes.
     checkouts = sorted(k for k in d.jobs() if k.startswith("checkout/"))
     assert len(checkouts) == 1  # one checkout place per lane: the newer waits its turn
-    d.ran("checkout/", {"commit": sha(1), "tree": "t" * 40, "base": BASE, "descends": True,
-                        "changed": 1, "disallowed": []})
+    d.ran(
+        "checkout/",
+        {
+            "commit": sha(1),
+            "tree": "t" * 40,
+            "base": BASE,
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+        },
+    )
     assert d.state.pr(first).status == "rejected"
     assert [k for k in d.jobs() if k.startswith("checkout/")]
 
@@ -143,14 +169,24 @@ def test_no_new_ready_pr_while_the_lanes_pr_is_being_integrated() -> None:
     opened(d, branch="lane-1/b", n=2)
     d.turn("lane-1", [{"op": "ready", "pr": first}])
     d.push("lane-1", {"refs/heads/lane-1/a": sha(1), "refs/heads/lane-1/b": sha(2)})
-    d.ran("checkout/", {"commit": sha(1), "tree": "t" * 40, "base": BASE, "descends": True,
-                        "changed": 1, "disallowed": []})
+    d.ran(
+        "checkout/",
+        {
+            "commit": sha(1),
+            "tree": "t" * 40,
+            "base": BASE,
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+        },
+    )
     d.measured("measure/", 10)
     assert d.state.pr(first).status == "reviewing"
     d.turn("lane-1", [{"op": "ready", "branch": "lane-1/b"}])
     d.push("lane-1", {"refs/heads/lane-1/a": sha(1), "refs/heads/lane-1/b": sha(2)})
     assert d.of(ev.PrRequestRefused)[-1].reason == (
-        f"{first} is being integrated; make another PR ready once it is merged or rejected")
+        f"{first} is being integrated; make another PR ready once it is merged or rejected"
+    )
 
 
 def test_a_failed_turns_pushes_and_requests_are_carried_out_too() -> None:

@@ -22,8 +22,10 @@ from flamechase.flows.parrallello.state import PState
 def gate_output(items: dict[str, bool]) -> dict[str, Any]:
     rows = [{"id": i, "value": 1, "target": "t", "pass": ok} for i, ok in items.items()]
     ok = all(items.values())
-    out = (f"RESULT_JSON {json.dumps({'pass': ok, 'items': rows})}\n"
-           f"SUMMARY {sum(items.values())}/{len(items)} PASS\n")
+    out = (
+        f"RESULT_JSON {json.dumps({'pass': ok, 'items': rows})}\n"
+        f"SUMMARY {sum(items.values())}/{len(items)} PASS\n"
+    )
     return {"output": out, "exit_code": 0 if ok else 1, "error": None, "duration": 0.1}
 
 
@@ -31,11 +33,18 @@ def tool(prefix: str, data: dict[str, Any]) -> dict[str, Any]:
     return {"output": f"{prefix} {json.dumps(data)}\n", "exit_code": 0, "error": None}
 
 
-def diff(accepted: list[str] = (), outside: list[str] = (),  # type: ignore[assignment]
-         frozen: list[str] = ()) -> dict[str, Any]:  # type: ignore[assignment]
-    return tool("TREESYNC", {k: {"count": len(v), "paths": list(v)} for k, v in
-                             (("accepted", accepted), ("outside", outside),
-                              ("frozen", frozen))})
+def diff(
+    accepted: list[str] = (),
+    outside: list[str] = (),  # type: ignore[assignment]
+    frozen: list[str] = (),
+) -> dict[str, Any]:  # type: ignore[assignment]
+    return tool(
+        "TREESYNC",
+        {
+            k: {"count": len(v), "paths": list(v)}
+            for k, v in (("accepted", accepted), ("outside", outside), ("frozen", frozen))
+        },
+    )
 
 
 @dataclasses.dataclass
@@ -44,7 +53,10 @@ class Script:
 
     gate: Callable[[str, int], dict[str, bool]] = lambda front, rnd: {"T.a": rnd >= 2}
     verdict: Callable[[str, int], dict[str, Any]] = lambda front, rnd: {
-        "findings": [], "approve": True, "summary": "fine"}
+        "findings": [],
+        "approve": True,
+        "summary": "fine",
+    }
     builder_diff: Callable[[str, int, str], dict[str, Any]] = lambda f, r, o: diff(["src/a.py"])
     critic_diff: Callable[[str, int], dict[str, Any]] = lambda f, r: diff()
     cost: float = 0.0
@@ -54,14 +66,21 @@ class Script:
 
 
 class Driver:
-    def __init__(self, plan: dict[str, Any], script: Script | None = None,
-                 budget: dict[str, Any] | None = None, **params: Any) -> None:
+    def __init__(
+        self,
+        plan: dict[str, Any],
+        script: Script | None = None,
+        budget: dict[str, Any] | None = None,
+        **params: Any,
+    ) -> None:
         self.script = script or Script()
-        self.params = ParrallelloParams(prep=params.pop("prep", False),
-                                        checkpoint=params.pop("checkpoint", "off"), **params)
+        self.params = ParrallelloParams(
+            prep=params.pop("prep", False), checkpoint=params.pop("checkpoint", "off"), **params
+        )
         self.params._plan = PlanSpec.model_validate(plan)
-        self.state: PState = FLOW.start(RunSetup(run_id="r1", objective="o", params=self.params,
-                                                 lanes=FLOW.lanes(self.params)))
+        self.state: PState = FLOW.start(
+            RunSetup(run_id="r1", objective="o", params=self.params, lanes=FLOW.lanes(self.params))
+        )
         self.clock = datetime(2026, 12, 1, tzinfo=UTC)
         self.events: list[ev.Event] = []
         self.commands: list[Any] = []
@@ -120,9 +139,12 @@ class Driver:
             return c.result.validate(self.script.verdict(brief["front"], brief["round"]))
         if c.role == "prep":
             return {"tickets": [], "handoff": "staged"}
-        return c.result.validate({  # as the engine does: the result's own rules apply
-            "tickets": [{"id": t["id"], "status": "claimed_fixed"} for t in brief["tickets"]],
-            "handoff": self.script.handoff(brief["front"], brief["round"], brief["owner"])})
+        return c.result.validate(
+            {  # as the engine does: the result's own rules apply
+                "tickets": [{"id": t["id"], "status": "claimed_fixed"} for t in brief["tickets"]],
+                "handoff": self.script.handoff(brief["front"], brief["round"], brief["owner"]),
+            }
+        )
 
     def receipt(self, c: Run) -> dict[str, Any]:
         key = parse_key(c.key)
@@ -136,8 +158,9 @@ class Driver:
         if key.what == "cdiff":
             return self.script.critic_diff(key.front, key.round)
         if key.what in ("hash", "freeze", "rehash"):
-            return tool("TREESYNC", {"files": self.script.hashes(key.front, key.round),
-                                     "digest": "d"})
+            return tool(
+                "TREESYNC", {"files": self.script.hashes(key.front, key.round), "digest": "d"}
+            )
         if key.what == "reap":
             return tool("JOBS", {"killed": [], "reaped": [], "jobs": 0})
         if key.what == "integrate":
@@ -149,7 +172,11 @@ def plan(*fronts: dict[str, Any], **top: Any) -> dict[str, Any]:
     return {"fronts": list(fronts), **top}
 
 
-def front(fid: str = "P1", owners: dict[str, list[str]] | None = None, **kw: Any
-          ) -> dict[str, Any]:
-    return {"id": fid, "gate": f"python3 gates/{fid}.py", "freeze": [f"gates/{fid}.py"],
-            "owners": owners or {"core": [f"src/{fid}/**"]}, **kw}
+def front(fid: str = "P1", owners: dict[str, list[str]] | None = None, **kw: Any) -> dict[str, Any]:
+    return {
+        "id": fid,
+        "gate": f"python3 gates/{fid}.py",
+        "freeze": [f"gates/{fid}.py"],
+        "owners": owners or {"core": [f"src/{fid}/**"]},
+        **kw,
+    }

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-GATE = '''\
+GATE = """\
 import json, re, sys, time
 mode = {mode!r}
 value = int(re.search(r"VALUE = (\\d+)", open("src/{front}/core.py").read()).group(1))
@@ -57,9 +57,9 @@ print("measuring...", file=sys.stderr)
 print(line)
 print(summary)
 sys.exit(code)
-'''
+"""
 
-BUILDER = '''\
+BUILDER = """\
 #!{python}
 import json, os, re, sys, time
 brief = json.loads(os.environ["FLAMECHASE_BRIEF"])
@@ -101,9 +101,9 @@ json.dump({{"tickets": [{{"id": t["id"], "status": "claimed_fixed", "evidence": 
                         for t in brief["tickets"]],
            "handoff": f"VALUE {{value}} -> {{value + 1}}\\n" + "\\n".join(escapes)}},
           open(os.environ["FLAMECHASE_REPORT"], "w"))
-'''
+"""
 
-CRITIC = '''\
+CRITIC = """\
 #!{python}
 import json, os
 brief = json.loads(os.environ["FLAMECHASE_BRIEF"])
@@ -121,12 +121,13 @@ if approve == "auto":
     approve = bool(run and run["passed"]) and not findings
 json.dump({{"findings": findings, "tickets": tickets, "approve": approve,
            "summary": "scripted review"}}, open(os.environ["FLAMECHASE_REPORT"], "w"))
-'''
+"""
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def repo(tmp: Path, fronts: dict[str, dict[str, Any]], **plan_top: Any) -> Path:
@@ -139,13 +140,19 @@ def repo(tmp: Path, fronts: dict[str, dict[str, Any]], **plan_top: Any) -> Path:
     for fid, spec in fronts.items():
         (ws / "src" / fid).mkdir(parents=True)
         (ws / "src" / fid / "core.py").write_text("VALUE = 1\n")
-        (ws / "gates" / f"{fid}.py").write_text(GATE.format(
-            mode=spec.get("mode", "ok"), front=fid, target=spec.get("target", 2)))
-        plan_fronts.append({"id": fid, "goal": f"VALUE of {fid} reaches its target",
-                            "gate": f"python3 gates/{fid}.py",
-                            "owners": {"core": [f"src/{fid}/**"]},
-                            "targets": {f"T.{fid}.value": f">={spec.get('target', 2)}"},
-                            **spec.get("plan", {})})
+        (ws / "gates" / f"{fid}.py").write_text(
+            GATE.format(mode=spec.get("mode", "ok"), front=fid, target=spec.get("target", 2))
+        )
+        plan_fronts.append(
+            {
+                "id": fid,
+                "goal": f"VALUE of {fid} reaches its target",
+                "gate": f"python3 gates/{fid}.py",
+                "owners": {"core": [f"src/{fid}/**"]},
+                "targets": {f"T.{fid}.value": f">={spec.get('target', 2)}"},
+                **spec.get("plan", {}),
+            }
+        )
     (ws / "PLAN.yaml").write_text(yaml.safe_dump({"fronts": plan_fronts, **plan_top}))
     git(ws, "init", "-q")
     git(ws, "add", "-A")
@@ -163,5 +170,7 @@ def actors(tmp: Path, config: dict[str, Any]) -> tuple[list[str], dict[str, str]
         paths[name] = path
     conf = tmp / "pll-config.json"
     conf.write_text(json.dumps(config))
-    return (["-a", f"builder=exec:{paths['builder']},critic=exec:{paths['critic']}"],
-            {"PLL_CONFIG": str(conf)})
+    return (
+        ["-a", f"builder=exec:{paths['builder']},critic=exec:{paths['critic']}"],
+        {"PLL_CONFIG": str(conf)},
+    )

@@ -16,12 +16,23 @@ from tests.helpers import cli, events, status
 FAST = "rest_seconds=0.05,prep=false,budget.turns=80"
 
 
-def run(tmp: Path, ws: Path, config: dict[str, Any], *params: str,
-        timeout: float = 240) -> Any:
+def run(tmp: Path, ws: Path, config: dict[str, Any], *params: str, timeout: float = 240) -> Any:
     args, env = actors(tmp, config)
-    return cli("exec", "-f", "parrallello", *args, "-p", FAST, "-p", "plan=PLAN.yaml",
-               *(x for p in params for x in ("-p", p)), "raise every VALUE", cwd=ws,
-               env=env, timeout=timeout)
+    return cli(
+        "exec",
+        "-f",
+        "parrallello",
+        *args,
+        "-p",
+        FAST,
+        "-p",
+        "plan=PLAN.yaml",
+        *(x for p in params for x in ("-p", p)),
+        "raise every VALUE",
+        cwd=ws,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def by_front(evs: list[dict[str, Any]], kind: str) -> dict[str, list[dict[str, Any]]]:
@@ -36,8 +47,12 @@ def test_the_approval_truth_table_with_four_fronts_building_at_once(tmp_path: Pa
     fronts = {"A": {}, "B": {}, "C": {}, "D": {"target": 99}}
     ws = repo(tmp_path, fronts, blocks=1, rounds_per_block=1)
     everyone = [f"{f}.core" for f in fronts]
-    config = {"A": {}, "B": {"severity": "major"}, "C": {"severity": "medium"},
-              "D": {"approve": True}}
+    config = {
+        "A": {},
+        "B": {"severity": "major"},
+        "C": {"severity": "medium"},
+        "D": {"approve": True},
+    }
     for f in fronts:  # each builder waits until every other has started: all four at once
         config[f]["wait_for"] = [x for x in everyone if not x.startswith(f)]
     proc = run(tmp_path, ws, config)
@@ -45,11 +60,18 @@ def test_the_approval_truth_table_with_four_fronts_building_at_once(tmp_path: Pa
     evs = events(ws)
     verdicts = {f: v[0] for f, v in by_front(evs, "verdict_recorded").items()}
     assert {f: v["approved"] for f, v in verdicts.items()} == {
-        "A": True, "B": False, "C": False, "D": False}
+        "A": True,
+        "B": False,
+        "C": False,
+        "D": False,
+    }
     assert (verdicts["B"]["majors"], verdicts["C"]["mediums"]) == (1, 1)
     assert verdicts["D"]["critic_approve"] is True and verdicts["D"]["gate"] == "1/2 FAIL"
-    mismatch = [e["payload"] for e in evs if e["kind"] == "anomaly"
-                and e["payload"]["what"] == "critic-rule-mismatch"]
+    mismatch = [
+        e["payload"]
+        for e in evs
+        if e["kind"] == "anomaly" and e["payload"]["what"] == "critic-rule-mismatch"
+    ]
     assert [m["front"] for m in mismatch] == ["D"]
     # Only the approved front lands in the source, as one commit after the checkpoint.
     assert (ws / "src" / "A" / "core.py").read_text() == "VALUE = 2\n"
@@ -65,21 +87,36 @@ def test_the_approval_truth_table_with_four_fronts_building_at_once(tmp_path: Pa
 
 
 def test_every_gate_failure_fails_closed(tmp_path: Path) -> None:
-    modes = ["no-result", "bad-json", "empty", "no-summary", "summary-mismatch",
-             "exit-mismatch", "crash", "timeout"]
+    modes = [
+        "no-result",
+        "bad-json",
+        "empty",
+        "no-summary",
+        "summary-mismatch",
+        "exit-mismatch",
+        "crash",
+        "timeout",
+    ]
     fronts: dict[str, dict[str, Any]] = {
-        f"G{i}": {"mode": m, "target": 99,
-                  "plan": {"gate_timeout": 3} if m == "timeout" else {}}
-        for i, m in enumerate(modes)}
+        f"G{i}": {"mode": m, "target": 99, "plan": {"gate_timeout": 3} if m == "timeout" else {}}
+        for i, m in enumerate(modes)
+    }
     ws = repo(tmp_path, fronts, blocks=1, rounds_per_block=1)
     config = {f: {"approve": True} for f in fronts}
     proc = run(tmp_path, ws, config, "budget.turns=40", timeout=400)
     assert proc.returncode == 1, proc.stderr
     gates = by_front(events(ws), "gate_ran")
     reasons = {f: [g["reason"] for g in runs] for f, runs in gates.items()}
-    want = {"no-result": "no-result-line", "bad-json": "bad-json", "empty": "empty",
-            "no-summary": "no-summary-line", "summary-mismatch": "inconsistent",
-            "exit-mismatch": "inconsistent", "crash": "crash", "timeout": "timeout"}
+    want = {
+        "no-result": "no-result-line",
+        "bad-json": "bad-json",
+        "empty": "empty",
+        "no-summary": "no-summary-line",
+        "summary-mismatch": "inconsistent",
+        "exit-mismatch": "inconsistent",
+        "crash": "crash",
+        "timeout": "timeout",
+    }
     for i, mode in enumerate(modes):
         assert reasons[f"G{i}"] == [want[mode], want[mode]], (mode, reasons[f"G{i}"])
     verdicts = by_front(events(ws), "verdict_recorded")
@@ -96,11 +133,11 @@ def test_a_gate_that_silently_drops_items_fails_closed(tmp_path: Path) -> None:
 
 
 def test_edits_outside_a_builders_files_are_reverted_and_a_gate_edit_refuses_the_round(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     ws = repo(tmp_path, {"O": {}, "T": {}}, blocks=1, rounds_per_block=1)
     escape = ["RUN_DIR/fronts/O/workspace/escape.txt", str(ws / "escape.txt")]
-    proc = run(tmp_path, ws, {"O": {"outside": True, "escape": escape},
-                              "T": {"gate_edit": True}})
+    proc = run(tmp_path, ws, {"O": {"outside": True, "escape": escape}, "T": {"gate_edit": True}})
     assert proc.returncode == 1, proc.stderr
     evs = events(ws)
     checked = {f: c[0] for f, c in by_front(evs, "builder_checked").items()}
@@ -111,27 +148,32 @@ def test_edits_outside_a_builders_files_are_reverted_and_a_gate_edit_refuses_the
     assert not verdicts["O"]["approved"] and verdicts["O"]["majors"] == 1
     assert not verdicts["T"]["approved"]
     assert any("edited the frozen gate" in r for r in verdicts["T"]["reasons"])
-    places = {e["payload"]["place"]: e["payload"]["path"] for e in evs
-              if e["kind"] == "place_made"}
+    places = {e["payload"]["place"]: e["payload"]["path"] for e in evs if e["kind"] == "place_made"}
     front_o, front_t = Path(places["fronts/O"]), Path(places["fronts/T"])
     assert (front_o / "README.md").read_text() == "the project\n"  # reverted by not taking
     assert (front_o / "src/O/core.py").read_text() == "VALUE = 2\n"  # its own file taken
     assert "target moved" not in (front_t / "gates/T.py").read_text()
     assert (front_t / "src/T/core.py").read_text() == "VALUE = 1\n"  # the round's work refused
-    rounds = [e["payload"]["round"] for e in evs if e["kind"] == "gate_ran"
-              and e["payload"]["front"] == "T"]
+    rounds = [
+        e["payload"]["round"]
+        for e in evs
+        if e["kind"] == "gate_ran" and e["payload"]["front"] == "T"
+    ]
     assert rounds == [0]  # the refused round was never gated nor reviewed
     assert (ws / "README.md").read_text() == "the project\n"
     # Builders run jailed: the front's tree and the source are out of their reach.
     assert not (front_o / "escape.txt").exists() and not (ws / "escape.txt").exists()
-    handoff = next(e["payload"] for e in evs if e["kind"] == "turn_valid"
-                   and e["lane"] == "O.core")
+    handoff = next(e["payload"] for e in evs if e["kind"] == "turn_valid" and e["lane"] == "O.core")
     assert "WROTE" not in json.dumps(handoff)
 
 
 def test_the_round_and_block_ceilings_end_a_front_not_approved(tmp_path: Path) -> None:
-    ws = repo(tmp_path, {"P": {"target": 99, "mode": "locked", "plan": {"exclusive": True}}},
-              blocks=2, rounds_per_block=2)
+    ws = repo(
+        tmp_path,
+        {"P": {"target": 99, "mode": "locked", "plan": {"exclusive": True}}},
+        blocks=2,
+        rounds_per_block=2,
+    )
     proc = run(tmp_path, ws, {"P": {}})
     assert proc.returncode == 1, proc.stderr
     evs = events(ws)
@@ -139,8 +181,9 @@ def test_the_round_and_block_ceilings_end_a_front_not_approved(tmp_path: Path) -
     gates = [e["payload"] for e in evs if e["kind"] == "gate_ran"]
     assert len(gates) == 5 and all(g["reason"] is None and g["m"] == 2 for g in gates)
     assert [e["payload"]["round"] for e in evs if e["kind"] == "round_started"] == [1, 2, 3, 4]
-    assert [(e["payload"]["block"], e["payload"]["rounds"]) for e in evs
-            if e["kind"] == "block_ended"] == [(1, 2), (2, 2)]
+    assert [
+        (e["payload"]["block"], e["payload"]["rounds"]) for e in evs if e["kind"] == "block_ended"
+    ] == [(1, 2), (2, 2)]
     (end,) = [e["payload"] for e in evs if e["kind"] == "front_ended"]
     assert end["status"] == "not_approved" and "ceiling reached: 2 block(s)" in end["reason"]
     assert [t["id"] for t in end["open_tickets"]] == ["G-T.P.value"]
@@ -162,10 +205,21 @@ def test_a_run_killed_mid_block_resumes_at_the_same_round(tmp_path: Path) -> Non
 
     ws = repo(tmp_path, {"P": {"target": 4}}, blocks=2, rounds_per_block=2)
     args, env = actors(tmp_path, {"P": {"hang_round": 2}})
-    cmd = [*FLAMECHASE, "exec", "-f", "parrallello", *args, "-p", FAST, "-p", "plan=PLAN.yaml",
-           "raise every VALUE"]
-    engine = subprocess.Popen(cmd, cwd=ws, env={**os.environ, **env},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [
+        *FLAMECHASE,
+        "exec",
+        "-f",
+        "parrallello",
+        *args,
+        "-p",
+        FAST,
+        "-p",
+        "plan=PLAN.yaml",
+        "raise every VALUE",
+    ]
+    engine = subprocess.Popen(
+        cmd, cwd=ws, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     home = Path(os.environ["FLAMECHASE_HOME"])
     deadline = time.monotonic() + 120
     while not list(home.glob("runs/*/lanes/P.core/started-2")):  # round 2's builder hangs
@@ -175,29 +229,33 @@ def test_a_run_killed_mid_block_resumes_at_the_same_round(tmp_path: Path) -> Non
     assert (mid["block"], mid["round"], mid["phase"]) == (1, 2, "build")
     engine.send_signal(signal.SIGKILL)
     engine.wait()
-    proc = cli(*cmd[len(FLAMECHASE):], cwd=ws, env=env, timeout=240)
+    proc = cli(*cmd[len(FLAMECHASE) :], cwd=ws, env=env, timeout=240)
     assert proc.returncode == 0, proc.stderr
     evs = events(ws)
     assert [e["payload"]["round"] for e in evs if e["kind"] == "round_started"] == [1, 2, 3]
     assert [e["payload"]["round"] for e in evs if e["kind"] == "verdict_recorded"] == [1, 2, 3]
-    retaken = [e for e in evs if e["kind"] == "turn_started" and e["lane"] == "P.core"
-               and e["payload"]["turn"] == 2]
+    retaken = [
+        e
+        for e in evs
+        if e["kind"] == "turn_started" and e["lane"] == "P.core" and e["payload"]["turn"] == 2
+    ]
     assert [e["payload"]["attempt"] for e in retaken] == [1, 2]
     assert any(e["kind"] == "run_resumed" for e in evs)
     assert (ws / "src" / "P" / "core.py").read_text() == "VALUE = 4\n"
-    assert json.loads(cli("status", "--json", cwd=ws).stdout)["fronts"]["P"]["status"] == \
-        "approved"
+    assert json.loads(cli("status", "--json", cwd=ws).stdout)["fronts"]["P"]["status"] == "approved"
 
 
 def test_a_bad_plan_is_refused_in_one_clean_line_and_nothing_is_written(
-        tmp_path: Path, state_home: Path) -> None:
+    tmp_path: Path, state_home: Path
+) -> None:
     ws = repo(tmp_path, {"A": {}, "B": {"plan": {"owners": {"core": ["src/**"]}}}})
     head = git(ws, "rev-parse", "HEAD")
     proc = run(tmp_path, ws, {})
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "flamechase exec: error: param plan=PLAN.yaml: wave 1: A.core (src/A/**) and B.core "
-        "(src/**) both own src/A/a; give each file one writer"]
+        "(src/**) both own src/A/a; give each file one writer"
+    ]
     assert not (state_home / "runs").exists() or not any((state_home / "runs").iterdir())
     assert git(ws, "rev-parse", "HEAD") == head and git(ws, "tag") == ""
     assert git(ws, "status", "--porcelain") == ""
@@ -205,15 +263,19 @@ def test_a_bad_plan_is_refused_in_one_clean_line_and_nothing_is_written(
 
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
 def test_a_job_a_builder_leaves_running_is_ended_at_the_rounds_end(
-        tmp_path: Path, state_home: Path, sandbox: str) -> None:
+    tmp_path: Path, state_home: Path, sandbox: str
+) -> None:
     # A sleep no other process on this machine runs: its argv names this test's run alone.
     seconds = f"300.{uuid.uuid4().int % 10**9:09d}"
     ws = repo(tmp_path, {"P": {}}, blocks=1, rounds_per_block=1)
     proc = run(tmp_path, ws, {"P": {"job": ["sleep", seconds]}}, f"sandbox={sandbox}")
     assert proc.returncode == 0, proc.stderr
     evs = events(ws)
-    note = next(e["payload"]["result"]["handoff"] for e in evs if e["kind"] == "turn_valid"
-                and e["lane"] == "P.core")
+    note = next(
+        e["payload"]["result"]["handoff"]
+        for e in evs
+        if e["kind"] == "turn_valid" and e["lane"] == "P.core"
+    )
     assert "JOB 0 orphan-1" in note  # the builder did leave a job behind
     (jobs,) = state_home.glob("runs/*/lanes/P.core/jobs")
     rows = json.loads(cli("job", "list", "--json", "--dir", str(jobs), cwd=ws).stdout)
@@ -221,8 +283,11 @@ def test_a_job_a_builder_leaves_running_is_ended_at_the_rounds_end(
     # Jailed, the job ended with its turn and the reap records it; unjailed, the reap ends it.
     assert rows[0]["state"] == ("killed" if sandbox == "off" else "reaped"), rows
     assert not _running(seconds)
-    ran = [e["payload"] for e in evs if e["kind"] == "ran"
-           and e["payload"]["key"] == "pll:P:reap:1:core"]
+    ran = [
+        e["payload"]
+        for e in evs
+        if e["kind"] == "ran" and e["payload"]["key"] == "pll:P:reap:1:core"
+    ]
     assert len(ran) == 1 and "orphan-1" in ran[0]["receipt"]["output"]
 
 

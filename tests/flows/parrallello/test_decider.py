@@ -23,8 +23,9 @@ def test_a_front_is_approved_when_the_gate_passes_and_the_critic_finds_nothing()
 
 
 def test_a_critic_approving_while_a_gate_fails_is_not_approved_and_is_flagged() -> None:
-    d = Driver(plan(front(), blocks=1, rounds_per_block=1),
-               Script(gate=lambda f, r: {"T.a": False})).run()
+    d = Driver(
+        plan(front(), blocks=1, rounds_per_block=1), Script(gate=lambda f, r: {"T.a": False})
+    ).run()
     (v,) = d.of(ev.VerdictRecorded)
     assert not v.approved and v.critic_approve is True and "a gate does not PASS" in v.reasons
     assert [a.what for a in d.of(ev.Anomaly)] == ["critic-rule-mismatch"]
@@ -32,38 +33,57 @@ def test_a_critic_approving_while_a_gate_fails_is_not_approved_and_is_flagged() 
 
 
 def test_a_medium_finding_rejects_whatever_the_critic_says() -> None:
-    verdict = {"findings": [{"id": "x", "severity": "medium", "title": "no test"}],
-               "approve": True, "summary": "s",
-               "tickets": [{"id": "C-1", "severity": "medium", "title": "add a test"}]}
-    d = Driver(plan(front(), blocks=1, rounds_per_block=2),
-               Script(gate=lambda f, r: {"T.a": True}, verdict=lambda f, r: verdict)).run()
+    verdict = {
+        "findings": [{"id": "x", "severity": "medium", "title": "no test"}],
+        "approve": True,
+        "summary": "s",
+        "tickets": [{"id": "C-1", "severity": "medium", "title": "add a test"}],
+    }
+    d = Driver(
+        plan(front(), blocks=1, rounds_per_block=2),
+        Script(gate=lambda f, r: {"T.a": True}, verdict=lambda f, r: verdict),
+    ).run()
     assert [v.approved for v in d.of(ev.VerdictRecorded)] == [False, False]
     second = d.of(ev.RoundStarted)[1]
     assert second.builders == {"core": ["C-1"]}  # the critic's ticket goes to the builder
 
 
 def test_the_round_ceiling_ends_a_block_and_the_block_ceiling_ends_the_front() -> None:
-    d = Driver(plan(front(), blocks=2, rounds_per_block=2),
-               Script(gate=lambda f, r: {"T.a": False, "T.b": True})).run()
+    d = Driver(
+        plan(front(), blocks=2, rounds_per_block=2),
+        Script(gate=lambda f, r: {"T.a": False, "T.b": True}),
+    ).run()
     assert [r.round for r in d.of(ev.RoundStarted)] == [1, 2, 3, 4]
     assert [(b.block, b.rounds) for b in d.of(ev.BlockEnded)] == [(1, 2), (2, 2)]
     (end,) = d.of(ev.FrontEnded)
     assert end.status == "not_approved" and "ceiling reached" in end.reason
     assert [t["id"] for t in end.open_tickets] == ["G-T.a"]
-    builders = [c for cs in d.commands for c in cs
-                if isinstance(c, StartTurn) and c.role == "builder"]
+    builders = [
+        c for cs in d.commands for c in cs if isinstance(c, StartTurn) and c.role == "builder"
+    ]
     assert {c.number for c in builders} == {1, 2, 3, 4}  # no fifth round was ever asked for
     assert not d.of(ev.FrontIntegrated)  # nothing unapproved lands in the source
 
 
 def test_a_block_over_its_share_of_the_budget_paces_the_next_one() -> None:
     tickets = [{"id": f"t{i}", "severity": "major", "title": "x"} for i in range(6)]
-    verdict = {"findings": [{"id": "f", "severity": "major", "title": "x"}], "approve": False,
-               "summary": "s", "tickets": tickets}
-    d = Driver(plan(front(owners={"a": ["src/a/**"], "b": ["src/b/**"]}, tickets=tickets),
-                    blocks=2, rounds_per_block=1),
-               Script(gate=lambda f, r: {"T.a": False}, cost=0.2, verdict=lambda f, r: verdict),
-               budget={"cost": 5.0}, pacing_share=0.05, paced_tickets=2).run()
+    verdict = {
+        "findings": [{"id": "f", "severity": "major", "title": "x"}],
+        "approve": False,
+        "summary": "s",
+        "tickets": tickets,
+    }
+    d = Driver(
+        plan(
+            front(owners={"a": ["src/a/**"], "b": ["src/b/**"]}, tickets=tickets),
+            blocks=2,
+            rounds_per_block=1,
+        ),
+        Script(gate=lambda f, r: {"T.a": False}, cost=0.2, verdict=lambda f, r: verdict),
+        budget={"cost": 5.0},
+        pacing_share=0.05,
+        paced_tickets=2,
+    ).run()
     first, _ = d.of(ev.BlockEnded)
     assert first.spend["cost"] > 0 and first.share > 0.05 and first.paced_next
     rounds = d.of(ev.RoundStarted)
@@ -73,18 +93,28 @@ def test_a_block_over_its_share_of_the_budget_paces_the_next_one() -> None:
 
 
 def test_no_new_block_starts_above_the_stop_share() -> None:
-    d = Driver(plan(front(), blocks=3, rounds_per_block=1),
-               Script(gate=lambda f, r: {"T.a": False}, cost=1.0), budget={"cost": 4.0}).run()
+    d = Driver(
+        plan(front(), blocks=3, rounds_per_block=1),
+        Script(gate=lambda f, r: {"T.a": False}, cost=1.0),
+        budget={"cost": 4.0},
+    ).run()
     (end,) = d.of(ev.FrontEnded)
     assert end.status == "stopped" and "no new block" in end.reason
     assert len(d.of(ev.RoundStarted)) < 3
 
 
 def test_a_builder_writing_outside_its_files_is_reverted_and_its_tickets_fail() -> None:
-    d = Driver(plan(front(tickets=[{"id": "T1", "severity": "major", "title": "x"}]),
-                    blocks=1, rounds_per_block=1),
-               Script(gate=lambda f, r: {"T.a": True},
-                      builder_diff=lambda f, r, o: diff(["src/P1/a.py"], ["README.md"]))).run()
+    d = Driver(
+        plan(
+            front(tickets=[{"id": "T1", "severity": "major", "title": "x"}]),
+            blocks=1,
+            rounds_per_block=1,
+        ),
+        Script(
+            gate=lambda f, r: {"T.a": True},
+            builder_diff=lambda f, r, o: diff(["src/P1/a.py"], ["README.md"]),
+        ),
+    ).run()
     (checked,) = d.of(ev.BuilderChecked)
     assert checked.outside == ["README.md"] and checked.failed_tickets == ["T1"]
     (v,) = d.of(ev.VerdictRecorded)
@@ -93,13 +123,13 @@ def test_a_builder_writing_outside_its_files_is_reverted_and_its_tickets_fail() 
 
 
 def test_a_builder_editing_a_gate_refuses_the_rounds_work() -> None:
-    d = Driver(plan(front(), blocks=1, rounds_per_block=1),
-               Script(builder_diff=lambda f, r, o: diff(["src/P1/a.py"], [], ["gates/P1.py"]))
-               ).run()
+    d = Driver(
+        plan(front(), blocks=1, rounds_per_block=1),
+        Script(builder_diff=lambda f, r, o: diff(["src/P1/a.py"], [], ["gates/P1.py"])),
+    ).run()
     runs = [c.key for cs in d.commands for c in cs if isinstance(c, Run)]
     assert not any(":apply:" in k or ":gate:1:" in k for k in runs)  # nothing taken, not gated
-    assert not any(isinstance(c, StartTurn) and c.role == "critic"
-                   for cs in d.commands for c in cs)
+    assert not any(isinstance(c, StartTurn) and c.role == "critic" for cs in d.commands for c in cs)
     (v,) = d.of(ev.VerdictRecorded)
     assert not v.approved and any("edited the frozen gate" in r for r in v.reasons)
 
@@ -112,12 +142,22 @@ def test_a_gate_file_changed_in_the_fronts_tree_refuses_the_round() -> None:
 
 
 def test_a_critic_adding_gate_items_refreezes_and_runs_the_gate_again() -> None:
-    verdict = {"findings": [], "approve": True, "summary": "s", "gate_changes": [
-        {"kind": "add_items", "items": ["T.new"], "reason": "probed the real thing"}]}
-    d = Driver(plan(front(), blocks=1, rounds_per_block=1),
-               Script(gate=lambda f, r: {"T.a": True, "T.new": True},
-                      verdict=lambda f, r: verdict,
-                      critic_diff=lambda f, r: diff(["gates/P1.py"]))).run()
+    verdict = {
+        "findings": [],
+        "approve": True,
+        "summary": "s",
+        "gate_changes": [
+            {"kind": "add_items", "items": ["T.new"], "reason": "probed the real thing"}
+        ],
+    }
+    d = Driver(
+        plan(front(), blocks=1, rounds_per_block=1),
+        Script(
+            gate=lambda f, r: {"T.a": True, "T.new": True},
+            verdict=lambda f, r: verdict,
+            critic_diff=lambda f, r: diff(["gates/P1.py"]),
+        ),
+    ).run()
     # Nothing to fix after a green baseline: the round is the critic's alone, on the
     # baseline's result; its added item makes the runtime run the gate again.
     assert [g.stage for g in d.of(ev.GateRan)] == ["baseline", "recheck"]
@@ -127,19 +167,24 @@ def test_a_critic_adding_gate_items_refreezes_and_runs_the_gate_again() -> None:
 
 
 def test_a_critic_editing_the_gate_without_saying_so_is_not_taken() -> None:
-    d = Driver(plan(front(), blocks=1, rounds_per_block=1),
-               Script(gate=lambda f, r: {"T.a": True},
-                      critic_diff=lambda f, r: diff(["gates/P1.py"], ["src/P1/a.py"]))).run()
-    assert {"undeclared-gate-edit", "critic-edited-front"} <= {a.what for a in
-                                                               d.of(ev.Anomaly)}
+    d = Driver(
+        plan(front(), blocks=1, rounds_per_block=1),
+        Script(
+            gate=lambda f, r: {"T.a": True},
+            critic_diff=lambda f, r: diff(["gates/P1.py"], ["src/P1/a.py"]),
+        ),
+    ).run()
+    assert {"undeclared-gate-edit", "critic-edited-front"} <= {a.what for a in d.of(ev.Anomaly)}
     assert not any(":capply:" in c.key for cs in d.commands for c in cs if isinstance(c, Run))
 
 
 def test_a_dead_builder_is_relaunched_once_in_the_same_round() -> None:
-    d = Driver(plan(front(), blocks=1, rounds_per_block=1),
-               Script(fail_turn=lambda c: c.role == "builder")).run()
-    builder = [c for cs in d.commands for c in cs
-               if isinstance(c, StartTurn) and c.role == "builder"]
+    d = Driver(
+        plan(front(), blocks=1, rounds_per_block=1), Script(fail_turn=lambda c: c.role == "builder")
+    ).run()
+    builder = [
+        c for cs in d.commands for c in cs if isinstance(c, StartTurn) and c.role == "builder"
+    ]
     assert [c.number for c in builder] == [1, 1]
     assert "agent-dead" in [a.what for a in d.of(ev.Anomaly)]
 
@@ -153,25 +198,29 @@ def test_fronts_of_a_wave_open_together_and_a_dependent_waits_for_approval() -> 
     d.run()
     order = [e.front for e in d.of(ev.FrontStarted)]
     assert order.index("P3") == 2
-    p1_end = next(i for i, e in enumerate(d.events)
-                  if isinstance(e, ev.FrontIntegrated) and e.front == "P1")
-    p3_start = next(i for i, e in enumerate(d.events)
-                    if isinstance(e, ev.FrontStarted) and e.front == "P3")
+    p1_end = next(
+        i for i, e in enumerate(d.events) if isinstance(e, ev.FrontIntegrated) and e.front == "P1"
+    )
+    p3_start = next(
+        i for i, e in enumerate(d.events) if isinstance(e, ev.FrontStarted) and e.front == "P3"
+    )
     assert p1_end < p3_start
 
 
 def test_a_front_whose_dependency_is_not_approved_is_blocked() -> None:
-    d = Driver(plan(front("P1"), front("P2", wave=2, depends_on=["P1"]), blocks=1,
-                    rounds_per_block=1), Script(gate=lambda f, r: {"T.a": False})).run()
+    d = Driver(
+        plan(front("P1"), front("P2", wave=2, depends_on=["P1"]), blocks=1, rounds_per_block=1),
+        Script(gate=lambda f, r: {"T.a": False}),
+    ).run()
     ends = {e.front: e.status for e in d.of(ev.FrontEnded)}
     assert ends == {"P1": "not_approved", "P2": "blocked"}
-    assert "fronts/P2" not in [c.name for cs in d.commands for c in cs
-                               if isinstance(c, MakePlace)]
+    assert "fronts/P2" not in [c.name for cs in d.commands for c in cs if isinstance(c, MakePlace)]
 
 
 def test_a_stored_state_resumes_at_the_same_front_block_round_and_phase() -> None:
-    d = Driver(plan(front(), blocks=2, rounds_per_block=2),
-               Script(gate=lambda f, r: {"T.a": False}))
+    d = Driver(
+        plan(front(), blocks=2, rounds_per_block=2), Script(gate=lambda f, r: {"T.a": False})
+    )
     for _ in range(40):
         d.step()
         rs = d.state.fronts["P1"].current
@@ -185,31 +234,44 @@ def test_a_stored_state_resumes_at_the_same_front_block_round_and_phase() -> Non
 
 
 def test_describe_shows_a_bar_per_front_and_overall() -> None:
-    d = Driver(plan(front("P1", weight=3), front("P2"), blocks=1, rounds_per_block=2),
-               Script(gate=lambda f, r: {"T.a": f == "P1" and r >= 2})).run()
+    d = Driver(
+        plan(front("P1", weight=3), front("P2"), blocks=1, rounds_per_block=2),
+        Script(gate=lambda f, r: {"T.a": f == "P1" and r >= 2}),
+    ).run()
     summary = FLOW.describe(d.state)
     assert summary["fronts"]["P1"]["progress"] == 1.0
     assert summary["fronts"]["P2"]["status"] == "not_approved"
     assert summary["progress"]["overall"] == round((3 * 1.0 + 1 * 0.99) / 4, 4)
     assert summary["display"][0].startswith("overall [")
-    assert summary["lanes"]["P1.core"] == {"front": "P1", "owner": "core",
-                                           "files": ["src/P1/**"]}
+    assert summary["lanes"]["P1.core"] == {"front": "P1", "owner": "core", "files": ["src/P1/**"]}
 
 
 def test_prep_stages_future_fronts_that_collide_with_nothing_in_flight() -> None:
-    d = Driver(plan(front("P1", owners={"a": ["src/a/**"]}),
-                    front("P2", owners={"b": ["src/b/**"]}, wave=2),
-                    front("P3", owners={"c": ["src/a/x.py"]}, wave=2), rounds_per_block=2),
-               prep=True)
+    d = Driver(
+        plan(
+            front("P1", owners={"a": ["src/a/**"]}),
+            front("P2", owners={"b": ["src/b/**"]}, wave=2),
+            front("P3", owners={"c": ["src/a/x.py"]}, wave=2),
+            rounds_per_block=2,
+        ),
+        prep=True,
+    )
     for _ in range(8):
         d.step()
-    stages = [c.name for cs in d.commands for c in cs
-              if isinstance(c, MakePlace) and c.name.startswith("stages/")]
+    stages = [
+        c.name
+        for cs in d.commands
+        for c in cs
+        if isinstance(c, MakePlace) and c.name.startswith("stages/")
+    ]
     assert {"stages/P1", "stages/P2"} <= set(stages)  # P0 for wave 1, and a warm P2
     assert "stages/P3" not in stages  # P3 shares src/a/x.py with P1, which is in flight
     d.run()
-    order = [(type(e).__name__, getattr(e, "front", "")) for e in d.events
-             if isinstance(e, ev.FrontPrepped | ev.FrontEnded)]
+    order = [
+        (type(e).__name__, getattr(e, "front", ""))
+        for e in d.events
+        if isinstance(e, ev.FrontPrepped | ev.FrontEnded)
+    ]
     assert order.index(("FrontPrepped", "P3")) > order.index(("FrontEnded", "P1"))
     assert all(e.status == "approved" for e in d.of(ev.FrontEnded))
 
@@ -220,8 +282,13 @@ def test_a_performance_gate_runs_under_the_lock_and_only_selects_items() -> None
 
     spec = PlanSpec.model_validate(plan(front(only="T.P1.*", exclusive=True))).fronts[0]
     argv = rt.gate_full("k", spec, "P1").argv
-    assert argv[argv.index("lock") + 1:argv.index("--")] == (
-        "run", "--who", "runtime:P1", "--max", "900")
+    assert argv[argv.index("lock") + 1 : argv.index("--")] == (
+        "run",
+        "--who",
+        "runtime:P1",
+        "--max",
+        "900",
+    )
     assert argv[-1] == "python3 gates/P1.py --full --only 'T.P1.*'"
     assert "lock run" in rt.quick_command(spec, "P1.core")
 
@@ -234,8 +301,11 @@ def test_a_runtime_program_that_fails_is_run_again_then_stops_the_run() -> None:
     def receipt(c: Run) -> dict[str, object]:
         if ":diff:" in c.key:
             calls.append(c.key)
-            return {"output": 'TREESYNC {"error": "OSError: disk full"}\n', "exit_code": 3,
-                    "error": "exited with code 3"}
+            return {
+                "output": 'TREESYNC {"error": "OSError: disk full"}\n',
+                "exit_code": 3,
+                "error": "exited with code 3",
+            }
         return real(c)
 
     d.receipt = receipt  # type: ignore[method-assign]
@@ -251,19 +321,22 @@ def test_approved_fronts_land_in_the_source_one_at_a_time() -> None:
     d = Driver(plan(front("P1"), front("P2")))
     landing: list[list[str]] = []
     while d.step():
-        landing.append([c.key for c in d.commands[-1]
-                        if isinstance(c, Run) and ":integrate:" in c.key])
+        landing.append(
+            [c.key for c in d.commands[-1] if isinstance(c, Run) and ":integrate:" in c.key]
+        )
     assert max(len(k) for k in landing) == 1  # never two git commits at once
     assert [e.front for e in d.of(ev.FrontIntegrated)] == ["P1", "P2"]
 
 
-def test_a_rounds_handoff_note_reaches_the_next_rounds_builder_and_critic_cut_to_15_lines(
-        ) -> None:
+def test_a_rounds_handoff_note_reaches_the_next_rounds_builder_and_critic_cut_to_15_lines() -> None:
     long_note = "\n".join(f"r1 line {i}" for i in range(1, 31))
-    d = Driver(plan(front(), blocks=1, rounds_per_block=2),
-               Script(gate=lambda f, r: {"T.a": False},
-                      handoff=lambda f, r, o: long_note if r == 1 else f"r{r} note of {o}")
-               ).run()
+    d = Driver(
+        plan(front(), blocks=1, rounds_per_block=2),
+        Script(
+            gate=lambda f, r: {"T.a": False},
+            handoff=lambda f, r, o: long_note if r == 1 else f"r{r} note of {o}",
+        ),
+    ).run()
     briefs = [c.note["brief"] for cs in d.commands for c in cs if isinstance(c, StartTurn)]
     by_round = {(b["round"], b["role"]): b for b in briefs}
     assert set(by_round) == {(1, "builder"), (1, "critic"), (2, "builder"), (2, "critic")}

@@ -14,12 +14,22 @@ def receipt(output: str, exit_code: int | None = 0, error: str | None = None) ->
     return {"output": output, "exit_code": exit_code, "error": error, "duration": 0.1}
 
 
-def lines(items: list[dict[str, Any]], top: bool | None = None, summary: str | None = None,
-          before: str = "") -> str:
+def lines(
+    items: list[dict[str, Any]],
+    top: bool | None = None,
+    summary: str | None = None,
+    before: str = "",
+) -> str:
     ok = all(i["pass"] for i in items) if top is None else top
     n = sum(1 for i in items if i["pass"])
-    return (before + "RESULT_JSON " + json.dumps({"pass": ok, "items": items}) + "\n"
-            + (summary if summary is not None else f"SUMMARY {n}/{len(items)} PASS") + "\n")
+    return (
+        before
+        + "RESULT_JSON "
+        + json.dumps({"pass": ok, "items": items})
+        + "\n"
+        + (summary if summary is not None else f"SUMMARY {n}/{len(items)} PASS")
+        + "\n"
+    )
 
 
 def item(i: str, ok: bool = True) -> dict[str, Any]:
@@ -42,26 +52,33 @@ def test_the_last_result_line_wins() -> None:
     assert judge_gate(receipt(out)).passed
 
 
-@pytest.mark.parametrize(("out", "code", "error", "reason"), [
-    ("all good\n", 0, None, "no-result-line"),
-    ("RESULT_JSON {nope\nSUMMARY 1/1 PASS\n", 0, None, "bad-json"),
-    ('RESULT_JSON {"pass": true, "items": [{"id": "a"}]}\nSUMMARY 1/1 PASS\n', 0, None,
-     "bad-json"),
-    ('RESULT_JSON {"pass": true, "items": []}\nSUMMARY 0/0 PASS\n', 0, None, "empty"),
-    (lines([item("a"), item("a")]), 0, None, "duplicate-ids"),
-    (lines([item("a")], summary=""), 0, None, "no-summary-line"),
-    (lines([item("a"), item("b", False)], summary="SUMMARY 2/2 PASS"), 1, None,
-     "inconsistent"),
-    (lines([item("a"), item("b", False)], top=True), 0, None, "inconsistent"),
-    (lines([item("a")]), 1, None, "inconsistent"),  # exit code against "pass"
-    (lines([item("a", False)]), 0, None, "inconsistent"),
-    (lines([item("a")], summary="SUMMARY 1/1 FAIL"), 0, None, "inconsistent"),
-    (lines([item("a")]), 2, "exited with code 2", "crash"),
-    ("", None, "cannot start /bin/sh: no such file", "crash"),
-    (lines([item("a")]), None, "ran past 5s", "timeout"),
-])
-def test_every_misleading_output_fails_closed(out: str, code: int | None, error: str | None,
-                                              reason: str) -> None:
+@pytest.mark.parametrize(
+    ("out", "code", "error", "reason"),
+    [
+        ("all good\n", 0, None, "no-result-line"),
+        ("RESULT_JSON {nope\nSUMMARY 1/1 PASS\n", 0, None, "bad-json"),
+        (
+            'RESULT_JSON {"pass": true, "items": [{"id": "a"}]}\nSUMMARY 1/1 PASS\n',
+            0,
+            None,
+            "bad-json",
+        ),
+        ('RESULT_JSON {"pass": true, "items": []}\nSUMMARY 0/0 PASS\n', 0, None, "empty"),
+        (lines([item("a"), item("a")]), 0, None, "duplicate-ids"),
+        (lines([item("a")], summary=""), 0, None, "no-summary-line"),
+        (lines([item("a"), item("b", False)], summary="SUMMARY 2/2 PASS"), 1, None, "inconsistent"),
+        (lines([item("a"), item("b", False)], top=True), 0, None, "inconsistent"),
+        (lines([item("a")]), 1, None, "inconsistent"),  # exit code against "pass"
+        (lines([item("a", False)]), 0, None, "inconsistent"),
+        (lines([item("a")], summary="SUMMARY 1/1 FAIL"), 0, None, "inconsistent"),
+        (lines([item("a")]), 2, "exited with code 2", "crash"),
+        ("", None, "cannot start /bin/sh: no such file", "crash"),
+        (lines([item("a")]), None, "ran past 5s", "timeout"),
+    ],
+)
+def test_every_misleading_output_fails_closed(
+    out: str, code: int | None, error: str | None, reason: str
+) -> None:
     g = judge_gate(receipt(out, code, error))
     assert not g.passed and g.reason == reason, g
 

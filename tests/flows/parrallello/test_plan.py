@@ -21,15 +21,20 @@ def test_a_valid_plan_defaults_its_ceilings_and_freezes_the_gate_script() -> Non
 
 
 def test_two_writers_of_one_wave_owning_a_file_are_refused_with_a_sample() -> None:
-    with pytest.raises(ValueError, match=r"P1.core \(src/\*\*\) and P2.ui \(\*\*/\*.js\) "
-                                         r"both own src/.js"):
-        PlanSpec.model_validate({"fronts": [front("P1", {"core": ["src/**"]}),
-                                            front("P2", {"ui": ["**/*.js"]})]})
+    with pytest.raises(
+        ValueError,
+        match=r"P1.core \(src/\*\*\) and P2.ui \(\*\*/\*.js\) "
+        r"both own src/.js",
+    ):
+        PlanSpec.model_validate(
+            {"fronts": [front("P1", {"core": ["src/**"]}), front("P2", {"ui": ["**/*.js"]})]}
+        )
 
 
 def test_the_same_file_in_two_waves_is_fine() -> None:
-    PlanSpec.model_validate({"fronts": [front("P1", {"core": ["src/**"]}),
-                                        front("P2", {"ui": ["src/**"]}, wave=2)]})
+    PlanSpec.model_validate(
+        {"fronts": [front("P1", {"core": ["src/**"]}), front("P2", {"ui": ["src/**"]}, wave=2)]}
+    )
 
 
 def test_a_builder_owning_a_gate_file_is_refused() -> None:
@@ -39,8 +44,14 @@ def test_a_builder_owning_a_gate_file_is_refused() -> None:
 
 def test_a_dependency_must_be_in_an_earlier_wave() -> None:
     with pytest.raises(ValueError, match="must be in an earlier wave"):
-        PlanSpec.model_validate({"fronts": [front("P1", {"a": ["a/**"]}),
-                                            front("P2", {"b": ["b/**"]}, depends_on=["P1"])]})
+        PlanSpec.model_validate(
+            {
+                "fronts": [
+                    front("P1", {"a": ["a/**"]}),
+                    front("P2", {"b": ["b/**"]}, depends_on=["P1"]),
+                ]
+            }
+        )
 
 
 def test_more_than_two_builders_or_three_rounds_are_refused() -> None:
@@ -69,6 +80,11 @@ def test_a_plan_file_loads_from_yaml_and_says_where_it_is_wrong(tmp_path: Path) 
 
 def test_two_fronts_of_a_wave_freezing_one_gate_file_are_refused() -> None:
     with pytest.raises(ValueError, match=r"both freeze gates/common\.py"):
-        PlanSpec.model_validate({"fronts": [
-            front("P1", {"a": ["a/**"]}, freeze=["gates/common.py"]),
-            front("P2", {"b": ["b/**"]}, freeze=["gates/common.py"])]})
+        PlanSpec.model_validate(
+            {
+                "fronts": [
+                    front("P1", {"a": ["a/**"]}, freeze=["gates/common.py"]),
+                    front("P2", {"b": ["b/**"]}, freeze=["gates/common.py"]),
+                ]
+            }
+        )

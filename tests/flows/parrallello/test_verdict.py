@@ -10,19 +10,28 @@ import pytest
 from flamechase.flows.parrallello.verdict import BuilderResult, Finding, PrepResult, Verdict, judge
 
 
-def verdict(majors: int = 0, mediums: int = 0, minors: int = 0, *, approve: bool = True,
-            declared: tuple[int, int, int] | None = None) -> Verdict:
-    found = ([{"id": f"M{i}", "severity": "major", "title": "t"} for i in range(majors)]
-             + [{"id": f"m{i}", "severity": "medium", "title": "t"} for i in range(mediums)]
-             + [{"id": f"n{i}", "severity": "minor", "title": "t"} for i in range(minors)])
+def verdict(
+    majors: int = 0,
+    mediums: int = 0,
+    minors: int = 0,
+    *,
+    approve: bool = True,
+    declared: tuple[int, int, int] | None = None,
+) -> Verdict:
+    found = (
+        [{"id": f"M{i}", "severity": "major", "title": "t"} for i in range(majors)]
+        + [{"id": f"m{i}", "severity": "medium", "title": "t"} for i in range(mediums)]
+        + [{"id": f"n{i}", "severity": "minor", "title": "t"} for i in range(minors)]
+    )
     data = {"findings": found, "approve": approve, "summary": "s"}
     if declared:
         data["counts"] = dict(zip(("majors", "mediums", "minors"), declared, strict=True))
     return Verdict.model_validate(data)
 
 
-@pytest.mark.parametrize(("majors", "mediums", "gate"),
-                         list(itertools.product((0, 1), (0, 1), (True, False))))
+@pytest.mark.parametrize(
+    ("majors", "mediums", "gate"), list(itertools.product((0, 1), (0, 1), (True, False)))
+)
 def test_the_approval_truth_table(majors: int, mediums: int, gate: bool) -> None:
     j = judge(verdict(majors, mediums, minors=2, approve=True), gate)
     assert j.approved is (majors == 0 and mediums == 0 and gate)

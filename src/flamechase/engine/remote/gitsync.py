@@ -35,10 +35,24 @@ from pathlib import Path
 from flamechase.engine.remote import shipping
 
 # The runtime's git must not run anything a repository or a tree asks for.
-_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-         "-c", "transfer.fsckObjects=true", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
-_IDENTITY = {"GIT_AUTHOR_NAME": "flamechase", "GIT_AUTHOR_EMAIL": "flamechase@localhost",
-             "GIT_COMMITTER_NAME": "flamechase", "GIT_COMMITTER_EMAIL": "flamechase@localhost"}
+_SAFE = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "transfer.fsckObjects=true",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+)
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "flamechase",
+    "GIT_AUTHOR_EMAIL": "flamechase@localhost",
+    "GIT_COMMITTER_NAME": "flamechase",
+    "GIT_COMMITTER_EMAIL": "flamechase@localhost",
+}
 _TIMEOUT = 3600.0  # a first bundle of a large history can take a while
 
 
@@ -80,25 +94,40 @@ class Landing:
 
 
 def _env(index: Path | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("GIT_") or k in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("GIT_") or k in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL")
+    }
     env.update(_IDENTITY, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     if index is not None:
         env["GIT_INDEX_FILE"] = str(index)
     return env
 
 
-def _run(base: Sequence[str], *args: str, index: Path | None = None,
-         stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+def _run(
+    base: Sequence[str],
+    *args: str,
+    index: Path | None = None,
+    stdin: bytes | None = None,
+    ok: tuple[int, ...] = (0,),
+) -> bytes:
     try:
-        proc = subprocess.run(["git", *_SAFE, *base, *args], input=stdin, capture_output=True,
-                              env=_env(index), check=False, timeout=_TIMEOUT)
+        proc = subprocess.run(
+            ["git", *_SAFE, *base, *args],
+            input=stdin,
+            capture_output=True,
+            env=_env(index),
+            check=False,
+            timeout=_TIMEOUT,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GitSyncError(f"git {args[0]}: {exc}") from None
     if proc.returncode not in ok:
         err = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
-        raise GitSyncError(f"git {args[0]} exited {proc.returncode}: "
-                           f"{err[-1] if err else 'no message'}")
+        raise GitSyncError(
+            f"git {args[0]} exited {proc.returncode}: {err[-1] if err else 'no message'}"
+        )
     return proc.stdout
 
 
@@ -128,8 +157,17 @@ def _bundle(base: Sequence[str], ref: str, have: str | None) -> bytes:
         out = Path(tmp) / "b"
         # No new delta search (what a pack already holds is reused): on a cluster's network
         # a bigger bundle costs less than the search (5,000 files: 10 s -> 1.6 s, 6.5 MB).
-        _run(base, "-c", "pack.window=0", "bundle", "create", "-q", str(out), ref,
-             *([f"^{have}"] if have else []))
+        _run(
+            base,
+            "-c",
+            "pack.window=0",
+            "bundle",
+            "create",
+            "-q",
+            str(out),
+            ref,
+            *([f"^{have}"] if have else []),
+        )
         return out.read_bytes()
 
 
@@ -138,8 +176,7 @@ def _fetch(base: Sequence[str], data: bytes, src: str, dst: str) -> str:
     with tempfile.TemporaryDirectory(prefix="flamechase-bundle-") as tmp:
         path = Path(tmp) / "b"
         path.write_bytes(data)
-        _run(base, "fetch", "-q", "--no-tags", "--no-write-fetch-head", str(path),
-             f"+{src}:{dst}")
+        _run(base, "fetch", "-q", "--no-tags", "--no-write-fetch-head", str(path), f"+{src}:{dst}")
     return _line(base, "rev-parse", "--verify", f"{dst}^{{commit}}")
 
 
@@ -176,11 +213,15 @@ def why_not(source: Path) -> str | None:
     try:
         top = _line(("-C", str(source)), "rev-parse", "--show-toplevel")
     except GitSyncError:
-        return (f"{source} is not a git repository (its turns come back as commits): "
-                "`git init` it, or keep lane 1 here")
+        return (
+            f"{source} is not a git repository (its turns come back as commits): "
+            "`git init` it, or keep lane 1 here"
+        )
     if Path(top).resolve() != source.resolve():
-        return (f"{source} is inside the git repository {top}; start the run at its top, "
-                "or keep lane 1 here")
+        return (
+            f"{source} is inside the git repository {top}; start the run at its top, "
+            "or keep lane 1 here"
+        )
     return None
 
 
@@ -201,8 +242,7 @@ class TreeLink:
 
     def _index(self, tmp: Path) -> Path:
         index = tmp / "index"
-        real = Path(_line(self.base, "rev-parse", "--path-format=absolute",
-                          "--git-path", "index"))
+        real = Path(_line(self.base, "rev-parse", "--path-format=absolute", "--git-path", "index"))
         if real.is_file():
             _copy_index(real, index)
         return index
@@ -235,12 +275,15 @@ class TreeLink:
         commit = _fetch(self.base, back.bundle, "refs/flamechase/turn", incoming)
         try:
             if commit != back.commit:
-                raise GitSyncError(f"the node sent commit {commit[:12]}, not the "
-                                   f"{back.commit[:12]} it named")
+                raise GitSyncError(
+                    f"the node sent commit {commit[:12]}, not the {back.commit[:12]} it named"
+                )
             parents = _line(self.base, "rev-list", "--parents", "-n", "1", commit).split()[1:]
             if parents != [sync.commit]:
-                raise GitSyncError(f"the node's commit {commit[:12]} does not follow "
-                                   f"{sync.commit[:12]}, the tree it was sent")
+                raise GitSyncError(
+                    f"the node's commit {commit[:12]} does not follow "
+                    f"{sync.commit[:12]}, the tree it was sent"
+                )
             changes = _names(self.base, sync.commit, commit)
             with tempfile.TemporaryDirectory(prefix="flamechase-index-") as tmp:
                 now = _tree_of(self.base, self._index(Path(tmp)))
@@ -269,8 +312,15 @@ class TreeLink:
             return
         # git's own checkout: modes, links and the repository's filters as a checkout has
         # them, and never a write through a link on the way.
-        _run(self.base, "checkout-index", "-f", "-z", "--stdin", index=index,
-             stdin=b"".join(os.fsencode(p) + b"\0" for p in written))
+        _run(
+            self.base,
+            "checkout-index",
+            "-f",
+            "-z",
+            "--stdin",
+            index=index,
+            stdin=b"".join(os.fsencode(p) + b"\0" for p in written),
+        )
 
 
 class NodeRepo:
@@ -295,8 +345,14 @@ class NodeRepo:
         self.apply(sync)
         agent = ("-C", str(self.place))
         _run((), "init", "-q", "--template=", str(self.place))
-        _run(agent, "fetch", "-q", "--no-tags", str(self.git_dir),
-             "+refs/flamechase/sync:refs/heads/flamechase")
+        _run(
+            agent,
+            "fetch",
+            "-q",
+            "--no-tags",
+            str(self.git_dir),
+            "+refs/flamechase/sync:refs/heads/flamechase",
+        )
         _run(agent, "symbolic-ref", "HEAD", "refs/heads/flamechase")
         _run(agent, "read-tree", "HEAD")
 

@@ -66,18 +66,25 @@ class TreeLane:
         return held(outcome, r.lane, landing, sync) if landing.held else outcome.result
 
 
-def held(outcome: TurnOutcome, lane: str, landing: gitsync.Landing,
-         sync: gitsync.Sync) -> TurnResult:
+def held(
+    outcome: TurnOutcome, lane: str, landing: gitsync.Landing, sync: gitsync.Sync
+) -> TurnResult:
     """A turn of the lane in the user's tree that changed paths the user changed meanwhile."""
     paths = ", ".join(landing.clashes[:5]) + (
-        f" and {len(landing.clashes) - 5} more" if len(landing.clashes) > 5 else "")
+        f" and {len(landing.clashes) - 5} more" if len(landing.clashes) > 5 else ""
+    )
     return dataclasses.replace(
-        outcome.result, status="failed", artifacts=(),
-        error=(f"nothing of {lane}'s turn was brought into your tree: you changed {paths} "
-               f"while it ran, and so did the turn. Its changes are kept as commit "
-               f"{landing.commit[:12]} ({landing.held_ref}; `git diff {sync.commit[:12]} "
-               f"{landing.commit[:12]}` shows them); the lane's next turn starts from your "
-               "tree as it is then"))
+        outcome.result,
+        status="failed",
+        artifacts=(),
+        error=(
+            f"nothing of {lane}'s turn was brought into your tree: you changed {paths} "
+            f"while it ran, and so did the turn. Its changes are kept as commit "
+            f"{landing.commit[:12]} ({landing.held_ref}; `git diff {sync.commit[:12]} "
+            f"{landing.commit[:12]}` shows them); the lane's next turn starts from your "
+            "tree as it is then"
+        ),
+    )
 
 
 def turn_inputs(job: TurnJob, sent: MutableSet[str]) -> tuple[ShippedFile, ...]:
@@ -126,9 +133,12 @@ def land(job: TurnJob, outcome: TurnOutcome) -> None:
 
 
 def unlanded(outcome: TurnOutcome, lane: str, exc: BaseException) -> TurnResult:
-    return dataclasses.replace(outcome.result, status="failed", artifacts=(),
-                               error=f"what {lane}'s turn changed could not be brought "
-                                     f"back from its node: {exc}")
+    return dataclasses.replace(
+        outcome.result,
+        status="failed",
+        artifacts=(),
+        error=f"what {lane}'s turn changed could not be brought back from its node: {exc}",
+    )
 
 
 def guard(job: TurnJob) -> float:
@@ -139,29 +149,49 @@ def guard(job: TurnJob) -> float:
 
 def lost(lane: str, why: str, started: str, duration: float) -> TurnResult:
     """The failed turn of a lane whose host was lost or never came."""
-    return TurnResult(status="failed", started=started, ended=iso(time.time()),
-                      duration=duration, error=f"{lane}'s node {why}")
+    return TurnResult(
+        status="failed",
+        started=started,
+        ended=iso(time.time()),
+        duration=duration,
+        error=f"{lane}'s node {why}",
+    )
 
 
 def cut_before_start(started: str, duration: float) -> TurnResult:
     """A stop that came before the turn reached its node: taken again, as any cut turn."""
-    return TurnResult(status="interrupted", started=started, ended=iso(time.time()),
-                      duration=duration, error="turn cut by a stop before it started")
+    return TurnResult(
+        status="interrupted",
+        started=started,
+        ended=iso(time.time()),
+        duration=duration,
+        error="turn cut by a stop before it started",
+    )
 
 
 def lost_mid_turn(exc: BaseException) -> str:
     first = (str(exc).strip().splitlines() or [""])[0][:300]
-    return (f"was lost mid-turn ({type(exc).__name__}: {first}); its next turn starts on a "
-            "live node from its last recorded state")
+    return (
+        f"was lost mid-turn ({type(exc).__name__}: {first}); its next turn starts on a "
+        "live node from its last recorded state"
+    )
 
 
-def stats(job: TurnJob, outcome: TurnOutcome, inputs: tuple[ShippedFile, ...],
-          seconds: float) -> dict[str, Any]:
+def stats(
+    job: TurnJob, outcome: TurnOutcome, inputs: tuple[ShippedFile, ...], seconds: float
+) -> dict[str, Any]:
     """What one remote turn cost, for bench/ray_lanes.py."""
-    return {"kind": "turn", "lane": job.request.lane, "job": job.job_id, "node": outcome.node,
-            "seconds": seconds, "node_seconds": outcome.seconds,
-            "agent_seconds": outcome.result.duration, "delta_bytes": len(outcome.delta.data) + (
-                len(outcome.commits.bundle) if outcome.commits else 0),
-            "delta_entries": outcome.delta.entries,
-            "io_bytes": sum(len(f.data) for f in outcome.io_files),
-            "inputs_bytes": sum(len(f.data) for f in inputs)}
+    return {
+        "kind": "turn",
+        "lane": job.request.lane,
+        "job": job.job_id,
+        "node": outcome.node,
+        "seconds": seconds,
+        "node_seconds": outcome.seconds,
+        "agent_seconds": outcome.result.duration,
+        "delta_bytes": len(outcome.delta.data)
+        + (len(outcome.commits.bundle) if outcome.commits else 0),
+        "delta_entries": outcome.delta.entries,
+        "io_bytes": sum(len(f.data) for f in outcome.io_files),
+        "inputs_bytes": sum(len(f.data) for f in inputs),
+    }

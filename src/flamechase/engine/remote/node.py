@@ -70,9 +70,16 @@ class LaneHost:
     """One lane's host. `tree` (the head's path of the user's tree) makes it the host of
     the lane that works there: its copy is a git work tree kept by `gitsync`."""
 
-    def __init__(self, run_id: str, head_root: str, node_id: str,
-                 base: Path | None = None, *, tree: str | None = None,
-                 lane: str = "") -> None:
+    def __init__(
+        self,
+        run_id: str,
+        head_root: str,
+        node_id: str,
+        base: Path | None = None,
+        *,
+        tree: str | None = None,
+        lane: str = "",
+    ) -> None:
         self.node_id = node_id
         self.root = node_root(run_id, node_id, base)
         self.repo: gitsync.NodeRepo | None = None
@@ -91,8 +98,13 @@ class LaneHost:
         self.probe: jails.Probe | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"node": self.node_id, "host": platform.node(), "pid": os.getpid(),
-                "version": flamechase.__version__, "root": str(self.root)}
+        return {
+            "node": self.node_id,
+            "host": platform.node(),
+            "pid": os.getpid(),
+            "version": flamechase.__version__,
+            "root": str(self.root),
+        }
 
     # ---- the lane's copy ---------------------------------------------------------------------
 
@@ -102,8 +114,12 @@ class LaneHost:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         dest = self.map.path(Path(head_place))
         self.manifests[dest] = shipping.materialise(data, dest)
-        return {"entries": len(self.manifests[dest]), "bytes": len(data),
-                "seconds": time.monotonic() - t0, "path": str(dest)}
+        return {
+            "entries": len(self.manifests[dest]),
+            "bytes": len(data),
+            "seconds": time.monotonic() - t0,
+            "path": str(dest),
+        }
 
     def has_place(self, head_place: str) -> bool:
         return self.map.path(Path(head_place)) in self.manifests
@@ -114,13 +130,17 @@ class LaneHost:
         assert self.repo is not None, "not the host of the lane in the user's tree"
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.repo.materialise(sync)
-        return {"bytes": len(sync.bundle), "seconds": time.monotonic() - t0,
-                "path": str(self.repo.place)}
+        return {
+            "bytes": len(sync.bundle),
+            "seconds": time.monotonic() - t0,
+            "path": str(self.repo.place),
+        }
 
     # ---- turns -------------------------------------------------------------------------------
 
-    async def run(self, job: TurnJob, inputs: Sequence[ShippedFile],
-                  sync: gitsync.Sync | None = None) -> TurnOutcome:
+    async def run(
+        self, job: TurnJob, inputs: Sequence[ShippedFile], sync: gitsync.Sync | None = None
+    ) -> TurnOutcome:
         t0 = time.monotonic()
         node_job = self._localise(job)
         place = node_job.request.workspace
@@ -134,8 +154,12 @@ class LaneHost:
             await asyncio.to_thread(self._ready, node_job, inputs)
             backend = self._backend(job.agent)
         except (OSError, ArtifactRefused, FlamechaseError, gitsync.GitSyncError) as exc:
-            return self._answer(_failed(f"node {self.node_id[:12]} could not ready the turn: "
-                                        f"{exc}"), shipping.Delta(b"", (), 0), node_job, t0)
+            return self._answer(
+                _failed(f"node {self.node_id[:12]} could not ready the turn: {exc}"),
+                shipping.Delta(b"", (), 0),
+                node_job,
+                t0,
+            )
         cut = self.cuts.setdefault(job.job_id, asyncio.Event())
         if job.job_id in self.cut_early:  # the cut came while the turn was being readied
             cut.set()
@@ -152,25 +176,43 @@ class LaneHost:
                 commits = await asyncio.to_thread(self.repo.commit, message)
             except (OSError, gitsync.GitSyncError) as exc:
                 result = dataclasses.replace(
-                    result, status="failed", artifacts=(),
-                    error=f"node {self.node_id[:12]} could not record what the turn "
-                          f"changed: {exc}")
+                    result,
+                    status="failed",
+                    artifacts=(),
+                    error=f"node {self.node_id[:12]} could not record what the turn changed: {exc}",
+                )
                 commits = None
             return self._answer(result, shipping.Delta(b"", (), 0), node_job, t0, commits)
         assert before is not None
         delta, self.manifests[place] = await asyncio.to_thread(shipping.diff, place, before)
         return self._answer(result, delta, node_job, t0)
 
-    def _answer(self, result: TurnResult, delta: shipping.Delta, node_job: TurnJob,
-                t0: float, commits: gitsync.Commits | None = None) -> TurnOutcome:
+    def _answer(
+        self,
+        result: TurnResult,
+        delta: shipping.Delta,
+        node_job: TurnJob,
+        t0: float,
+        commits: gitsync.Commits | None = None,
+    ) -> TurnOutcome:
         io_files, _left = shipping.ship_dir(node_job.request.io_dir, IO_FILE_LIMIT)
         # The node's processes are the node's to sweep; the head's reaper cannot see them.
-        result = dataclasses.replace(self.back.result(result), spawned=(), since=0,
-                                     host=f"{platform.node()}, node {self.node_id[:12]}")
+        result = dataclasses.replace(
+            self.back.result(result),
+            spawned=(),
+            since=0,
+            host=f"{platform.node()}, node {self.node_id[:12]}",
+        )
         synced = (self.repo.at or "") if self.repo is not None else ""
-        return TurnOutcome(result=result, delta=delta, io_files=tuple(io_files),
-                           node=self.node_id, seconds=time.monotonic() - t0,
-                           commits=commits, synced=synced)
+        return TurnOutcome(
+            result=result,
+            delta=delta,
+            io_files=tuple(io_files),
+            node=self.node_id,
+            seconds=time.monotonic() - t0,
+            commits=commits,
+            synced=synced,
+        )
 
     def _localise(self, job: TurnJob) -> TurnJob:
         node_job = self.map.job(job)
@@ -179,18 +221,24 @@ class LaneHost:
             # This node's state home is as protected here as the head's is there.
             spec = dataclasses.replace(spec, protected=(*spec.protected, home.state_home()))
             node_job = dataclasses.replace(
-                node_job, request=dataclasses.replace(node_job.request, jail=spec))
+                node_job, request=dataclasses.replace(node_job.request, jail=spec)
+            )
         return node_job
 
-    def _refusal(self, job: TurnJob, manifest: shipping.Manifest | None,
-                 sync: gitsync.Sync | None) -> str | None:
+    def _refusal(
+        self, job: TurnJob, manifest: shipping.Manifest | None, sync: gitsync.Sync | None
+    ) -> str | None:
         if self.repo is not None:
             if sync is None or self.repo.at is None:
-                return (f"the copy of the user's tree is not on node {self.node_id[:12]}; "
-                        "the executor sends it before the first turn")
+                return (
+                    f"the copy of the user's tree is not on node {self.node_id[:12]}; "
+                    "the executor sends it before the first turn"
+                )
         elif manifest is None:
-            return (f"the lane's copy {job.request.workspace} is not on node "
-                    f"{self.node_id[:12]}; the executor sends it before the first turn")
+            return (
+                f"the lane's copy {job.request.workspace} is not on node "
+                f"{self.node_id[:12]}; the executor sends it before the first turn"
+            )
         spec = job.request.jail
         if spec is None or not spec.confined:
             return None
@@ -199,8 +247,10 @@ class LaneHost:
         try:
             jails.choose(spec.mode, self.probe)
         except SandboxUnavailable as exc:
-            return (f"node {self.node_id[:12]} ({platform.node()}) cannot run the jail the "
-                    f"run uses: {exc}")
+            return (
+                f"node {self.node_id[:12]} ({platform.node()}) cannot run the jail the "
+                f"run uses: {exc}"
+            )
         return None
 
     def _ready(self, job: TurnJob, inputs: Sequence[ShippedFile]) -> None:
@@ -249,12 +299,12 @@ class LaneHost:
             refs = job.result.declared_artifacts(result.result)
             frozen = store.freeze(Path(root), refs)
         except ArtifactRefused as exc:
-            return dataclasses.replace(result, status="failed",
-                                       error=f"invalid deliverable: {exc}")
+            return dataclasses.replace(result, status="failed", error=f"invalid deliverable: {exc}")
         except ValueError as exc:
             return dataclasses.replace(result, status="failed", error=f"invalid result: {exc}")
-        files = [ShippedFile(f.path, f.sha256, store.blob_path(f.sha256).read_bytes())
-                 for f in frozen]
+        files = [
+            ShippedFile(f.path, f.sha256, store.blob_path(f.sha256).read_bytes()) for f in frozen
+        ]
         return dataclasses.replace(result, artifacts=tuple(files))
 
     async def cut(self, job_id: str) -> None:
@@ -271,8 +321,9 @@ class LaneHost:
         added to it (`extra_env`, a TMPDIR...)."""
         node_job = self.map.measure(job, {**measurement_env(), **self.map.env(extra_env)})
         if node_job.jail is not None:
-            spec = dataclasses.replace(node_job.jail,
-                                       protected=(*node_job.jail.protected, home.state_home()))
+            spec = dataclasses.replace(
+                node_job.jail, protected=(*node_job.jail.protected, home.state_home())
+            )
             node_job = dataclasses.replace(node_job, jail=spec)
             await asyncio.to_thread(jails.ready, spec)
         return await LocalExecutor().measure(node_job)

@@ -80,8 +80,10 @@ def parse_executor(text: str) -> tuple[Literal["local", "ray"], str | None]:
         return "local", None
     if kind == "ray":
         if eq and not address.strip():
-            raise UsageError("--executor ray=: give the cluster's address (HOST:PORT, "
-                             "ray://HOST:PORT) or drop `=`")
+            raise UsageError(
+                "--executor ray=: give the cluster's address (HOST:PORT, "
+                "ray://HOST:PORT) or drop `=`"
+            )
         return "ray", address.strip() or None
     raise UsageError(f"--executor {text}: expected local, ray or ray=ADDRESS")
 
@@ -89,11 +91,16 @@ def parse_executor(text: str) -> tuple[Literal["local", "ray"], str | None]:
 def take_settings(settings: MutableMapping[str, object]) -> dict[str, object]:
     """Remove and return the executor's keys (`lane_resources.*`, `ray.placement_timeout`,
     `ray.lane_1`) from -p/-c settings."""
-    taken = {k: settings.pop(k) for k in list(settings)
-             if k in (PREFIX, WAIT, LANE_1) or k.startswith(PREFIX + ".")}
+    taken = {
+        k: settings.pop(k)
+        for k in list(settings)
+        if k in (PREFIX, WAIT, LANE_1) or k.startswith(PREFIX + ".")
+    }
     if PREFIX in taken:
-        raise ParamError(f"-p {PREFIX}={taken[PREFIX]}: give each resource as its own key, "
-                         f"e.g. -p {PREFIX}.cpus=2,{PREFIX}.memory=4G,{PREFIX}.GPU=1")
+        raise ParamError(
+            f"-p {PREFIX}={taken[PREFIX]}: give each resource as its own key, "
+            f"e.g. -p {PREFIX}.cpus=2,{PREFIX}.memory=4G,{PREFIX}.GPU=1"
+        )
     return taken
 
 
@@ -103,8 +110,11 @@ def choose(text: str, settings: Mapping[str, object]) -> ExecutorChoice:
     if kind == "local":
         if settings:
             key = next(iter(settings))
-            what = ("lane resources are asked of a cluster; use them" if key.startswith(PREFIX)
-                    else "a setting of the Ray executor; use it")
+            what = (
+                "lane resources are asked of a cluster; use them"
+                if key.startswith(PREFIX)
+                else "a setting of the Ray executor; use it"
+            )
             raise ParamError(f"-p {key}: {what} with --executor ray")
         return ExecutorChoice()
     rest = {k: v for k, v in settings.items() if k not in (WAIT, LANE_1)}
@@ -113,8 +123,10 @@ def choose(text: str, settings: Mapping[str, object]) -> ExecutorChoice:
         raise ParamError(f"-p {WAIT}={settings[WAIT]}: a lane needs some time to be placed")
     where = str(settings.get(LANE_1, "head")).strip().lower()
     if where not in ("head", "node"):
-        raise ParamError(f"-p {LANE_1}={settings[LANE_1]}: expected head (lane 1 runs on "
-                         "this machine, in your tree) or node (on the cluster, backed by git)")
+        raise ParamError(
+            f"-p {LANE_1}={settings[LANE_1]}: expected head (lane 1 runs on "
+            "this machine, in your tree) or node (on the cluster, backed by git)"
+        )
     return ExecutorChoice("ray", address, lane_resources(rest), wait, where == "node")
 
 
@@ -122,7 +134,7 @@ def lane_resources(settings: Mapping[str, object]) -> LaneResources:
     cpus, memory, gpus = 1.0, None, 0.0
     custom: dict[str, float] = {}
     for key, value in settings.items():
-        name = key[len(PREFIX) + 1:]
+        name = key[len(PREFIX) + 1 :]
         if name == "memory":
             memory = _size(key, value)
         elif name in ("cpus", "CPU", "num_cpus"):
@@ -133,8 +145,7 @@ def lane_resources(settings: Mapping[str, object]) -> LaneResources:
             custom[name] = _amount(key, value)
         else:
             raise ParamError(f"-p {key}: not a resource name (letters, digits, _ : -)")
-    return LaneResources(cpus=cpus, memory=memory, gpus=gpus,
-                         custom=tuple(sorted(custom.items())))
+    return LaneResources(cpus=cpus, memory=memory, gpus=gpus, custom=tuple(sorted(custom.items())))
 
 
 def _amount(key: str, value: object) -> float:
@@ -170,9 +181,11 @@ def make_executor(choice: ExecutorChoice, prep: Prepared) -> tuple[Executor | No
     if choice.lane_1_on_node:
         in_tree = [ln.name for ln in prep.flow.lanes(prep.params) if ln.in_source]
         if not in_tree:
-            raise ParamError(f"-p {LANE_1}=node: no lane of {prep.flow.name} works in your "
-                             "tree (each has a copy of its own, which goes to the cluster "
-                             "anyway); drop it")
+            raise ParamError(
+                f"-p {LANE_1}=node: no lane of {prep.flow.name} works in your "
+                "tree (each has a copy of its own, which goes to the cluster "
+                "anyway); drop it"
+            )
         why = gitsync.why_not(prep.workspace)
         if why is not None:
             raise ExecutorUnavailable(f"-p {LANE_1}=node: {why}")
@@ -182,18 +195,25 @@ def make_executor(choice: ExecutorChoice, prep: Prepared) -> tuple[Executor | No
     except ImportError:
         raise ExecutorUnavailable(
             "--executor ray needs Ray on this machine and on every node: pip install "
-            "'flamechase[ray]'") from None
-    local = LocalExecutor({s.text: b for r, s in prep.agents.items()
-                           if (b := prep.backends.get(r))})
+            "'flamechase[ray]'"
+        ) from None
+    local = LocalExecutor(
+        {s.text: b for r, s in prep.agents.items() if (b := prep.backends.get(r))}
+    )
     address = ray_executor.connect(choice.address)
     if tree is None:
-        notice = (f"lanes in private copies run on the Ray cluster at {address}, each asking "
-                  f"for {choice.resources.describe()}; lane 1 and roles outside lanes run here")
+        notice = (
+            f"lanes in private copies run on the Ray cluster at {address}, each asking "
+            f"for {choice.resources.describe()}; lane 1 and roles outside lanes run here"
+        )
     else:
-        notice = (f"every lane runs on the Ray cluster at {address}, each asking for "
-                  f"{choice.resources.describe()}; {', '.join(in_tree)} in a git copy of "
-                  "your tree there, its turns landed here as commits "
-                  f"(refs/flamechase/RUN/{in_tree[0]}); roles outside lanes run here")
-    executor = ray_executor.RayExecutor(choice.resources, local,
-                                        placement_timeout=choice.placement_timeout, tree=tree)
+        notice = (
+            f"every lane runs on the Ray cluster at {address}, each asking for "
+            f"{choice.resources.describe()}; {', '.join(in_tree)} in a git copy of "
+            "your tree there, its turns landed here as commits "
+            f"(refs/flamechase/RUN/{in_tree[0]}); roles outside lanes run here"
+        )
+    executor = ray_executor.RayExecutor(
+        choice.resources, local, placement_timeout=choice.placement_timeout, tree=tree
+    )
     return executor, dataclasses.replace(prep, notices=(*prep.notices, notice))

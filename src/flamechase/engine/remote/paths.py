@@ -56,8 +56,10 @@ class PathMap:
         """`s` with every mention of `src` (as a whole path prefix) made `dst`."""
         # Not a longer name (`run1` in `run10`, `run1.bak`); a sentence's full stop is fine.
         to = {str(src): str(dst) for src, dst in self.pairs}
-        pattern = ("(" + "|".join(re.escape(str(src)) for src, _ in self.pairs) + ")"
-                   r"(?![\w-]|\.[\w-])")
+        pattern = (
+            "(" + "|".join(re.escape(str(src)) for src, _ in self.pairs) + ")"
+            r"(?![\w-]|\.[\w-])"
+        )
         return re.sub(pattern, lambda m: to[m.group(1)], s)
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
@@ -67,26 +69,42 @@ class PathMap:
         if spec is None:
             return None
         return dataclasses.replace(
-            spec, place=self.path(spec.place), tmp=self.path(spec.tmp),
-            turn_dir=self.opt(spec.turn_dir), grants=self.paths(spec.grants),
-            home=self.opt(spec.home), hidden=self.paths(spec.hidden),
-            readable=self.paths(spec.readable), protected=self.paths(spec.protected))
+            spec,
+            place=self.path(spec.place),
+            tmp=self.path(spec.tmp),
+            turn_dir=self.opt(spec.turn_dir),
+            grants=self.paths(spec.grants),
+            home=self.opt(spec.home),
+            hidden=self.paths(spec.hidden),
+            readable=self.paths(spec.readable),
+            protected=self.paths(spec.protected),
+        )
 
     def job(self, job: TurnJob) -> TurnJob:
         r = job.request
         request = dataclasses.replace(
-            r, run_dir=self.path(r.run_dir), workspace=self.path(r.workspace),
-            io_dir=self.path(r.io_dir), prompt=self.text(r.prompt), env=self.env(r.env),
-            jail=self.jail(r.jail))
+            r,
+            run_dir=self.path(r.run_dir),
+            workspace=self.path(r.workspace),
+            io_dir=self.path(r.io_dir),
+            prompt=self.text(r.prompt),
+            env=self.env(r.env),
+            jail=self.jail(r.jail),
+        )
         before, after = job.repair
         return dataclasses.replace(
-            job, request=request, repair=(self.text(before), self.text(after)),
-            checkpoint=self.opt(job.checkpoint), requests=self.opt(job.requests))
+            job,
+            request=request,
+            repair=(self.text(before), self.text(after)),
+            checkpoint=self.opt(job.checkpoint),
+            requests=self.opt(job.requests),
+        )
 
     def measure(self, job: MeasureJob, env: Mapping[str, str]) -> MeasureJob:
         """`job` as it runs on the other side, its environment `env` (that side's own)."""
-        return dataclasses.replace(job, cwd=self.path(job.cwd), env=dict(env),
-                                   jail=self.jail(job.jail))
+        return dataclasses.replace(
+            job, cwd=self.path(job.cwd), env=dict(env), jail=self.jail(job.jail)
+        )
 
     def result(self, result: TurnResult) -> TurnResult:
         """A node's result as the head records it: paths it names are the head's."""

@@ -59,10 +59,12 @@ class LaneActor:
     """A `LaneHost` on the node Ray placed it on. Async: a cut or a measurement is served
     while a turn runs."""
 
-    def __init__(self, run_id: str, head_root: str, tree: str | None = None,
-                 lane: str = "") -> None:
-        self.host = LaneHost(run_id, head_root, ray.get_runtime_context().get_node_id(),
-                             tree=tree, lane=lane)
+    def __init__(
+        self, run_id: str, head_root: str, tree: str | None = None, lane: str = ""
+    ) -> None:
+        self.host = LaneHost(
+            run_id, head_root, ray.get_runtime_context().get_node_id(), tree=tree, lane=lane
+        )
 
     async def describe(self) -> dict[str, Any]:
         return self.host.describe()
@@ -73,8 +75,9 @@ class LaneActor:
     async def materialise_tree(self, sync: gitsync.Sync) -> dict[str, Any]:
         return await asyncio.to_thread(self.host.materialise_tree, sync)
 
-    async def run(self, job: TurnJob, inputs: tuple[ShippedFile, ...],
-                  sync: gitsync.Sync | None = None) -> TurnOutcome:
+    async def run(
+        self, job: TurnJob, inputs: tuple[ShippedFile, ...], sync: gitsync.Sync | None = None
+    ) -> TurnOutcome:
         return await self.host.run(job, inputs, sync)
 
     async def cut(self, job_id: str) -> None:
@@ -92,18 +95,25 @@ def connect(address: str | None) -> str:
     machine); its address. ExecutorUnavailable (exit 2, nothing written) when it cannot be
     reached: Ray itself would retry an address that does not answer for ever."""
     target = address or os.environ.get("RAY_ADDRESS") or "auto"
-    hint = ("start one with `ray start --head` (see README, Scaling out) or give "
-            "--executor ray=HOST:PORT")
+    hint = (
+        "start one with `ray start --head` (see README, Scaling out) or give "
+        "--executor ray=HOST:PORT"
+    )
     problem = _unreachable(target)
     if problem is not None:
         raise ExecutorUnavailable(f"--executor ray: {problem}; {hint}")
     try:
-        ctx = ray.init(address=target, log_to_driver=False, logging_level=logging.WARNING,
-                       namespace="flamechase")
+        ctx = ray.init(
+            address=target,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            namespace="flamechase",
+        )
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise ExecutorUnavailable(f"--executor ray: no Ray cluster at {target} ({first}); "
-                                  f"{hint}") from None
+        raise ExecutorUnavailable(
+            f"--executor ray: no Ray cluster at {target} ({first}); {hint}"
+        ) from None
     return str(getattr(ctx, "address_info", {}).get("gcs_address", target))
 
 
@@ -146,8 +156,14 @@ class _Lost(Exception):
 
 
 class RayExecutor(Executor):
-    def __init__(self, resources: LaneResources, local: LocalExecutor, *,
-                 placement_timeout: float = DEFAULT_WAIT, tree: Path | None = None) -> None:
+    def __init__(
+        self,
+        resources: LaneResources,
+        local: LocalExecutor,
+        *,
+        placement_timeout: float = DEFAULT_WAIT,
+        tree: Path | None = None,
+    ) -> None:
         self.resources = resources
         self.local = local
         self.placement_timeout = placement_timeout
@@ -177,7 +193,8 @@ class RayExecutor(Executor):
                 return head.cut_before_start(started, time.monotonic() - t0)
             self._running[job.job_id] = host
             outcome: TurnOutcome = await asyncio.wait_for(
-                host.handle.run.remote(job, inputs, sync), head.guard(job))
+                host.handle.run.remote(job, inputs, sync), head.guard(job)
+            )
         except (RayError, TimeoutError, _Lost, gitsync.GitSyncError) as exc:
             self._drop(lane)
             return head.lost(lane, _why(exc, job), started, time.monotonic() - t0)
@@ -187,9 +204,15 @@ class RayExecutor(Executor):
             self._cut.discard(job.job_id)
         return await self._land(job, host, outcome, inputs, sync, t0)
 
-    async def _land(self, job: TurnJob, host: _Lane, outcome: TurnOutcome,
-                    inputs: tuple[ShippedFile, ...], sync: gitsync.Sync | None,
-                    t0: float) -> TurnResult:
+    async def _land(
+        self,
+        job: TurnJob,
+        host: _Lane,
+        outcome: TurnOutcome,
+        inputs: tuple[ShippedFile, ...],
+        sync: gitsync.Sync | None,
+        t0: float,
+    ) -> TurnResult:
         lane = job.request.lane
         try:
             if sync is None:
@@ -216,10 +239,16 @@ class RayExecutor(Executor):
         if host.tree.synced is None:
             done = await host.handle.materialise_tree.remote(sync)
             host.tree.synced = sync.commit
-            self.stats.append({"kind": "tree", "lane": job.request.lane,
-                               "node": host.info.get("node"), "bytes": len(sync.bundle),
-                               "unpack_seconds": done["seconds"],
-                               "seconds": time.monotonic() - t0})
+            self.stats.append(
+                {
+                    "kind": "tree",
+                    "lane": job.request.lane,
+                    "node": host.info.get("node"),
+                    "bytes": len(sync.bundle),
+                    "unpack_seconds": done["seconds"],
+                    "seconds": time.monotonic() - t0,
+                }
+            )
             return gitsync.Sync(sync.commit)
         return sync
 
@@ -236,37 +265,49 @@ class RayExecutor(Executor):
             place = str(job.request.workspace)
             if place not in host.places:
                 t0 = time.monotonic()
-                data, entries = await asyncio.to_thread(shipping.pack_tree,
-                                                        job.request.workspace)
+                data, entries = await asyncio.to_thread(shipping.pack_tree, job.request.workspace)
                 packed = time.monotonic() - t0
                 ref = await asyncio.to_thread(ray.put, data)
                 done = await host.handle.materialise.remote(place, ref)
                 host.places.add(place)
-                self.stats.append({
-                    "kind": "copy", "lane": lane, "node": host.info.get("node"),
-                    "bytes": len(data), "entries": entries, "pack_seconds": packed,
-                    "unpack_seconds": done["seconds"],
-                    "seconds": time.monotonic() - t0})
+                self.stats.append(
+                    {
+                        "kind": "copy",
+                        "lane": lane,
+                        "node": host.info.get("node"),
+                        "bytes": len(data),
+                        "entries": entries,
+                        "pack_seconds": packed,
+                        "unpack_seconds": done["seconds"],
+                        "seconds": time.monotonic() - t0,
+                    }
+                )
         return host
 
     async def _place(self, lane: str, job: TurnJob, in_tree: bool) -> _Lane:
         r = job.request
         actor: Any = LaneActor  # what @ray.remote made of the class (typed or not)
         handle = actor.options(**self.resources.ray_options()).remote(
-            r.run_id, str(r.run_dir), str(r.workspace) if in_tree else None, lane)
+            r.run_id, str(r.run_dir), str(r.workspace) if in_tree else None, lane
+        )
         try:
-            info: dict[str, Any] = await asyncio.wait_for(handle.describe.remote(),
-                                                          self.placement_timeout)
+            info: dict[str, Any] = await asyncio.wait_for(
+                handle.describe.remote(), self.placement_timeout
+            )
         except TimeoutError:
             ray.kill(handle)
-            raise _Lost(f"could not be placed: no node of the cluster could take {lane} "
-                        f"within {self.placement_timeout:g} s (it asks for "
-                        f"{self.resources.describe()}); its next turn asks again") from None
+            raise _Lost(
+                f"could not be placed: no node of the cluster could take {lane} "
+                f"within {self.placement_timeout:g} s (it asks for "
+                f"{self.resources.describe()}); its next turn asks again"
+            ) from None
         if info.get("version") != flamechase.__version__:
             ray.kill(handle)
-            raise _Lost(f"{str(info.get('node'))[:12]} ({info.get('host')}) runs "
-                        f"flamechase {info.get('version')}, this machine "
-                        f"{flamechase.__version__}; install the same version on every node")
+            raise _Lost(
+                f"{str(info.get('node'))[:12]} ({info.get('host')}) runs "
+                f"flamechase {info.get('version')}, this machine "
+                f"{flamechase.__version__}; install the same version on every node"
+            )
         return _Lane(handle=handle, info=info)
 
     def _drop(self, lane: str) -> None:
@@ -290,8 +331,9 @@ class RayExecutor(Executor):
     async def measure(self, job: MeasureJob) -> dict[str, Any]:
         """In the node's copy when a live host holds the measured place, else here (the
         head's copy is the lane's last recorded state)."""
-        found = next(((lane, h) for lane, h in self._lanes.items()
-                      if str(job.cwd) in h.places), None)
+        found = next(
+            ((lane, h) for lane, h in self._lanes.items() if str(job.cwd) in h.places), None
+        )
         if found is not None:
             lane, host = found
             # The engine's own additions to the measurement's environment, not this
@@ -318,11 +360,12 @@ def _why(exc: BaseException, job: TurnJob) -> str:
     if isinstance(exc, _Lost):
         return str(exc)
     if isinstance(exc, gitsync.GitSyncError):
-        return (f"could not be given your tree ({exc}); its next turn tries again on a "
-                "new host")
+        return f"could not be given your tree ({exc}); its next turn tries again on a new host"
     if isinstance(exc, TimeoutError):
-        return (f"gave no answer {head.guard(job):g} s into the turn, past every timeout the "
-                "turn has; its next turn starts on a live node from its last recorded state")
+        return (
+            f"gave no answer {head.guard(job):g} s into the turn, past every timeout the "
+            "turn has; its next turn starts on a live node from its last recorded state"
+        )
     return head.lost_mid_turn(exc)
 
 

@@ -68,8 +68,14 @@ def scan(root: Path) -> Manifest:
                     out[name] = ("d", 0, stat.S_IMODE(mode), 0, 0, "")
                     stack.append(name)
                 elif stat.S_ISREG(mode):
-                    out[name] = ("f", st.st_size, stat.S_IMODE(mode), st.st_mtime_ns,
-                                 st.st_ctime_ns, "")
+                    out[name] = (
+                        "f",
+                        st.st_size,
+                        stat.S_IMODE(mode),
+                        st.st_mtime_ns,
+                        st.st_ctime_ns,
+                        "",
+                    )
     return out
 
 
@@ -103,8 +109,11 @@ def diff(root: Path, before: Manifest) -> tuple[Delta, Manifest]:
     changed = sorted(n for n, e in now.items() if _changed(before.get(n), e))
     # Removed: gone, or of another kind now (a file that became a directory, ...), or a
     # link pointed elsewhere (landing one over the old would resolve the old one's target).
-    removed = sorted(n for n, e in before.items()
-                     if n not in now or now[n][0] != e[0] or (e[0] == "l" and now[n] != e))
+    removed = sorted(
+        n
+        for n, e in before.items()
+        if n not in now or now[n][0] != e[0] or (e[0] == "l" and now[n] != e)
+    )
     data = _pack(root, changed) if changed else b""
     return Delta(data=data, removed=tuple(removed), entries=len(changed)), now
 
@@ -145,8 +154,10 @@ def _owned(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
     refused: packs carry copies (`_pack`), and the filter leaves a hard link's target
     unchecked, so one could tie a file of the place to any file of this file system."""
     if member.islnk():
-        raise ValueError(f"{member.name!r} is a hard link to {member.linkname!r}; packed "
-                         "trees carry copies, never hard links")
+        raise ValueError(
+            f"{member.name!r} is a hard link to {member.linkname!r}; packed "
+            "trees carry copies, never hard links"
+        )
     # Checked here too, not only by the filter (it resolves paths with realpath, which some
     # Pythons let a long enough path defeat): names of a sane length, every directory on the
     # way a real one (members land in order, so earlier ones are on disk), and never a write
@@ -219,8 +230,11 @@ def land(root: Path, files: Sequence[ShippedFile], mode: int = 0o600) -> None:
     for f in files:
         got = hashlib.sha256(f.data).hexdigest()
         if got != f.sha256:
-            raise ArtifactRefused(f"artifact {f.path!r}: arrived with sha256 {got[:16]}… "
-                                  f"but left with {f.sha256[:16]}…; refused", f.path)
+            raise ArtifactRefused(
+                f"artifact {f.path!r}: arrived with sha256 {got[:16]}… "
+                f"but left with {f.sha256[:16]}…; refused",
+                f.path,
+            )
         try:
             target = _inside(root, f.path)
         except ValueError as exc:
@@ -241,5 +255,8 @@ def check_frozen(frozen: Sequence[FrozenArtifact], shipped: Sequence[ShippedFile
     sent: Mapping[str, str] = {"/".join(canonical_path(f.path)): f.sha256 for f in shipped}
     for art in frozen:
         if sent.get(art.path) != art.sha256:
-            raise ArtifactRefused(f"artifact {art.path!r}: the frozen copy differs from the "
-                                  "file the node sent; refused", art.path)
+            raise ArtifactRefused(
+                f"artifact {art.path!r}: the frozen copy differs from the "
+                "file the node sent; refused",
+                art.path,
+            )

@@ -35,16 +35,20 @@ __all__ = ["FLOW", "GitPr"]
 
 PR_SHOWN = 200  # PRs `status --json` lists (the newest)
 # What the PR protocol rests on is the jail: said at every start that turns it off.
-UNJAILED = ("parallel_flame_chase:git_pr with sandbox=off: lanes and their evaluations run "
-            "unconfined, so nothing stops them from writing the central repository past its "
-            "hook or the run's store (forging receipts, PR states and merges); its "
-            "guarantees hold only with a jail")
+UNJAILED = (
+    "parallel_flame_chase:git_pr with sandbox=off: lanes and their evaluations run "
+    "unconfined, so nothing stops them from writing the central repository past its "
+    "hook or the run's store (forging receipts, PR states and merges); its "
+    "guarantees hold only with a jail"
+)
 
 
 class GitPr(Flow[GitState]):
     name = "parallel_flame_chase:git_pr"
-    summary = ("A coordinator plans N lanes; each lane, a git clone, competes through pull "
-               "requests the runtime measures, merges and publishes into your tree.")
+    summary = (
+        "A coordinator plans N lanes; each lane, a git clone, competes through pull "
+        "requests the runtime measures, merges and publishes into your tree."
+    )
     version = "1"
     Params = GitPrParams
     State = GitState
@@ -54,8 +58,12 @@ class GitPr(Flow[GitState]):
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
         n = params.lanes if isinstance(params, GitPrParams) else 3
-        return [LaneDef(f"lane-{i}", (f"lane_{i}_actor_a", f"lane_{i}_actor_b"),
-                        lane_place(f"lane-{i}")) for i in range(1, n + 1)]
+        return [
+            LaneDef(
+                f"lane-{i}", (f"lane_{i}_actor_a", f"lane_{i}_actor_b"), lane_place(f"lane-{i}")
+            )
+            for i in range(1, n + 1)
+        ]
 
     def roles(self, params: FlowParams) -> list[str]:
         return [planning.PLANNER, *(r for lane in self.lanes(params) for r in lane.roles)]
@@ -65,14 +73,21 @@ class GitPr(Flow[GitState]):
 
     def copy_names(self, params: FlowParams, *, fresh: bool, revised: bool) -> list[str]:
         if fresh:
-            return ["planning", "central repository",
-                    *(f"{ln.name} clone" for ln in self.lanes(params))]
+            return [
+                "planning",
+                "central repository",
+                *(f"{ln.name} clone" for ln in self.lanes(params)),
+            ]
         return ["planning"] if revised else []
 
     def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
         # The bundled sample's bench.py prints `STEPS: <int>`, lower is better.
-        return {"evaluator": evaluator, "metric_pattern": r"STEPS: (\d+)", "metric": "steps",
-                "direction": "minimize"}
+        return {
+            "evaluator": evaluator,
+            "metric_pattern": r"STEPS: (\d+)",
+            "metric": "steps",
+            "direction": "minimize",
+        }
 
     def start_notices(self, params: FlowParams) -> list[str]:
         return [UNJAILED] if params.sandbox == "off" else []
@@ -82,29 +97,38 @@ class GitPr(Flow[GitState]):
     def start(self, run: RunSetup) -> GitState:
         params = GitPrParams.model_validate(run.params.model_dump())
         book = LaneBook.open(run.run_id, run.lanes, holds=True, shares_reports=True)
-        return GitState(params=params, allowed=allowed_globs(params, run.objective),
-                        task_allowed=tuple(task_paths(run.objective)), source=run.source,
-                        book=book)
+        return GitState(
+            params=params,
+            allowed=allowed_globs(params, run.objective),
+            task_allowed=tuple(task_paths(run.objective)),
+            source=run.source,
+            book=book,
+        )
 
     def evolve(self, state: GitState, event: ev.Event) -> GitState:
         book, owed = state.book.evolve(event)
-        state = state.model_copy(update={"book": book,
-                                         "outbox": state.outbox.settle(event).add(*owed)})
+        state = state.model_copy(
+            update={"book": book, "outbox": state.outbox.settle(event).add(*owed)}
+        )
         if isinstance(event, ev.PlaceMade):
-            return state.model_copy(update={"places": {**state.places,
-                                                       event.place: event.path}})
+            return state.model_copy(update={"places": {**state.places, event.place: event.path}})
         if isinstance(event, ev.RunResumed) and event.params:
             # The params in force now (the stored ones, with what this command line gave).
             params = GitPrParams.model_validate(event.params)
             task = state.allowed if state.task_allowed is None else state.task_allowed
-            return state.model_copy(update={"params": params,
-                                            "allowed": tuple(params.allowed_paths) or task})
+            return state.model_copy(
+                update={"params": params, "allowed": tuple(params.allowed_paths) or task}
+            )
         if isinstance(event, ev.ObjectiveRevised):
             task = tuple(task_paths(event.objective))
-            return state.model_copy(update={"planning": Planning(revision=state.revision + 1),
-                                            "fingerprint": event.task_fingerprint,
-                                            "task_allowed": task,
-                                            "allowed": tuple(state.params.allowed_paths) or task})
+            return state.model_copy(
+                update={
+                    "planning": Planning(revision=state.revision + 1),
+                    "fingerprint": event.task_fingerprint,
+                    "task_allowed": task,
+                    "allowed": tuple(state.params.allowed_paths) or task,
+                }
+            )
         if event.lane is None and event.actor == planning.PLANNER:
             return planning.fold(state, event)
         if isinstance(event, ev.TurnValid | ev.TurnFailed) and event.lane in state.book.lanes:
@@ -143,8 +167,7 @@ class GitPr(Flow[GitState]):
         out += publication.commands(state, now)
         if state.planning is not None:
             return out
-        if (state.book.all_held() and not state.jobs and state.review is None
-                and not state.outbox):
+        if state.book.all_held() and not state.jobs and state.review is None and not state.outbox:
             return [*out, FinishRun("held", state.book.held_message())]
         return out + self._turns(state)
 
@@ -155,9 +178,15 @@ class GitPr(Flow[GitState]):
             lane = turn.lane or ""
             if lane not in state.steps:
                 continue  # its clone is not made yet
-            out.append(dataclasses.replace(
-                turn, inbox_from=(*turn.inbox_from, f"system:{lane}"), requests=True,
-                reads=(CENTRAL,), artifacts=False))
+            out.append(
+                dataclasses.replace(
+                    turn,
+                    inbox_from=(*turn.inbox_from, f"system:{lane}"),
+                    requests=True,
+                    reads=(CENTRAL,),
+                    artifacts=False,
+                )
+            )
         return out
 
     # ---- words -----------------------------------------------------------------------------
@@ -166,10 +195,15 @@ class GitPr(Flow[GitState]):
         p = state.params
         if ctx.turn.lane is None:
             errors = state.planning.errors if state.planning else ()
-            return prompts.plan_prompt(objective=ctx.objective, lanes=list(state.book.lanes),
-                                       previous_errors=errors, workspace_map=ctx.workspace_map,
-                                       report_path=ctx.report_path, metric=p.metric,
-                                       direction=p.direction)
+            return prompts.plan_prompt(
+                objective=ctx.objective,
+                lanes=list(state.book.lanes),
+                previous_errors=errors,
+                workspace_map=ctx.workspace_map,
+                report_path=ctx.report_path,
+                metric=p.metric,
+                direction=p.direction,
+            )
         lane = state.book.get(ctx.turn.lane)
         partner = lane.actors[1] if ctx.turn.role == lane.actors[0] else lane.actors[0]
         mission = None
@@ -177,30 +211,63 @@ class GitPr(Flow[GitState]):
             if entry.get("lane") == lane.name and isinstance(entry.get("mission"), dict):
                 mission = entry["mission"]
         return prompts.lane_prompt(
-            state, lane=lane.name, role=ctx.turn.role, partner=partner, turn=ctx.turn.number,
-            workspace=ctx.workspace, objective=ctx.objective, mission=mission, inbox=ctx.inbox,
-            inbox_path=ctx.inbox_path, checkpoint_path=ctx.checkpoint_path,
-            checkpoint_identity=ctx.checkpoint_identity, workspace_map=ctx.workspace_map,
-            report_path=ctx.report_path)
+            state,
+            lane=lane.name,
+            role=ctx.turn.role,
+            partner=partner,
+            turn=ctx.turn.number,
+            workspace=ctx.workspace,
+            objective=ctx.objective,
+            mission=mission,
+            inbox=ctx.inbox,
+            inbox_path=ctx.inbox_path,
+            checkpoint_path=ctx.checkpoint_path,
+            checkpoint_identity=ctx.checkpoint_identity,
+            workspace_map=ctx.workspace_map,
+            report_path=ctx.report_path,
+        )
 
     def describe(self, state: GitState) -> dict[str, Any]:
         p = state.params
         last = state.ledger[-1] if state.ledger else None
-        best = ({"metric": p.metric, "direction": p.direction, "value": last.score,
-                 "lane": last.lane, "report_id": last.pr} if last else None)
-        per_lane = {n: {"next_role": ln.next_role,
-                        "open_prs": sum(1 for pr in state.prs.values() if pr.lane == n
-                                        and pr.status not in ("merged", "rejected")),
-                        "merged_prs": sum(1 for e in state.ledger if e.lane == n)}
-                    for n, ln in state.book.lanes.items()}
+        best = (
+            {
+                "metric": p.metric,
+                "direction": p.direction,
+                "value": last.score,
+                "lane": last.lane,
+                "report_id": last.pr,
+            }
+            if last
+            else None
+        )
+        per_lane = {
+            n: {
+                "next_role": ln.next_role,
+                "open_prs": sum(
+                    1
+                    for pr in state.prs.values()
+                    if pr.lane == n and pr.status not in ("merged", "rejected")
+                ),
+                "merged_prs": sum(1 for e in state.ledger if e.lane == n),
+            }
+            for n, ln in state.book.lanes.items()
+        }
         return {
             "plan": state.plan,
-            "main": {"commit": state.main, "score": state.main_score, "metric": p.metric,
-                     "direction": p.direction, "evaluator": p.evaluator,
-                     "baseline": state.baseline, "measured": state.main_measured,
-                     "error": state.main_error, "published": state.published,
-                     "publication_held": state.publication.held,
-                     "central": state.places.get(CENTRAL)},
+            "main": {
+                "commit": state.main,
+                "score": state.main_score,
+                "metric": p.metric,
+                "direction": p.direction,
+                "evaluator": p.evaluator,
+                "baseline": state.baseline,
+                "measured": state.main_measured,
+                "error": state.main_error,
+                "published": state.published,
+                "publication_held": state.publication.held,
+                "central": state.places.get(CENTRAL),
+            },
             "allowed_paths": list(state.allowed),
             "pull_requests": [pr.summary() for pr in list(state.prs.values())[-PR_SHOWN:]],
             "reviewing": state.review.pr if state.review else None,

@@ -18,14 +18,34 @@ from flamechase.flows.git_pr.model import GitState, Job
 __all__ = ["add", "owe", "runnable", "system_report", "take"]
 
 
-def add(state: GitState, purpose: str, *, place: str, subject: str = "",
-        lane: str | None = None, reads: tuple[str, ...] = (), argv: tuple[str, ...] = (),
-        env: Mapping[str, str] | None = None, command: str = "", pattern: str = "",
-        timeout: float = 600.0) -> GitState:
+def add(
+    state: GitState,
+    purpose: str,
+    *,
+    place: str,
+    subject: str = "",
+    lane: str | None = None,
+    reads: tuple[str, ...] = (),
+    argv: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
+    command: str = "",
+    pattern: str = "",
+    timeout: float = 600.0,
+) -> GitState:
     n = state.ops + 1
-    job = Job(key=f"{purpose}/{n}", purpose=purpose, subject=subject, place=place, lane=lane,
-              reads=reads, argv=argv, env=dict(env or {}), command=command, pattern=pattern,
-              timeout=timeout)
+    job = Job(
+        key=f"{purpose}/{n}",
+        purpose=purpose,
+        subject=subject,
+        place=place,
+        lane=lane,
+        reads=reads,
+        argv=argv,
+        env=dict(env or {}),
+        command=command,
+        pattern=pattern,
+        timeout=timeout,
+    )
     return state.model_copy(update={"ops": n, "jobs": {**state.jobs, job.key: job}})
 
 
@@ -56,8 +76,14 @@ def owe(state: GitState, *commands: Command) -> GitState:
     return state.model_copy(update={"outbox": state.outbox.add(*commands)})
 
 
-def system_report(state: GitState, lanes: Iterable[str], kind: str, summary: str, at: str,
-                  payload: Mapping[str, Any] | None = None) -> GitState:
+def system_report(
+    state: GitState,
+    lanes: Iterable[str],
+    kind: str,
+    summary: str,
+    at: str,
+    payload: Mapping[str, Any] | None = None,
+) -> GitState:
     """A report from the runtime to each of `lanes`, delivered with the lane's next turn
     (from the source `system:LANE`) and redelivered until a valid turn acknowledges it."""
     commands: list[Command] = []
@@ -65,9 +91,18 @@ def system_report(state: GitState, lanes: Iterable[str], kind: str, summary: str
     for lane in dict.fromkeys(lanes):
         n += 1
         rid = f"system.{lane}.{n:05d}"
-        record = {"version": 1, "report_id": rid, "at": at, "lane": "system", "kind": kind,
-                  "status": kind, "summary": summary[:4000], "payload": dict(payload or {}),
-                  "audience": [lane]}
-        commands.append(PublishReport(lane=f"system:{lane}", report_id=rid, record=record,
-                                      kind=kind))
+        record = {
+            "version": 1,
+            "report_id": rid,
+            "at": at,
+            "lane": "system",
+            "kind": kind,
+            "status": kind,
+            "summary": summary[:4000],
+            "payload": dict(payload or {}),
+            "audience": [lane],
+        }
+        commands.append(
+            PublishReport(lane=f"system:{lane}", report_id=rid, record=record, kind=kind)
+        )
     return owe(state, *commands).model_copy(update={"system_reports": n})

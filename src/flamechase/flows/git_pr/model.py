@@ -44,13 +44,27 @@ class Job(Frozen):
 
     def command_of(self) -> Run | Measure:
         if self.command:
-            return Measure(key=self.key, place=self.place, command=self.command,
-                           pattern=self.pattern, timeout=self.timeout, lane=self.lane,
-                           reads=self.reads)
+            return Measure(
+                key=self.key,
+                place=self.place,
+                command=self.command,
+                pattern=self.pattern,
+                timeout=self.timeout,
+                lane=self.lane,
+                reads=self.reads,
+            )
         # The runtime's own git programs: in a lane's clone, jailed like the lane; on the
         # run's stores (central, integration, checkouts), which no lane may write, not.
-        return Run(key=self.key, place=self.place, argv=self.argv, timeout=self.timeout,
-                   lane=self.lane, reads=self.reads, env=self.env, jailed=self.lane is not None)
+        return Run(
+            key=self.key,
+            place=self.place,
+            argv=self.argv,
+            timeout=self.timeout,
+            lane=self.lane,
+            reads=self.reads,
+            env=self.env,
+            jailed=self.lane is not None,
+        )
 
 
 class Receipt(Frozen):

@@ -9,19 +9,26 @@ from pydantic_core import PydanticCustomError
 
 from flamechase.flows.lane_params import MeasuredLaneParams
 
-NEEDS_EVALUATOR = ("parallel_flame_chase:git_pr needs -p evaluator='COMMAND': the runtime "
-                   "runs it on main and on every candidate to decide what is merged")
+NEEDS_EVALUATOR = (
+    "parallel_flame_chase:git_pr needs -p evaluator='COMMAND': the runtime "
+    "runs it on main and on every candidate to decide what is merged"
+)
 
 
 class GitPrParams(MeasuredLaneParams):
     evaluator: str = Field(
-        default="", max_length=1000, validate_default=True,
+        default="",
+        max_length=1000,
+        validate_default=True,
         description="shell command the runtime runs in a clean checkout of each candidate "
-                    "(and of main at the start); required")
+        "(and of main at the start); required",
+    )
     allowed_paths: list[str] = Field(
-        default_factory=list, max_length=200,
+        default_factory=list,
+        max_length=200,
         description="globs of the paths PRs may change (JSON list); empty: any path but "
-                    ".git, unless the task says which")
+        ".git, unless the task says which",
+    )
 
     @field_validator("evaluator")
     @classmethod
@@ -43,8 +50,11 @@ def _relative(pattern: str) -> bool:
 
 
 # "MUST NOT modify any file except `X`" / "MUST (only) modify `X`": the task names the paths.
-_TASK_PATHS = re.compile(r"MUST\s+(?:NOT\s+modify\s+any\s+file\s+except|(?:only\s+)?modify)"
-                         r"\s+`([^`\n]+)`", re.IGNORECASE)
+_TASK_PATHS = re.compile(
+    r"MUST\s+(?:NOT\s+modify\s+any\s+file\s+except|(?:only\s+)?modify)"
+    r"\s+`([^`\n]+)`",
+    re.IGNORECASE,
+)
 
 
 def task_paths(objective: str) -> list[str]:

@@ -26,16 +26,24 @@ def init_central(source: str, run_id: str) -> tuple[str, ...]:
 
 
 def clone(central: str, name: str, *, outbox: bool) -> tuple[str, ...]:
-    return (*GITPR, "clone", "--central", central, "--name", name,
-            *(("--outbox",) if outbox else ()))
+    return (
+        *GITPR,
+        "clone",
+        "--central",
+        central,
+        "--name",
+        name,
+        *(("--outbox",) if outbox else ()),
+    )
 
 
 def export(central: str, bundle: str) -> tuple[str, ...]:
     return (*GITPR, "export", "--central", central, "--bundle", bundle)
 
 
-def forward(central: str, lane: str, bundle: str | None, updates: Mapping[str, str],
-            deletes: Iterable[str]) -> tuple[str, ...]:
+def forward(
+    central: str, lane: str, bundle: str | None, updates: Mapping[str, str], deletes: Iterable[str]
+) -> tuple[str, ...]:
     out = [*GITPR, "forward", "--central", central, "--lane", lane]
     if bundle:
         out += ["--bundle", bundle]
@@ -46,8 +54,9 @@ def forward(central: str, lane: str, bundle: str | None, updates: Mapping[str, s
     return tuple(out)
 
 
-def checkout(central: str, commit: str, main: str | None,
-             allowed: Sequence[str]) -> tuple[str, ...]:
+def checkout(
+    central: str, commit: str, main: str | None, allowed: Sequence[str]
+) -> tuple[str, ...]:
     out = [*GITPR, "checkout", "--central", central, "--commit", commit]
     if main:
         out += ["--main", main]
@@ -57,8 +66,20 @@ def checkout(central: str, commit: str, main: str | None,
 
 
 def merge(pr: PullRequest, main: str) -> tuple[str, ...]:
-    return (*GITPR, "merge", "--pr", pr.id, "--lane", pr.lane, "--title", pr.title or pr.id,
-            "--head", pr.head, "--main", main)
+    return (
+        *GITPR,
+        "merge",
+        "--pr",
+        pr.id,
+        "--lane",
+        pr.lane,
+        "--title",
+        pr.title or pr.id,
+        "--head",
+        pr.head,
+        "--main",
+        main,
+    )
 
 
 def push_main(central: str, merge_sha: str, main: str) -> tuple[str, ...]:
@@ -71,16 +92,21 @@ def publish(central: str, old: str, new: str, message: str) -> tuple[str, ...]:
 
 def lane_policy(state: GitState, lane: str) -> dict[str, str]:
     """The hook's policy for a lane's forwarded pushes: its own branches, minus frozen heads."""
-    frozen = {p.ref: {"sha": p.head, "pr": p.id} for p in state.prs.values()
-              if p.status in FROZEN}
-    return {"FLAMECHASE_GIT_POLICY": json.dumps({"pusher": lane, "frozen": frozen},
-                                                sort_keys=True)}
+    frozen = {p.ref: {"sha": p.head, "pr": p.id} for p in state.prs.values() if p.status in FROZEN}
+    return {"FLAMECHASE_GIT_POLICY": json.dumps({"pusher": lane, "frozen": frozen}, sort_keys=True)}
 
 
-def runtime_policy(pr: PullRequest | None = None, parent: str | None = None,
-                   commit: str | None = None) -> dict[str, str]:
+def runtime_policy(
+    pr: PullRequest | None = None, parent: str | None = None, commit: str | None = None
+) -> dict[str, str]:
     """The hook's policy for the runtime's own pushes (a staged merge, or main)."""
-    merge_rule = ({"pr": pr.id, "head": pr.head, "parent": parent, "commit": commit}
-                  if pr is not None else None)
-    return {"FLAMECHASE_GIT_POLICY": json.dumps({"pusher": "runtime", "merge": merge_rule},
-                                                sort_keys=True)}
+    merge_rule = (
+        {"pr": pr.id, "head": pr.head, "parent": parent, "commit": commit}
+        if pr is not None
+        else None
+    )
+    return {
+        "FLAMECHASE_GIT_POLICY": json.dumps(
+            {"pusher": "runtime", "merge": merge_rule}, sort_keys=True
+        )
+    }

@@ -18,11 +18,21 @@ def _j(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def plan_prompt(*, objective: str, lanes: Sequence[str], previous_errors: Sequence[str],
-                workspace_map: Mapping[str, Any], report_path: Path, metric: str,
-                direction: str) -> str:
-    retry = ("\nEarlier planning sessions failed: " + "; ".join(previous_errors) + "\n"
-             if previous_errors else "")
+def plan_prompt(
+    *,
+    objective: str,
+    lanes: Sequence[str],
+    previous_errors: Sequence[str],
+    workspace_map: Mapping[str, Any],
+    report_path: Path,
+    metric: str,
+    direction: str,
+) -> str:
+    retry = (
+        "\nEarlier planning sessions failed: " + "; ".join(previous_errors) + "\n"
+        if previous_errors
+        else ""
+    )
     return (
         "You are the planning coordinator of a Git/PR parallel flame chase. Read the "
         "repository first. Plan only: no edits, no remote actions, no implementation.\n"
@@ -34,12 +44,26 @@ def plan_prompt(*, objective: str, lanes: Sequence[str], previous_errors: Sequen
         "cosmetic variants. This is the only coordinator turn: lanes coordinate through "
         f"reports.\n{retry}\nObjective:\n{objective}\n\nWorkspace map:\n{_j(workspace_map)}"
         f"\n\nWrite the plan as JSON to {report_path}:\n"
-        + _j({"lanes": [{"lane": name, "mission": {
-            "title": "…", "objective": "…", "success_criteria": ["…"],
-            "kind": "research|implementation|validation|integration",
-            "approach_class": "…"}} for name in lanes]})
+        + _j(
+            {
+                "lanes": [
+                    {
+                        "lane": name,
+                        "mission": {
+                            "title": "…",
+                            "objective": "…",
+                            "success_criteria": ["…"],
+                            "kind": "research|implementation|validation|integration",
+                            "approach_class": "…",
+                        },
+                    }
+                    for name in lanes
+                ]
+            }
+        )
         + "\nExactly one entry per lane. Optional mission fields: change_scale, "
-        "information_question, dependencies.\n")
+        "information_question, dependencies.\n"
+    )
 
 
 def _fmt(value: float | None) -> str:
@@ -49,30 +73,33 @@ def _fmt(value: float | None) -> str:
 def protocol(state: GitState, lane: str) -> str:
     p, pr = state.params, programs.pr_cli()
     allowed = ", ".join(state.allowed) if state.allowed else "any path except .git"
-    return "\n".join([
-        f"How work lands (Git and pull requests); `fc-pr` below stands for `{pr}` (this "
-        "installation's `flamechase pr`):",
-        f"1. Start from the latest main: `git fetch origin && git checkout -B {lane}/NAME "
-        "origin/main` (NAME: short, new for each idea).",
-        "2. Work and test in this clone; commit (the clone has its own git identity).",
-        f"3. `git push origin {lane}/NAME`. You may push only your own branches ({lane}/...);"
-        " main takes only the runtime's merges.",
-        "4. `fc-pr open --title TITLE --hypothesis WHAT_YOU_EXPECT` on that branch: a draft PR.",
-        "5. `fc-pr ready` on the branch (or `fc-pr ready PR000123`) when it should be judged: "
-        f"the runtime checks out exactly your pushed head and runs `{p.evaluator}` itself "
-        f"({p.metric}, {p.direction}); its receipt, not your claim, decides. The branch is "
-        "then frozen (pushes moving or deleting it are refused): continue on a new branch. "
-        "One ready PR per lane: a newer one supersedes the older.",
-        "6. `fc-pr list` and `fc-pr show PR000123` show PRs, receipts and main's score.",
-        "Pushes and PR requests are carried out by the runtime when your turn ends; what "
-        "became of them (refusals with reasons, measurements, merges) comes back as system "
-        "reports in your next turns.",
-        f"Merging: the best ready PR whose measured {p.metric} strictly beats main's is "
-        "merged. If your branch does not contain the current main, the runtime merges it "
-        "with main and measures that again (conflicts reject the PR: rebase on origin/main "
-        f"and open a new one). PRs may change: {allowed}.",
-        "Never edit the original source, another lane's clone or the central repository.",
-    ])
+    return "\n".join(
+        [
+            f"How work lands (Git and pull requests); `fc-pr` below stands for `{pr}` (this "
+            "installation's `flamechase pr`):",
+            f"1. Start from the latest main: `git fetch origin && git checkout -B {lane}/NAME "
+            "origin/main` (NAME: short, new for each idea).",
+            "2. Work and test in this clone; commit (the clone has its own git identity).",
+            f"3. `git push origin {lane}/NAME`. You may push only your own branches ({lane}/...);"
+            " main takes only the runtime's merges.",
+            "4. `fc-pr open --title TITLE --hypothesis WHAT_YOU_EXPECT` on that branch:"
+            " a draft PR.",
+            "5. `fc-pr ready` on the branch (or `fc-pr ready PR000123`) when it should be judged: "
+            f"the runtime checks out exactly your pushed head and runs `{p.evaluator}` itself "
+            f"({p.metric}, {p.direction}); its receipt, not your claim, decides. The branch is "
+            "then frozen (pushes moving or deleting it are refused): continue on a new branch. "
+            "One ready PR per lane: a newer one supersedes the older.",
+            "6. `fc-pr list` and `fc-pr show PR000123` show PRs, receipts and main's score.",
+            "Pushes and PR requests are carried out by the runtime when your turn ends; what "
+            "became of them (refusals with reasons, measurements, merges) comes back as system "
+            "reports in your next turns.",
+            f"Merging: the best ready PR whose measured {p.metric} strictly beats main's is "
+            "merged. If your branch does not contain the current main, the runtime merges it "
+            "with main and measures that again (conflicts reject the PR: rebase on origin/main "
+            f"and open a new one). PRs may change: {allowed}.",
+            "Never edit the original source, another lane's clone or the central repository.",
+        ]
+    )
 
 
 def state_lines(state: GitState, lane: str) -> str:
@@ -80,48 +107,64 @@ def state_lines(state: GitState, lane: str) -> str:
     keep = ("id", "branch", "status", "head", "score", "reason", "merge")
     rows = [{k: row.get(k) for k in keep} for row in mine[-10:]]
     merges = [e.model_dump(mode="json") for e in state.ledger[-LEDGER_SHOWN:]]
-    return (f"Main now: {str(state.main)[:12]}, {state.params.metric} = "
-            f"{_fmt(state.main_score)} ({len(state.ledger)} merge(s) so far).\n"
-            f"Recent merges:\n{_j(merges)}\nYour lane's PRs:\n{_j(rows)}")
+    return (
+        f"Main now: {str(state.main)[:12]}, {state.params.metric} = "
+        f"{_fmt(state.main_score)} ({len(state.ledger)} merge(s) so far).\n"
+        f"Recent merges:\n{_j(merges)}\nYour lane's PRs:\n{_j(rows)}"
+    )
 
 
-def lane_prompt(state: GitState, *, lane: str, role: str, partner: str, turn: int,
-                workspace: Path, objective: str, mission: Mapping[str, Any] | None,
-                inbox: Sequence[Mapping[str, Any]], inbox_path: Path,
-                checkpoint_path: Path | None, checkpoint_identity: Mapping[str, Any],
-                workspace_map: Mapping[str, Any], report_path: Path) -> str:
+def lane_prompt(
+    state: GitState,
+    *,
+    lane: str,
+    role: str,
+    partner: str,
+    turn: int,
+    workspace: Path,
+    objective: str,
+    mission: Mapping[str, Any] | None,
+    inbox: Sequence[Mapping[str, Any]],
+    inbox_path: Path,
+    checkpoint_path: Path | None,
+    checkpoint_identity: Mapping[str, Any],
+    workspace_map: Mapping[str, Any],
+    report_path: Path,
+) -> str:
     ln = state.book.get(lane)
-    return "\n".join([
-        f"You are {role} of {lane}, taking turn {turn} of {lane} in a Git/PR parallel flame "
-        f"chase. This is a fresh session; {partner} takes the next turn. Leave durable work "
-        "in git and evidence in your report, not conversational memory.",
-        f"Your place is your own git clone: {workspace}. Read it and TASK.md first.",
-        "",
-        protocol(state, lane),
-        "",
-        "Do substantive work now; test claims in proportion; no remote release, deployment, "
-        "purchase or messaging; do not invent success. Status: progress = work landed; "
-        "no_result = a falsifiable direction was exhausted; blocked = a concrete blocker (this "
-        "holds the lane). Your PRs are your deliverables: name them in your report.",
-        "",
-        state_lines(state, lane),
-        "",
-        f"Objective:\n{objective}",
-        "",
-        f"Your lane's mission:\n{_j(mission)}",
-        "",
-        "Lane status from the preceding attempt: " + _j(
-            {"consecutive_failures": ln.consecutive_failures, "last_error": ln.last_error}),
-        "",
-        f"Workspace map:\n{_j(workspace_map)}",
-        "",
-        f"Reports not yet acknowledged by this lane, from other lanes and from the runtime "
-        f"(also in {inbox_path}):\n{_j(list(inbox))}",
-        "",
-        f"You may write a checkpoint to {checkpoint_path} as {{\"identity\": "
-        f"{_j(dict(checkpoint_identity))} + \"phase\": \"terminal\", \"report\": <your report>}};"
-        " it is used only if your session dies before the report is written.",
-        "",
-        f"Finish by writing your turn report as JSON to {report_path}, matching this "
-        f"schema:\n{json.dumps(report_schema(), separators=(',', ':'))}",
-    ])
+    return "\n".join(
+        [
+            f"You are {role} of {lane}, taking turn {turn} of {lane} in a Git/PR parallel flame "
+            f"chase. This is a fresh session; {partner} takes the next turn. Leave durable work "
+            "in git and evidence in your report, not conversational memory.",
+            f"Your place is your own git clone: {workspace}. Read it and TASK.md first.",
+            "",
+            protocol(state, lane),
+            "",
+            "Do substantive work now; test claims in proportion; no remote release, deployment, "
+            "purchase or messaging; do not invent success. Status: progress = work landed; "
+            "no_result = a falsifiable direction was exhausted; blocked = a concrete blocker (this "
+            "holds the lane). Your PRs are your deliverables: name them in your report.",
+            "",
+            state_lines(state, lane),
+            "",
+            f"Objective:\n{objective}",
+            "",
+            f"Your lane's mission:\n{_j(mission)}",
+            "",
+            "Lane status from the preceding attempt: "
+            + _j({"consecutive_failures": ln.consecutive_failures, "last_error": ln.last_error}),
+            "",
+            f"Workspace map:\n{_j(workspace_map)}",
+            "",
+            f"Reports not yet acknowledged by this lane, from other lanes and from the runtime "
+            f"(also in {inbox_path}):\n{_j(list(inbox))}",
+            "",
+            f'You may write a checkpoint to {checkpoint_path} as {{"identity": '
+            f'{_j(dict(checkpoint_identity))} + "phase": "terminal", "report": <your report>}};'
+            " it is used only if your session dies before the report is written.",
+            "",
+            f"Finish by writing your turn report as JSON to {report_path}, matching this "
+            f"schema:\n{json.dumps(report_schema(), separators=(',', ':'))}",
+        ]
+    )

@@ -25,7 +25,7 @@ KEY = "publish/"
 def _since(state: GitState) -> list[LedgerEntry]:
     """The merges main has and the source does not."""
     done = [n for n, e in enumerate(state.ledger) if e.merge == state.published]
-    return list(state.ledger[done[-1] + 1:] if done else state.ledger)
+    return list(state.ledger[done[-1] + 1 :] if done else state.ledger)
 
 
 def _message(state: GitState, target: str) -> str:
@@ -35,8 +35,9 @@ def _message(state: GitState, target: str) -> str:
     for e in entries:
         pr = state.prs.get(e.pr)
         title = pr.title if pr else ""
-        lines.append(f"- {e.pr} from {e.lane}: {title} ({state.params.metric} "
-                     f"{e.prior_score} -> {e.score})")
+        lines.append(
+            f"- {e.pr} from {e.lane}: {title} ({state.params.metric} {e.prior_score} -> {e.score})"
+        )
     lines += ["", f"Flamechase-Run: {state.book.run_id}", f"Flamechase-Main: {target}"]
     return "\n".join(lines) + "\n"
 
@@ -48,9 +49,17 @@ def commands(state: GitState, now: float) -> list[Command]:
         return []
     if pub.retry_at is not None and now < pub.retry_at:
         return [WaitUntil(pub.retry_at)]
-    return [Run(key=f"{KEY}{pub.attempts + 1}", place="source", reads=(CENTRAL,), jailed=False,
-                argv=programs.publish(state.place(CENTRAL), state.published, target,
-                                      _message(state, target)))]
+    return [
+        Run(
+            key=f"{KEY}{pub.attempts + 1}",
+            place="source",
+            reads=(CENTRAL,),
+            jailed=False,
+            argv=programs.publish(
+                state.place(CENTRAL), state.published, target, _message(state, target)
+            ),
+        )
+    ]
 
 
 def on_result(state: GitState, receipt: dict[str, Any], at: str) -> GitState:
@@ -58,15 +67,28 @@ def on_result(state: GitState, receipt: dict[str, Any], at: str) -> GitState:
     result = result_of(receipt)
     published = result.get("published")
     if published:
-        state = state.model_copy(update={
-            "published": str(published),
-            "publication": pub.model_copy(update={"held": None, "retry_at": None})})
-        return jobs.owe(state, Emit(ev.MainPublished(
-            commit=str(published), paths=int(result.get("changed") or 0),
-            source_commit=result.get("commit"))))
+        state = state.model_copy(
+            update={
+                "published": str(published),
+                "publication": pub.model_copy(update={"held": None, "retry_at": None}),
+            }
+        )
+        return jobs.owe(
+            state,
+            Emit(
+                ev.MainPublished(
+                    commit=str(published),
+                    paths=int(result.get("changed") or 0),
+                    source_commit=result.get("commit"),
+                )
+            ),
+        )
     reason = str(result.get("refused") or result.get("error") or "publication failed")
-    state = state.model_copy(update={"publication": pub.model_copy(update={
-        "held": reason, "retry_at": epoch(at) + RETRY})})
+    state = state.model_copy(
+        update={
+            "publication": pub.model_copy(update={"held": reason, "retry_at": epoch(at) + RETRY})
+        }
+    )
     if reason == pub.held:  # said already; not again every RETRY seconds
         return state
     return jobs.owe(state, Emit(ev.PublicationHeld(commit=pub.target or "", reason=reason)))

@@ -39,15 +39,27 @@ def bundle_path(state: GitState, lane: str) -> str:
 def after_turn(state: GitState, event: ev.TurnEnded) -> GitState:
     """A lane's turn was recorded (valid or failed): forward its pushes, then its requests."""
     lane = event.lane or ""
-    after = AfterTurn(turn=event.turn, requests=tuple(event.requests),
-                      refused_lines=tuple(event.requests_refused))
-    state = state.model_copy(update={"after": {**state.after, lane: after},
-                                     "book": state.book.wait_for(lane, waiting_key(lane))})
+    after = AfterTurn(
+        turn=event.turn, requests=tuple(event.requests), refused_lines=tuple(event.requests_refused)
+    )
+    state = state.model_copy(
+        update={
+            "after": {**state.after, lane: after},
+            "book": state.book.wait_for(lane, waiting_key(lane)),
+        }
+    )
     central = state.place(CENTRAL)
     seen = json.dumps(state.seen.get(lane, {}), sort_keys=True)
-    return jobs.add(state, "export", subject=lane, place=lane_place(lane), lane=lane,
-                    reads=(CENTRAL,), argv=programs.export(central, bundle_path(state, lane)),
-                    env={"FLAMECHASE_GIT_SEEN": seen})
+    return jobs.add(
+        state,
+        "export",
+        subject=lane,
+        place=lane_place(lane),
+        lane=lane,
+        reads=(CENTRAL,),
+        argv=programs.export(central, bundle_path(state, lane)),
+        env={"FLAMECHASE_GIT_SEEN": seen},
+    )
 
 
 def on_export(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> GitState:
@@ -57,9 +69,13 @@ def on_export(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> Gi
         return state
     result = result_of(receipt)
     if result.get("error"):
-        state = jobs.system_report(state, [lane], "push_failed",
-                                   f"The runtime could not read your pushes: {result['error']}",
-                                   at)
+        state = jobs.system_report(
+            state,
+            [lane],
+            "push_failed",
+            f"The runtime could not read your pushes: {result['error']}",
+            at,
+        )
         return requests.carry_out(state, lane, after, at)
     updates = {str(k): str(v) for k, v in (result.get("changed") or {}).items()}
     deletes = [str(r) for r in result.get("deleted") or ()]
@@ -71,9 +87,15 @@ def on_export(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> Gi
     if not updates and not deletes:
         return requests.carry_out(state, lane, after, at)
     bundle = bundle_path(state, lane) if result.get("bundle") else None
-    return jobs.add(state, "forward", subject=lane, place=CENTRAL, reads=(lane_place(lane),),
-                    argv=programs.forward(state.place(CENTRAL), lane, bundle, updates, deletes),
-                    env=programs.lane_policy(state, lane))
+    return jobs.add(
+        state,
+        "forward",
+        subject=lane,
+        place=CENTRAL,
+        reads=(lane_place(lane),),
+        argv=programs.forward(state.place(CENTRAL), lane, bundle, updates, deletes),
+        env=programs.lane_policy(state, lane),
+    )
 
 
 def on_forward(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> GitState:
@@ -83,10 +105,18 @@ def on_forward(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> G
         return state
     result = result_of(receipt)
     if result.get("error"):
-        return requests.carry_out(jobs.system_report(
-            state, [lane], "push_failed",
-            f"Your pushes did not reach the central repository: {result['error']}", at),
-            lane, after, at)
+        return requests.carry_out(
+            jobs.system_report(
+                state,
+                [lane],
+                "push_failed",
+                f"Your pushes did not reach the central repository: {result['error']}",
+                at,
+            ),
+            lane,
+            after,
+            at,
+        )
     seen = {**state.seen, lane: dict(after.pushed or {})}
     touched = {str(k): v for k, v in (result.get("refs") or {}).items()}
     mine = {r: s for r, s in state.refs.get(lane, {}).items() if r not in touched}
@@ -96,9 +126,15 @@ def on_forward(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> G
     for ref, why in sorted(refused.items()):
         state = jobs.owe(state, Emit(ev.PushRefused(lane=lane, ref=ref, reason=str(why))))
     if refused:
-        lines = "; ".join(f"{ref.removeprefix('refs/heads/')}: {why}"
-                          for ref, why in sorted(refused.items()))
-        state = jobs.system_report(state, [lane], "push_refused",
-                                   f"The central repository refused your push: {lines}", at,
-                                   {"refused": refused})
+        lines = "; ".join(
+            f"{ref.removeprefix('refs/heads/')}: {why}" for ref, why in sorted(refused.items())
+        )
+        state = jobs.system_report(
+            state,
+            [lane],
+            "push_refused",
+            f"The central repository refused your push: {lines}",
+            at,
+            {"refused": refused},
+        )
     return requests.carry_out(state, lane, after, at)

@@ -48,15 +48,21 @@ def carry_out(state: GitState, lane: str, after: AfterTurn, at: str) -> GitState
         except Refusal as exc:
             state = _refused(state, lane, op, str(exc), at)
     rest = {k: v for k, v in state.after.items() if k != lane}
-    return state.model_copy(update={"after": rest,
-                                    "book": state.book.done_waiting(waiting_key(lane))})
+    return state.model_copy(
+        update={"after": rest, "book": state.book.done_waiting(waiting_key(lane))}
+    )
 
 
 def _refused(state: GitState, lane: str, op: str, reason: str, at: str) -> GitState:
     state = jobs.owe(state, Emit(ev.PrRequestRefused(lane=lane, op=op, reason=reason)))
-    return jobs.system_report(state, [lane], "pr_request_refused",
-                              f"Your `flamechase pr {op}` was refused: {reason}", at,
-                              {"op": op, "reason": reason})
+    return jobs.system_report(
+        state,
+        [lane],
+        "pr_request_refused",
+        f"Your `flamechase pr {op}` was refused: {reason}",
+        at,
+        {"op": op, "reason": reason},
+    )
 
 
 def _text(req: dict[str, Any], key: str, limit: int) -> str:
@@ -68,34 +74,47 @@ def _pushed(state: GitState, lane: str, branch: str, req: dict[str, Any]) -> str
     """The branch's head in the central repository, checked against what the lane says."""
     sha = state.refs.get(lane, {}).get(f"refs/heads/{branch}")
     if sha is None:
-        raise Refusal(f"branch {branch} is not in the central repository; push it first "
-                      f"(git push origin {branch})")
+        raise Refusal(
+            f"branch {branch} is not in the central repository; push it first "
+            f"(git push origin {branch})"
+        )
     claimed = req.get("head")
     if claimed and claimed != sha:
-        raise Refusal(f"your HEAD {str(claimed)[:12]} is not what {branch} holds in the central "
-                      f"repository ({sha[:12]}); push it first (git push origin {branch})")
+        raise Refusal(
+            f"your HEAD {str(claimed)[:12]} is not what {branch} holds in the central "
+            f"repository ({sha[:12]}); push it first (git push origin {branch})"
+        )
     return sha
 
 
 def _open(state: GitState, lane: str, req: dict[str, Any], at: str) -> GitState:
     branch = _text(req, "branch", 200)
     if not branch.startswith(f"{lane}/") or not _BRANCH.match(branch) or ".." in branch:
-        raise Refusal(f"a PR comes from one of your own branches, {lane}/NAME, not "
-                      f"{branch or 'nothing'}")
+        raise Refusal(
+            f"a PR comes from one of your own branches, {lane}/NAME, not {branch or 'nothing'}"
+        )
     head = _pushed(state, lane, branch, req)
     mine = [p for p in state.prs.values() if p.lane == lane and p.status in OPEN]
     same = [p for p in mine if p.branch == branch]
     if same:
         raise Refusal(f"{same[0].id} is already open on {branch}")
     if len(mine) >= MAX_OPEN:
-        raise Refusal(f"{lane} has {len(mine)} open PRs already; make one ready or let "
-                      "them be decided first")
-    pr = PullRequest(id=f"PR{len(state.prs) + 1:06d}", lane=lane, branch=branch,
-                     title=_text(req, "title", 200) or branch,
-                     hypothesis=_text(req, "hypothesis", 2000), head=head, opened_at=at)
+        raise Refusal(
+            f"{lane} has {len(mine)} open PRs already; make one ready or let them be decided first"
+        )
+    pr = PullRequest(
+        id=f"PR{len(state.prs) + 1:06d}",
+        lane=lane,
+        branch=branch,
+        title=_text(req, "title", 200) or branch,
+        hypothesis=_text(req, "hypothesis", 2000),
+        head=head,
+        opened_at=at,
+    )
     state = state.with_pr(pr)
-    return jobs.owe(state, Emit(ev.PrOpened(lane=lane, pr=pr.id, branch=branch, head=head,
-                                            title=pr.title)))
+    return jobs.owe(
+        state, Emit(ev.PrOpened(lane=lane, pr=pr.id, branch=branch, head=head, title=pr.title))
+    )
 
 
 def _find(state: GitState, lane: str, req: dict[str, Any]) -> PullRequest:
@@ -118,15 +137,19 @@ def _find(state: GitState, lane: str, req: dict[str, Any]) -> PullRequest:
 def _ready(state: GitState, lane: str, req: dict[str, Any], at: str) -> GitState:
     pr = _find(state, lane, req)
     if pr.status != "draft":
-        raise Refusal(f"{pr.id} is {pr.status}, not a draft"
-                      + ("; open a new PR" if pr.status in ("merged", "rejected") else ""))
+        raise Refusal(
+            f"{pr.id} is {pr.status}, not a draft"
+            + ("; open a new PR" if pr.status in ("merged", "rejected") else "")
+        )
     head = _pushed(state, lane, pr.branch, req)
     busy = [p for p in state.prs.values() if p.lane == lane and p.status == "reviewing"]
     if busy:
-        raise Refusal(f"{busy[0].id} is being integrated; make another PR ready once it is "
-                      "merged or rejected")
-    for old in [p for p in state.prs.values()
-                if p.lane == lane and p.status in ("evaluating", "ready")]:
+        raise Refusal(
+            f"{busy[0].id} is being integrated; make another PR ready once it is merged or rejected"
+        )
+    for old in [
+        p for p in state.prs.values() if p.lane == lane and p.status in ("evaluating", "ready")
+    ]:
         state = review.reject(state, old.id, f"superseded by {pr.id}", at)
     pr = pr.model_copy(update={"status": "evaluating", "head": head, "ready_at": at})
     return review.evaluate(state.with_pr(pr), pr.id)

@@ -58,45 +58,75 @@ def reject(state: GitState, pr_id: str, reason: str, at: str) -> GitState:
     if state.review is not None and state.review.pr == pr_id:
         state = state.model_copy(update={"review": None})
     state = jobs.owe(state, Emit(ev.PrRejected(lane=pr.lane, pr=pr.id, reason=reason)))
-    return jobs.system_report(state, [pr.lane], "pr_rejected", f"{pr.id} was rejected: {reason}",
-                              at, {"pr": pr.id, "branch": pr.branch, "reason": reason})
+    return jobs.system_report(
+        state,
+        [pr.lane],
+        "pr_rejected",
+        f"{pr.id} was rejected: {reason}",
+        at,
+        {"pr": pr.id, "branch": pr.branch, "reason": reason},
+    )
 
 
 def evaluate(state: GitState, pr_id: str) -> GitState:
     """Measure a PR made ready: first a clean checkout of exactly its head."""
     pr = state.pr(pr_id)
     central = state.place(CENTRAL)
-    return jobs.add(state, "checkout", subject=pr.id, place=checkout_place(pr.lane),
-                    reads=(CENTRAL,),
-                    argv=programs.checkout(central, pr.head, state.main, state.allowed))
+    return jobs.add(
+        state,
+        "checkout",
+        subject=pr.id,
+        place=checkout_place(pr.lane),
+        reads=(CENTRAL,),
+        argv=programs.checkout(central, pr.head, state.main, state.allowed),
+    )
 
 
 def _measure(state: GitState, purpose: str, subject: str, place: str, lane: str) -> GitState:
     p = state.params
-    return jobs.add(state, purpose, subject=subject, place=place, lane=lane,
-                    command=p.evaluator, pattern=p.metric_pattern, timeout=p.evaluator_timeout)
+    return jobs.add(
+        state,
+        purpose,
+        subject=subject,
+        place=place,
+        lane=lane,
+        command=p.evaluator,
+        pattern=p.metric_pattern,
+        timeout=p.evaluator_timeout,
+    )
 
 
 def _receipt(job: Job, receipt: dict[str, Any], commit: str, tree: str, at: str) -> Receipt:
     value = receipt.get("value")
-    return Receipt(key=job.key, commit=commit, tree=tree, command=job.command,
-                   exit_code=receipt.get("exit_code"), duration=receipt.get("duration") or 0.0,
-                   output_sha256=receipt.get("output_sha256"),
-                   value=float(value) if isinstance(value, int | float) else None,
-                   error=receipt.get("error"), at=at)
+    return Receipt(
+        key=job.key,
+        commit=commit,
+        tree=tree,
+        command=job.command,
+        exit_code=receipt.get("exit_code"),
+        duration=receipt.get("duration") or 0.0,
+        output_sha256=receipt.get("output_sha256"),
+        value=float(value) if isinstance(value, int | float) else None,
+        error=receipt.get("error"),
+        at=at,
+    )
 
 
-def _checked_out(state: GitState, pr: PullRequest, result: dict[str, Any],
-                 at: str) -> GitState | str:
+def _checked_out(
+    state: GitState, pr: PullRequest, result: dict[str, Any], at: str
+) -> GitState | str:
     """The checkout's facts, or the reason to reject."""
     if result.get("error"):
         return f"the runtime could not check out {pr.head[:12]}: {result['error']}"
     bad = [str(p) for p in result.get("disallowed") or ()]
     if bad:
         more = int(result.get("disallowed_count") or len(bad)) - min(len(bad), SHOWN)
-        return ("it changes paths the task does not allow: " + ", ".join(bad[:SHOWN])
-                + (f" and {more} more" if more > 0 else "")
-                + f" (allowed: {', '.join(state.allowed)})")
+        return (
+            "it changes paths the task does not allow: "
+            + ", ".join(bad[:SHOWN])
+            + (f" and {more} more" if more > 0 else "")
+            + f" (allowed: {', '.join(state.allowed)})"
+        )
     return state
 
 
@@ -107,9 +137,14 @@ def _on_checkout(state: GitState, job: Job, result: dict[str, Any], at: str) -> 
     checked = _checked_out(state, pr, result, at)
     if isinstance(checked, str):
         return reject(state, pr.id, checked, at)
-    pr = pr.model_copy(update={"tree": result.get("tree"), "base": result.get("base"),
-                               "descends": bool(result.get("descends")),
-                               "changed": int(result.get("changed") or 0)})
+    pr = pr.model_copy(
+        update={
+            "tree": result.get("tree"),
+            "base": result.get("base"),
+            "descends": bool(result.get("descends")),
+            "changed": int(result.get("changed") or 0),
+        }
+    )
     return _measure(state.with_pr(pr), "measure", pr.id, job.place, pr.lane)
 
 
@@ -120,18 +155,32 @@ def _on_measure(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> 
     rec = _receipt(job, receipt, pr.head, pr.tree or "", at)
     pr = pr.model_copy(update={"receipt": rec})
     if rec.error or rec.value is None:
-        return reject(state.with_pr(pr), pr.id,
-                      f"the evaluator failed on {pr.head[:12]}: {rec.error or 'no value'}", at)
+        return reject(
+            state.with_pr(pr),
+            pr.id,
+            f"the evaluator failed on {pr.head[:12]}: {rec.error or 'no value'}",
+            at,
+        )
     seq = state.ready_seq + 1
     pr = pr.model_copy(update={"status": "ready", "score": rec.value, "ready_seq": seq})
     state = state.with_pr(pr).model_copy(update={"ready_seq": seq})
-    state = jobs.owe(state, Emit(ev.PrReady(lane=pr.lane, pr=pr.id, commit=pr.head,
-                                            value=rec.value, main_value=state.main_score)))
+    state = jobs.owe(
+        state,
+        Emit(
+            ev.PrReady(
+                lane=pr.lane, pr=pr.id, commit=pr.head, value=rec.value, main_value=state.main_score
+            )
+        ),
+    )
     return jobs.system_report(
-        state, [pr.lane], "pr_ready",
+        state,
+        [pr.lane],
+        "pr_ready",
         f"{pr.id} is ready: the runtime measured {state.params.metric} = {_fmt(rec.value)} "
-        f"at {pr.head[:12]} (main: {_fmt(state.main_score)})", at,
-        {"pr": pr.id, "value": rec.value, "receipt": rec.key})
+        f"at {pr.head[:12]} (main: {_fmt(state.main_score)})",
+        at,
+        {"pr": pr.id, "value": rec.value, "receipt": rec.key},
+    )
 
 
 def integrate(state: GitState, at: str) -> GitState:
@@ -148,16 +197,34 @@ def integrate(state: GitState, at: str) -> GitState:
     best = ready[0]
     if not better(float(best.score or 0.0), state.main_score, p.direction):
         for pr in ready:
-            state = reject(state, pr.id, f"{p.metric} {_fmt(pr.score)} does not beat main's "
-                                         f"{_fmt(state.main_score)} ({p.direction})", at)
+            state = reject(
+                state,
+                pr.id,
+                f"{p.metric} {_fmt(pr.score)} does not beat main's "
+                f"{_fmt(state.main_score)} ({p.direction})",
+                at,
+            )
         return state
     review = Review(pr=best.id, main=main, score=best.score)
     state = state.with_pr(best.model_copy(update={"status": "reviewing"}))
     state = state.model_copy(update={"review": review})
-    state = jobs.owe(state, Emit(ev.PrReviewing(lane=best.lane, pr=best.id, value=best.score,
-                                                main_value=state.main_score)))
-    return jobs.add(state, "merge", subject=best.id, place=INTEGRATION, reads=(CENTRAL,),
-                    argv=programs.merge(best, main), env=programs.runtime_policy())
+    state = jobs.owe(
+        state,
+        Emit(
+            ev.PrReviewing(
+                lane=best.lane, pr=best.id, value=best.score, main_value=state.main_score
+            )
+        ),
+    )
+    return jobs.add(
+        state,
+        "merge",
+        subject=best.id,
+        place=INTEGRATION,
+        reads=(CENTRAL,),
+        argv=programs.merge(best, main),
+        env=programs.runtime_policy(),
+    )
 
 
 def _on_merge(state: GitState, job: Job, result: dict[str, Any], at: str) -> GitState:
@@ -167,20 +234,30 @@ def _on_merge(state: GitState, job: Job, result: dict[str, Any], at: str) -> Git
     pr = state.pr(review.pr)
     if result.get("conflicts"):
         paths = ", ".join(str(x) for x in result["conflicts"][:SHOWN])
-        return reject(state, pr.id, f"it conflicts with main in {paths} (main moved since "
-                                    "your branch started); rebase your branch on origin/main "
-                                    "and open a new PR", at)
+        return reject(
+            state,
+            pr.id,
+            f"it conflicts with main in {paths} (main moved since "
+            "your branch started); rebase your branch on origin/main "
+            "and open a new PR",
+            at,
+        )
     if result.get("error") or not result.get("merge"):
-        return reject(state, pr.id, f"the runtime could not merge it: {result.get('error')}",
-                      at)
+        return reject(state, pr.id, f"the runtime could not merge it: {result.get('error')}", at)
     merge, fast = str(result["merge"]), bool(result.get("fast"))
-    state = state.model_copy(update={"review": review.model_copy(update={"merge": merge,
-                                                                         "fast": fast})})
+    state = state.model_copy(
+        update={"review": review.model_copy(update={"merge": merge, "fast": fast})}
+    )
     if fast:  # the merge holds exactly the measured tree
         return _push_main(state)
-    return jobs.add(state, "merge-checkout", subject=pr.id, place=MERGE_CHECKOUT,
-                    reads=(CENTRAL,), argv=programs.checkout(state.place(CENTRAL), merge,
-                                                             review.main, state.allowed))
+    return jobs.add(
+        state,
+        "merge-checkout",
+        subject=pr.id,
+        place=MERGE_CHECKOUT,
+        reads=(CENTRAL,),
+        argv=programs.checkout(state.place(CENTRAL), merge, review.main, state.allowed),
+    )
 
 
 def _on_merge_checkout(state: GitState, job: Job, result: dict[str, Any], at: str) -> GitState:
@@ -191,9 +268,20 @@ def _on_merge_checkout(state: GitState, job: Job, result: dict[str, Any], at: st
     checked = _checked_out(state, pr, result, at)
     if isinstance(checked, str):
         return reject(state, pr.id, f"its merge with main failed: {checked}", at)
-    state = state.model_copy(update={"review": review.model_copy(
-        update={"receipt": Receipt(key="", commit=review.merge, tree=str(result.get("tree")),
-                                   command=state.params.evaluator)})})
+    state = state.model_copy(
+        update={
+            "review": review.model_copy(
+                update={
+                    "receipt": Receipt(
+                        key="",
+                        commit=review.merge,
+                        tree=str(result.get("tree")),
+                        command=state.params.evaluator,
+                    )
+                }
+            )
+        }
+    )
     return _measure(state, "merge-measure", pr.id, MERGE_CHECKOUT, pr.lane)
 
 
@@ -203,15 +291,25 @@ def _on_merge_measure(state: GitState, job: Job, receipt: dict[str, Any], at: st
         return state
     p = state.params
     rec = _receipt(job, receipt, review.receipt.commit, review.receipt.tree, at)
-    state = state.model_copy(update={"review": review.model_copy(
-        update={"receipt": rec, "score": rec.value})})
+    state = state.model_copy(
+        update={"review": review.model_copy(update={"receipt": rec, "score": rec.value})}
+    )
     if rec.error or rec.value is None:
-        return reject(state, review.pr, f"its merge with the current main failed the "
-                                        f"evaluator: {rec.error or 'no value'}", at)
+        return reject(
+            state,
+            review.pr,
+            f"its merge with the current main failed the evaluator: {rec.error or 'no value'}",
+            at,
+        )
     if not better(rec.value, state.main_score, p.direction):
-        return reject(state, review.pr, f"merged with the current main it measures "
-                                        f"{p.metric} {_fmt(rec.value)}, which does not beat "
-                                        f"main's {_fmt(state.main_score)}", at)
+        return reject(
+            state,
+            review.pr,
+            f"merged with the current main it measures "
+            f"{p.metric} {_fmt(rec.value)}, which does not beat "
+            f"main's {_fmt(state.main_score)}",
+            at,
+        )
     return _push_main(state)
 
 
@@ -219,9 +317,14 @@ def _push_main(state: GitState) -> GitState:
     review = state.review
     assert review is not None and review.merge is not None
     pr = state.pr(review.pr)
-    return jobs.add(state, "push-main", subject=pr.id, place=CENTRAL,
-                    argv=programs.push_main(state.place(CENTRAL), review.merge, review.main),
-                    env=programs.runtime_policy(pr, parent=review.main, commit=review.merge))
+    return jobs.add(
+        state,
+        "push-main",
+        subject=pr.id,
+        place=CENTRAL,
+        argv=programs.push_main(state.place(CENTRAL), review.merge, review.main),
+        env=programs.runtime_policy(pr, parent=review.main, commit=review.merge),
+    )
 
 
 def _on_push_main(state: GitState, job: Job, result: dict[str, Any], at: str) -> GitState:
@@ -238,37 +341,88 @@ def _merged(state: GitState, review: Review, at: str) -> GitState:
     p = state.params
     pr = state.pr(review.pr)
     receipts = tuple(r.key for r in (pr.receipt, None if review.fast else review.receipt) if r)
-    entry = LedgerEntry(seq=len(state.ledger) + 1, pr=pr.id, lane=pr.lane,
-                        prior_main=review.main, merge=review.merge or "", score=review.score,
-                        prior_score=state.main_score, fast=review.fast, receipts=receipts,
-                        at=at)
-    merged = pr.model_copy(update={"status": "merged", "merge": review.merge,
-                                   "merge_receipt": None if review.fast else review.receipt})
-    publication = state.publication.model_copy(update={"target": review.merge,
-                                                       "retry_at": None})
-    state = state.with_pr(merged).model_copy(update={
-        "review": None, "main": review.merge, "main_score": review.score,
-        "ledger": (*state.ledger, entry), "publication": publication})
+    entry = LedgerEntry(
+        seq=len(state.ledger) + 1,
+        pr=pr.id,
+        lane=pr.lane,
+        prior_main=review.main,
+        merge=review.merge or "",
+        score=review.score,
+        prior_score=state.main_score,
+        fast=review.fast,
+        receipts=receipts,
+        at=at,
+    )
+    merged = pr.model_copy(
+        update={
+            "status": "merged",
+            "merge": review.merge,
+            "merge_receipt": None if review.fast else review.receipt,
+        }
+    )
+    publication = state.publication.model_copy(update={"target": review.merge, "retry_at": None})
+    state = state.with_pr(merged).model_copy(
+        update={
+            "review": None,
+            "main": review.merge,
+            "main_score": review.score,
+            "ledger": (*state.ledger, entry),
+            "publication": publication,
+        }
+    )
     value = float(review.score) if review.score is not None else 0.0
     state = jobs.owe(
         state,
-        Emit(ev.PrMerged(lane=pr.lane, pr=pr.id, merge=entry.merge, value=review.score,
-                         prior=entry.prior_score, remeasured=not review.fast)),
-        Emit(ev.CandidateSubmitted(lane=pr.lane, report_id=pr.id, metric=p.metric,
-                                   direction=p.direction, claimed=value, measured=value,
-                                   verified=True, ranked=True)),
-        Emit(ev.CandidateBestUpdated(lane=pr.lane, report_id=pr.id, metric=p.metric,
-                                     direction=p.direction, value=review.score)))
+        Emit(
+            ev.PrMerged(
+                lane=pr.lane,
+                pr=pr.id,
+                merge=entry.merge,
+                value=review.score,
+                prior=entry.prior_score,
+                remeasured=not review.fast,
+            )
+        ),
+        Emit(
+            ev.CandidateSubmitted(
+                lane=pr.lane,
+                report_id=pr.id,
+                metric=p.metric,
+                direction=p.direction,
+                claimed=value,
+                measured=value,
+                verified=True,
+                ranked=True,
+            )
+        ),
+        Emit(
+            ev.CandidateBestUpdated(
+                lane=pr.lane,
+                report_id=pr.id,
+                metric=p.metric,
+                direction=p.direction,
+                value=review.score,
+            )
+        ),
+    )
     return jobs.system_report(
-        state, list(state.book.lanes), "pr_merged",
+        state,
+        list(state.book.lanes),
+        "pr_merged",
         f"{pr.id} from {pr.lane} ({pr.title}) was merged into main at {entry.merge[:12]}: "
         f"{p.metric} {_fmt(entry.prior_score)} -> {_fmt(review.score)}. Start new work from "
-        "origin/main (git fetch origin).", at,
-        {"pr": pr.id, "lane": pr.lane, "merge": entry.merge, "value": review.score})
+        "origin/main (git fetch origin).",
+        at,
+        {"pr": pr.id, "lane": pr.lane, "merge": entry.merge, "value": review.score},
+    )
 
 
-HANDLERS = {"checkout": _on_checkout, "merge": _on_merge, "merge-checkout": _on_merge_checkout,
-            "push-main": _on_push_main}
+HANDLERS = {
+    "checkout": _on_checkout,
+    "merge": _on_merge,
+    "merge-checkout": _on_merge_checkout,
+    "push-main": _on_push_main,
+}
 MEASURES = {"measure": _on_measure, "merge-measure": _on_merge_measure}
 
 

@@ -32,8 +32,7 @@ SETUP_TIMEOUT = 3600.0  # seeding the central repository reads the whole source
 
 
 def places(state: GitState) -> list[str]:
-    return [CENTRAL, INTEGRATION, MAIN_CHECKOUT,
-            *(lane_place(n) for n in state.book.lanes)]
+    return [CENTRAL, INTEGRATION, MAIN_CHECKOUT, *(lane_place(n) for n in state.book.lanes)]
 
 
 def done(state: GitState, step: str) -> bool:
@@ -42,23 +41,44 @@ def done(state: GitState, step: str) -> bool:
 
 def commands(state: GitState) -> list[Command]:
     """What the layout still needs (nothing once it is all there)."""
-    out: list[Command] = [MakePlace(p, how="empty") for p in places(state)
-                          if p not in state.places]
+    out: list[Command] = [MakePlace(p, how="empty") for p in places(state) if p not in state.places]
     central = state.places.get(CENTRAL)
     if central is None:
         return out
     if state.baseline is None:
-        return [*out, Run(key="setup/central", place=CENTRAL, timeout=SETUP_TIMEOUT, jailed=False,
-                          argv=programs.init_central(state.source, state.book.run_id))]
+        return [
+            *out,
+            Run(
+                key="setup/central",
+                place=CENTRAL,
+                timeout=SETUP_TIMEOUT,
+                jailed=False,
+                argv=programs.init_central(state.source, state.book.run_id),
+            ),
+        ]
     for lane in state.book.lanes:
         if not done(state, lane) and lane_place(lane) in state.places:
-            out.append(Run(key=f"setup/clone/{lane}", place=lane_place(lane), lane=lane,
-                           reads=(CENTRAL,), timeout=SETUP_TIMEOUT,
-                           argv=programs.clone(central, lane, outbox=True)))
+            out.append(
+                Run(
+                    key=f"setup/clone/{lane}",
+                    place=lane_place(lane),
+                    lane=lane,
+                    reads=(CENTRAL,),
+                    timeout=SETUP_TIMEOUT,
+                    argv=programs.clone(central, lane, outbox=True),
+                )
+            )
     if not done(state, INTEGRATION) and INTEGRATION in state.places:
-        out.append(Run(key="setup/clone/integration", place=INTEGRATION, reads=(CENTRAL,),
-                       jailed=False, timeout=SETUP_TIMEOUT,
-                       argv=programs.clone(central, INTEGRATION, outbox=False)))
+        out.append(
+            Run(
+                key="setup/clone/integration",
+                place=INTEGRATION,
+                reads=(CENTRAL,),
+                jailed=False,
+                timeout=SETUP_TIMEOUT,
+                argv=programs.clone(central, INTEGRATION, outbox=False),
+            )
+        )
     if MAIN_CHECKOUT in state.places and not state.main_measured:
         out.append(_baseline(state, central))
     return out
@@ -67,13 +87,23 @@ def commands(state: GitState) -> list[Command]:
 def _baseline(state: GitState, central: str) -> Command:
     p = state.params
     if not done(state, MAIN_CHECKOUT):
-        return Run(key="setup/main-checkout", place=MAIN_CHECKOUT, reads=(CENTRAL,), jailed=False,
-                   timeout=SETUP_TIMEOUT,
-                   argv=programs.checkout(central, state.baseline or "", None, ()))
+        return Run(
+            key="setup/main-checkout",
+            place=MAIN_CHECKOUT,
+            reads=(CENTRAL,),
+            jailed=False,
+            timeout=SETUP_TIMEOUT,
+            argv=programs.checkout(central, state.baseline or "", None, ()),
+        )
     # The user's own code, jailed like the first lane's (no lane is more trusted).
-    return Measure(key="setup/main-measure", place=MAIN_CHECKOUT, command=p.evaluator,
-                   pattern=p.metric_pattern, timeout=p.evaluator_timeout,
-                   lane=next(iter(state.book.lanes), None))
+    return Measure(
+        key="setup/main-measure",
+        place=MAIN_CHECKOUT,
+        command=p.evaluator,
+        pattern=p.metric_pattern,
+        timeout=p.evaluator_timeout,
+        lane=next(iter(state.book.lanes), None),
+    )
 
 
 def on_result(state: GitState, key: str, receipt: dict[str, Any]) -> GitState:
@@ -83,14 +113,25 @@ def on_result(state: GitState, key: str, receipt: dict[str, Any]) -> GitState:
         return _measured(state, receipt)
     result = result_of(receipt)
     if result.get("error"):
-        return state.model_copy(update={"setup_error": f"setting up the run's git layout "
-                                                       f"({step}) failed: {result['error']}"})
+        return state.model_copy(
+            update={
+                "setup_error": f"setting up the run's git layout ({step}) failed: {result['error']}"
+            }
+        )
     if step == "central":
-        state = state.model_copy(update={"baseline": result["main"], "main": result["main"],
-                                         "published": result["main"]})
-        return jobs.owe(state, Emit(ev.CentralReady(commit=result["main"],
-                                                    files=int(result.get("files") or 0),
-                                                    allowed=list(state.allowed))))
+        state = state.model_copy(
+            update={"baseline": result["main"], "main": result["main"], "published": result["main"]}
+        )
+        return jobs.owe(
+            state,
+            Emit(
+                ev.CentralReady(
+                    commit=result["main"],
+                    files=int(result.get("files") or 0),
+                    allowed=list(state.allowed),
+                )
+            ),
+        )
     name = INTEGRATION if step == "clone/integration" else step.removeprefix("clone/")
     if step == "main-checkout":
         name = MAIN_CHECKOUT
@@ -100,20 +141,43 @@ def on_result(state: GitState, key: str, receipt: dict[str, Any]) -> GitState:
 def _measured(state: GitState, receipt: dict[str, Any]) -> GitState:
     value = receipt.get("value")
     error = receipt.get("error")
-    state = state.model_copy(update={
-        "main_measured": True,
-        "main_score": float(value) if isinstance(value, int | float) and not error else None,
-        "main_error": str(error) if error else None})
+    state = state.model_copy(
+        update={
+            "main_measured": True,
+            "main_score": float(value) if isinstance(value, int | float) and not error else None,
+            "main_error": str(error) if error else None,
+        }
+    )
     p = state.params
-    out: list[Command] = [Emit(ev.MainMeasured(commit=state.main or "",
-                                               value=state.main_score,
-                                               error=state.main_error))]
-    out.append(Emit(ev.LeaderboardDeclared(metric=p.metric, direction=p.direction,
-                                           measured_by_runtime=True, command=p.evaluator)))
+    out: list[Command] = [
+        Emit(
+            ev.MainMeasured(commit=state.main or "", value=state.main_score, error=state.main_error)
+        )
+    ]
+    out.append(
+        Emit(
+            ev.LeaderboardDeclared(
+                metric=p.metric,
+                direction=p.direction,
+                measured_by_runtime=True,
+                command=p.evaluator,
+            )
+        )
+    )
     if state.main_score is not None:
-        out.append(Emit(ev.CandidateSubmitted(
-            report_id="main", metric=p.metric, direction=p.direction, claimed=state.main_score,
-            measured=state.main_score, verified=True, ranked=True)))
+        out.append(
+            Emit(
+                ev.CandidateSubmitted(
+                    report_id="main",
+                    metric=p.metric,
+                    direction=p.direction,
+                    claimed=state.main_score,
+                    measured=state.main_score,
+                    verified=True,
+                    ranked=True,
+                )
+            )
+        )
     return jobs.owe(state, *out)
 
 

@@ -18,8 +18,7 @@ RULES = (
     "You are a fresh session: everything you need is in this brief and in the files it names.",
     "Write only the files in your list. Edits elsewhere are found from the diff, reverted, "
     "and fail your tickets; an edit to a gate file refuses the whole round's work.",
-    "Never weaken a gate or a threshold; never commit, push or kill processes you did not "
-    "start.",
+    "Never weaken a gate or a threshold; never commit, push or kill processes you did not start.",
     "Iterate with the quick gate; the runtime runs the full gate itself at the end of the "
     "round, and only its run counts.",
     "Long work (builds, renders, benchmarks) goes through `job start` / `job wait --max 540`; "
@@ -32,11 +31,16 @@ RULES = (
 
 
 def _gate(spec: FrontSpec, who: str) -> dict[str, Any]:
-    return {"quick": rt.quick_command(spec, who), "full": rt.gate_command(spec, "full"),
-            "only": spec.only, "targets": spec.targets, "frozen": list(spec.freeze),
-            "exclusive": spec.exclusive,
-            "contract": 'prints RESULT_JSON {"pass": bool, "items": [{"id", "value", '
-                        '"target", "pass"}]} and SUMMARY n/m PASS; --only GLOB selects items'}
+    return {
+        "quick": rt.quick_command(spec, who),
+        "full": rt.gate_command(spec, "full"),
+        "only": spec.only,
+        "targets": spec.targets,
+        "frozen": list(spec.freeze),
+        "exclusive": spec.exclusive,
+        "contract": 'prints RESULT_JSON {"pass": bool, "items": [{"id", "value", '
+        '"target", "pass"}]} and SUMMARY n/m PASS; --only GLOB selects items',
+    }
 
 
 def _earlier_notes(front: FrontState, rs: RoundState) -> dict[str, str]:
@@ -48,47 +52,76 @@ def _earlier_notes(front: FrontState, rs: RoundState) -> dict[str, str]:
     return notes
 
 
-def builder_brief(plan: PlanSpec, spec: FrontSpec, front: FrontState, rs: RoundState,
-                  owner: str) -> dict[str, Any]:
+def builder_brief(
+    plan: PlanSpec, spec: FrontSpec, front: FrontState, rs: RoundState, owner: str
+) -> dict[str, Any]:
     b = rs.builders[owner]
     notes = _earlier_notes(front, rs)
     return {
-        "role": "builder", "front": spec.id, "goal": spec.goal or spec.label,
-        "round": rs.number, "block": rs.block, "round_in_block": rs.in_block,
-        "rounds_max": plan.blocks * plan.rounds_per_block, "owner": owner,
+        "role": "builder",
+        "front": spec.id,
+        "goal": spec.goal or spec.label,
+        "round": rs.number,
+        "block": rs.block,
+        "round_in_block": rs.in_block,
+        "rounds_max": plan.blocks * plan.rounds_per_block,
+        "owner": owner,
         "files": list(spec.owners[owner]),
         "tickets": [t.brief() for t in b.tickets],
         "recurring": [t.id for t in b.tickets if t.rounds_open >= 2],
         "ceiling": {"calls": rs.ceiling, "context_tokens": 120_000},
-        "gate": _gate(spec, f"{spec.id}.{owner}"), "handoffs": notes,
-        "machine": rt.machine_commands(), "rules": list(RULES),
-        "result": {"tickets": [{"id": "...", "status": "claimed_fixed|disputed|not_done",
-                                "evidence": "..."}],
-                   "handoff": "at most 15 lines for the next round and the review",
-                   "files_touched": ["..."], "quick_gate": "the SUMMARY line you saw"},
+        "gate": _gate(spec, f"{spec.id}.{owner}"),
+        "handoffs": notes,
+        "machine": rt.machine_commands(),
+        "rules": list(RULES),
+        "result": {
+            "tickets": [
+                {"id": "...", "status": "claimed_fixed|disputed|not_done", "evidence": "..."}
+            ],
+            "handoff": "at most 15 lines for the next round and the review",
+            "files_touched": ["..."],
+            "quick_gate": "the SUMMARY line you saw",
+        },
     }
 
 
-def critic_brief(plan: PlanSpec, spec: FrontSpec, front: FrontState,
-                 rs: RoundState) -> dict[str, Any]:
+def critic_brief(
+    plan: PlanSpec, spec: FrontSpec, front: FrontState, rs: RoundState
+) -> dict[str, Any]:
     gate = rs.gate
-    builders = {o: {"tickets": [t.brief() for t in b.tickets],
-                    "claims": (b.result or {}).get("tickets", []),
-                    "handoff": (b.result or {}).get("handoff", ""),
-                    "taken": (b.diff or {}).get("accepted", {}).get("paths", []),
-                    "reverted": (b.diff or {}).get("outside", {}).get("paths", []),
-                    "failed": b.error}
-                for o, b in rs.builders.items()}
+    builders = {
+        o: {
+            "tickets": [t.brief() for t in b.tickets],
+            "claims": (b.result or {}).get("tickets", []),
+            "handoff": (b.result or {}).get("handoff", ""),
+            "taken": (b.diff or {}).get("accepted", {}).get("paths", []),
+            "reverted": (b.diff or {}).get("outside", {}).get("paths", []),
+            "failed": b.error,
+        }
+        for o, b in rs.builders.items()
+    }
     return {
-        "role": "critic", "front": spec.id, "goal": spec.goal or spec.label,
-        "round": rs.number, "block": rs.block, "rounds_max": plan.blocks * plan.rounds_per_block,
+        "role": "critic",
+        "front": spec.id,
+        "goal": spec.goal or spec.label,
+        "round": rs.number,
+        "block": rs.block,
+        "rounds_max": plan.blocks * plan.rounds_per_block,
         "owners": {o: list(g) for o, g in spec.owners.items()},
-        "gate": {**_gate(spec, f"{spec.id}.critic"),
-                 "full_run": None if gate is None else {
-                     "summary": f"SUMMARY {gate.n}/{gate.m} {'PASS' if gate.passed else 'FAIL'}",
-                     "passed": gate.passed, "fails_closed": gate.reason,
-                     "detail": gate.detail, "failing": list(gate.failing)}},
-        "builders": builders, "earlier_handoffs": _earlier_notes(front, rs),
+        "gate": {
+            **_gate(spec, f"{spec.id}.critic"),
+            "full_run": None
+            if gate is None
+            else {
+                "summary": f"SUMMARY {gate.n}/{gate.m} {'PASS' if gate.passed else 'FAIL'}",
+                "passed": gate.passed,
+                "fails_closed": gate.reason,
+                "detail": gate.detail,
+                "failing": list(gate.failing),
+            },
+        },
+        "builders": builders,
+        "earlier_handoffs": _earlier_notes(front, rs),
         "open_tickets": [t.brief() for t in front.tickets],
         "history": [r.model_dump() for r in front.history[-3:]],
         "machine": rt.machine_commands(),
@@ -106,24 +139,45 @@ def critic_brief(plan: PlanSpec, spec: FrontSpec, front: FrontState,
             "Approval is 0 majors, 0 mediums and every gate PASS: the runtime recounts your "
             "findings and applies the rule itself.",
         ],
-        "result": {"findings": [{"id": "...", "severity": "major|medium|minor",
-                                 "title": "...", "evidence": "...", "owner": "..."}],
-                   "tickets": [{"id": "...", "severity": "...", "title": "...",
-                                "owner": "...", "files": ["..."], "gate": "item id"}],
-                   "counts": {"majors": 0, "mediums": 0, "minors": 0}, "approve": False,
-                   "tickets_review": [{"ticket_id": "...", "outcome": "confirmed_fixed"}],
-                   "gate_changes": [{"kind": "add_items", "items": ["..."],
-                                     "reason": "..."}],
-                   "summary": "..."},
+        "result": {
+            "findings": [
+                {
+                    "id": "...",
+                    "severity": "major|medium|minor",
+                    "title": "...",
+                    "evidence": "...",
+                    "owner": "...",
+                }
+            ],
+            "tickets": [
+                {
+                    "id": "...",
+                    "severity": "...",
+                    "title": "...",
+                    "owner": "...",
+                    "files": ["..."],
+                    "gate": "item id",
+                }
+            ],
+            "counts": {"majors": 0, "mediums": 0, "minors": 0},
+            "approve": False,
+            "tickets_review": [{"ticket_id": "...", "outcome": "confirmed_fixed"}],
+            "gate_changes": [{"kind": "add_items", "items": ["..."], "reason": "..."}],
+            "summary": "...",
+        },
     }
 
 
 def prep_brief(plan: PlanSpec, spec: FrontSpec, busy: Mapping[str, list[str]]) -> dict[str, Any]:
     return {
-        "role": "prep", "front": spec.id, "goal": spec.goal or spec.label, "wave": spec.wave,
+        "role": "prep",
+        "front": spec.id,
+        "goal": spec.goal or spec.label,
+        "wave": spec.wave,
         "files": {o: list(g) for o, g in spec.owners.items()},
         "gate": _gate(spec, f"{spec.id}.prep"),
-        "in_flight": dict(busy), "machine": rt.machine_commands(),
+        "in_flight": dict(busy),
+        "machine": rt.machine_commands(),
         "rules": [
             "One pass, no review: stage this front so its first round starts warm.",
             "Make sure the gate exists and follows the contract (write it if it is missing: "
@@ -134,35 +188,56 @@ def prep_brief(plan: PlanSpec, spec: FrontSpec, busy: Mapping[str, list[str]]) -
             "flight; never touch files of fronts in flight (listed) or other fronts' gates.",
             "At most one heavy job, no lock.",
         ],
-        "result": {"tickets": [{"id": "...", "severity": "major", "title": "...",
-                                "owner": "...", "gate": "item id"}],
-                   "handoff": "at most 15 lines for the first round",
-                   "baseline": "the SUMMARY line of your --full run"},
+        "result": {
+            "tickets": [
+                {
+                    "id": "...",
+                    "severity": "major",
+                    "title": "...",
+                    "owner": "...",
+                    "gate": "item id",
+                }
+            ],
+            "handoff": "at most 15 lines for the first round",
+            "baseline": "the SUMMARY line of your --full run",
+        },
     }
 
 
 def words(brief: Mapping[str, Any], report_path: str, workspace: str) -> str:
     role = brief["role"]
     if role == "builder":
-        head = (f"You are a fresh builder on front {brief['front']}, round {brief['round']} of "
-                f"at most {brief['rounds_max']}. Fix your tickets, most severe first, within "
-                "your files.")
+        head = (
+            f"You are a fresh builder on front {brief['front']}, round {brief['round']} of "
+            f"at most {brief['rounds_max']}. Fix your tickets, most severe first, within "
+            "your files."
+        )
     elif role == "critic":
-        head = (f"You are a fresh adversarial critic of front {brief['front']}, round "
-                f"{brief['round']}. Try to refute that it meets its targets.")
+        head = (
+            f"You are a fresh adversarial critic of front {brief['front']}, round "
+            f"{brief['round']}. Try to refute that it meets its targets."
+        )
     else:
         head = f"You are a one-pass prep agent for front {brief['front']} (wave {brief['wave']})."
-    return (f"{head}\nGoal: {brief['goal']}\nWork in {workspace}.\n"
-            "Rules:\n" + "".join(f"- {r}\n" for r in brief["rules"])
-            + "Your brief (also in $FLAMECHASE_BRIEF):\n"
-            + json.dumps({k: v for k, v in brief.items() if k not in ("rules", "result")},
-                         indent=1, ensure_ascii=False)
-            + f"\nWhen done, write your result as JSON to {report_path}, shaped like:\n"
-            + json.dumps(brief["result"], ensure_ascii=False) + "\n")
+    return (
+        f"{head}\nGoal: {brief['goal']}\nWork in {workspace}.\n"
+        "Rules:\n"
+        + "".join(f"- {r}\n" for r in brief["rules"])
+        + "Your brief (also in $FLAMECHASE_BRIEF):\n"
+        + json.dumps(
+            {k: v for k, v in brief.items() if k not in ("rules", "result")},
+            indent=1,
+            ensure_ascii=False,
+        )
+        + f"\nWhen done, write your result as JSON to {report_path}, shaped like:\n"
+        + json.dumps(brief["result"], ensure_ascii=False)
+        + "\n"
+    )
 
 
-def planner_prompt(objective: str, fronts_max: int, report_path: str, workspace: str,
-                   errors: tuple[str, ...]) -> str:
+def planner_prompt(
+    objective: str, fronts_max: int, report_path: str, workspace: str, errors: tuple[str, ...]
+) -> str:
     again = "".join(f"\n- {e}" for e in errors)
     return (
         f"Plan this work as parallel fronts (at most {fronts_max}), in {workspace}.\n"
@@ -176,5 +251,5 @@ def planner_prompt(objective: str, fronts_max: int, report_path: str, workspace:
         '{"fronts": [{"id": "P1", "goal": "...", "wave": 1, "depends_on": [], "weight": 1, '
         '"gate": "python3 gates/p1.py", "freeze": ["gates/p1.py"], "targets": {"T.x": "<=5"}, '
         '"owners": {"core": ["src/core/**"]}}], "blocks": 3, "rounds_per_block": 3, '
-        '"max_tickets": 3}'
-        + (f"\nEarlier plans were refused:{again}" if errors else "") + "\n")
+        '"max_tickets": 3}' + (f"\nEarlier plans were refused:{again}" if errors else "") + "\n"
+    )

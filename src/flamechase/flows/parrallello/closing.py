@@ -35,8 +35,9 @@ def _count(diff: dict[str, Any] | None, part: str) -> int:
     return int(((diff or {}).get(part) or {}).get("count") or 0)
 
 
-def advance(front: FrontState, ctx: Ctx, limits: dict[str, float],
-            run_share: float) -> tuple[FrontState, list[Command]]:
+def advance(
+    front: FrontState, ctx: Ctx, limits: dict[str, float], run_share: float
+) -> tuple[FrontState, list[Command]]:
     """Move the current round through every phase that has what it needs."""
     owed: list[Command] = []
     for _ in range(20):
@@ -49,9 +50,12 @@ def advance(front: FrontState, ctx: Ctx, limits: dict[str, float],
             break
         front = front.model_copy(update={"current": nxt})
         if nxt.phase == "critic" and not nxt.critic_turn:
-            front = front.model_copy(update={
-                "lane_turns": front.lane_turns + 1,
-                "current": nxt.model_copy(update={"critic_turn": front.lane_turns + 1})})
+            front = front.model_copy(
+                update={
+                    "lane_turns": front.lane_turns + 1,
+                    "current": nxt.model_copy(update={"critic_turn": front.lane_turns + 1}),
+                }
+            )
         if nxt.phase == "verdict":
             front, emitted = _close(front, nxt, ctx, limits, run_share)
             owed += emitted
@@ -78,8 +82,9 @@ def _step(front: FrontState, rs: RoundState, ctx: Ctx) -> tuple[RoundState, list
     if rs.phase == "critic" and rs.verdict is not None:
         return rs.model_copy(update={"phase": "critic_check"}), []
     if rs.phase == "critic" and rs.critic_failures >= 2:
-        return rs.model_copy(update={"phase": "verdict"}), [_anomaly(
-            front, rs, "verdict-invalid", f"the critic failed twice: {rs.critic_error}")]
+        return rs.model_copy(update={"phase": "verdict"}), [
+            _anomaly(front, rs, "verdict-invalid", f"the critic failed twice: {rs.critic_error}")
+        ]
     if rs.phase == "critic_check" and rs.critic_diff is not None:
         return _critic_checked(front, rs)
     if rs.phase == "critic_apply" and rs.regate is not None:
@@ -88,8 +93,9 @@ def _step(front: FrontState, rs: RoundState, ctx: Ctx) -> tuple[RoundState, list
 
 
 def _anomaly(front: FrontState, rs: RoundState, what: str, detail: str) -> Command:
-    return Emit(ev.Anomaly(lane=front.lane, front=front.id, round=rs.number, what=what,
-                           detail=detail[:500]))
+    return Emit(
+        ev.Anomaly(lane=front.lane, front=front.id, round=rs.number, what=what, detail=detail[:500])
+    )
 
 
 def _checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list[Command]]:
@@ -100,34 +106,71 @@ def _checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list[Comman
     for b in rs.builders.values():
         outside, frozen = _paths(b.diff, "outside"), _paths(b.diff, "frozen")
         failed = [t.id for t in b.tickets] if outside or frozen else []
-        owed.append(Emit(ev.BuilderChecked(
-            lane=b.lane, front=front.id, round=rs.number, owner=b.owner,
-            accepted=_count(b.diff, "accepted"), outside=outside[:LIST], frozen=frozen[:LIST],
-            failed_tickets=failed, error=(b.diff or {}).get("error") or b.error)))
+        owed.append(
+            Emit(
+                ev.BuilderChecked(
+                    lane=b.lane,
+                    front=front.id,
+                    round=rs.number,
+                    owner=b.owner,
+                    accepted=_count(b.diff, "accepted"),
+                    outside=outside[:LIST],
+                    frozen=frozen[:LIST],
+                    failed_tickets=failed,
+                    error=(b.diff or {}).get("error") or b.error,
+                )
+            )
+        )
         if b.result is None:
-            owed.append(_anomaly(front, rs, "agent-dead", f"builder {b.owner} failed "
-                                 f"{b.failures} time(s): {b.error}"))
+            owed.append(
+                _anomaly(
+                    front,
+                    rs,
+                    "agent-dead",
+                    f"builder {b.owner} failed {b.failures} time(s): {b.error}",
+                )
+            )
         if frozen:
             refused = f"builder {b.owner} edited the frozen gate ({', '.join(frozen[:5])})"
-            findings.append(_finding(f"R-{b.owner}-gate", b.owner, f"edited the frozen gate "
-                                     f"files {', '.join(frozen[:5])}: the round's work is "
-                                     "refused; never edit a gate"))
+            findings.append(
+                _finding(
+                    f"R-{b.owner}-gate",
+                    b.owner,
+                    f"edited the frozen gate "
+                    f"files {', '.join(frozen[:5])}: the round's work is "
+                    "refused; never edit a gate",
+                )
+            )
             owed.append(_anomaly(front, rs, "gate-tamper", refused))
         elif outside:
-            findings.append(_finding(f"R-{b.owner}-outside", b.owner,
-                                     f"{_count(b.diff, 'outside')} edit(s) outside its files "
-                                     f"were reverted ({', '.join(outside[:5])}); its tickets "
-                                     "failed: stay within your files"))
-            owed.append(_anomaly(front, rs, "ownership-violation",
-                                 f"builder {b.owner}: {', '.join(outside[:5])}"))
+            findings.append(
+                _finding(
+                    f"R-{b.owner}-outside",
+                    b.owner,
+                    f"{_count(b.diff, 'outside')} edit(s) outside its files "
+                    f"were reverted ({', '.join(outside[:5])}); its tickets "
+                    "failed: stay within your files",
+                )
+            )
+            owed.append(
+                _anomaly(
+                    front, rs, "ownership-violation", f"builder {b.owner}: {', '.join(outside[:5])}"
+                )
+            )
     phase = "verdict" if refused else "apply"
-    return rs.model_copy(update={"phase": phase, "refused": refused,
-                                 "findings": tuple(findings)}), owed
+    return rs.model_copy(
+        update={"phase": phase, "refused": refused, "findings": tuple(findings)}
+    ), owed
 
 
 def _finding(fid: str, owner: str, title: str) -> dict[str, Any]:
-    return {"id": fid, "severity": "major", "title": title, "owner": owner,
-            "evidence": "the runtime's diff of the builder's copy"}
+    return {
+        "id": fid,
+        "severity": "major",
+        "title": title,
+        "owner": owner,
+        "evidence": "the runtime's diff of the builder's copy",
+    }
 
 
 def _critic_checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list[Command]]:
@@ -135,31 +178,45 @@ def _critic_checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list
     changed = _paths(rs.critic_diff, "accepted")  # gate files (allowed: the frozen globs)
     outside = _paths(rs.critic_diff, "outside")
     if outside:
-        owed.append(_anomaly(front, rs, "critic-edited-front", "the critic changed "
-                             f"{', '.join(outside[:5])}; not taken (critics never edit)"))
+        owed.append(
+            _anomaly(
+                front,
+                rs,
+                "critic-edited-front",
+                f"the critic changed {', '.join(outside[:5])}; not taken (critics never edit)",
+            )
+        )
     declared = (rs.verdict or {}).get("gate_changes") or []
     if changed and declared:
         return rs.model_copy(update={"phase": "critic_apply"}), owed
     if changed:
-        owed.append(_anomaly(front, rs, "undeclared-gate-edit", "the critic changed the gate "
-                             f"({', '.join(changed[:5])}) without gate_changes; not taken"))
+        owed.append(
+            _anomaly(
+                front,
+                rs,
+                "undeclared-gate-edit",
+                "the critic changed the gate "
+                f"({', '.join(changed[:5])}) without gate_changes; not taken",
+            )
+        )
     return rs.model_copy(update={"phase": "verdict"}), owed
 
 
 # ---- the verdict ------------------------------------------------------------------------------
 
 
-def _close(front: FrontState, rs: RoundState, ctx: Ctx, limits: dict[str, float],
-           run_share: float) -> tuple[FrontState, list[Command]]:
+def _close(
+    front: FrontState, rs: RoundState, ctx: Ctx, limits: dict[str, float], run_share: float
+) -> tuple[FrontState, list[Command]]:
     verdict = Verdict.model_validate(rs.verdict) if rs.verdict else None
     gate = rs.regate or rs.gate
     extra = [Finding.model_validate(f) for f in rs.findings]
     missing = rs.refused or (None if verdict else "no verdict: the critic failed twice")
-    j = judge(verdict, gate is not None and gate.passed and not rs.refused, extra,
-              missing=missing)
+    j = judge(verdict, gate is not None and gate.passed and not rs.refused, extra, missing=missing)
     runtime = [
-        tk.Ticket(id=f.id, severity=f.severity, source="runtime", title=f.title,
-                  owner=f.owner) for f in extra]
+        tk.Ticket(id=f.id, severity=f.severity, source="runtime", title=f.title, owner=f.owner)
+        for f in extra
+    ]
     if verdict is None or rs.refused:  # nobody judged this round's work: carry what was open
         fresh = [*front.tickets, *runtime]
     else:
@@ -174,60 +231,130 @@ def _close(front: FrontState, rs: RoundState, ctx: Ctx, limits: dict[str, float]
     if rs.regate is not None and not rs.refused:
         refrozen = rs.refrozen
         update["frozen"] = refrozen
-        owed.append(Emit(ev.GateRefrozen(
-            lane=front.lane, front=front.id, round=rs.number,
-            changes=list((rs.verdict or {}).get("gate_changes") or []),
-            files=sorted(refrozen or {}))))
-    notes = {b.owner: str(b.result.get("handoff", "")) for b in rs.builders.values()
-             if b.result}
+        owed.append(
+            Emit(
+                ev.GateRefrozen(
+                    lane=front.lane,
+                    front=front.id,
+                    round=rs.number,
+                    changes=list((rs.verdict or {}).get("gate_changes") or []),
+                    files=sorted(refrozen or {}),
+                )
+            )
+        )
+    notes = {b.owner: str(b.result.get("handoff", "")) for b in rs.builders.values() if b.result}
     update["handoffs"] = notes or front.handoffs
-    record = RoundRecord(number=rs.number, block=rs.block, approved=j.approved,
-                         majors=j.majors, mediums=j.mediums, minors=j.minors,
-                         gate=gate.summary if gate else "not run", gate_pass=j.gate_pass,
-                         refused=rs.refused, mismatch=j.mismatch, reasons=j.reasons,
-                         open_tickets=len(open_tickets))
+    record = RoundRecord(
+        number=rs.number,
+        block=rs.block,
+        approved=j.approved,
+        majors=j.majors,
+        mediums=j.mediums,
+        minors=j.minors,
+        gate=gate.summary if gate else "not run",
+        gate_pass=j.gate_pass,
+        refused=rs.refused,
+        mismatch=j.mismatch,
+        reasons=j.reasons,
+        open_tickets=len(open_tickets),
+    )
     update["history"] = (*front.history, record)
     front = front.model_copy(update=update)
     if j.mismatch:
         owed.append(_anomaly(front, rs, "critic-rule-mismatch", j.mismatch))
     if j.approved:
-        front = front.model_copy(update={"status": "approved", "ended": f"approved in round "
-                                         f"{rs.number}"})
-    owed.append(Emit(ev.VerdictRecorded(
-        lane=front.lane, front=front.id, block=rs.block, round=rs.number,
-        approved=j.approved, majors=j.majors, mediums=j.mediums, minors=j.minors,
-        gate=record.gate, critic_approve=j.critic_approve, mismatch=j.mismatch,
-        reasons=list(j.reasons), summary=(verdict.summary if verdict else "")[:500],
-        tickets=[{"id": t.id, "severity": t.severity, "owner": tk.owner_of(
-            t, ctx.spec.owners)} for t in open_tickets],
-        progress=front_fraction(front, ctx.plan), overall=0.0)))
+        front = front.model_copy(
+            update={"status": "approved", "ended": f"approved in round {rs.number}"}
+        )
+    owed.append(
+        Emit(
+            ev.VerdictRecorded(
+                lane=front.lane,
+                front=front.id,
+                block=rs.block,
+                round=rs.number,
+                approved=j.approved,
+                majors=j.majors,
+                mediums=j.mediums,
+                minors=j.minors,
+                gate=record.gate,
+                critic_approve=j.critic_approve,
+                mismatch=j.mismatch,
+                reasons=list(j.reasons),
+                summary=(verdict.summary if verdict else "")[:500],
+                tickets=[
+                    {"id": t.id, "severity": t.severity, "owner": tk.owner_of(t, ctx.spec.owners)}
+                    for t in open_tickets
+                ],
+                progress=front_fraction(front, ctx.plan),
+                overall=0.0,
+            )
+        )
+    )
     return _after(front, rs, ctx, limits, run_share, owed)
 
 
-def _after(front: FrontState, rs: RoundState, ctx: Ctx, limits: dict[str, float],
-           run_share: float, owed: list[Command]) -> tuple[FrontState, list[Command]]:
+def _after(
+    front: FrontState,
+    rs: RoundState,
+    ctx: Ctx,
+    limits: dict[str, float],
+    run_share: float,
+    owed: list[Command],
+) -> tuple[FrontState, list[Command]]:
     """Approved, a block's end, the ceiling, or the next round."""
     block_over = rs.in_block == ctx.plan.rounds_per_block or front.status == "approved"
     if block_over:
         spend = front.block_spend.plus(seconds=_seconds(front.block_started, ctx.at))
         share = spend.share(limits)
         paced = share > ctx.knobs.pacing_share
-        row = {"block": rs.block, "rounds": rs.in_block, "spend": spend.model_dump(),
-               "share": round(share, 4), "paced_next": paced}
-        owed.append(Emit(ev.BlockEnded(lane=front.lane, front=front.id, block=rs.block,
-                                       rounds=rs.in_block, approved=front.status == "approved",
-                                       spend=spend.model_dump(), share=round(share, 4),
-                                       paced_next=paced)))
-        front = front.model_copy(update={"blocks": (*front.blocks, row), "paced": paced,
-                                         "block_spend": Spend(), "block_started": ctx.at})
+        row = {
+            "block": rs.block,
+            "rounds": rs.in_block,
+            "spend": spend.model_dump(),
+            "share": round(share, 4),
+            "paced_next": paced,
+        }
+        owed.append(
+            Emit(
+                ev.BlockEnded(
+                    lane=front.lane,
+                    front=front.id,
+                    block=rs.block,
+                    rounds=rs.in_block,
+                    approved=front.status == "approved",
+                    spend=spend.model_dump(),
+                    share=round(share, 4),
+                    paced_next=paced,
+                )
+            )
+        )
+        front = front.model_copy(
+            update={
+                "blocks": (*front.blocks, row),
+                "paced": paced,
+                "block_spend": Spend(),
+                "block_started": ctx.at,
+            }
+        )
     if front.status == "approved":
         return end_front(front, ctx, "approved", front.ended, owed)
     if block_over and rs.block >= ctx.plan.blocks:
-        return end_front(front, ctx, "not_approved", f"ceiling reached: {ctx.plan.blocks} "
-                         f"block(s) of {ctx.plan.rounds_per_block} round(s)", owed)
+        return end_front(
+            front,
+            ctx,
+            "not_approved",
+            f"ceiling reached: {ctx.plan.blocks} block(s) of {ctx.plan.rounds_per_block} round(s)",
+            owed,
+        )
     if block_over and run_share >= ctx.knobs.stop_share:
-        return end_front(front, ctx, "stopped", f"{run_share:.0%} of a budget is spent: no "
-                         "new block starts", owed)
+        return end_front(
+            front,
+            ctx,
+            "stopped",
+            f"{run_share:.0%} of a budget is spent: no new block starts",
+            owed,
+        )
     front, started = begin(front, ctx)
     return front, [*owed, *started]
 
@@ -236,12 +363,28 @@ def _seconds(start: str, end: str) -> float:
     return seconds_between(start, end) if start and end else 0.0
 
 
-def end_front(front: FrontState, ctx: Ctx, status: FrontStatus, reason: str,
-              owed: Sequence[Command] = ()) -> tuple[FrontState, list[Command]]:
+def end_front(
+    front: FrontState, ctx: Ctx, status: FrontStatus, reason: str, owed: Sequence[Command] = ()
+) -> tuple[FrontState, list[Command]]:
     """The front ended (`status`), and its event."""
     front = front.model_copy(update={"status": status, "ended": reason, "current": None})
-    return front, [*owed, Emit(ev.FrontEnded(
-        lane=front.lane, front=front.id, status=status, rounds=front.rounds, reason=reason,
-        open_tickets=[{"id": t.id, "severity": t.severity, "title": t.title[:200]}
-                      for t in front.tickets] if status != "approved" else [],
-        progress=front_fraction(front, ctx.plan), overall=0.0))]
+    return front, [
+        *owed,
+        Emit(
+            ev.FrontEnded(
+                lane=front.lane,
+                front=front.id,
+                status=status,
+                rounds=front.rounds,
+                reason=reason,
+                open_tickets=[
+                    {"id": t.id, "severity": t.severity, "title": t.title[:200]}
+                    for t in front.tickets
+                ]
+                if status != "approved"
+                else [],
+                progress=front_fraction(front, ctx.plan),
+                overall=0.0,
+            )
+        ),
+    ]

@@ -50,31 +50,52 @@ def _params(params: FlowParams) -> ParrallelloParams:
 
 
 def _limits(budget: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in budget.items()
-            if k in ("cost", "turns", "output_tokens", "duration")
-            and isinstance(v, int | float) and v > 0}
+    return {
+        k: float(v)
+        for k, v in budget.items()
+        if k in ("cost", "turns", "output_tokens", "duration")
+        and isinstance(v, int | float)
+        and v > 0
+    }
 
 
 def _fronts_of(plan: PlanSpec, slots: Sequence[tuple[str, Sequence[str]]]) -> dict[str, FrontState]:
     out = {}
     for spec, (lane, builders) in zip(plan.fronts, slots, strict=False):
-        out[spec.id] = FrontState(id=spec.id, lane=lane,
-                                  owners=dict(zip(spec.owners, builders, strict=False)))
+        out[spec.id] = FrontState(
+            id=spec.id, lane=lane, owners=dict(zip(spec.owners, builders, strict=False))
+        )
     return out
 
 
 def _planned(plan: PlanSpec, source: str) -> Command:
-    return Emit(ev.FrontsPlanned(source=source, blocks=plan.blocks,
-                                 rounds_per_block=plan.rounds_per_block, fronts=[
-        {"id": f.id, "wave": f.wave, "depends_on": list(f.depends_on), "weight": f.weight,
-         "gate": f.gate, "owners": {o: list(g) for o, g in f.owners.items()},
-         "freeze": list(f.freeze)} for f in plan.fronts]))
+    return Emit(
+        ev.FrontsPlanned(
+            source=source,
+            blocks=plan.blocks,
+            rounds_per_block=plan.rounds_per_block,
+            fronts=[
+                {
+                    "id": f.id,
+                    "wave": f.wave,
+                    "depends_on": list(f.depends_on),
+                    "weight": f.weight,
+                    "gate": f.gate,
+                    "owners": {o: list(g) for o, g in f.owners.items()},
+                    "freeze": list(f.freeze),
+                }
+                for f in plan.fronts
+            ],
+        )
+    )
 
 
 class Parrallello(Flow[PState]):
     name = "parrallello"
-    summary = ("Fronts of fresh builders on files of their own, an adversarial critic and "
-               "gates the runtime runs; approval = 0 majors, 0 mediums, every gate PASS.")
+    summary = (
+        "Fronts of fresh builders on files of their own, an adversarial critic and "
+        "gates the runtime runs; approval = 0 majors, 0 mediums, every gate PASS."
+    )
     Params = ParrallelloParams
     State = PState
     structural_params = ("plan", "fronts", "prep")
@@ -83,8 +104,12 @@ class Parrallello(Flow[PState]):
 
     def roles(self, params: FlowParams) -> list[str]:
         p = _params(params)
-        return [*([PLANNER] if p.loaded_plan is None else []), BUILDER, CRITIC,
-                *([PREP] if p.prep else [])]
+        return [
+            *([PLANNER] if p.loaded_plan is None else []),
+            BUILDER,
+            CRITIC,
+            *([PREP] if p.prep else []),
+        ]
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
         p = _params(params)
@@ -121,27 +146,39 @@ class Parrallello(Flow[PState]):
         state = PState(knobs=Knobs.of(p), run_id=setup.run_id, slots=slots)
         if p.checkpoint == "off":
             off = ev.CheckpointMade(skipped="off (-p checkpoint=off)")
-            state = state.model_copy(update={"checkpoint": {"skipped": off.skipped},
-                                            "outbox": state.outbox.add(Emit(off))})
+            state = state.model_copy(
+                update={
+                    "checkpoint": {"skipped": off.skipped},
+                    "outbox": state.outbox.add(Emit(off)),
+                }
+            )
         plan = p.loaded_plan
         if plan is None:
             return state
-        return state.model_copy(update={"plan": plan, "fronts": _fronts_of(plan, slots),
-                                        "outbox": state.outbox.add(_planned(plan, p.plan or ""))
-                                        })
+        return state.model_copy(
+            update={
+                "plan": plan,
+                "fronts": _fronts_of(plan, slots),
+                "outbox": state.outbox.add(_planned(plan, p.plan or "")),
+            }
+        )
 
     def evolve(self, state: PState, event: ev.Event) -> PState:
         state = state.model_copy(update={"outbox": state.outbox.settle(event)})
         if isinstance(event, ev.RunCreated):
-            return state.model_copy(update={"created_at": event.at,
-                                            "limits": _limits(event.budget)})
+            return state.model_copy(
+                update={"created_at": event.at, "limits": _limits(event.budget)}
+            )
         if isinstance(event, ev.RunResumed):
-            knobs = Knobs(**{**state.knobs.model_dump(), **{
-                k: v for k, v in event.params.items() if k in Knobs.model_fields}})
+            knobs = Knobs(
+                **{
+                    **state.knobs.model_dump(),
+                    **{k: v for k, v in event.params.items() if k in Knobs.model_fields},
+                }
+            )
             return state.model_copy(update={"limits": _limits(event.budget), "knobs": knobs})
         if isinstance(event, ev.PlaceMade):
-            state = state.model_copy(update={"places": {**state.places,
-                                                        event.place: event.path}})
+            state = state.model_copy(update={"places": {**state.places, event.place: event.path}})
             return self._each(state, lambda f, _c: (front.on_place(f, event.place), []), event)
         if isinstance(event, ev.Ran):
             return self._ran(state, event)
@@ -177,9 +214,12 @@ class Parrallello(Flow[PState]):
         state, more = self._blocked(state, at, share)
         owed += more
         whole = progress.overall(state)
-        owed = [Emit(dataclasses.replace(c.event, overall=whole)) if isinstance(c, Emit)
-                and isinstance(c.event, ev.VerdictRecorded | ev.FrontEnded) else c
-                for c in owed]
+        owed = [
+            Emit(dataclasses.replace(c.event, overall=whole))
+            if isinstance(c, Emit) and isinstance(c.event, ev.VerdictRecorded | ev.FrontEnded)
+            else c
+            for c in owed
+        ]
         return state.model_copy(update={"outbox": state.outbox.add(*owed)})
 
     def _blocked(self, state: PState, at: str, share: float) -> tuple[PState, list[Command]]:
@@ -194,14 +234,25 @@ class Parrallello(Flow[PState]):
                 f = fronts[spec.id]
                 if f.status != "waiting":
                     continue
-                failed = [d for d in spec.depends_on if fronts[d].status in ENDED and (
-                    fronts[d].status != "approved" or (fronts[d].integrated or {}).get("error"))]
-                reason = (f"depends on {', '.join(failed)}, which did not land" if failed else
-                          f"{share:.0%} of a budget is spent" if share >= state.knobs.stop_share
-                          else None)
+                failed = [
+                    d
+                    for d in spec.depends_on
+                    if fronts[d].status in ENDED
+                    and (
+                        fronts[d].status != "approved" or (fronts[d].integrated or {}).get("error")
+                    )
+                ]
+                reason = (
+                    f"depends on {', '.join(failed)}, which did not land"
+                    if failed
+                    else f"{share:.0%} of a budget is spent"
+                    if share >= state.knobs.stop_share
+                    else None
+                )
                 if reason:
                     fronts[spec.id], more = closing.end_front(
-                        f, self._ctx(state, f, at), "blocked" if failed else "stopped", reason)
+                        f, self._ctx(state, f, at), "blocked" if failed else "stopped", reason
+                    )
                     owed += more
                     changed = True
         return state.model_copy(update={"fronts": fronts}), owed
@@ -215,19 +266,31 @@ class Parrallello(Flow[PState]):
         failed = rt.tool_failed(key, event.receipt)
         if failed:  # never judge work on a copy that failed: once more, then stop the run
             tries = state.retried.get(event.key, 0) + 1
-            fatal = (f"the runtime's {key.what} for front {key.front} failed twice: {failed}"
-                     if tries >= TOOL_TRIES else None)
-            anomaly = ev.Anomaly(front=key.front, round=key.round, what="runtime-failed",
-                                 detail=f"{key.what}: {failed}")
-            return state.model_copy(update={
-                "retried": {**state.retried, event.key: tries}, "fatal": fatal,
-                "outbox": state.outbox.add(Emit(anomaly))})
+            fatal = (
+                f"the runtime's {key.what} for front {key.front} failed twice: {failed}"
+                if tries >= TOOL_TRIES
+                else None
+            )
+            anomaly = ev.Anomaly(
+                front=key.front,
+                round=key.round,
+                what="runtime-failed",
+                detail=f"{key.what}: {failed}",
+            )
+            return state.model_copy(
+                update={
+                    "retried": {**state.retried, event.key: tries},
+                    "fatal": fatal,
+                    "outbox": state.outbox.add(Emit(anomaly)),
+                }
+            )
         f = state.fronts.get(key.front)
         if f is None:
             return state
         nf, owed = front.on_ran(f, key, event.receipt, self._ctx(state, f, event.at))
-        return self._settle(state.model_copy(update={"fronts": {**state.fronts, f.id: nf}}),
-                            owed, event.at)
+        return self._settle(
+            state.model_copy(update={"fronts": {**state.fronts, f.id: nf}}), owed, event.at
+        )
 
     def _checkpointed(self, state: PState, event: ev.Ran) -> PState:
         out = rt.tool_output(event.receipt, "GITPOINT") or {}
@@ -237,45 +300,72 @@ class Parrallello(Flow[PState]):
         elif "skipped" in out:
             done = {"skipped": out["skipped"]}
         else:
-            done = {"tag": out.get("tag"), "commit": out.get("commit"),
-                    "committed": out.get("committed")}
-        made = ev.CheckpointMade(tag=done.get("tag"), commit=done.get("commit"),
-                                 skipped=done.get("skipped"), error=done.get("error"))
-        return state.model_copy(update={"checkpoint": done,
-                                        "outbox": state.outbox.add(Emit(made))})
+            done = {
+                "tag": out.get("tag"),
+                "commit": out.get("commit"),
+                "committed": out.get("committed"),
+            }
+        made = ev.CheckpointMade(
+            tag=done.get("tag"),
+            commit=done.get("commit"),
+            skipped=done.get("skipped"),
+            error=done.get("error"),
+        )
+        return state.model_copy(update={"checkpoint": done, "outbox": state.outbox.add(Emit(made))})
 
     def _turn_ended(self, state: PState, event: ev.TurnEnded) -> PState:
         counted = int(event.counted and isinstance(event, ev.TurnValid | ev.TurnFailed))
-        state = state.model_copy(update={"spend": state.spend.plus(
-            event.cost_usd, counted, event.output_tokens)})
+        state = state.model_copy(
+            update={"spend": state.spend.plus(event.cost_usd, counted, event.output_tokens)}
+        )
         if event.lane is None:
             return self._planner(state, event) if event.actor == PLANNER else state
-        f = next((f for f in state.fronts.values()
-                  if event.lane == f.lane or event.lane in f.owners.values()), None)
+        f = next(
+            (
+                f
+                for f in state.fronts.values()
+                if event.lane == f.lane or event.lane in f.owners.values()
+            ),
+            None,
+        )
         if f is None:
             return state
         if f.status == "building":
-            f = f.model_copy(update={"block_spend": f.block_spend.plus(
-                event.cost_usd, counted, event.output_tokens)})
+            f = f.model_copy(
+                update={
+                    "block_spend": f.block_spend.plus(event.cost_usd, counted, event.output_tokens)
+                }
+            )
         owed: list[Command] = []
         if event.actor == PREP:
             f, owed = front.on_prep_turn(f, event)
         else:
             f = on_turn(f, event)
-        return self._settle(state.model_copy(update={"fronts": {**state.fronts, f.id: f}}),
-                            owed, event.at)
+        return self._settle(
+            state.model_copy(update={"fronts": {**state.fronts, f.id: f}}), owed, event.at
+        )
 
     def _planner(self, state: PState, event: ev.TurnEnded) -> PState:
         state = state.model_copy(update={"planner_busy": False})
         if isinstance(event, ev.TurnFailed):
-            return state.model_copy(update={"planner_errors": (
-                *state.planner_errors, f"attempt {event.attempt}: {event.error[:300]}")})
+            return state.model_copy(
+                update={
+                    "planner_errors": (
+                        *state.planner_errors,
+                        f"attempt {event.attempt}: {event.error[:300]}",
+                    )
+                }
+            )
         if not isinstance(event, ev.TurnValid) or state.plan is not None:
             return state
         plan = PlanSpec.model_validate(event.result, context={"fronts_max": len(state.slots)})
-        return state.model_copy(update={
-            "plan": plan, "fronts": _fronts_of(plan, state.slots),
-            "outbox": state.outbox.add(_planned(plan, "planner"))})
+        return state.model_copy(
+            update={
+                "plan": plan,
+                "fronts": _fronts_of(plan, state.slots),
+                "outbox": state.outbox.add(_planned(plan, "planner")),
+            }
+        )
 
     # ---- deciding ------------------------------------------------------------------------------
 
@@ -288,8 +378,12 @@ class Parrallello(Flow[PState]):
         if state.checkpoint is None:
             out += self._checkpoint(state)
         elif "error" in state.checkpoint:
-            return [*out, FinishRun("failed", "the checkpoint of the source failed: "
-                                    f"{state.checkpoint['error']}")]
+            return [
+                *out,
+                FinishRun(
+                    "failed", f"the checkpoint of the source failed: {state.checkpoint['error']}"
+                ),
+            ]
         for f in state.fronts.values():
             out += front.commands(state, f)
         if all(f.done for f in state.fronts.values()) and not state.outbox:
@@ -300,36 +394,66 @@ class Parrallello(Flow[PState]):
         if "planning" not in state.places:
             return [MakePlace("planning")]
         if len(state.planner_errors) >= PLAN_TRIES:
-            return [FinishRun("failed", f"planning failed after {PLAN_TRIES} fresh sessions: "
-                              + " | ".join(state.planner_errors))]
+            return [
+                FinishRun(
+                    "failed",
+                    f"planning failed after {PLAN_TRIES} fresh sessions: "
+                    + " | ".join(state.planner_errors),
+                )
+            ]
         spec = ResultSpec(PlanSpec, noun="plan", context={"fronts_max": len(state.slots)})
-        return [StartTurn(role=PLANNER, lane=None, number=1, place="planning", result=spec,
-                          counted=False, env={"FLAMECHASE_FRONTS_MAX": str(len(state.slots))})]
+        return [
+            StartTurn(
+                role=PLANNER,
+                lane=None,
+                number=1,
+                place="planning",
+                result=spec,
+                counted=False,
+                env={"FLAMECHASE_FRONTS_MAX": str(len(state.slots))},
+            )
+        ]
 
     def _checkpoint(self, state: PState) -> list[Command]:
         date = (state.created_at or "1970-01-01")[:10]
-        return [rt.checkpoint(f"pre-parrallello-{date}", f"checkpoint before parrallello run "
-                              f"{state.run_id}", require=state.knobs.checkpoint == "require")]
+        return [
+            rt.checkpoint(
+                f"pre-parrallello-{date}",
+                f"checkpoint before parrallello run {state.run_id}",
+                require=state.knobs.checkpoint == "require",
+            )
+        ]
 
     def _finish(self, state: PState) -> FinishRun:
-        rows = [f"{f.id} {f.status.replace('_', ' ')} ({f.rounds} round(s))"
-                for f in state.fronts.values()]
-        ok = all(f.status == "approved" and not (f.integrated or {}).get("error")
-                 for f in state.fronts.values())
+        rows = [
+            f"{f.id} {f.status.replace('_', ' ')} ({f.rounds} round(s))"
+            for f in state.fronts.values()
+        ]
+        ok = all(
+            f.status == "approved" and not (f.integrated or {}).get("error")
+            for f in state.fronts.values()
+        )
         return FinishRun("finished" if ok else "failed", "; ".join(rows))
 
     # ---- words ---------------------------------------------------------------------------------
 
     def prompt(self, state: PState, ctx: TurnContext) -> str:
         if ctx.turn.role == PLANNER:
-            return briefs.planner_prompt(ctx.objective, len(state.slots), str(ctx.report_path),
-                                         str(ctx.workspace), state.planner_errors)
+            return briefs.planner_prompt(
+                ctx.objective,
+                len(state.slots),
+                str(ctx.report_path),
+                str(ctx.workspace),
+                state.planner_errors,
+            )
         return briefs.words(ctx.turn.note["brief"], str(ctx.report_path), str(ctx.workspace))
 
     def repair_prompt(self, state: PState, ctx: TurnContext, reason: str) -> str:
-        return (f"Your result was rejected: {reason}\nWrite a corrected JSON result for the "
-                f"work you just did to {ctx.report_path}, in the shape you were asked for "
-                "(do not start new work).")
+        return (
+            f"Your result was rejected: {reason}\nWrite a corrected JSON result for the "
+            f"work you just did to {ctx.report_path}, in the shape you were asked for "
+            "(do not start new work)."
+        )
 
     def describe(self, state: PState) -> dict[str, Any]:
         return progress.describe(state)

@@ -50,8 +50,7 @@ def _earlier(state: PState, spec: FrontSpec) -> list[FrontSpec]:
 
 def prep_allowed(state: PState, spec: FrontSpec) -> bool:
     """No unfinished front of an earlier wave shares a file (or a gate) with this one."""
-    return not any(not state.fronts[f.id].done and collides(f, spec)
-                   for f in _earlier(state, spec))
+    return not any(not state.fronts[f.id].done and collides(f, spec) for f in _earlier(state, spec))
 
 
 def startable(state: PState, front: FrontState, spec: FrontSpec) -> bool:
@@ -77,15 +76,22 @@ def commands(state: PState, front: FrontState) -> list[Command]:
         return rounds.commands(front, ctx)
     if front.status == "approved" and front.integrated is None and _next_to_land(state) == front:
         path = state.places.get(rt.front_place(front.lane), "")
-        return [rt.integrate(spec, front.lane, path, f"parrallello: front {front.id} "
-                             f"approved (round {front.rounds})")]
+        return [
+            rt.integrate(
+                spec,
+                front.lane,
+                path,
+                f"parrallello: front {front.id} approved (round {front.rounds})",
+            )
+        ]
     return []
 
 
 def _next_to_land(state: PState) -> FrontState | None:
     """Approved fronts land in your tree one at a time (one git index), in plan order."""
-    return next((f for f in state.fronts.values()
-                 if f.status == "approved" and f.integrated is None), None)
+    return next(
+        (f for f in state.fronts.values() if f.status == "approved" and f.integrated is None), None
+    )
 
 
 def _prep_commands(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]:
@@ -97,10 +103,17 @@ def _prep_commands(state: PState, front: FrontState, spec: FrontSpec) -> list[Co
         return []
     busy = {f.id: _globs(f) for f in _earlier(state, spec) if not state.fronts[f.id].done}
     brief = briefs.prep_brief(state.plan, spec, busy)
-    return [StartTurn(role=PREP, lane=front.lane, number=front.prep.turn, place=place,
-                      result=ResultSpec(PrepResult, noun="prep result"),
-                      env={"FLAMECHASE_BRIEF": json.dumps(brief, ensure_ascii=False)},
-                      note={"brief": brief})]
+    return [
+        StartTurn(
+            role=PREP,
+            lane=front.lane,
+            number=front.prep.turn,
+            place=place,
+            result=ResultSpec(PrepResult, noun="prep result"),
+            env={"FLAMECHASE_BRIEF": json.dumps(brief, ensure_ascii=False)},
+            note={"brief": brief},
+        )
+    ]
 
 
 def _opening(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]:
@@ -108,8 +121,18 @@ def _opening(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]
     k, lane = rt.key, front.lane
     stage = rt.stage_place(lane)
     if front.prep.status == "done" and stage in state.places and not front.opened.get("stage"):
-        return [rt.compare(k(front.id, "stage"), lane, stage, state.places[stage],
-                           _globs(spec), (), state.plan, apply=True)]
+        return [
+            rt.compare(
+                k(front.id, "stage"),
+                lane,
+                stage,
+                state.places[stage],
+                _globs(spec),
+                (),
+                state.plan,
+                apply=True,
+            )
+        ]
     if not front.opened.get("freeze"):
         return [rt.freeze_hash(k(front.id, "freeze"), spec, lane)]
     return [rt.gate_full(k(front.id, "baseline"), spec, lane)]
@@ -123,33 +146,53 @@ def on_place(front: FrontState, name: str) -> FrontState:
         return front.model_copy(update={"status": "opening"})
     if name == rt.stage_place(front.lane) and front.prep.status == "none":
         turn = front.lane_turns + 1
-        return front.model_copy(update={"prep": PrepState(status="running", turn=turn),
-                                        "lane_turns": turn})
+        return front.model_copy(
+            update={"prep": PrepState(status="running", turn=turn), "lane_turns": turn}
+        )
     return front
 
 
 def on_prep_turn(front: FrontState, event: ev.TurnEnded) -> tuple[FrontState, list[Command]]:
     p = front.prep
-    if p.status != "running" or event.turn != p.turn or not isinstance(
-            event, ev.TurnValid | ev.TurnFailed):
+    if (
+        p.status != "running"
+        or event.turn != p.turn
+        or not isinstance(event, ev.TurnValid | ev.TurnFailed)
+    ):
         return front, []
     if isinstance(event, ev.TurnValid):
         prep = p.model_copy(update={"status": "done", "result": event.result})
-        return front.model_copy(update={"prep": prep}), [Emit(ev.FrontPrepped(
-            lane=front.lane, front=front.id, ok=True,
-            tickets=len(event.result.get("tickets") or [])))]
+        return front.model_copy(update={"prep": prep}), [
+            Emit(
+                ev.FrontPrepped(
+                    lane=front.lane,
+                    front=front.id,
+                    ok=True,
+                    tickets=len(event.result.get("tickets") or []),
+                )
+            )
+        ]
     failures = p.failures + 1
-    prep = p.model_copy(update={"failures": failures, "error": event.error[:500],
-                                "status": "failed" if failures >= 2 else "running"})
+    prep = p.model_copy(
+        update={
+            "failures": failures,
+            "error": event.error[:500],
+            "status": "failed" if failures >= 2 else "running",
+        }
+    )
     owed: list[Command] = []
     if failures >= 2:
-        owed.append(Emit(ev.FrontPrepped(lane=front.lane, front=front.id, ok=False,
-                                         error=event.error[:300])))
+        owed.append(
+            Emit(
+                ev.FrontPrepped(lane=front.lane, front=front.id, ok=False, error=event.error[:300])
+            )
+        )
     return front.model_copy(update={"prep": prep}), owed
 
 
-def on_ran(front: FrontState, key: rt.Key, receipt: Mapping[str, Any],
-           ctx: Ctx) -> tuple[FrontState, list[Command]]:
+def on_ran(
+    front: FrontState, key: rt.Key, receipt: Mapping[str, Any], ctx: Ctx
+) -> tuple[FrontState, list[Command]]:
     """A receipt of the opening (stage, freeze, baseline) or of the integration."""
     out = rt.tool_output(dict(receipt), "TREESYNC")
     if key.what == "stage":
@@ -157,53 +200,115 @@ def on_ran(front: FrontState, key: rt.Key, receipt: Mapping[str, Any],
     if key.what == "freeze":
         files = (out or {}).get("files")
         if not isinstance(files, dict) or not files:
-            front = front.model_copy(update={"frozen": {}, "opened": {**front.opened,
-                                                                       "freeze": True}})
-            return end_front(front, ctx, "not_approved", "no gate: none of its freeze globs "
-                             f"({', '.join(ctx.spec.freeze)}) names a file in its tree")
-        return front.model_copy(update={"frozen": files, "opened": {**front.opened,
-                                                                     "freeze": True}}), []
+            front = front.model_copy(
+                update={"frozen": {}, "opened": {**front.opened, "freeze": True}}
+            )
+            return end_front(
+                front,
+                ctx,
+                "not_approved",
+                "no gate: none of its freeze globs "
+                f"({', '.join(ctx.spec.freeze)}) names a file in its tree",
+            )
+        return front.model_copy(
+            update={"frozen": files, "opened": {**front.opened, "freeze": True}}
+        ), []
     if key.what == "baseline":
         return _baseline(front, receipt, ctx)
     if key.what == "integrate":
         done = rt.tool_output(dict(receipt), "GITPOINT") or {
-            "error": str(receipt.get("error") or "no output")[:300]}
+            "error": str(receipt.get("error") or "no output")[:300]
+        }
         if receipt.get("exit_code") != 0 and "error" not in done:
             done = {**done, "error": str(receipt.get("error"))}
-        return front.model_copy(update={"integrated": done}), [Emit(ev.FrontIntegrated(
-            lane=front.lane, front=front.id, files=int(done.get("files") or 0),
-            commit=done.get("commit"), error=done.get("error")))]
+        return front.model_copy(update={"integrated": done}), [
+            Emit(
+                ev.FrontIntegrated(
+                    lane=front.lane,
+                    front=front.id,
+                    files=int(done.get("files") or 0),
+                    commit=done.get("commit"),
+                    error=done.get("error"),
+                )
+            )
+        ]
     front = rounds.on_ran(front, key, receipt, ctx.spec)
     rs = front.current
-    gate = None if rs is None else rs.gate if key.what == "gate" else (
-        rs.regate if key.what == "regate" else None)
+    gate = (
+        None
+        if rs is None
+        else rs.gate
+        if key.what == "gate"
+        else (rs.regate if key.what == "regate" else None)
+    )
     if gate is None:
         return front, []
-    return front, [Emit(ev.GateRan(
-        lane=front.lane, front=front.id, round=key.round,
-        stage="round" if key.what == "gate" else "recheck", passed=gate.passed,
-        reason=gate.reason, detail=gate.detail, n=gate.n, m=gate.m,
-        failing=[str(i.get("id")) for i in gate.failing[:10]]))]
+    return front, [
+        Emit(
+            ev.GateRan(
+                lane=front.lane,
+                front=front.id,
+                round=key.round,
+                stage="round" if key.what == "gate" else "recheck",
+                passed=gate.passed,
+                reason=gate.reason,
+                detail=gate.detail,
+                n=gate.n,
+                m=gate.m,
+                failing=[str(i.get("id")) for i in gate.failing[:10]],
+            )
+        )
+    ]
 
 
-def _baseline(front: FrontState, receipt: Mapping[str, Any],
-              ctx: Ctx) -> tuple[FrontState, list[Command]]:
+def _baseline(
+    front: FrontState, receipt: Mapping[str, Any], ctx: Ctx
+) -> tuple[FrontState, list[Command]]:
     gate = judge_gate(receipt, only=ctx.spec.only)
-    given = [*tk.carried("plan", ctx.spec.tickets),
-             *tk.carried("prep", PrepResult.model_validate(front.prep.result).tickets
-                         if front.prep.result else ())]
+    given = [
+        *tk.carried("plan", ctx.spec.tickets),
+        *tk.carried(
+            "prep",
+            PrepResult.model_validate(front.prep.result).tickets if front.prep.result else (),
+        ),
+    ]
     open_tickets = tk.next_tickets((), given, gate)
-    front = front.model_copy(update={
-        "status": "building", "last_gate": gate, "tickets": open_tickets,
-        "items": gate.m if gate.reason is None else None, "block_started": ctx.at,
-        "opened": {**front.opened, "baseline": True}})
+    front = front.model_copy(
+        update={
+            "status": "building",
+            "last_gate": gate,
+            "tickets": open_tickets,
+            "items": gate.m if gate.reason is None else None,
+            "block_started": ctx.at,
+            "opened": {**front.opened, "baseline": True},
+        }
+    )
     owed: list[Command] = [
-        Emit(ev.GateRan(lane=front.lane, front=front.id, round=0, stage="baseline",
-                        passed=gate.passed, reason=gate.reason, detail=gate.detail, n=gate.n,
-                        m=gate.m, failing=[str(i.get("id")) for i in gate.failing[:10]])),
-        Emit(ev.FrontStarted(lane=front.lane, front=front.id, wave=ctx.spec.wave,
-                             frozen=dict(front.frozen or {}), baseline=gate.summary,
-                             tickets=len(open_tickets), staged=int(front.opened.get("stage",
-                                                                                    False))))]
+        Emit(
+            ev.GateRan(
+                lane=front.lane,
+                front=front.id,
+                round=0,
+                stage="baseline",
+                passed=gate.passed,
+                reason=gate.reason,
+                detail=gate.detail,
+                n=gate.n,
+                m=gate.m,
+                failing=[str(i.get("id")) for i in gate.failing[:10]],
+            )
+        ),
+        Emit(
+            ev.FrontStarted(
+                lane=front.lane,
+                front=front.id,
+                wave=ctx.spec.wave,
+                frozen=dict(front.frozen or {}),
+                baseline=gate.summary,
+                tickets=len(open_tickets),
+                staged=int(front.opened.get("stage", False)),
+            )
+        ),
+    ]
     front, started = rounds.begin(front, ctx)
     return front, [*owed, *started]

@@ -56,15 +56,20 @@ class GateResult(BaseModel):
 
 
 def _closed(reason: str, detail: str, receipt: Mapping[str, Any], **kw: Any) -> GateResult:
-    return GateResult(passed=False, reason=reason, detail=detail[:300],
-                      exit_code=receipt.get("exit_code"),
-                      duration=float(receipt.get("duration") or 0.0), **kw)
+    return GateResult(
+        passed=False,
+        reason=reason,
+        detail=detail[:300],
+        exit_code=receipt.get("exit_code"),
+        duration=float(receipt.get("duration") or 0.0),
+        **kw,
+    )
 
 
 def _last(lines: list[str], prefix: str) -> str | None:
     for line in reversed(lines):
         if line.lstrip().startswith(prefix):
-            return line.lstrip()[len(prefix):]
+            return line.lstrip()[len(prefix) :]
     return None
 
 
@@ -76,18 +81,30 @@ def _items(raw: str) -> tuple[bool, list[dict[str, Any]]] | str:
         return f"RESULT_JSON is not JSON ({exc.msg})"
     except ValueError:
         return "RESULT_JSON is not JSON"
-    if not isinstance(data, dict) or not isinstance(data.get("pass"), bool) \
-            or not isinstance(data.get("items"), list):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("pass"), bool)
+        or not isinstance(data.get("items"), list)
+    ):
         return 'RESULT_JSON must be {"pass": bool, "items": [...]}'
     for item in data["items"]:
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or \
-                not isinstance(item.get("pass"), bool) or not {"value", "target"} <= item.keys():
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("id"), str)
+            or not isinstance(item.get("pass"), bool)
+            or not {"value", "target"} <= item.keys()
+        ):
             return 'every item needs "id" (text), "value", "target" and "pass" (bool)'
     return data["pass"], data["items"]
 
 
-def judge_gate(receipt: Mapping[str, Any], *, previous: int | None = None,
-               only: str | None = None, removed: int = 0) -> GateResult:
+def judge_gate(
+    receipt: Mapping[str, Any],
+    *,
+    previous: int | None = None,
+    only: str | None = None,
+    removed: int = 0,
+) -> GateResult:
     """The verdict on one gate run from its `Run` receipt (exit code, output tail, error).
 
     `previous`: items of the last accepted run of this gate (None for the first);
@@ -108,8 +125,11 @@ def judge_gate(receipt: Mapping[str, Any], *, previous: int | None = None,
         return _closed("bad-json", parsed, receipt)
     top, items = parsed
     m, n = len(items), sum(1 for i in items if i["pass"])
-    counts: dict[str, Any] = {"n": n, "m": m, "failing": tuple(
-        i for i in items if not i["pass"])[:FAILING_KEPT]}
+    counts: dict[str, Any] = {
+        "n": n,
+        "m": m,
+        "failing": tuple(i for i in items if not i["pass"])[:FAILING_KEPT],
+    }
     if not items:
         return _closed("empty", "the gate reported no items", receipt, **counts)
     ids = [i["id"] for i in items]
@@ -134,7 +154,9 @@ def judge_gate(receipt: Mapping[str, Any], *, previous: int | None = None,
     if problem:
         return _closed("inconsistent", problem, receipt, **counts)
     if previous is not None and m < previous - removed:
-        return _closed("dropped-items", f"{m} items, the last run had {previous}", receipt,
-                       **counts)
-    return GateResult(passed=top, exit_code=code, duration=float(receipt.get("duration") or 0),
-                      **counts)
+        return _closed(
+            "dropped-items", f"{m} items, the last run had {previous}", receipt, **counts
+        )
+    return GateResult(
+        passed=top, exit_code=code, duration=float(receipt.get("duration") or 0), **counts
+    )

@@ -14,29 +14,46 @@ __all__ = ["ParrallelloParams"]
 
 class ParrallelloParams(CopyParams):
     plan: str | None = Field(
-        default=None, min_length=1, max_length=4096,
-        description="the plan file (YAML or JSON); without it a `planner` role writes one")
-    fronts: int = Field(default=3, ge=1, le=8,
-                        description="with a planner: the most fronts it may plan")
-    prep: bool = Field(default=True,
-                       description="a one-pass `prep` agent stages each front's gate, "
-                                   "baseline and first tickets before it starts")
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="the plan file (YAML or JSON); without it a `planner` role writes one",
+    )
+    fronts: int = Field(
+        default=3, ge=1, le=8, description="with a planner: the most fronts it may plan"
+    )
+    prep: bool = Field(
+        default=True,
+        description="a one-pass `prep` agent stages each front's gate, "
+        "baseline and first tickets before it starts",
+    )
     checkpoint: Literal["auto", "require", "off"] = Field(
-        default="auto", description="commit and tag the source before the first wave: auto "
-                                    "(when it is a git repository), require, off")
+        default="auto",
+        description="commit and tag the source before the first wave: auto "
+        "(when it is a git repository), require, off",
+    )
     pacing_share: float = Field(
-        default=0.09, gt=0, le=1,
-        description="a block spending more than this share of a budget paces the next one")
-    paced_tickets: int = Field(default=4, ge=1, le=8,
-                               description="tickets per round in a paced block")
-    ceiling: int = Field(default=60, ge=5, le=1000,
-                         description="tool calls a builder is told it may make in a round "
-                                     "(in its brief; not counted by the runtime)")
-    paced_ceiling: int = Field(default=40, ge=5, le=1000,
-                               description="the builders' ceiling in a paced block")
+        default=0.09,
+        gt=0,
+        le=1,
+        description="a block spending more than this share of a budget paces the next one",
+    )
+    paced_tickets: int = Field(
+        default=4, ge=1, le=8, description="tickets per round in a paced block"
+    )
+    ceiling: int = Field(
+        default=60,
+        ge=5,
+        le=1000,
+        description="tool calls a builder is told it may make in a round "
+        "(in its brief; not counted by the runtime)",
+    )
+    paced_ceiling: int = Field(
+        default=40, ge=5, le=1000, description="the builders' ceiling in a paced block"
+    )
     stop_share: float = Field(
-        default=0.92, gt=0, le=1,
-        description="above this share of a budget no new block starts")
+        default=0.92, gt=0, le=1, description="above this share of a budget no new block starts"
+    )
 
     _plan: PlanSpec | None = PrivateAttr(default=None)
 

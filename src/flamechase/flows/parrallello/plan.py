@@ -75,8 +75,10 @@ class FrontSpec(BaseModel):
     def _freeze(self) -> FrontSpec:
         freeze = self.freeze or tuple(_paths_in(self.gate))
         if not freeze:
-            raise ValueError(f"front {self.id}: say which files hold its gate and metric code "
-                             "(freeze: [...]); they are frozen while it runs")
+            raise ValueError(
+                f"front {self.id}: say which files hold its gate and metric code "
+                "(freeze: [...]); they are frozen while it runs"
+            )
         for g in freeze:
             _glob(g)
         object.__setattr__(self, "freeze", freeze)
@@ -104,8 +106,12 @@ def _paths_in(command: str) -> list[str]:
         words = shlex.split(command)
     except ValueError:
         return []
-    return [w for w in words[1:] if not w.startswith("-") and ("/" in w or w.endswith(
-        (".py", ".sh", ".js", ".mjs", ".rb", ".pl")))]
+    return [
+        w
+        for w in words[1:]
+        if not w.startswith("-")
+        and ("/" in w or w.endswith((".py", ".sh", ".js", ".mjs", ".rb", ".pl")))
+    ]
 
 
 class PlanSpec(BaseModel):
@@ -121,8 +127,10 @@ class PlanSpec(BaseModel):
     def _coherent(self, info: ValidationInfo) -> PlanSpec:
         limit = (info.context or {}).get("fronts_max")
         if isinstance(limit, int) and len(self.fronts) > limit:
-            raise ValueError(f"the plan has {len(self.fronts)} fronts; this run has lanes "
-                             f"for {limit} (-p fronts=N)")
+            raise ValueError(
+                f"the plan has {len(self.fronts)} fronts; this run has lanes "
+                f"for {limit} (-p fronts=N)"
+            )
         ids = [f.id for f in self.fronts]
         dup = next((i for i in ids if ids.count(i) > 1), None)
         if dup:
@@ -133,8 +141,10 @@ class PlanSpec(BaseModel):
                 if d not in wave:
                     raise ValueError(f"front {f.id} depends on {d}, which the plan lacks")
                 if wave[d] >= f.wave:
-                    raise ValueError(f"front {f.id} (wave {f.wave}) depends on {d} (wave "
-                                     f"{wave[d]}): a dependency must be in an earlier wave")
+                    raise ValueError(
+                        f"front {f.id} (wave {f.wave}) depends on {d} (wave "
+                        f"{wave[d]}): a dependency must be in an earlier wave"
+                    )
         for g in self.ignore:
             _glob(g)
         for w in sorted(set(wave.values())):
@@ -147,24 +157,29 @@ class PlanSpec(BaseModel):
 
 def _disjoint(fronts: list[FrontSpec], wave: int) -> None:
     """No file owned twice in a wave, and no owned file frozen as a gate in it."""
-    writers = [(f"{f.id}.{o}", g) for f in fronts for o, globs in f.owners.items()
-               for g in globs]
+    writers = [(f"{f.id}.{o}", g) for f in fronts for o, globs in f.owners.items() for g in globs]
     for (a, ga), (b, gb) in itertools.combinations(writers, 2):
         if a != b and (sample := overlap(ga, gb)) is not None:
-            raise ValueError(f"wave {wave}: {a} ({ga}) and {b} ({gb}) both own {sample}; "
-                             "give each file one writer")
+            raise ValueError(
+                f"wave {wave}: {a} ({ga}) and {b} ({gb}) both own {sample}; "
+                "give each file one writer"
+            )
     frozen = [(f.id, g) for f in fronts for g in f.freeze]
     for (a, ga), (b, gb) in itertools.combinations(frozen, 2):
         if a != b and (sample := overlap(ga, gb)) is not None:
-            raise ValueError(f"wave {wave}: fronts {a} and {b} both freeze {sample} (their "
-                             "critics may add gate items to it); freeze a shared file in "
-                             "one front, or put the fronts in different waves")
+            raise ValueError(
+                f"wave {wave}: fronts {a} and {b} both freeze {sample} (their "
+                "critics may add gate items to it); freeze a shared file in "
+                "one front, or put the fronts in different waves"
+            )
     for f in fronts:
         for g in f.freeze:
             for who, owned in writers:
                 if (sample := overlap(owned, g)) is not None:
-                    raise ValueError(f"wave {wave}: {who} owns {sample}, which front {f.id} "
-                                     f"freezes as its gate ({g}); builders never edit gates")
+                    raise ValueError(
+                        f"wave {wave}: {who} owns {sample}, which front {f.id} "
+                        f"freezes as its gate ({g}); builders never edit gates"
+                    )
 
 
 def lane_names(plan: PlanSpec | None, slots: int) -> list[tuple[str, list[str]]]:
@@ -172,8 +187,9 @@ def lane_names(plan: PlanSpec | None, slots: int) -> list[tuple[str, list[str]]]
     (`f1`, `f1.b1`, `f1.b2`) when a planner writes the plan after the lanes exist."""
     if plan is not None:
         return [(f.id, [f"{f.id}.{o}" for o in f.owners]) for f in plan.fronts]
-    return [(f"f{i}", [f"f{i}.b{k}" for k in range(1, MAX_OWNERS + 1)])
-            for i in range(1, slots + 1)]
+    return [
+        (f"f{i}", [f"f{i}.b{k}" for k in range(1, MAX_OWNERS + 1)]) for i in range(1, slots + 1)
+    ]
 
 
 def load_plan(path: str) -> tuple[str, PlanSpec]:

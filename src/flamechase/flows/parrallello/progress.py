@@ -65,18 +65,32 @@ def _front_row(state: PState, front: FrontState) -> dict[str, Any]:
     last = front.history[-1] if front.history else None
     fraction = front_fraction(front, state.plan)
     return {
-        "status": front.status, "wave": spec.wave, "weight": spec.weight,
-        "progress": fraction, "bar": bar(fraction),
-        "block": rs.block if rs else front.block, "round": rs.number if rs else front.rounds,
+        "status": front.status,
+        "wave": spec.wave,
+        "weight": spec.weight,
+        "progress": fraction,
+        "bar": bar(fraction),
+        "block": rs.block if rs else front.block,
+        "round": rs.number if rs else front.rounds,
         "phase": rs.phase if rs else None,
         "ceiling": {"blocks": state.plan.blocks, "rounds_per_block": state.plan.rounds_per_block},
         "gate": (front.last_gate.summary if front.last_gate else None),
-        "last_verdict": None if last is None else {
-            "round": last.number, "approved": last.approved, "majors": last.majors,
-            "mediums": last.mediums, "minors": last.minors, "gate": last.gate},
+        "last_verdict": None
+        if last is None
+        else {
+            "round": last.number,
+            "approved": last.approved,
+            "majors": last.majors,
+            "mediums": last.mediums,
+            "minors": last.minors,
+            "gate": last.gate,
+        },
         "open_tickets": [t.brief() for t in front.tickets],
-        "prep": front.prep.status, "paced": front.paced,
-        "blocks": list(front.blocks), "integrated": front.integrated, "ended": front.ended,
+        "prep": front.prep.status,
+        "paced": front.paced,
+        "blocks": list(front.blocks),
+        "integrated": front.integrated,
+        "ended": front.ended,
         "place": state.places.get(f"fronts/{front.lane}"),
     }
 
@@ -84,22 +98,34 @@ def _front_row(state: PState, front: FrontState) -> dict[str, Any]:
 def describe(state: PState) -> dict[str, Any]:
     """`status`'s summary: the overall bar, a row per front, and per lane its front and role."""
     if state.plan is None:
-        return {"phase": "planning", "planner_errors": list(state.planner_errors),
-                "display": ["planning: the planner writes the fronts"]}
+        return {
+            "phase": "planning",
+            "planner_errors": list(state.planner_errors),
+            "display": ["planning: the planner writes the fronts"],
+        }
     fronts = {fid: _front_row(state, f) for fid, f in state.fronts.items()}
     lanes: dict[str, dict[str, Any]] = {}
     for f in state.fronts.values():
         lanes[f.lane] = {"front": f.id, "role": "front lane (prep, review, gates)"}
         for owner, lane in f.owners.items():
-            lanes[lane] = {"front": f.id, "owner": owner,
-                           "files": list(state.plan.front(f.id).owners[owner])}
+            lanes[lane] = {
+                "front": f.id,
+                "owner": owner,
+                "files": list(state.plan.front(f.id).owners[owner]),
+            }
     whole = overall(state)
     display = [f"overall {bar(whole)}"] + [
         f"{fid:<10} {row['bar']}  {row['status']}"
-        + (f" · block {row['block']} round {row['round']} ({row['phase']})"
-           if row["phase"] else "")
+        + (f" · block {row['block']} round {row['round']} ({row['phase']})" if row["phase"] else "")
         + (f" · gate {row['gate']}" if row["gate"] else "")
-        for fid, row in fronts.items()]
-    return {"progress": {"overall": whole, "bar": bar(whole)}, "fronts": fronts,
-            "checkpoint": state.checkpoint, "spend": state.spend.model_dump(),
-            "anomalies": list(state.anomalies[-10:]), "lanes": lanes, "display": display}
+        for fid, row in fronts.items()
+    ]
+    return {
+        "progress": {"overall": whole, "bar": bar(whole)},
+        "fronts": fronts,
+        "checkpoint": state.checkpoint,
+        "spend": state.spend.model_dump(),
+        "anomalies": list(state.anomalies[-10:]),
+        "lanes": lanes,
+        "display": display,
+    }

@@ -61,18 +61,36 @@ def begin(front: FrontState, ctx: Ctx) -> tuple[FrontState, list[Command]]:
     paced = front.paced
     per_round = ctx.knobs.paced_tickets if paced else None
     assigned = assign(front.tickets, ctx.spec.owners, ctx.plan.max_tickets, per_round)
-    builders = {o: BuilderRun(owner=o, lane=front.owners[o], place=rt.builder_place(
-        front.owners[o]), tickets=ts) for o, ts in assigned.items()}
-    rs = RoundState(number=number, block=(number - 1) // rpb + 1, in_block=(number - 1) % rpb + 1,
-                    phase="sync" if builders else "critic_sync", paced=paced,
-                    ceiling=ctx.knobs.paced_ceiling if paced else ctx.knobs.ceiling,
-                    builders=builders, gate=None if builders else front.last_gate,
-                    started_at=ctx.at)
-    event = ev.RoundStarted(lane=front.lane, front=front.id, block=rs.block, round=number,
-                            in_block=rs.in_block, paced=paced, ceiling=rs.ceiling,
-                            builders={o: [t.id for t in b.tickets] for o, b in builders.items()})
+    builders = {
+        o: BuilderRun(
+            owner=o, lane=front.owners[o], place=rt.builder_place(front.owners[o]), tickets=ts
+        )
+        for o, ts in assigned.items()
+    }
+    rs = RoundState(
+        number=number,
+        block=(number - 1) // rpb + 1,
+        in_block=(number - 1) % rpb + 1,
+        phase="sync" if builders else "critic_sync",
+        paced=paced,
+        ceiling=ctx.knobs.paced_ceiling if paced else ctx.knobs.ceiling,
+        builders=builders,
+        gate=None if builders else front.last_gate,
+        started_at=ctx.at,
+    )
+    event = ev.RoundStarted(
+        lane=front.lane,
+        front=front.id,
+        block=rs.block,
+        round=number,
+        in_block=rs.in_block,
+        paced=paced,
+        ceiling=rs.ceiling,
+        builders={o: [t.id for t in b.tickets] for o, b in builders.items()},
+    )
     return front.model_copy(update={"current": rs, "rounds": number, "block": rs.block}), [
-        Emit(event)]
+        Emit(event)
+    ]
 
 
 # ---- what a phase still needs ------------------------------------------------------------------
@@ -91,23 +109,45 @@ def commands(front: FrontState, ctx: Ctx) -> list[Command]:
             if b.place not in ctx.places:
                 out.append(MakePlace(b.place, how="empty"))
             elif not b.synced:
-                out.append(rt.mirror(k(fid, "sync", n, b.owner), b.place, b.lane,
-                                     rt.front_place(lane), fpath))
+                out.append(
+                    rt.mirror(
+                        k(fid, "sync", n, b.owner), b.place, b.lane, rt.front_place(lane), fpath
+                    )
+                )
     elif rs.phase == "build":
         out += [_builder_turn(front, rs, b, ctx) for b in rs.builders.values() if not b.finished]
     elif rs.phase == "check":
         for b in rs.builders.values():
             if b.diff is None:
-                out.append(rt.compare(k(fid, "diff", n, b.owner), lane, b.place,
-                                      ctx.path(b.place), ctx.spec.owners[b.owner],
-                                      ctx.spec.freeze, ctx.plan, apply=False))
+                out.append(
+                    rt.compare(
+                        k(fid, "diff", n, b.owner),
+                        lane,
+                        b.place,
+                        ctx.path(b.place),
+                        ctx.spec.owners[b.owner],
+                        ctx.spec.freeze,
+                        ctx.plan,
+                        apply=False,
+                    )
+                )
             if not b.reaped:
                 out.append(rt.reap(k(fid, "reap", n, b.owner), b.place, b.lane))
     elif rs.phase == "apply":
-        out += [rt.compare(k(fid, "apply", n, b.owner), lane, b.place,
-                           ctx.path(b.place), ctx.spec.owners[b.owner], ctx.spec.freeze,
-                           ctx.plan, apply=True)
-                for b in rs.builders.values() if _taken(b) and not b.applied]
+        out += [
+            rt.compare(
+                k(fid, "apply", n, b.owner),
+                lane,
+                b.place,
+                ctx.path(b.place),
+                ctx.spec.owners[b.owner],
+                ctx.spec.freeze,
+                ctx.plan,
+                apply=True,
+            )
+            for b in rs.builders.values()
+            if _taken(b) and not b.applied
+        ]
     elif rs.phase == "gate":  # both at once: a gate run next to moved gate files is void
         if not rs.hashed:
             out.append(rt.freeze_hash(k(fid, "hash", n), ctx.spec, lane))
@@ -124,20 +164,55 @@ def _critic_commands(front: FrontState, rs: RoundState, ctx: Ctx) -> list[Comman
     if rs.phase == "critic_sync":
         if place not in ctx.places:
             return [MakePlace(place, how="empty")]
-        return [rt.mirror(k(fid, "csync", n), place, front.lane, rt.front_place(front.lane),
-                          ctx.path(rt.front_place(front.lane)))]
+        return [
+            rt.mirror(
+                k(fid, "csync", n),
+                place,
+                front.lane,
+                rt.front_place(front.lane),
+                ctx.path(rt.front_place(front.lane)),
+            )
+        ]
     if rs.phase == "critic":
         brief = briefs.critic_brief(ctx.plan, ctx.spec, front, rs)
-        return [StartTurn(role=CRITIC, lane=front.lane, number=rs.critic_turn, place=place,
-                          result=ResultSpec(Verdict, noun="verdict"), env=_env(brief),
-                          note={"brief": brief})]
+        return [
+            StartTurn(
+                role=CRITIC,
+                lane=front.lane,
+                number=rs.critic_turn,
+                place=place,
+                result=ResultSpec(Verdict, noun="verdict"),
+                env=_env(brief),
+                note={"brief": brief},
+            )
+        ]
     if rs.phase == "critic_check":
-        return [rt.compare(k(fid, "cdiff", n), front.lane, place, ctx.path(place),
-                           ctx.spec.freeze, (), ctx.plan, apply=False)]
+        return [
+            rt.compare(
+                k(fid, "cdiff", n),
+                front.lane,
+                place,
+                ctx.path(place),
+                ctx.spec.freeze,
+                (),
+                ctx.plan,
+                apply=False,
+            )
+        ]
     if rs.phase == "critic_apply":
         if not rs.critic_applied:
-            return [rt.compare(k(fid, "capply", n), front.lane, place, ctx.path(place),
-                               ctx.spec.freeze, (), ctx.plan, apply=True)]
+            return [
+                rt.compare(
+                    k(fid, "capply", n),
+                    front.lane,
+                    place,
+                    ctx.path(place),
+                    ctx.spec.freeze,
+                    (),
+                    ctx.plan,
+                    apply=True,
+                )
+            ]
         if not rs.rehashed:
             return [rt.freeze_hash(k(fid, "rehash", n), ctx.spec, front.lane)]
         return [rt.gate_full(k(fid, "regate", n), ctx.spec, front.lane)]
@@ -150,9 +225,15 @@ def _env(brief: Mapping[str, Any]) -> dict[str, str]:
 
 def _builder_turn(front: FrontState, rs: RoundState, b: BuilderRun, ctx: Ctx) -> StartTurn:
     brief = briefs.builder_brief(ctx.plan, ctx.spec, front, rs, b.owner)
-    return StartTurn(role=BUILDER, lane=b.lane, number=rs.number, place=b.place,
-                     result=ResultSpec(BuilderResult, noun="builder result"), env=_env(brief),
-                     note={"brief": brief})
+    return StartTurn(
+        role=BUILDER,
+        lane=b.lane,
+        number=rs.number,
+        place=b.place,
+        result=ResultSpec(BuilderResult, noun="builder result"),
+        env=_env(brief),
+        note={"brief": brief},
+    )
 
 
 def _taken(b: BuilderRun) -> bool:
@@ -175,8 +256,12 @@ def on_turn(front: FrontState, event: ev.TurnEnded) -> FrontState:
         if isinstance(event, ev.TurnValid):
             rs = rs.model_copy(update={"verdict": event.result})
         else:
-            rs = rs.model_copy(update={"critic_failures": rs.critic_failures + 1,
-                                       "critic_error": event.error[:500]})
+            rs = rs.model_copy(
+                update={
+                    "critic_failures": rs.critic_failures + 1,
+                    "critic_error": event.error[:500],
+                }
+            )
         return front.model_copy(update={"current": rs})
     b = next((b for b in rs.builders.values() if b.lane == event.lane), None)
     if b is None or rs.phase != "build" or event.turn != rs.number or b.finished:
@@ -185,21 +270,28 @@ def on_turn(front: FrontState, event: ev.TurnEnded) -> FrontState:
         b = b.model_copy(update={"result": event.result, "finished": True})
     else:
         failures = b.failures + 1
-        b = b.model_copy(update={"failures": failures, "error": event.error[:500],
-                                 "finished": failures >= TURN_TRIES})
+        b = b.model_copy(
+            update={
+                "failures": failures,
+                "error": event.error[:500],
+                "finished": failures >= TURN_TRIES,
+            }
+        )
     return front.model_copy(update={"current": _with_builder(rs, b)})
 
 
-def on_ran(front: FrontState, key: rt.Key, receipt: Mapping[str, Any],
-           spec: FrontSpec) -> FrontState:
+def on_ran(
+    front: FrontState, key: rt.Key, receipt: Mapping[str, Any], spec: FrontSpec
+) -> FrontState:
     rs = front.current
     if rs is None or key.round != rs.number:
         return front
     out = rt.tool_output(dict(receipt), "TREESYNC")
     b = rs.builders.get(key.who)
     if key.what == "sync" and b is not None:
-        rs = _with_builder(rs, b.model_copy(update={"synced": out is not None and
-                                                    "error" not in out}))
+        rs = _with_builder(
+            rs, b.model_copy(update={"synced": out is not None and "error" not in out})
+        )
     elif key.what == "diff" and b is not None:
         rs = _with_builder(rs, b.model_copy(update={"diff": out or {"error": _err(receipt)}}))
     elif key.what == "reap" and b is not None:
@@ -209,8 +301,11 @@ def on_ran(front: FrontState, key: rt.Key, receipt: Mapping[str, Any],
     elif key.what in ("hash", "rehash"):
         rs = _hashed(front, rs, key.what, out, receipt)
     elif key.what in ("gate", "regate"):
-        removed = sum(len(c.get("removes", ())) for c in (rs.verdict or {}).get(
-            "gate_changes", ())) if key.what == "regate" else 0
+        removed = (
+            sum(len(c.get("removes", ())) for c in (rs.verdict or {}).get("gate_changes", ()))
+            if key.what == "regate"
+            else 0
+        )
         result = judge_gate(receipt, previous=front.items, only=spec.only, removed=removed)
         rs = rs.model_copy(update={"gate" if key.what == "gate" else "regate": result})
     elif key.what == "csync":
@@ -226,20 +321,33 @@ def _err(receipt: Mapping[str, Any]) -> str:
     return str(receipt.get("error") or "no output")[:300]
 
 
-def _hashed(front: FrontState, rs: RoundState, what: str, out: dict[str, Any] | None,
-            receipt: Mapping[str, Any]) -> RoundState:
+def _hashed(
+    front: FrontState,
+    rs: RoundState,
+    what: str,
+    out: dict[str, Any] | None,
+    receipt: Mapping[str, Any],
+) -> RoundState:
     files = (out or {}).get("files")
     if what == "rehash":
-        return rs.model_copy(update={"rehashed": True,
-                                     "refrozen": files if isinstance(files, dict) else {}})
+        return rs.model_copy(
+            update={"rehashed": True, "refrozen": files if isinstance(files, dict) else {}}
+        )
     if not isinstance(files, dict):
-        return rs.model_copy(update={"hashed": True,
-                                     "refused": f"the gate files could not be hashed "
-                                                f"({_err(receipt)})"})
+        return rs.model_copy(
+            update={
+                "hashed": True,
+                "refused": f"the gate files could not be hashed ({_err(receipt)})",
+            }
+        )
     if files != front.frozen:
         changed = sorted(set(files.items()) ^ set((front.frozen or {}).items()))
         names = sorted({p for p, _ in changed})
-        return rs.model_copy(update={"hashed": True, "refused": "the frozen gate files "
-                                     f"changed in the front's tree: {', '.join(names[:5])}"})
+        return rs.model_copy(
+            update={
+                "hashed": True,
+                "refused": "the frozen gate files "
+                f"changed in the front's tree: {', '.join(names[:5])}",
+            }
+        )
     return rs.model_copy(update={"hashed": True})
-

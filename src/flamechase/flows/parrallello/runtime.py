@@ -21,8 +21,7 @@ __all__ = ["Key", "front_place", "parse_key", "tool_output"]
 
 PY = sys.executable  # the interpreter running flamechase runs its tools too
 SOURCE = "source"
-IGNORES = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", ".mypy_cache/**",
-           ".ruff_cache/**")
+IGNORES = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", ".mypy_cache/**", ".ruff_cache/**")
 
 
 class Key(NamedTuple):
@@ -65,7 +64,7 @@ def tool_output(receipt: dict[str, Any], prefix: str) -> dict[str, Any] | None:
     for line in reversed(str(receipt.get("output") or "").splitlines()):
         if line.startswith(prefix + " "):
             try:
-                data = json.loads(line[len(prefix) + 1:])
+                data = json.loads(line[len(prefix) + 1 :])
             except ValueError:
                 return None
             return data if isinstance(data, dict) else None
@@ -81,22 +80,47 @@ def owned(front: FrontSpec) -> list[str]:
 
 
 def mirror(k: str, place: str, lane: str, other_place: str, other_path: str) -> Run:
-    return Run(key=k, place=place, lane=lane, argv=_sync("mirror", "--from", other_path),
-               reads=(other_place,))
+    return Run(
+        key=k,
+        place=place,
+        lane=lane,
+        argv=_sync("mirror", "--from", other_path),
+        reads=(other_place,),
+    )
 
 
-def compare(k: str, lane: str, other_place: str, other_path: str, allow: Sequence[str],
-            frozen: Sequence[str], plan: PlanSpec, *, apply: bool) -> Run:
+def compare(
+    k: str,
+    lane: str,
+    other_place: str,
+    other_path: str,
+    allow: Sequence[str],
+    frozen: Sequence[str],
+    plan: PlanSpec,
+    *,
+    apply: bool,
+) -> Run:
     """Judge (or take) what the copy at `other_place` changed, in the front's tree (the
     front lane's place)."""
-    argv = _sync("apply" if apply else "diff", "--from", other_path, "--allow", *allow,
-                 "--frozen", *frozen, "--ignore", *IGNORES, *plan.ignore)
+    argv = _sync(
+        "apply" if apply else "diff",
+        "--from",
+        other_path,
+        "--allow",
+        *allow,
+        "--frozen",
+        *frozen,
+        "--ignore",
+        *IGNORES,
+        *plan.ignore,
+    )
     return Run(key=k, place=front_place(lane), lane=lane, argv=argv, reads=(other_place,))
 
 
 def freeze_hash(k: str, front: FrontSpec, lane: str) -> Run:
-    return Run(key=k, place=front_place(lane), lane=lane,
-               argv=_sync("hash", "--globs", *front.freeze))
+    return Run(
+        key=k, place=front_place(lane), lane=lane, argv=_sync("hash", "--globs", *front.freeze)
+    )
 
 
 def gate_command(front: FrontSpec, mode: str) -> str:
@@ -109,36 +133,74 @@ def gate_full(k: str, front: FrontSpec, lane: str) -> Run:
     command = gate_command(front, "full")
     argv: tuple[str, ...] = ("/bin/sh", "-c", command)
     if front.exclusive:  # performance: measured alone, under the run's lock
-        argv = (PY, "-m", "flamechase", "lock", "run", "--who", f"runtime:{front.id}",
-                "--max", "900", "--", *argv)
-    return Run(key=k, place=front_place(lane), lane=lane, argv=argv,
-               timeout=front.gate_timeout)
+        argv = (
+            PY,
+            "-m",
+            "flamechase",
+            "lock",
+            "run",
+            "--who",
+            f"runtime:{front.id}",
+            "--max",
+            "900",
+            "--",
+            *argv,
+        )
+    return Run(key=k, place=front_place(lane), lane=lane, argv=argv, timeout=front.gate_timeout)
 
 
 def reap(k: str, place: str, lane: str) -> Run:
-    return Run(key=k, place=place, lane=lane, argv=(PY, "-m", "flamechase", "job", "reap"),
-               timeout=120)
+    return Run(
+        key=k, place=place, lane=lane, argv=(PY, "-m", "flamechase", "job", "reap"), timeout=120
+    )
 
 
 def checkpoint(tag: str, message: str, *, require: bool) -> Run:
-    argv = (PY, "-m", "flamechase.tools.gitpoint", "checkpoint", "--tag", tag, "--message",
-            message, *(("--require",) if require else ()))
+    argv = (
+        PY,
+        "-m",
+        "flamechase.tools.gitpoint",
+        "checkpoint",
+        "--tag",
+        tag,
+        "--message",
+        message,
+        *(("--require",) if require else ()),
+    )
     return Run(key=key("-", "checkpoint"), place=SOURCE, argv=argv, timeout=600)
 
 
 def integrate(front: FrontSpec, lane: str, path: str, message: str) -> Run:
-    argv = (PY, "-m", "flamechase.tools.gitpoint", "integrate", "--from", path, "--allow",
-            *owned(front), *front.freeze, "--message", message)
-    return Run(key=key(front.id, "integrate"), place=SOURCE, argv=argv,
-               reads=(front_place(lane),), timeout=1800)
+    argv = (
+        PY,
+        "-m",
+        "flamechase.tools.gitpoint",
+        "integrate",
+        "--from",
+        path,
+        "--allow",
+        *owned(front),
+        *front.freeze,
+        "--message",
+        message,
+    )
+    return Run(
+        key=key(front.id, "integrate"),
+        place=SOURCE,
+        argv=argv,
+        reads=(front_place(lane),),
+        timeout=1800,
+    )
 
 
 def quick_command(front: FrontSpec, who: str) -> str:
     """What a builder runs while iterating (under the lock for a performance gate)."""
     command = gate_command(front, "quick")
     if front.exclusive:
-        return (f"{shlex.quote(PY)} -m flamechase lock run --who {shlex.quote(who)} "
-                f"--max 900 -- /bin/sh -c {shlex.quote(command)}")
+        return (
+            f"{shlex.quote(PY)} -m flamechase lock run --who {shlex.quote(who)} "
+            f"--max 900 -- /bin/sh -c {shlex.quote(command)}"
+        )
     return command
 
 
@@ -147,8 +209,21 @@ def machine_commands() -> dict[str, str]:
     return {"job": f"{base} job", "lock": f"{base} lock"}
 
 
-TOOLS = frozenset({"sync", "csync", "diff", "cdiff", "apply", "capply", "stage", "freeze",
-                   "hash", "rehash", "reap"})
+TOOLS = frozenset(
+    {
+        "sync",
+        "csync",
+        "diff",
+        "cdiff",
+        "apply",
+        "capply",
+        "stage",
+        "freeze",
+        "hash",
+        "rehash",
+        "reap",
+    }
+)
 
 
 def tool_failed(k: Key, receipt: dict[str, Any]) -> str | None:

@@ -14,13 +14,33 @@ from flamechase.flows.parrallello.params import ParrallelloParams
 from flamechase.flows.parrallello.plan import PlanSpec
 from flamechase.flows.parrallello.tickets import Ticket
 
-__all__ = ["BuilderRun", "FrontState", "Knobs", "PState", "PrepState", "RoundRecord", "RoundState",
-           "Spend", "seconds_between"]
+__all__ = [
+    "BuilderRun",
+    "FrontState",
+    "Knobs",
+    "PState",
+    "PrepState",
+    "RoundRecord",
+    "RoundState",
+    "Spend",
+    "seconds_between",
+]
 
-Phase = Literal["sync", "build", "check", "apply", "gate", "critic_sync", "critic",
-                "critic_check", "critic_apply", "verdict"]
-FrontStatus = Literal["waiting", "opening", "building", "approved", "not_approved",
-                      "blocked", "stopped"]
+Phase = Literal[
+    "sync",
+    "build",
+    "check",
+    "apply",
+    "gate",
+    "critic_sync",
+    "critic",
+    "critic_check",
+    "critic_apply",
+    "verdict",
+]
+FrontStatus = Literal[
+    "waiting", "opening", "building", "approved", "not_approved", "blocked", "stopped"
+]
 ENDED: frozenset[str] = frozenset({"approved", "not_approved", "blocked", "stopped"})
 
 
@@ -31,16 +51,24 @@ class Spend(BaseModel):
     output_tokens: int = 0
     seconds: float = 0.0
 
-    def plus(self, cost: float = 0.0, turns: int = 0, output_tokens: int = 0,
-             seconds: float = 0.0) -> Spend:
-        return Spend(cost=round(self.cost + cost, 6), turns=self.turns + turns,
-                     output_tokens=self.output_tokens + output_tokens,
-                     seconds=round(self.seconds + seconds, 3))
+    def plus(
+        self, cost: float = 0.0, turns: int = 0, output_tokens: int = 0, seconds: float = 0.0
+    ) -> Spend:
+        return Spend(
+            cost=round(self.cost + cost, 6),
+            turns=self.turns + turns,
+            output_tokens=self.output_tokens + output_tokens,
+            seconds=round(self.seconds + seconds, 3),
+        )
 
     def share(self, limits: dict[str, float]) -> float:
         """The largest fraction of a budget this spend is (0 with no budgets)."""
-        used = {"cost": self.cost, "turns": float(self.turns),
-                "output_tokens": float(self.output_tokens), "duration": self.seconds}
+        used = {
+            "cost": self.cost,
+            "turns": float(self.turns),
+            "output_tokens": float(self.output_tokens),
+            "duration": self.seconds,
+        }
         return max((used[k] / v for k, v in limits.items() if v and k in used), default=0.0)
 
 
@@ -151,8 +179,7 @@ class FrontState(BaseModel):
 
     @property
     def done(self) -> bool:
-        return self.status in ENDED and (self.status != "approved"
-                                         or self.integrated is not None)
+        return self.status in ENDED and (self.status != "approved" or self.integrated is not None)
 
 
 class Knobs(BaseModel):

@@ -43,9 +43,16 @@ class Ticket(BaseModel):
         return self.severity != "minor"
 
     def brief(self) -> dict[str, object]:
-        return {"id": self.id, "severity": self.severity, "title": self.title,
-                "detail": self.detail, "files": list(self.files), "gate": self.gate,
-                "rounds_open": self.rounds_open, "required": self.required}
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "title": self.title,
+            "detail": self.detail,
+            "files": list(self.files),
+            "gate": self.gate,
+            "rounds_open": self.rounds_open,
+            "required": self.required,
+        }
 
 
 def rank(t: Ticket) -> tuple[int, int, str]:
@@ -53,38 +60,72 @@ def rank(t: Ticket) -> tuple[int, int, str]:
 
 
 def carried(source: Source, given: Iterable[TicketIn]) -> list[Ticket]:
-    return [Ticket(id=t.id, severity=t.severity, source=source, title=t.title, detail=t.detail,
-                   owner=t.owner, files=t.files, gate=t.gate) for t in given]
+    return [
+        Ticket(
+            id=t.id,
+            severity=t.severity,
+            source=source,
+            title=t.title,
+            detail=t.detail,
+            owner=t.owner,
+            files=t.files,
+            gate=t.gate,
+        )
+        for t in given
+    ]
 
 
 def from_findings(findings: Sequence[Finding]) -> list[Ticket]:
     """Tickets from majors and mediums, for a critic that listed findings but no tickets."""
-    return [Ticket(id=f"F-{f.id}", severity=f.severity, source="critic", title=f.title,
-                   detail=f"{f.evidence}\nfix: {f.fix}".strip(), owner=f.owner,
-                   files=(f.file,) if f.file else ())
-            for f in findings if f.severity != "minor"][:8]
+    return [
+        Ticket(
+            id=f"F-{f.id}",
+            severity=f.severity,
+            source="critic",
+            title=f.title,
+            detail=f"{f.evidence}\nfix: {f.fix}".strip(),
+            owner=f.owner,
+            files=(f.file,) if f.file else (),
+        )
+        for f in findings
+        if f.severity != "minor"
+    ][:8]
 
 
 def gate_tickets(gate: GateResult | None, covered: set[str]) -> list[Ticket]:
     if gate is None:
         return []
     if gate.reason is not None:
-        return [Ticket(id="G-gate", severity="major", source="gate",
-                       title=f"the gate fails closed ({gate.reason})",
-                       detail=gate.detail + " — the gate script is frozen: fix what makes it "
-                       "fail without editing it")]
+        return [
+            Ticket(
+                id="G-gate",
+                severity="major",
+                source="gate",
+                title=f"the gate fails closed ({gate.reason})",
+                detail=gate.detail + " — the gate script is frozen: fix what makes it "
+                "fail without editing it",
+            )
+        ]
     out = []
     for item in gate.failing:
         item_id = str(item.get("id"))
         if item_id not in covered:
-            out.append(Ticket(id=f"G-{item_id}", severity="major", source="gate",
-                              title=f"gate item {item_id} fails: value {item.get('value')!r}, "
-                                    f"target {item.get('target')!r}", gate=item_id))
+            out.append(
+                Ticket(
+                    id=f"G-{item_id}",
+                    severity="major",
+                    source="gate",
+                    title=f"gate item {item_id} fails: value {item.get('value')!r}, "
+                    f"target {item.get('target')!r}",
+                    gate=item_id,
+                )
+            )
     return out
 
 
-def next_tickets(previous: Sequence[Ticket], fresh: Sequence[Ticket],
-                 gate: GateResult | None) -> tuple[Ticket, ...]:
+def next_tickets(
+    previous: Sequence[Ticket], fresh: Sequence[Ticket], gate: GateResult | None
+) -> tuple[Ticket, ...]:
     """The open tickets after a round: `fresh` (the critic's and the runtime's) and the failing
     gate items, with `rounds_open` carried from tickets of the same id."""
     before = {t.id: t for t in previous}
@@ -107,8 +148,12 @@ def owner_of(t: Ticket, owners: Mapping[str, Sequence[str]]) -> str | None:
     return None
 
 
-def assign(tickets: Sequence[Ticket], owners: Mapping[str, Sequence[str]], per_builder: int,
-           total: int | None = None) -> dict[str, tuple[Ticket, ...]]:
+def assign(
+    tickets: Sequence[Ticket],
+    owners: Mapping[str, Sequence[str]],
+    per_builder: int,
+    total: int | None = None,
+) -> dict[str, tuple[Ticket, ...]]:
     """Each builder's tickets for a round: its own (by owner, then by files), the rest spread
     to whoever has fewest; at most `per_builder` each and `total` in all, most severe first."""
     got: dict[str, list[Ticket]] = {o: [] for o in owners}

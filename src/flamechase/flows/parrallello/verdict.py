@@ -14,8 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["BuilderResult", "Finding", "Judgement", "PrepResult", "TicketIn", "Verdict",
-           "judge"]
+__all__ = ["BuilderResult", "Finding", "Judgement", "PrepResult", "TicketIn", "Verdict", "judge"]
 
 Severity = Literal["major", "medium", "minor"]
 HANDOFF_LINES = 15
@@ -139,8 +138,13 @@ class Judgement:
     reasons: tuple[str, ...]
 
 
-def judge(verdict: Verdict | None, gate_pass: bool, extra: Sequence[Finding] = (),
-          *, missing: str | None = None) -> Judgement:
+def judge(
+    verdict: Verdict | None,
+    gate_pass: bool,
+    extra: Sequence[Finding] = (),
+    *,
+    missing: str | None = None,
+) -> Judgement:
     """The approval rule: 0 majors, 0 mediums (recounted) and every gate PASS.
 
     `extra`: findings the runtime made itself this round; `missing`: why there is no verdict
@@ -162,16 +166,29 @@ def judge(verdict: Verdict | None, gate_pass: bool, extra: Sequence[Finding] = (
     if verdict is not None:
         declared = verdict.counts
         if declared is not None and (declared.majors, declared.mediums, declared.minors) != (
-                majors - _count(extra, "major"), mediums - _count(extra, "medium"),
-                minors - _count(extra, "minor")):
-            mismatch = (f"the critic declared {declared.majors}/{declared.mediums}/"
-                        f"{declared.minors} majors/mediums/minors, its findings say otherwise")
+            majors - _count(extra, "major"),
+            mediums - _count(extra, "medium"),
+            minors - _count(extra, "minor"),
+        ):
+            mismatch = (
+                f"the critic declared {declared.majors}/{declared.mediums}/"
+                f"{declared.minors} majors/mediums/minors, its findings say otherwise"
+            )
         elif verdict.approve != approved:
-            mismatch = (f"the critic said approve={str(verdict.approve).lower()}, the rule "
-                        f"says {'approved' if approved else 'not approved'}")
-    return Judgement(approved=approved, majors=majors, mediums=mediums, minors=minors,
-                     gate_pass=gate_pass, critic_approve=verdict.approve if verdict else None,
-                     mismatch=mismatch, reasons=tuple(reasons))
+            mismatch = (
+                f"the critic said approve={str(verdict.approve).lower()}, the rule "
+                f"says {'approved' if approved else 'not approved'}"
+            )
+    return Judgement(
+        approved=approved,
+        majors=majors,
+        mediums=mediums,
+        minors=minors,
+        gate_pass=gate_pass,
+        critic_approve=verdict.approve if verdict else None,
+        mismatch=mismatch,
+        reasons=tuple(reasons),
+    )
 
 
 def _count(found: Sequence[Finding], severity: str) -> int:
