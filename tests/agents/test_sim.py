@@ -32,7 +32,7 @@ from flamechase.agents.sim import (
 from flamechase.agents.sim_ladder import RUNGS, TOP, rung_of
 from flamechase.agents.spec import parse_spec
 from flamechase.errors import BackendUnavailable
-from flamechase.flows.plans import validate_plan
+from flamechase.flows.parallel_flame_chase.plans import validate_plan
 from flamechase.reports import parse_report
 
 NAIVE_STEPS = 364071

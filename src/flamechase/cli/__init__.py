@@ -37,7 +37,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "artifacts": ("artifacts", "command"),
     "flows": ("flows", "group"),
     "profile": ("profile", "group"),
-    "pr": ("pr", "command"),
     "job": ("job", "command"),
     "lock": ("lock", "command"),
     "agents": ("agents", "command"),
@@ -50,15 +49,24 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _all_commands() -> dict[str, tuple[str, str]]:
+    """The CLI's own commands and those the built-in flows add: name -> (module, attribute)."""
+    from flamechase.flows import COMMANDS as FLOW_COMMANDS
+
+    own = {name: (f"flamechase.cli.{module}", attr) for name, (module, attr) in COMMANDS.items()}
+    return {**FLOW_COMMANDS, **own}
+
+
 class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *COMMANDS})
+        return sorted({*self.commands, *_all_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            module, attr = COMMANDS[cmd_name]
+        known = _all_commands()
+        if cmd_name not in self.commands and cmd_name in known:
+            module, attr = known[cmd_name]
             try:
-                found = getattr(importlib.import_module(f"flamechase.cli.{module}"), attr)
+                found = getattr(importlib.import_module(module), attr)
             except ImportError:  # an optional extra's command (its library is missing)
                 return None
             self.add_command(found, cmd_name)

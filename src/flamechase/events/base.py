@@ -1,7 +1,7 @@
 """The event machinery: `Event`, `FlowEvent`, `Unknown`, the registry and `parse`.
 
-Every kind module (`run`, `turns`, `lanes`, `pfc`, `git_pr`, `parrallello`) registers its
-classes here on import; `flamechase.events` imports them all, so the views know every kind.
+The engine's kind modules (`run`, `turns`, `lanes`) register their classes here on import, and
+`flamechase.events` imports them all; a flow's kinds register when the flow is imported.
 """
 
 from __future__ import annotations

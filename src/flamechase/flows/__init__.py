@@ -12,9 +12,16 @@ from __future__ import annotations
 
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flamechase.flow import Flow
+if TYPE_CHECKING:
+    from flamechase.flow import Flow
+
+# The commands a built-in flow adds to the CLI: name -> (module, attribute, one-line help).
+# Loaded only when the command runs, as the CLI's own are.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "pr": ("flamechase.flows.git_pr.cli", "command"),
+}
 
 BUILTIN: dict[str, str] = {
     "flame_chase": "flamechase.flows.flame_chase",

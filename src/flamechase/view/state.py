@@ -31,6 +31,9 @@ from typing import Any
 
 from flamechase import events as ev
 from flamechase.flow.leaderboard import better, metric_key
+from flamechase.flows.git_pr import events as gev
+from flamechase.flows.parallel_flame_chase import events as pev
+from flamechase.flows.parrallello import events as fev
 
 __all__ = [
     "BUDGET_KEYS",
@@ -350,17 +353,17 @@ class RunFold:
             self._open_at = parse_at(e.at)
         self._status("starting" if isinstance(e, ev.RunCreated) else "resumed", ch)
 
-    def _planning(self, e: ev.PlanningStarted, ch: Change, before: str | None) -> None:
+    def _planning(self, e: pev.PlanningStarted, ch: Change, before: str | None) -> None:
         self._status("planning", ch)
 
-    def _plan_attempt(self, e: ev.PlanAttempt, ch: Change, before: str | None) -> None:
+    def _plan_attempt(self, e: pev.PlanAttempt, ch: Change, before: str | None) -> None:
         # flamechase 0.1 journaled planning sessions only as plan_attempt; later journals
         # count their spend from the session's own turn event.
         if not self._solo_turns:
             self.cost += e.cost_usd
             ch.spend = True
 
-    def _planned(self, e: ev.Planned, ch: Change, before: str | None) -> None:
+    def _planned(self, e: pev.Planned, ch: Change, before: str | None) -> None:
         for name in e.released:
             if name in self.lanes:
                 self._set(str(name), ch, held=False, held_reason=None, failures=0)
@@ -473,14 +476,14 @@ class RunFold:
             self.reports[rep.seq - 1] = rep
             ch.artifacts = rep
 
-    def _declared(self, e: ev.LeaderboardDeclared, ch: Change, before: str | None) -> None:
+    def _declared(self, e: pev.LeaderboardDeclared, ch: Change, before: str | None) -> None:
         self.evaluator = e.measured_by_runtime
         self.measured_by = e.command
         if e.metric and e.direction:
             self.primary = (metric_key(e.metric), e.direction)
         ch.board = True
 
-    def _submitted(self, e: ev.CandidateSubmitted, ch: Change, before: str | None) -> None:
+    def _submitted(self, e: pev.CandidateSubmitted, ch: Change, before: str | None) -> None:
         self._submit(e, ch)
 
     def _stopping(self, e: ev.Stopping, ch: Change, before: str | None) -> None:
@@ -575,7 +578,7 @@ class RunFold:
                 del box[word]
                 self.integrated.append((lane, word, actor))
 
-    def _submit(self, e: ev.CandidateSubmitted, ch: Change) -> None:
+    def _submit(self, e: pev.CandidateSubmitted, ch: Change) -> None:
         self.submissions += 1
         ch.board = True
         value = e.measured if e.measured is not None else e.claimed
@@ -696,9 +699,9 @@ _Handler = Any  # RunFold method taking (event, change, time of the previous eve
 _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.RunCreated: RunFold._opened,
     ev.RunResumed: RunFold._opened,
-    ev.PlanningStarted: RunFold._planning,
-    ev.PlanAttempt: RunFold._plan_attempt,
-    ev.Planned: RunFold._planned,
+    pev.PlanningStarted: RunFold._planning,
+    pev.PlanAttempt: RunFold._plan_attempt,
+    pev.Planned: RunFold._planned,
     ev.RunRunning: RunFold._running,
     ev.TurnStarted: RunFold._turn_started,
     ev.TurnValid: RunFold._turn_valid,
@@ -708,8 +711,8 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.LaneHeld: RunFold._held,
     ev.LaneReleased: RunFold._released,
     ev.ReportPublished: RunFold._published,
-    ev.LeaderboardDeclared: RunFold._declared,
-    ev.CandidateSubmitted: RunFold._submitted,
+    pev.LeaderboardDeclared: RunFold._declared,
+    pev.CandidateSubmitted: RunFold._submitted,
     ev.BudgetSpent: RunFold._budget_spent,
     ev.Stopping: RunFold._stopping,
     ev.RunFinished: RunFold._ended,
@@ -719,47 +722,47 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     # Narrated, not folded:
     ev.Notice: RunFold._nothing,
     ev.ObjectiveRevised: RunFold._nothing,
-    ev.ObjectiveReplanned: RunFold._nothing,
+    pev.ObjectiveReplanned: RunFold._nothing,
     ev.PlaceMade: RunFold._place,
     ev.Measured: RunFold._nothing,
     ev.Ran: RunFold._nothing,
     ev.Frozen: RunFold._nothing,
     ev.PlaceDropped: RunFold._nothing,
-    ev.CandidateBestUpdated: RunFold._nothing,
-    ev.CentralReady: RunFold._nothing,
-    ev.MainMeasured: RunFold._nothing,
-    ev.PrReviewing: RunFold._nothing,
-    ev.MainPublished: RunFold._nothing,
-    ev.PublicationHeld: RunFold._nothing,
+    pev.CandidateBestUpdated: RunFold._nothing,
+    gev.CentralReady: RunFold._nothing,
+    gev.MainMeasured: RunFold._nothing,
+    gev.PrReviewing: RunFold._nothing,
+    gev.MainPublished: RunFold._nothing,
+    gev.PublicationHeld: RunFold._nothing,
     # Marks on a lane's track:
-    ev.PrOpened: RunFold._marked,
-    ev.PrReady: RunFold._marked,
-    ev.PrMerged: RunFold._marked,
-    ev.PrRejected: RunFold._marked,
-    ev.PushRefused: RunFold._marked,
-    ev.PrRequestRefused: RunFold._marked,
+    gev.PrOpened: RunFold._marked,
+    gev.PrReady: RunFold._marked,
+    gev.PrMerged: RunFold._marked,
+    gev.PrRejected: RunFold._marked,
+    gev.PushRefused: RunFold._marked,
+    gev.PrRequestRefused: RunFold._marked,
     # parrallello's decisions: narrated (with their progress figures), not folded.
-    ev.FrontsPlanned: RunFold._nothing,
-    ev.CheckpointMade: RunFold._nothing,
-    ev.FrontPrepped: RunFold._nothing,
-    ev.FrontStarted: RunFold._nothing,
-    ev.RoundStarted: RunFold._nothing,
-    ev.BuilderChecked: RunFold._nothing,
-    ev.GateRan: RunFold._nothing,
-    ev.GateRefrozen: RunFold._nothing,
-    ev.VerdictRecorded: RunFold._nothing,
-    ev.BlockEnded: RunFold._nothing,
-    ev.FrontEnded: RunFold._nothing,
-    ev.FrontIntegrated: RunFold._nothing,
-    ev.Anomaly: RunFold._nothing,
+    fev.FrontsPlanned: RunFold._nothing,
+    fev.CheckpointMade: RunFold._nothing,
+    fev.FrontPrepped: RunFold._nothing,
+    fev.FrontStarted: RunFold._nothing,
+    fev.RoundStarted: RunFold._nothing,
+    fev.BuilderChecked: RunFold._nothing,
+    fev.GateRan: RunFold._nothing,
+    fev.GateRefrozen: RunFold._nothing,
+    fev.VerdictRecorded: RunFold._nothing,
+    fev.BlockEnded: RunFold._nothing,
+    fev.FrontEnded: RunFold._nothing,
+    fev.FrontIntegrated: RunFold._nothing,
+    fev.Anomaly: RunFold._nothing,
 }
 _MARKS: dict[type[ev.Event], tuple[str, str]] = {
-    ev.PrOpened: ("opened", "pr"),
-    ev.PrReady: ("ready", "pr"),
-    ev.PrMerged: ("merged", "merge"),
-    ev.PrRejected: ("rejected", "reject"),
-    ev.PushRefused: ("push refused", "reject"),
-    ev.PrRequestRefused: ("PR request refused", "reject"),
+    gev.PrOpened: ("opened", "pr"),
+    gev.PrReady: ("ready", "pr"),
+    gev.PrMerged: ("merged", "merge"),
+    gev.PrRejected: ("rejected", "reject"),
+    gev.PushRefused: ("push refused", "reject"),
+    gev.PrRequestRefused: ("PR request refused", "reject"),
 }
 
 

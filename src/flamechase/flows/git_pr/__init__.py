@@ -29,7 +29,7 @@ from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr import jobs, planning, prompts, publication, pushes, review, setup
 from flamechase.flows.git_pr.model import CENTRAL, GitState, lane_place
 from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_paths
-from flamechase.flows.planner import Planning
+from flamechase.flows.parallel_flame_chase.planner import Planning
 
 __all__ = ["FLOW", "GitPr"]
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from flamechase.flow import Measure, Outbox, Run
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr.params import GitPrParams
-from flamechase.flows.planner import Planning
+from flamechase.flows.parallel_flame_chase.planner import Planning
 
 PrStatus = Literal["draft", "evaluating", "ready", "reviewing", "merged", "rejected"]
 OPEN: tuple[str, ...] = ("draft", "evaluating", "ready", "reviewing")

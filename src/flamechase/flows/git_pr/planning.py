@@ -6,10 +6,10 @@ from typing import Any
 
 from flamechase import events as ev
 from flamechase.flow import Command
-from flamechase.flows import planner
 from flamechase.flows.git_pr import jobs
 from flamechase.flows.git_pr.model import GitState
-from flamechase.flows.planner import PLANNER, Planning
+from flamechase.flows.parallel_flame_chase import planner
+from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
 
 __all__ = ["PLANNER", "Planning", "commands", "fold"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flamechase import events as ev
 from flamechase.flow import Command, Emit, Run, WaitUntil
+from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, programs
 from flamechase.flows.git_pr.model import CENTRAL, GitState, LedgerEntry, epoch, result_of
 
@@ -76,7 +76,7 @@ def on_result(state: GitState, receipt: dict[str, Any], at: str) -> GitState:
         return jobs.owe(
             state,
             Emit(
-                ev.MainPublished(
+                gev.MainPublished(
                     commit=str(published),
                     paths=int(result.get("changed") or 0),
                     source_commit=result.get("commit"),
@@ -91,4 +91,4 @@ def on_result(state: GitState, receipt: dict[str, Any], at: str) -> GitState:
     )
     if reason == pub.held:  # said already; not again every RETRY seconds
         return state
-    return jobs.owe(state, Emit(ev.PublicationHeld(commit=pub.target or "", reason=reason)))
+    return jobs.owe(state, Emit(gev.PublicationHeld(commit=pub.target or "", reason=reason)))

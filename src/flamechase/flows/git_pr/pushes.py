@@ -18,6 +18,7 @@ from typing import Any
 
 from flamechase import events as ev
 from flamechase.flow import Emit
+from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, programs, requests
 from flamechase.flows.git_pr.model import (
     CENTRAL,
@@ -124,7 +125,7 @@ def on_forward(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> G
     state = state.model_copy(update={"seen": seen, "refs": {**state.refs, lane: mine}})
     refused = {ref: why for ref, why in (result.get("results") or {}).items() if why != "ok"}
     for ref, why in sorted(refused.items()):
-        state = jobs.owe(state, Emit(ev.PushRefused(lane=lane, ref=ref, reason=str(why))))
+        state = jobs.owe(state, Emit(gev.PushRefused(lane=lane, ref=ref, reason=str(why))))
     if refused:
         lines = "; ".join(
             f"{ref.removeprefix('refs/heads/')}: {why}" for ref, why in sorted(refused.items())

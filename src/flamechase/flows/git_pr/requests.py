@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flamechase import events as ev
 from flamechase.flow import Emit
+from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, review
 from flamechase.flows.git_pr.model import OPEN, AfterTurn, GitState, PullRequest, waiting_key
 
@@ -54,7 +54,7 @@ def carry_out(state: GitState, lane: str, after: AfterTurn, at: str) -> GitState
 
 
 def _refused(state: GitState, lane: str, op: str, reason: str, at: str) -> GitState:
-    state = jobs.owe(state, Emit(ev.PrRequestRefused(lane=lane, op=op, reason=reason)))
+    state = jobs.owe(state, Emit(gev.PrRequestRefused(lane=lane, op=op, reason=reason)))
     return jobs.system_report(
         state,
         [lane],
@@ -113,7 +113,7 @@ def _open(state: GitState, lane: str, req: dict[str, Any], at: str) -> GitState:
     )
     state = state.with_pr(pr)
     return jobs.owe(
-        state, Emit(ev.PrOpened(lane=lane, pr=pr.id, branch=branch, head=head, title=pr.title))
+        state, Emit(gev.PrOpened(lane=lane, pr=pr.id, branch=branch, head=head, title=pr.title))
     )
 
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flamechase import events as ev
 from flamechase.flow import Emit
+from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, programs
 from flamechase.flows.git_pr.model import (
     CENTRAL,
@@ -35,6 +35,7 @@ from flamechase.flows.git_pr.model import (
     checkout_place,
     result_of,
 )
+from flamechase.flows.parallel_flame_chase import events as pev
 
 __all__ = ["evaluate", "integrate", "on_result", "reject"]
 
@@ -57,7 +58,7 @@ def reject(state: GitState, pr_id: str, reason: str, at: str) -> GitState:
     state = state.with_pr(pr)
     if state.review is not None and state.review.pr == pr_id:
         state = state.model_copy(update={"review": None})
-    state = jobs.owe(state, Emit(ev.PrRejected(lane=pr.lane, pr=pr.id, reason=reason)))
+    state = jobs.owe(state, Emit(gev.PrRejected(lane=pr.lane, pr=pr.id, reason=reason)))
     return jobs.system_report(
         state,
         [pr.lane],
@@ -167,7 +168,7 @@ def _on_measure(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> 
     state = jobs.owe(
         state,
         Emit(
-            ev.PrReady(
+            gev.PrReady(
                 lane=pr.lane, pr=pr.id, commit=pr.head, value=rec.value, main_value=state.main_score
             )
         ),
@@ -211,7 +212,7 @@ def integrate(state: GitState, at: str) -> GitState:
     state = jobs.owe(
         state,
         Emit(
-            ev.PrReviewing(
+            gev.PrReviewing(
                 lane=best.lane, pr=best.id, value=best.score, main_value=state.main_score
             )
         ),
@@ -374,7 +375,7 @@ def _merged(state: GitState, review: Review, at: str) -> GitState:
     state = jobs.owe(
         state,
         Emit(
-            ev.PrMerged(
+            gev.PrMerged(
                 lane=pr.lane,
                 pr=pr.id,
                 merge=entry.merge,
@@ -384,7 +385,7 @@ def _merged(state: GitState, review: Review, at: str) -> GitState:
             )
         ),
         Emit(
-            ev.CandidateSubmitted(
+            pev.CandidateSubmitted(
                 lane=pr.lane,
                 report_id=pr.id,
                 metric=p.metric,
@@ -396,7 +397,7 @@ def _merged(state: GitState, review: Review, at: str) -> GitState:
             )
         ),
         Emit(
-            ev.CandidateBestUpdated(
+            pev.CandidateBestUpdated(
                 lane=pr.lane,
                 report_id=pr.id,
                 metric=p.metric,

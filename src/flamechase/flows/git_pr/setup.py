@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flamechase import events as ev
 from flamechase.flow import Command, Emit, FinishRun, MakePlace, Measure, Run
+from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, programs
 from flamechase.flows.git_pr.model import (
     CENTRAL,
@@ -24,6 +24,7 @@ from flamechase.flows.git_pr.model import (
     lane_place,
     result_of,
 )
+from flamechase.flows.parallel_flame_chase import events as pev
 
 __all__ = ["commands", "on_result", "places"]
 
@@ -125,7 +126,7 @@ def on_result(state: GitState, key: str, receipt: dict[str, Any]) -> GitState:
         return jobs.owe(
             state,
             Emit(
-                ev.CentralReady(
+                gev.CentralReady(
                     commit=result["main"],
                     files=int(result.get("files") or 0),
                     allowed=list(state.allowed),
@@ -151,12 +152,14 @@ def _measured(state: GitState, receipt: dict[str, Any]) -> GitState:
     p = state.params
     out: list[Command] = [
         Emit(
-            ev.MainMeasured(commit=state.main or "", value=state.main_score, error=state.main_error)
+            gev.MainMeasured(
+                commit=state.main or "", value=state.main_score, error=state.main_error
+            )
         )
     ]
     out.append(
         Emit(
-            ev.LeaderboardDeclared(
+            pev.LeaderboardDeclared(
                 metric=p.metric,
                 direction=p.direction,
                 measured_by_runtime=True,
@@ -167,7 +170,7 @@ def _measured(state: GitState, receipt: dict[str, Any]) -> GitState:
     if state.main_score is not None:
         out.append(
             Emit(
-                ev.CandidateSubmitted(
+                pev.CandidateSubmitted(
                     report_id="main",
                     metric=p.metric,
                     direction=p.direction,

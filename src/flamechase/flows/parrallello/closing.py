@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from flamechase import events as ev
 from flamechase.flow import Command, Emit
+from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.progress import front_fraction
 from flamechase.flows.parrallello.rounds import Ctx, begin
@@ -94,7 +94,9 @@ def _step(front: FrontState, rs: RoundState, ctx: Ctx) -> tuple[RoundState, list
 
 def _anomaly(front: FrontState, rs: RoundState, what: str, detail: str) -> Command:
     return Emit(
-        ev.Anomaly(lane=front.lane, front=front.id, round=rs.number, what=what, detail=detail[:500])
+        fev.Anomaly(
+            lane=front.lane, front=front.id, round=rs.number, what=what, detail=detail[:500]
+        )
     )
 
 
@@ -108,7 +110,7 @@ def _checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list[Comman
         failed = [t.id for t in b.tickets] if outside or frozen else []
         owed.append(
             Emit(
-                ev.BuilderChecked(
+                fev.BuilderChecked(
                     lane=b.lane,
                     front=front.id,
                     round=rs.number,
@@ -233,7 +235,7 @@ def _close(
         update["frozen"] = refrozen
         owed.append(
             Emit(
-                ev.GateRefrozen(
+                fev.GateRefrozen(
                     lane=front.lane,
                     front=front.id,
                     round=rs.number,
@@ -268,7 +270,7 @@ def _close(
         )
     owed.append(
         Emit(
-            ev.VerdictRecorded(
+            fev.VerdictRecorded(
                 lane=front.lane,
                 front=front.id,
                 block=rs.block,
@@ -317,7 +319,7 @@ def _after(
         }
         owed.append(
             Emit(
-                ev.BlockEnded(
+                fev.BlockEnded(
                     lane=front.lane,
                     front=front.id,
                     block=rs.block,
@@ -371,7 +373,7 @@ def end_front(
     return front, [
         *owed,
         Emit(
-            ev.FrontEnded(
+            fev.FrontEnded(
                 lane=front.lane,
                 front=front.id,
                 status=status,

@@ -31,6 +31,7 @@ from flamechase.flow import (
     TurnContext,
 )
 from flamechase.flows.parrallello import briefs, closing, front, progress
+from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello.params import ParrallelloParams
 from flamechase.flows.parrallello.plan import PlanSpec, lane_names
@@ -70,7 +71,7 @@ def _fronts_of(plan: PlanSpec, slots: Sequence[tuple[str, Sequence[str]]]) -> di
 
 def _planned(plan: PlanSpec, source: str) -> Command:
     return Emit(
-        ev.FrontsPlanned(
+        fev.FrontsPlanned(
             source=source,
             blocks=plan.blocks,
             rounds_per_block=plan.rounds_per_block,
@@ -145,7 +146,7 @@ class Parrallello(Flow[PState]):
         slots = tuple((lane, tuple(b)) for lane, b in lane_names(p.loaded_plan, p.fronts))
         state = PState(knobs=Knobs.of(p), run_id=setup.run_id, slots=slots)
         if p.checkpoint == "off":
-            off = ev.CheckpointMade(skipped="off (-p checkpoint=off)")
+            off = fev.CheckpointMade(skipped="off (-p checkpoint=off)")
             state = state.model_copy(
                 update={
                     "checkpoint": {"skipped": off.skipped},
@@ -216,7 +217,7 @@ class Parrallello(Flow[PState]):
         whole = progress.overall(state)
         owed = [
             Emit(dataclasses.replace(c.event, overall=whole))
-            if isinstance(c, Emit) and isinstance(c.event, ev.VerdictRecorded | ev.FrontEnded)
+            if isinstance(c, Emit) and isinstance(c.event, fev.VerdictRecorded | fev.FrontEnded)
             else c
             for c in owed
         ]
@@ -271,7 +272,7 @@ class Parrallello(Flow[PState]):
                 if tries >= TOOL_TRIES
                 else None
             )
-            anomaly = ev.Anomaly(
+            anomaly = fev.Anomaly(
                 front=key.front,
                 round=key.round,
                 what="runtime-failed",
@@ -305,7 +306,7 @@ class Parrallello(Flow[PState]):
                 "commit": out.get("commit"),
                 "committed": out.get("committed"),
             }
-        made = ev.CheckpointMade(
+        made = fev.CheckpointMade(
             tag=done.get("tag"),
             commit=done.get("commit"),
             skipped=done.get("skipped"),

@@ -20,6 +20,7 @@ from typing import Any
 from flamechase import events as ev
 from flamechase.flow import Command, Emit, MakePlace, ResultSpec, StartTurn
 from flamechase.flows.parrallello import briefs, rounds
+from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.closing import end_front
@@ -164,7 +165,7 @@ def on_prep_turn(front: FrontState, event: ev.TurnEnded) -> tuple[FrontState, li
         prep = p.model_copy(update={"status": "done", "result": event.result})
         return front.model_copy(update={"prep": prep}), [
             Emit(
-                ev.FrontPrepped(
+                fev.FrontPrepped(
                     lane=front.lane,
                     front=front.id,
                     ok=True,
@@ -184,7 +185,7 @@ def on_prep_turn(front: FrontState, event: ev.TurnEnded) -> tuple[FrontState, li
     if failures >= 2:
         owed.append(
             Emit(
-                ev.FrontPrepped(lane=front.lane, front=front.id, ok=False, error=event.error[:300])
+                fev.FrontPrepped(lane=front.lane, front=front.id, ok=False, error=event.error[:300])
             )
         )
     return front.model_copy(update={"prep": prep}), owed
@@ -223,7 +224,7 @@ def on_ran(
             done = {**done, "error": str(receipt.get("error"))}
         return front.model_copy(update={"integrated": done}), [
             Emit(
-                ev.FrontIntegrated(
+                fev.FrontIntegrated(
                     lane=front.lane,
                     front=front.id,
                     files=int(done.get("files") or 0),
@@ -245,7 +246,7 @@ def on_ran(
         return front, []
     return front, [
         Emit(
-            ev.GateRan(
+            fev.GateRan(
                 lane=front.lane,
                 front=front.id,
                 round=key.round,
@@ -285,7 +286,7 @@ def _baseline(
     )
     owed: list[Command] = [
         Emit(
-            ev.GateRan(
+            fev.GateRan(
                 lane=front.lane,
                 front=front.id,
                 round=0,
@@ -299,7 +300,7 @@ def _baseline(
             )
         ),
         Emit(
-            ev.FrontStarted(
+            fev.FrontStarted(
                 lane=front.lane,
                 front=front.id,
                 wave=ctx.spec.wave,

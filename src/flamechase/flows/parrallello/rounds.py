@@ -28,6 +28,7 @@ from typing import Any
 from flamechase import events as ev
 from flamechase.flow import Command, Emit, MakePlace, ResultSpec, StartTurn
 from flamechase.flows.parrallello import briefs
+from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello.gates import judge_gate
 from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
@@ -78,7 +79,7 @@ def begin(front: FrontState, ctx: Ctx) -> tuple[FrontState, list[Command]]:
         gate=None if builders else front.last_gate,
         started_at=ctx.at,
     )
-    event = ev.RoundStarted(
+    event = fev.RoundStarted(
         lane=front.lane,
         front=front.id,
         block=rs.block,

@@ -1,14 +1,4 @@
-"""parallel_flame_chase: a coordinator plans N lanes and leaves; each lane alternates two actors.
-
-    flamechase exec -f parallel_flame_chase -a coordinator=codex/gpt-5:high \
-        -a lane_1_actor_a=claude/opus:max,lane_1_actor_b=codex/gpt-5:high ... \
-        -p budget.duration=12h "$(cat TASK.md)"
-
-Lane 1 works in your tree and is the only lane that writes it; lanes 2..N work in private
-copies and reach lane 1 through reports and frozen, hashed artifact packages. Kept on resume:
-the plan (the coordinator is not called again unless TASK.md changed), each lane's turn count
-and next actor, undelivered reports, the leaderboard, submissions still to be measured.
-"""
+"""parallel_flame_chase's decider: plan, lanes, reports, artifacts and the leaderboard."""
 
 from __future__ import annotations
 
@@ -32,9 +22,12 @@ from flamechase.flow import (
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook, report_id
-from flamechase.flows import candidates, pfc_measure, pfc_prompts, planner
-from flamechase.flows.lane_params import MeasuredLaneParams
-from flamechase.flows.planner import PLANNER, Planning
+from flamechase.flows.parallel_flame_chase import candidates, planner
+from flamechase.flows.parallel_flame_chase import events as pev
+from flamechase.flows.parallel_flame_chase import measure as pfc_measure
+from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
+from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
+from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
 
 GO_ON = (
     "to go on, change TASK.md and run the same command with the task `continue`: the "
@@ -146,7 +139,7 @@ class ParallelFlameChase(Flow[PfcState]):
                 update={
                     "outbox": state.outbox.add(
                         Emit(
-                            ev.LeaderboardDeclared(
+                            pev.LeaderboardDeclared(
                                 metric=declared["metric"],
                                 direction=declared["direction"],
                                 measured_by_runtime=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from flamechase.events.base import FlowEvent, register
+from flamechase.events import FlowEvent, register
 
 # The runtime plays the lead: every decision it takes is one of these, journaled with its
 # figures, so `status`, the live view and the replay show where each front stands.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from flamechase.events.base import FlowEvent, register
+from flamechase.events import FlowEvent, register
 
 
 @register

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict
 from flamechase import events as ev
 from flamechase.flow import Command, Emit, FinishRun, MakePlace, ReleaseLane, ResultSpec, StartTurn
 from flamechase.flow.lanes import Lane
-from flamechase.flows.plans import PlanResult
+from flamechase.flows.parallel_flame_chase import events as pev
+from flamechase.flows.parallel_flame_chase.plans import PlanResult
 
 __all__ = ["PLANNER", "PLAN_ATTEMPTS", "Planning", "Step", "commands", "fold"]
 
@@ -61,7 +62,7 @@ def commands(p: Planning, places: Mapping[str, str], lanes: Mapping[str, Lane]) 
     if not p.announced:
         # Announced once per revision; the outbox carries it through a crash.
         out.append(
-            Emit(ev.PlanningStarted(actor=PLANNER, revision=p.revision, workspace=places[place]))
+            Emit(pev.PlanningStarted(actor=PLANNER, revision=p.revision, workspace=places[place]))
         )
     spec = ResultSpec(PlanResult, noun="plan", context={"lanes": list(lanes)})
     out.append(
@@ -80,7 +81,7 @@ def commands(p: Planning, places: Mapping[str, str], lanes: Mapping[str, Lane]) 
 
 def fold(p: Planning, event: ev.Event, lanes: Mapping[str, Lane], fingerprint: str) -> Step | None:
     """A planner's turn event (lane None, actor PLANNER); None when it changes nothing."""
-    if isinstance(event, ev.PlanningStarted):
+    if isinstance(event, pev.PlanningStarted):
         return Step(p.model_copy(update={"announced": True}))
     if isinstance(event, ev.TurnStarted):
         return Step(p.model_copy(update={"busy": True}))
@@ -88,7 +89,7 @@ def fold(p: Planning, event: ev.Event, lanes: Mapping[str, Lane], fingerprint: s
         return Step(p.model_copy(update={"busy": False}))
     if not isinstance(event, ev.TurnValid | ev.TurnFailed):
         return None
-    attempt = ev.PlanAttempt(
+    attempt = pev.PlanAttempt(
         actor=PLANNER,
         attempt=event.attempt,
         status=event.status,
@@ -103,12 +104,12 @@ def fold(p: Planning, event: ev.Event, lanes: Mapping[str, Lane], fingerprint: s
     held = [n for n, ln in lanes.items() if ln.held]
     owed: list[Command] = [
         Emit(attempt),
-        Emit(ev.Planned(actor=PLANNER, revision=p.revision, plan=event.result, released=held)),
+        Emit(pev.Planned(actor=PLANNER, revision=p.revision, plan=event.result, released=held)),
     ]
     if p.revision > 1:
         owed.append(
             Emit(
-                ev.ObjectiveReplanned(
+                pev.ObjectiveReplanned(
                     revision=p.revision, task_fingerprint=fingerprint, released=held
                 )
             )

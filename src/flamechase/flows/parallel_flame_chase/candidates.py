@@ -11,6 +11,7 @@ from typing import Any
 
 from flamechase import events as ev
 from flamechase.flow import leaderboard as lb
+from flamechase.flows.parallel_flame_chase import events as pev
 
 NO_EVALUATOR = "no evaluator configured; value is the agent's claim"
 
@@ -92,7 +93,7 @@ def record(
     after = board([*rows, row], params)["best"]
     runtime = bool(params.get("evaluator"))
     out: list[ev.FlowEvent] = [
-        ev.CandidateSubmitted(
+        pev.CandidateSubmitted(
             lane=lane,
             actor=role,
             report_id=report_id,
@@ -107,7 +108,7 @@ def record(
     ]
     if after is not None and (before is None or after["report_id"] != before["report_id"]):
         out.append(
-            ev.CandidateBestUpdated(
+            pev.CandidateBestUpdated(
                 lane=lane,
                 actor=role,
                 report_id=report_id,
