@@ -24,6 +24,7 @@ NO_ENVIRONMENTS = (
 )
 
 
+# long: one option per line (ruff format); the body is a few calls
 @click.command("exec", epilog=EXIT_CODES_HELP)
 @click.option(
     "-f",

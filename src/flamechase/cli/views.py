@@ -90,6 +90,7 @@ def show_command(run: str, html_out: Path | None) -> int:
     return 0
 
 
+# long: one option per line (ruff format); the body is a few calls
 @click.command("simulate", epilog=EXIT_CODES_HELP)
 @click.argument("flow_ref", metavar="FLOW")
 @click.option(

@@ -85,6 +85,7 @@ def builder_brief(
     }
 
 
+# long: the critic's brief is one text, read top to bottom
 def critic_brief(
     plan: PlanSpec, spec: FrontSpec, front: FrontState, rs: RoundState
 ) -> dict[str, Any]:
