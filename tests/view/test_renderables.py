@@ -96,16 +96,17 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _rows(text: str) -> dict[str, str]:
-    """Each lane's row of the table, with its wrapped continuation lines joined on."""
+def _rows(text: str, names: tuple[str, ...] = ("lane-",)) -> dict[str, str]:
+    """Each track's row of the table (lanes, and roles' turns outside lanes), with its wrapped
+    continuation lines joined on."""
     rows: dict[str, str] = {}
     name = ""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("lane "))
     for line in lines[start + 1 :]:
-        if not line.strip() or (not line.startswith(" ") and not line.startswith("lane-")):
+        if not line.strip() or (not line.startswith(" ") and not line.startswith(names)):
             break
-        if line.startswith("lane-") and " HELD: " not in line and " failed: " not in line:
+        if line.startswith(names) and " HELD: " not in line and " failed: " not in line:
             name = line.split()[0]
             rows[name] = line
         elif line.startswith(" ") and name:
@@ -136,7 +137,7 @@ def test_at_80_columns_each_lane_says_its_state_and_why(rough_run: Run) -> None:
             line.rstrip().endswith(("output tokens", "duration", "cost", "turns"))
             for line in text.splitlines()
         )
-        rows = _rows(text)
+        rows = _rows(text, tuple(fold.order))
         assert set(rows) == set(fold.order)
         # Long words (paths) fold across lines: compare without any whitespace.
         bare = "".join(text.split())

@@ -43,7 +43,7 @@ def test_the_replay_marks_prs_and_merges_on_their_lanes(git_pr_replay: Path) -> 
     points = _doc(git_pr_replay)["points"]
     marks = {p["k"]: p["d"]["m"] for p in points if "m" in p["d"]}
     assert set(marks) >= {"pr_opened", "pr_ready", "pr_merged"}
-    assert marks["pr_merged"][1] == "merge" and marks["pr_opened"][1] == "pr"
+    assert marks["pr_merged"][1] == "good" and marks["pr_opened"][1] == "info"
     merged = [p for p in points if p["k"] == "pr_merged"]
     assert merged and all(p["l"] >= 0 for p in merged)
     assert "is merged into main at" in merged[0]["x"]
@@ -58,11 +58,11 @@ def test_the_marks_are_drawn_keyed_and_lead_to_their_point(page: Any, git_pr_rep
                  label: m.querySelector('title').textContent}))""")
     points = _doc(git_pr_replay)["points"]
     assert len(drawn) == sum(1 for p in points if "m" in p["d"])
-    assert {d["cls"] for d in drawn} >= {"mk mk-pr", "mk mk-merge"}
+    assert {d["cls"] for d in drawn} >= {"mk mk-info", "mk mk-good"}
     keys = page.evaluate("""() => [...document.querySelectorAll('#tl-key .mk-sw')].map(
         (s) => s.parentNode.textContent.trim())""")
-    assert keys == ["pull request", "merged", "rejected or refused"]
-    merge = next(d for d in drawn if d["cls"] == "mk mk-merge")
+    assert keys == ["mark", "success", "refused or failed"]
+    merge = next(d for d in drawn if d["cls"] == "mk mk-good")
     assert merge["label"].endswith("merged")
     page.evaluate(
         f"() => document.querySelector('#tl-rows .mk[data-p=\"{merge['p']}\"]')"

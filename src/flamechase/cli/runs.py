@@ -207,15 +207,19 @@ def _count(n: int, word: str) -> str:
 @click.option("--follow", is_flag=True, help="keep printing new events until the run ends")
 def events_command(run: str, as_json: bool, follow: bool) -> int:
     """The event log of RUN."""
-    from flamechase.cli.observe import describe
+    from flamechase.cli.observe import Narrator
     from flamechase.store.catalog import resolve
     from flamechase.store.db import Reader
 
     run_dir = resolve(run)
+    narrator = Narrator()
     after = 0
     ended = {"run_finished", "run_stopped", "run_failed", "run_held"}
     over = False  # the run was seen over: one more read takes what it committed meanwhile
     with Reader(run_dir / "run.db") as r:
+        from flamechase.flows import load_recorded
+
+        load_recorded(str(r.run().get("flow_source") or ""))
         while True:
             batch = r.events(after=after, limit=1000)
             for ev in batch:
@@ -223,7 +227,7 @@ def events_command(run: str, as_json: bool, follow: bool) -> int:
                 click.echo(
                     json.dumps(ev, ensure_ascii=False, separators=(",", ":"))
                     if as_json
-                    else describe(ev)
+                    else narrator.line(ev)
                 )
             if not follow:
                 return 0

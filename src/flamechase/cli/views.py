@@ -46,17 +46,20 @@ def _progress_observer(prepared: Any) -> Any:
 
 
 class _TurnLines:
-    """Progress without a terminal: turn ends and new bests, one line each, on stderr."""
+    """Progress without a terminal: turn ends, failures, holds, new bests and spent budgets,
+    one line each, on stderr (what each event is about is its own `tag`)."""
 
-    KINDS = frozenset(
-        {"turn_valid", "turn_failed", "candidate_best_updated", "lane_held", "budget_spent"}
-    )
+    TAGS = frozenset({"end", "fail", "best", "warn"})
+
+    def __init__(self) -> None:
+        from flamechase.cli.observe import Narrator
+
+        self.narrator = Narrator()
 
     def event(self, ev: dict[str, Any]) -> None:
-        from flamechase.cli.observe import describe
-
-        if ev.get("kind") in self.KINDS:
-            click.echo("  " + describe(ev), err=True)
+        change = self.narrator.change(ev)
+        if change.shown.tag in self.TAGS and ev.get("kind") != "notice":
+            click.echo("  " + change.shown.text, err=True)
 
 
 @click.command("show")

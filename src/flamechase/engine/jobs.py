@@ -96,7 +96,16 @@ class MeasureDone:
 
     def record(self, ledger: Ledger) -> None:
         with ledger.tx():
-            ledger.measured(self.command.key, self.command.lane, self.command.place, self.receipt)
+            c = self.command
+            ledger.measured(
+                c.key,
+                c.lane,
+                c.place,
+                self.receipt,
+                label=c.label,
+                metric=c.metric,
+                direction=c.direction,
+            )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -106,7 +115,8 @@ class RanDone:
 
     def record(self, ledger: Ledger) -> None:
         with ledger.tx():
-            ledger.ran(self.command.key, self.command.lane, self.command.place, self.receipt)
+            c = self.command
+            ledger.ran(c.key, c.lane, c.place, self.receipt, label=c.label)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -127,7 +137,17 @@ class PlaceDone:
                 self.dirs.lane_of_place(self.command.name),
                 changed=list(self.changed),
                 deleted=list(self.deleted),
+                label=self.command.label or _place_words(self.command),
             )
+
+
+def _place_words(c: cm.MakePlace) -> str:
+    """What the engine knows a place to be, when its flow did not say."""
+    if c.how == "snapshot":
+        return f"a private copy of your tree ({c.name})"
+    if c.how == "overlay":
+        return f"a copy of {c.base} with {c.over}'s changes laid over ({c.name})"
+    return f"an empty place ({c.name})"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

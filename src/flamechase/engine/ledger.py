@@ -373,6 +373,7 @@ class Ledger:
         *,
         changed: list[str] | None = None,
         deleted: list[str] | None = None,
+        label: str = "",
     ) -> None:
         self.writer.add_place(name, path, how)
         self.journal(
@@ -383,6 +384,7 @@ class Ledger:
                 how=how,
                 changed=changed or [],
                 deleted=deleted or [],
+                label=label,
             )
         )
 
@@ -400,14 +402,43 @@ class Ledger:
         )
         self.journal(ev.Frozen(key=key, place=place, files=dict(files), error=error))
 
-    def ran(self, key: str, lane: str | None, place: str, receipt: Mapping[str, Any]) -> None:
+    def ran(
+        self,
+        key: str,
+        lane: str | None,
+        place: str,
+        receipt: Mapping[str, Any],
+        *,
+        label: str = "",
+    ) -> None:
         self.writer.add_measurement(
             key=key, lane=lane, at=iso(self.clock.time()), place=place, receipt=dict(receipt)
         )
-        self.journal(ev.Ran(lane=lane, key=key, receipt=json.loads(json.dumps(receipt))))
+        stored = json.loads(json.dumps(receipt))
+        self.journal(ev.Ran(lane=lane, key=key, receipt=stored, label=label))
 
-    def measured(self, key: str, lane: str | None, place: str, receipt: Mapping[str, Any]) -> None:
+    def measured(
+        self,
+        key: str,
+        lane: str | None,
+        place: str,
+        receipt: Mapping[str, Any],
+        *,
+        label: str = "",
+        metric: str | None = None,
+        direction: str | None = None,
+    ) -> None:
         self.writer.add_measurement(
             key=key, lane=lane, at=iso(self.clock.time()), place=place, receipt=dict(receipt)
         )
-        self.journal(ev.Measured(lane=lane, key=key, receipt=json.loads(json.dumps(receipt))))
+        stored = json.loads(json.dumps(receipt))
+        self.journal(
+            ev.Measured(
+                lane=lane,
+                key=key,
+                receipt=stored,
+                label=label,
+                metric=metric,
+                direction=direction,
+            )
+        )

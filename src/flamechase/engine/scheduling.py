@@ -234,6 +234,7 @@ class TurnBuilder:
             backend=agent,
             place=cmd.place,
             delivered=[d["report_id"] for d in batch.deliveries],
+            reads=list(cmd.inbox_from) if lane else [],
         )
         return Planned(
             slot=slot,

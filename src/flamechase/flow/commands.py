@@ -150,6 +150,9 @@ class MakePlace(Command):
     base: str | None = None
     over: str | None = None
     restore: str | None = None
+    # What the place is, for the views ("lane-2's private copy of your tree", "the review
+    # snapshot"); empty: the engine says what it knows (a private copy, an empty place).
+    label: str = ""
 
     @property
     def key(self) -> str:
@@ -179,7 +182,9 @@ class Freeze(Command):
 class Measure(Command):
     """Run `command` (with /bin/sh) in `place`, confined like the place's turns; the value is
     the last match of `pattern`'s one group in its output. Answered by `Measured(key)`.
-    `reads`: other private places it may read."""
+    `reads`: other private places it may read. `label`: what the views call it. `metric` and
+    `direction`: the measured value is a candidate on the run's leaderboard (the views rank
+    it with every other score of that metric)."""
 
     key: str
     place: str
@@ -188,6 +193,9 @@ class Measure(Command):
     timeout: float = 600.0
     lane: str | None = None
     reads: tuple[str, ...] = ()
+    label: str = ""
+    metric: str | None = None
+    direction: Literal["minimize", "maximize"] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -200,7 +208,8 @@ class Run(Command):
     no agent may write (a central repository, the source's git index); never a program that
     runs code an agent wrote.
     The program's environment names its run and lane (`FLAMECHASE_RUN_DIR`,
-    `FLAMECHASE_LANE`), as a turn's does."""
+    `FLAMECHASE_LANE`), as a turn's does. `label`: what the views call it ("P1's gate",
+    "the diff of builder core"); without one they name the program."""
 
     key: str
     place: str
@@ -210,6 +219,7 @@ class Run(Command):
     reads: tuple[str, ...] = ()
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     jailed: bool = True
+    label: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

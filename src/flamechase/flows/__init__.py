@@ -77,3 +77,20 @@ def flow_identity(flow: Flow[Any], ref: str) -> tuple[str, str]:
         else f"path:{Path(ref).expanduser().resolve()}"
     )
     return source, code_hash(flow)
+
+
+def load_recorded(source: str) -> bool:
+    """Import the flow a run recorded as its `source`, so that the views know its event kinds
+    and show them in the flow's words; False when it cannot be found here (its kinds are
+    then shown plainly). Only what needs no network: a built-in, a module, a path."""
+    kind, _, rest = source.partition(":")
+    ref = {"builtin": rest, "module": rest, "path": rest}.get(kind)
+    if not ref:
+        return False
+    if kind == "module" and rest.endswith(":FLOW"):
+        ref = rest.removesuffix(":FLOW")
+    try:
+        load_flow(ref)
+    except (Exception, SystemExit):  # a view never fails for want of its flow's code
+        return False
+    return True

@@ -80,8 +80,8 @@ function render() {
     labels[li].className = "tl-label" + (p.l === li ? " cur" : "");
   });
   // States share unchanged parts, so identity says whether a panel needs redrawing.
-  if (s.pub !== shown.pub || s.cur !== shown.cur) {
-    pending(s); shown.pub = s.pub; shown.cur = s.cur;
+  if (s.pub !== shown.pub || s.cur !== shown.cur || s.rd !== shown.rd) {
+    pending(s); shown.pub = s.pub; shown.cur = s.cur; shown.rd = s.rd;
   }
   if (s.bd !== shown.bd) { board(s); shown.bd = s.bd; }
   spend(s, p);
@@ -96,9 +96,12 @@ function pending(s) {
     return;
   }
   lanes.forEach((l, c) => {
+    // What a lane reads is what its turns said; journals that never say: every other lane.
+    const reads = s.rd[c] || (run.legacy ? null : []);
+    if (l.solo || (reads && !reads.length)) return;
     const ids = [];
     lanes.forEach((_, src) => {
-      if (src === c) return;
+      if (src === c || (reads && !reads.includes(src)) || lanes[src].solo) return;
       const from = (s.cur[c] || [])[src] || 0, to = s.pub[src] || 0;
       for (let k = from; k < to; k++) ids.push(R[src][k]);
     });

@@ -84,8 +84,11 @@ def summarize_fold(fold: RunFold) -> Summary:
 
 def summarize(run_dir: Path) -> Summary:
     """The summary of the run in `run_dir`, read-only."""
+    from flamechase.flows import load_recorded
+
     with Reader(run_dir / DB_NAME) as r:
         run = r.run()
+        load_recorded(str(run.get("flow_source") or ""))
         fold = RunFold.from_run(run, r.lanes())
         after = 0
         while True:

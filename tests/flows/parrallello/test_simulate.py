@@ -16,13 +16,13 @@ def test_simulate_runs_the_protocol_on_the_sample_and_writes_its_replay(tmp_path
     assert "P1 approved" in proc.stderr and "P2 approved" in proc.stderr
     page = html.read_text()
     for sentence in (
-        "Plan (planner): 2 front(s)",
-        "P1 is staged in one pass",
-        "P1 round 1: not approved",
-        "P1 round 2: APPROVED",
-        "gate changed in review and frozen again",
-        "P1 lands in the source",
-        "P2 opens (wave 2)",
+        "Plan (planner): 2 fronts",
+        "Front P1 is staged in one pass",
+        "Front P1, round 1: not approved",
+        "Front P1, round 2: APPROVED",
+        "gate changed in review and is frozen again",
+        "Front P1 lands in your tree",
+        "Front P2 opens (wave 2)",
     ):
         assert sentence in page, sentence
     events = [

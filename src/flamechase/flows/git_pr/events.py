@@ -1,4 +1,5 @@
-"""parallel_flame_chase:git_pr: pull requests, merges, publication."""
+"""parallel_flame_chase:git_pr's event kinds (pull requests, merges, publication), and how
+they show: marks on the lanes' tracks, and a panel of pull requests and one of main."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import dataclasses
 from typing import ClassVar
 
 from flamechase.events import FlowEvent, register
+from flamechase.events.present import Cell, Mark, Row, Seen, Shown, clip, num
 
 
 @register
@@ -20,6 +22,13 @@ class CentralReady(FlowEvent):
 
     def describe(self) -> str:
         return f"central repository seeded: {self.files} files at {self.commit[:12]}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"The runtime seeds the central repository with your tree's baseline "
+            f"({self.files} files, {self.commit[:12]}); each lane gets its own clone.",
+            "info",
+        )
 
 
 @register
@@ -36,6 +45,14 @@ class MainMeasured(FlowEvent):
         got = f"{self.value:g}" if self.value is not None else f"no value ({self.error})"
         return f"main {self.commit[:12]} measured: {got}"
 
+    def show(self, seen: Seen) -> Shown:
+        got = num(self.value) if self.error is None else f"no value ({clip(self.error, 160)})"
+        return Shown(
+            f"The runtime measures main at {self.commit[:12]}: {got}; candidates must beat it.",
+            "info",
+            rows=(Row("main", "main", {"commit": self.commit[:12], "value": self.value}),),
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +65,14 @@ class PushRefused(FlowEvent):
 
     def describe(self) -> str:
         return f"push to {self.ref} refused: {self.reason[:160]}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"{self.lane}'s push to {self.ref} is refused by the central repository's hook: "
+            f"{clip(self.reason, 200)}.",
+            "fail",
+            mark=Mark("push refused", "bad"),
+        )
 
 
 @register
@@ -62,6 +87,14 @@ class PrOpened(FlowEvent):
     def describe(self) -> str:
         return f"{self.pr} opened from {self.branch}: {self.title[:120]}"
 
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"{self.lane} opens {self.pr} from {self.branch}: “{clip(self.title, 120)}”.",
+            "report",
+            mark=Mark(f"{self.pr} opened"),
+            rows=(_pr(self.pr, lane=self.lane, branch=self.branch, state="draft"),),
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +107,13 @@ class PrRequestRefused(FlowEvent):
 
     def describe(self) -> str:
         return f"pr {self.op or 'request'} refused: {self.reason[:160]}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"The runtime refuses {self.lane}'s `pr {self.op}`: {clip(self.reason, 200)}.",
+            "fail",
+            mark=Mark("PR request refused", "bad"),
+        )
 
 
 @register
@@ -90,6 +130,16 @@ class PrReady(FlowEvent):
     def describe(self) -> str:
         return f"{self.pr} ready: measured {self.value} at {self.commit[:12]}"
 
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"The runtime measures {self.pr} of {self.lane} in a clean checkout of "
+            f"{self.commit[:12]}: {num(self.value)} (main: {num(self.main_value)}); "
+            f"{self.pr} is ready.",
+            "info",
+            mark=Mark(f"{self.pr} ready"),
+            rows=(_pr(self.pr, state="ready", value=self.value),),
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +153,14 @@ class PrReviewing(FlowEvent):
 
     def describe(self) -> str:
         return f"{self.pr} selected for integration ({self.value} vs main {self.main_value})"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"{self.pr} of {self.lane} beats main ({num(self.value)} against "
+            f"{num(self.main_value)}): the runtime merges it.",
+            "plan",
+            rows=(_pr(self.pr, state="merging"),),
+        )
 
 
 @register
@@ -118,6 +176,23 @@ class PrMerged(FlowEvent):
     def describe(self) -> str:
         return f"{self.pr} merged into main at {self.merge[:12]}: {self.prior} -> {self.value}"
 
+    def show(self, seen: Seen) -> Shown:
+        again = (
+            ", measured again after merging it with a main that had moved"
+            if self.remeasured
+            else ""
+        )
+        return Shown(
+            f"{self.pr} of {self.lane} is merged into main at {self.merge[:12]}: "
+            f"{num(self.prior)} → {num(self.value)}{again}.",
+            "best",
+            mark=Mark(f"{self.pr} merged", "good"),
+            rows=(
+                _pr(self.pr, state="merged", value=self.value),
+                Row("main", "main", {"commit": self.merge[:12], "value": self.value}),
+            ),
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,6 +203,14 @@ class PrRejected(FlowEvent):
 
     def describe(self) -> str:
         return f"{self.pr} rejected: {self.reason[:160]}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"{self.pr} of {self.lane} is rejected: {clip(self.reason, 240)}.",
+            "fail",
+            mark=Mark(f"{self.pr} rejected", "bad"),
+            rows=(_pr(self.pr, state="rejected"),),
+        )
 
 
 @register
@@ -143,6 +226,14 @@ class MainPublished(FlowEvent):
     def describe(self) -> str:
         return f"main {self.commit[:12]} published to the source ({self.paths} paths)"
 
+    def show(self, seen: Seen) -> Shown:
+        committed = f", committed as {self.source_commit[:12]}" if self.source_commit else ""
+        return Shown(
+            f"Main ({self.commit[:12]}) is published to your tree: {self.paths} path(s)"
+            f"{committed}.",
+            "report",
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,3 +246,15 @@ class PublicationHeld(FlowEvent):
 
     def describe(self) -> str:
         return f"publication of {self.commit[:12]} held: {self.reason[:160]}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"Publication of main ({self.commit[:12]}) to your tree is held: "
+            f"{clip(self.reason, 240)}; it is tried again.",
+            "warn",
+        )
+
+
+def _pr(pr: str, **cells: Cell) -> Row:
+    """A row of the `pull requests` panel."""
+    return Row("pull requests", pr, cells)

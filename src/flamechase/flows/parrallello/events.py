@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from flamechase.events import FlowEvent, register
+from flamechase.events.present import Cell, Mark, Row, Seen, Shown, clip, plural
 
 # The runtime plays the lead: every decision it takes is one of these, journaled with its
 # figures, so `status`, the live view and the replay show where each front stands.
@@ -23,6 +25,20 @@ class FrontsPlanned(FlowEvent):
     def describe(self) -> str:
         return f"{len(self.fronts)} front(s) planned ({self.source})"
 
+    def show(self, seen: Seen) -> Shown:
+        fronts = [f for f in self.fronts if isinstance(f, Mapping)]
+        waves = sorted({int(f.get("wave", 1)) for f in fronts})
+        return Shown(
+            f"Plan ({self.source}): {plural(len(fronts), 'front')} ({_ids(fronts, 8)}) in "
+            f"{plural(len(waves), 'wave')}; at most {plural(self.blocks, 'block')} of "
+            f"{plural(self.rounds_per_block, 'round')} each.",
+            "plan",
+            rows=tuple(
+                _front(str(f.get("id")), wave=int(f.get("wave", 1)), state="planned")
+                for f in fronts
+            ),
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +53,15 @@ class CheckpointMade(FlowEvent):
         if self.tag:
             return f"checkpoint {self.tag} at {str(self.commit)[:12]}"
         return f"no checkpoint: {self.skipped or self.error}"
+
+    def show(self, seen: Seen) -> Shown:
+        if self.tag:
+            return Shown(
+                f"Checkpoint of your tree: tag {self.tag} at {str(self.commit)[:12]} "
+                "(never pushed).",
+                "info",
+            )
+        return Shown(f"No checkpoint of your tree: {self.skipped or self.error}.", "warn")
 
 
 @register
@@ -54,6 +79,15 @@ class FrontPrepped(FlowEvent):
             if self.ok
             else f"{self.front} prep failed: {self.error}"
         )
+
+    def show(self, seen: Seen) -> Shown:
+        if self.ok:
+            return Shown(
+                f"Front {self.front} is staged in one pass: "
+                f"{plural(self.tickets, 'first ticket')}.",
+                "plan",
+            )
+        return Shown(f"Front {self.front}: staging failed ({self.error}); it starts cold.", "warn")
 
 
 @register
@@ -73,6 +107,15 @@ class FrontStarted(FlowEvent):
             f"{self.tickets} ticket(s), {len(self.frozen)} gate file(s) frozen"
         )
 
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"Front {self.front} opens (wave {self.wave}): its gate frozen "
+            f"({plural(len(self.frozen), 'file')}), baseline {self.baseline}, "
+            f"{plural(self.tickets, 'ticket')}.",
+            "run",
+            rows=(_front(self.front, wave=self.wave, state="open", tickets=self.tickets),),
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +132,17 @@ class RoundStarted(FlowEvent):
     def describe(self) -> str:
         who = ", ".join(f"{o} ({len(t)})" for o, t in self.builders.items()) or "critic only"
         return f"{self.front} round {self.round} (block {self.block}): {who}"
+
+    def show(self, seen: Seen) -> Shown:
+        work = "; ".join(f"{o}: {_ids(t)}" for o, t in self.builders.items())
+        paced = f", paced (ceiling {self.ceiling})" if self.paced else ""
+        return Shown(
+            f"Front {self.front}, round {self.round} (block {self.block}, round "
+            f"{self.in_block} of the block){paced}: {work or 'no tickets: review only'}.",
+            "turn",
+            mark=Mark(f"round {self.round}"),
+            rows=(_front(self.front, state="in round", block=self.block, round=self.round),),
+        )
 
 
 @register
@@ -112,6 +166,25 @@ class BuilderChecked(FlowEvent):
             text += f", GATE TOUCHED ({', '.join(self.frozen[:3])})"
         return text
 
+    def show(self, seen: Seen) -> Shown:
+        text = (
+            f"Front {self.front}, round {self.round}: builder {self.owner}'s "
+            f"{plural(self.accepted, 'file')} taken"
+        )
+        if self.frozen:
+            return Shown(
+                text + f"; it edited the frozen gate ({_ids(self.frozen)}): the round's work "
+                "is refused.",
+                "fail",
+            )
+        if self.outside:
+            return Shown(
+                text + f"; edits outside its files reverted ({_ids(self.outside)}), "
+                f"ticket(s) failed: {_ids(self.failed_tickets) or 'none'}.",
+                "fail",
+            )
+        return Shown(text + ".", "info")
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,6 +204,21 @@ class GateRan(FlowEvent):
         word = "PASS" if self.passed else f"FAIL ({self.reason})" if self.reason else "FAIL"
         return f"{self.front} gate --full ({self.stage}): {self.n}/{self.m} {word}"
 
+    def show(self, seen: Seen) -> Shown:
+        word = "PASS" if self.passed else "FAIL"
+        why = f" — fails closed: {self.reason} ({self.detail})" if self.reason else ""
+        failing = f"; failing {_ids(self.failing)}" if self.failing else ""
+        stage = {"baseline": "baseline", "recheck": "recheck"}.get(
+            self.stage, f"round {self.round}"
+        )
+        return Shown(
+            f"Front {self.front} gate --full, {stage}, run by the runtime: SUMMARY "
+            f"{self.n}/{self.m} {word}{why}{failing}.",
+            "info" if self.passed else "warn",
+            mark=Mark(f"gate {self.n}/{self.m}", "good" if self.passed else "bad"),
+            rows=(_front(self.front, gate=f"{self.n}/{self.m} {word}"),),
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,6 +231,14 @@ class GateRefrozen(FlowEvent):
 
     def describe(self) -> str:
         return f"{self.front} gate changed in review and frozen again ({len(self.files)} file(s))"
+
+    def show(self, seen: Seen) -> Shown:
+        why = "; ".join(
+            f"{c.get('kind')}: {c.get('reason')}" for c in self.changes if isinstance(c, Mapping)
+        )
+        return Shown(
+            f"Front {self.front}'s gate changed in review and is frozen again ({why}).", "plan"
+        )
 
 
 @register
@@ -172,6 +268,27 @@ class VerdictRecorded(FlowEvent):
             f"n{self.minors}, gate {self.gate})"
         )
 
+    def show(self, seen: Seen) -> Shown:
+        word = "APPROVED" if self.approved else "not approved"
+        why = f" ({'; '.join(self.reasons)})" if self.reasons else ""
+        return Shown(
+            f"Front {self.front}, round {self.round}: {word}{why} — {self.majors} major, "
+            f"{self.mediums} medium, {self.minors} minor; gate {self.gate}; next tickets: "
+            f"{_ids(self.tickets) or 'none'}. {bar(self.progress)} this front · "
+            f"{bar(self.overall)} all fronts",
+            "best" if self.approved else "end",
+            mark=Mark(
+                "approved" if self.approved else "verdict", "good" if self.approved else "info"
+            ),
+            rows=(
+                _front(
+                    self.front,
+                    verdict=f"{word}: {self.majors}M {self.mediums}m {self.minors}n",
+                    progress=f"{self.progress:.0%}",
+                ),
+            ),
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,6 +308,14 @@ class BlockEnded(FlowEvent):
             f"{self.share:.1%} of a budget" + ("; next block paced" if self.paced_next else "")
         )
 
+    def show(self, seen: Seen) -> Shown:
+        paced = "; the next block is paced" if self.paced_next else ""
+        return Shown(
+            f"Front {self.front}, block {self.block} ends after "
+            f"{plural(self.rounds, 'round')}, {self.share:.1%} of a budget{paced}.",
+            "info",
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,6 +332,17 @@ class FrontEnded(FlowEvent):
     def describe(self) -> str:
         return f"{self.front} {self.status.replace('_', ' ')}: {self.reason}"
 
+    def show(self, seen: Seen) -> Shown:
+        tail = f"; open: {_ids(self.open_tickets)}" if self.open_tickets else ""
+        word = self.status.replace("_", " ")
+        return Shown(
+            f"Front {self.front} {word.upper()} after {plural(self.rounds, 'round')}: "
+            f"{self.reason}{tail}. {bar(self.progress)} this front · {bar(self.overall)} all",
+            "best" if self.status == "approved" else "fail",
+            mark=Mark(word, "good" if self.status == "approved" else "bad"),
+            rows=(_front(self.front, state=word, progress=f"{self.progress:.0%}"),),
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -222,6 +358,16 @@ class FrontIntegrated(FlowEvent):
             return f"{self.front} NOT integrated: {self.error}"
         return f"{self.front} integrated into the source: {self.files} file(s)"
 
+    def show(self, seen: Seen) -> Shown:
+        if self.error:
+            return Shown(f"Front {self.front} could not be integrated: {self.error}.", "fail")
+        commit = f", commit {str(self.commit)[:12]}" if self.commit else ""
+        return Shown(
+            f"Front {self.front} lands in your tree: {plural(self.files, 'file')}{commit}.",
+            "report",
+            rows=(_front(self.front, state="integrated"),),
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,3 +382,29 @@ class Anomaly(FlowEvent):
 
     def describe(self) -> str:
         return f"anomaly {self.what} in {self.front or 'the run'}: {self.detail[:160]}"
+
+    def show(self, seen: Seen) -> Shown:
+        where = f"front {self.front}, round {self.round}" if self.front else "the run"
+        text = f"Anomaly in {where}: {self.what} — {clip(self.detail, 300)}."
+        return Shown(text, "warn", mark=Mark(self.what, "bad"), alert=text)
+
+
+def _front(front: str, **cells: Cell) -> Row:
+    """A row of the `fronts` panel."""
+    return Row("fronts", front, cells)
+
+
+def bar(fraction: object, width: int = 10) -> str:
+    """`[####------] 40%`."""
+    try:
+        f = min(1.0, max(0.0, float(fraction)))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        f = 0.0
+    filled = round(f * width)
+    return "[" + "#" * filled + "-" * (width - filled) + f"] {f:.0%}"
+
+
+def _ids(items: Any, limit: int = 4) -> str:
+    names = [str(i.get("id") if isinstance(i, Mapping) else i) for i in (items or [])]
+    more = f" +{len(names) - limit}" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
