@@ -28,6 +28,11 @@
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
     │   ├── ControlPathViolation        a control path was replaced or linked
     │   ├── FlowError                   the flow broke its contract (a flow bug)
+    │   │   ├── FlowCommandError        a command contradicts the flow's declarations or what
+    │   │   │                           the run did (unknown role, lane or place, ...)
+    │   │   ├── FlowCodeError           the flow's own code raised, exited or never returned
+    │   │   │                           (its traceback is kept in the run directory)
+    │   │   └── FlowSpins               decide() asked again and again, and nothing happened
     │   └── DiskFull                    a file system the run writes is full
     ├── StoreError                      the run database is unreadable / wrong schema
     ├── ArtifactError                   an artifact failed verification on extraction
@@ -139,6 +144,29 @@ class ControlPathViolation(RunFailed):
 
 class FlowError(RunFailed):
     """The flow broke its contract (asked for nothing and did not end, or never settled)."""
+
+
+class FlowCommandError(FlowError):
+    """A command the flow returned contradicts its declarations (an unknown role, lane or
+    place, a lane option on a turn outside lanes, a bad `FinishRun` status) or what the run
+    already did (two roles on one turn of a lane, a measurement asked for after its answer)."""
+
+
+class FlowCodeError(FlowError):
+    """The flow's own code raised (SystemExit and KeyboardInterrupt included), returned what
+    its contract forbids, or did not return when the run had to stop. `traceback` is the
+    flow's own (or, for a call that never returned, where it was); `status` is how the run
+    ends: `failed`, or `stopped` when a signal ended a call that never returned."""
+
+    def __init__(self, message: str, traceback: str = "", status: str = "failed") -> None:
+        super().__init__(message)
+        self.traceback = traceback
+        self.status = status
+
+
+class FlowSpins(FlowError):
+    """The flow's `decide()` was asked again and again with nothing happening in between (no
+    event, no job started or ended): it waits for something it never asks for."""
 
 
 class DiskFull(RunFailed):

@@ -22,7 +22,8 @@ from pydantic import BaseModel
 
 from flamechase import events as ev
 from flamechase.engine.clock import Clock, iso
-from flamechase.flow.api import Flow
+from flamechase.engine.flowcode import FlowCode
+from flamechase.errors import FlowCodeError
 from flamechase.store.db import Reader, Writer
 
 
@@ -49,14 +50,17 @@ class Ledger:
     def __init__(
         self,
         writer: Writer,
-        flow: Flow[Any],
+        code: FlowCode,
         clock: Clock,
         observer: Observer | None,
         fault: Callable[[str], None],
     ) -> None:
         self.writer = writer
         self.reader: Reader | None = None
-        self.flow = flow
+        self.code = code
+        self.flow = code.flow
+        # Told of every committed event, after the observer (the engine's command checks).
+        self.seen: Callable[[ev.Event], None] | None = None
         self.clock = clock
         self.observer = observer
         self.fault = fault
@@ -71,7 +75,7 @@ class Ledger:
     def open(
         cls,
         db: Path,
-        flow: Flow[Any],
+        code: FlowCode,
         clock: Clock,
         observer: Observer | None,
         fault: Callable[[str], None],
@@ -79,7 +83,7 @@ class Ledger:
         """The run database at `db` (created and migrated if need be), private to its owner."""
         writer = Writer(db)
         os.chmod(db, 0o600)
-        return cls(writer, flow, clock, observer, fault)
+        return cls(writer, code, clock, observer, fault)
 
     def close(self) -> None:
         self.writer.close()
@@ -118,12 +122,14 @@ class Ledger:
         try:
             with self.writer.transaction(durable=durable):
                 yield
-                if self.state is not self._stored and self.state is not None:
+                if (
+                    self.state is not self._stored
+                    and self.state is not None
+                    and self.code.broken is None
+                ):
+                    text, summary = self.code.stored(self.state)
                     self.writer.save_flow_state(
-                        flow=self.flow.name,
-                        state=self.state.model_dump_json(),
-                        summary=self.flow.describe(self.state),
-                        seq=self.last_seq,
+                        flow=self.flow.name, state=text, summary=summary, seq=self.last_seq
                     )
         except BaseException:
             self.state, self.lanes, self.last_seq = state, lanes, seq
@@ -135,9 +141,19 @@ class Ledger:
         if self.observer is not None:
             for e in pending:
                 self.observer.event(e.row())
+        if self.seen is not None:
+            for e in pending:
+                self.seen(e)
 
     def journal(self, event: ev.Event) -> ev.Event:
-        """Append `event` (inside a transaction) and fold it into the flow state."""
+        """Append `event` (inside a transaction) and fold it into the flow state.
+
+        Once the flow's code broke (FlowCodeError), nothing but the run's end is journaled,
+        and that unfolded: the stored state stays the last one the flow made, and a turn
+        the engine could not tell the flow of stays under way, taken again on resume."""
+        broken = self.code.broken
+        if broken is not None and not isinstance(event, ev.RunEnded):
+            raise FlowCodeError(str(broken), broken.traceback, broken.status)
         at = iso(self.clock.time())
         seq = self.writer.event(
             event.kind,
@@ -150,8 +166,8 @@ class Ledger:
         event = dataclasses.replace(event, seq=seq, at=at)
         self.last_seq = seq
         self._pending.append(event)
-        if self.state is not None:
-            self.state = self.flow.evolve(self.state, event)
+        if self.state is not None and broken is None:
+            self.state = self.code.evolve(self.state, event)
         return event
 
     def say(self, event: ev.Event) -> ev.Event:

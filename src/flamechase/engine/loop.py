@@ -26,8 +26,10 @@ from typing import Any
 from flamechase import events as ev
 from flamechase.engine import diskfull, opening
 from flamechase.engine.admission import BudgetTracker
+from flamechase.engine.checks import Checks, Progress
 from flamechase.engine.clock import Clock, RealClock
 from flamechase.engine.executor import Executor, LocalExecutor, TurnResult
+from flamechase.engine.flowcode import FlowCode
 from flamechase.engine.jobs import Done, Jobs, Offload, TurnDone
 from flamechase.engine.ledger import Ledger, Observer
 from flamechase.engine.prepare import Prepared
@@ -42,9 +44,11 @@ from flamechase.errors import (
     ControlPathViolation,
     DiskFull,
     FlamechaseError,
+    FlowCodeError,
     FlowError,
 )
 from flamechase.flow import commands as cm
+from flamechase.fsutil import atomic_write
 from flamechase.procs import Reaper
 from flamechase.store import home
 
@@ -67,6 +71,11 @@ class RunEnd:
     status: str  # finished | stopped | failed | held
     exit_code: int
     message: str
+    # The flow's own traceback when its code broke the run (also in the run directory).
+    traceback: str = ""
+    # The flow's code was left running in a worker thread (it never returned): the process
+    # should exit rather than go on beside it.
+    abandoned: bool = False
 
 
 class Engine:
@@ -91,6 +100,11 @@ class Engine:
         self.fault_hook = fault_hook or _env_fault_hook()
         self.offload = offload or asyncio.to_thread
         self.stopping = 0  # 1 after the first signal, 2 after the second
+        # Every call into the flow's code: in a worker thread, so a signal is still heard.
+        self.code = FlowCode(prep.flow)
+        self.code.grace = prep.params.kill_grace
+        self.checks = Checks(prep.flow.name, prep.agents, ())
+        self.progress = Progress(prep.flow.name)
         self.wake = asyncio.Event()
         self.reaper = Reaper()
         self.run_id = ""
@@ -119,24 +133,23 @@ class Engine:
 
     async def run(self) -> RunEnd:
         try:
-            opened = opening.open_run(self.prep, self.clock, self.observer, self._fault)
+            opened = opening.open_run(self.prep, self.code, self.clock, self.observer, self._fault)
         except Exception as exc:
+            self.code.close()
             if diskfull.is_disk_full(exc):
                 raise DiskFull(diskfull.message(home.runs_dir())) from exc
             raise
         self.run_id = opened.run_id
-        loop = asyncio.get_running_loop()
-        installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self.stop)
-                installed.append(sig)
+        restore = self._hear_signals(asyncio.get_running_loop())
         session = 0
         try:
             session = opened.ledger.writer.open_session(
                 os.getpid(), {r: s.text for r, s in self.prep.agents.items()}
             )
             return await self._session(opened, session)
+        except FlowCodeError as exc:
+            await self._cut_all()
+            return self._flow_broke(exc, opened)
         except ControlPathViolation as exc:
             await self._cut_all()
             return self._end("failed", str(exc))
@@ -158,8 +171,7 @@ class Engine:
                 self._end("failed", "internal error; see the traceback")
             raise
         finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+            restore()
             with contextlib.suppress(Exception):
                 await self.executor.close()
             with contextlib.suppress(Exception):
@@ -170,6 +182,40 @@ class Engine:
             with contextlib.suppress(Exception):
                 opened.ledger.close()
             opened.lock.release()
+            self.code.close()
+
+    def _hear_signals(self, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+        """SIGINT and SIGTERM stop the run (`stop`), and end a wait on the flow's code that
+        never returns (`FlowCode.poke`): the handler only writes to pipes, so it is safe
+        whatever the thread was doing. A function that puts the old handlers back."""
+
+        def heard(_sig: int, _frame: object) -> None:
+            self.code.poke()
+            loop.call_soon_threadsafe(self.stop)
+
+        before: dict[int, Any] = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError):  # not the main thread: nobody to hear
+                before[sig] = signal.signal(sig, heard)
+
+        def restore() -> None:
+            for sig, handler in before.items():
+                with contextlib.suppress(ValueError, TypeError):
+                    signal.signal(sig, handler)
+
+        return restore
+
+    def _flow_broke(self, exc: FlowCodeError, opened: opening.Opened) -> RunEnd:
+        """The flow's code raised, or never returned: the run ends as the error says, with
+        the flow's traceback kept in the run directory and named in the one line."""
+        message = str(exc)
+        if exc.traceback:
+            path = opened.layout.flow_traceback
+            with contextlib.suppress(OSError):
+                atomic_write(path, exc.traceback.encode("utf-8", "replace"))
+                message += f"; its traceback: {path}"
+        end = self._end(exc.status, message)
+        return dataclasses.replace(end, traceback=exc.traceback, abandoned=self.code.abandoned)
 
     async def _disk_full(self, opened: opening.Opened) -> RunEnd:
         """End the run on a full disk: cut what runs, record `failed` if there is room to."""
@@ -189,9 +235,10 @@ class Engine:
         else:
             opening.load(self.ledger, prep, opened.reader)
         self._budget = opening.budget_of(prep, opened.reader, self.clock)
-        self.builder = TurnBuilder(prep, opened.layout, opened.reader, opened.run_id)
+        self.builder = TurnBuilder(prep, opened.layout, opened.reader, opened.run_id, self.code)
         self.dirs = RunDirs(prep, opened.layout, opened.reader, self.ledger)
-        self._jobs = Jobs(self.executor, self.wake, self.offload)
+        self._jobs = Jobs(self.executor, self.wake, self.code, self.offload)
+        self._watch_flow(opened)
         if not opened.fresh:
             opening.recover(self.ledger, opened.reader, self.budget)
             self._resumed(opened, session)
@@ -213,6 +260,25 @@ class Engine:
         end = await self._drive()
         await self.reaper.settle()
         return end
+
+    def _watch_flow(self, opened: opening.Opened) -> None:
+        """What the flow's commands are checked against (its lanes, what the run did), and
+        when a call into its code must give up (budget.duration)."""
+        self.checks = Checks(self.flow.name, self.prep.agents, self.ledger.lanes)
+        reader = opened.reader
+        self.checks.load(
+            [m["key"] for m in reader.measurements()],
+            [*reader.turns(), *reader.inflight()],
+            [str(e["payload"].get("place")) for e in reader.events_of("place_dropped")],
+        )
+        self.ledger.seen = self.checks.see
+        clock, budget = self.clock, self.budget
+
+        def left() -> float | None:
+            deadline = budget.duration_deadline()
+            return None if deadline is None else deadline - clock.monotonic()
+
+        self.code.deadline = left
 
     def _resumed(self, opened: opening.Opened, session: int) -> None:
         prep = self.prep
@@ -319,6 +385,11 @@ class Engine:
             await self._hard_stops()
             commands = self._settle()
             deferred, wake_at = self._dispatch(commands)
+            self.progress.round(
+                (self.ledger.last_seq, self.jobs.started + self.jobs.taken),
+                commands,
+                self.clock.time(),
+            )
             spent = self.budget.spent(self.jobs.counted_turns())
             if spent and not self._budget_said:
                 self._budget_said = True
@@ -371,11 +442,24 @@ class Engine:
 
     # ---- asking the flow -------------------------------------------------------------------
 
+    def _decide(self) -> list[cm.Command]:
+        """`decide`, its commands checked against the flow's declarations and the run."""
+        assert self.ledger.state is not None
+        commands = self.code.decide(self.ledger.state, self.clock.time())
+        self.checks.check(commands, self._standing)
+        return commands
+
+    def _standing(self, place: str) -> str:
+        if self.dirs.has_place(place):
+            return "made"
+        if self.jobs.making(place):
+            return "making"
+        return "dropped" if place in self.checks.dropped else "unknown"
+
     def _settle(self) -> list[cm.Command]:
         """Ask `decide` until it wants nothing done at once; its last answer."""
         for _ in range(SETTLE_ROUNDS):
-            assert self.ledger.state is not None
-            commands = list(self.flow.decide(self.ledger.state, self.clock.time()))
+            commands = self._decide()
             instant = [c for c in commands if isinstance(c, cm.INSTANT)]
             if not instant:
                 return commands
@@ -414,6 +498,8 @@ class Engine:
                 self._finish = self._finish or c
             elif isinstance(c, cm.WaitUntil):
                 wake_at.append(c.at)
+            elif not self._places_ready(c):
+                continue  # a place it uses is still being made: asked again once it is
             elif isinstance(c, cm.MakePlace):
                 self.jobs.make_place(c, self.dirs)
             elif isinstance(c, cm.Measure | cm.Run):
@@ -431,7 +517,7 @@ class Engine:
         if self.stopping or self._finish is not None:
             return deferred, wake_at
         for c in commands:
-            if isinstance(c, cm.StartTurn):
+            if isinstance(c, cm.StartTurn) and self._places_ready(c):
                 waiting = self._admit(c)
                 if waiting is None:
                     self._start(c)
@@ -439,6 +525,18 @@ class Engine:
                     deferred = True
                     wake_at.append(waiting)
         return deferred, wake_at
+
+    def _places_ready(self, c: cm.Command) -> bool:
+        """Whether every place `c` works in or reads exists (made, not being made)."""
+        if isinstance(c, cm.StartTurn | cm.Measure | cm.Run):
+            used = (c.place, *c.reads)
+        elif isinstance(c, cm.Freeze):
+            used = (c.place,)
+        elif isinstance(c, cm.MakePlace):
+            used = tuple(p for p in (c.base, c.over) if p is not None)
+        else:
+            return True
+        return all(self.dirs.has_place(p) for p in used)
 
     def _admit(self, c: cm.StartTurn) -> float | None:
         """None: start now. 0: not now (busy, held, budget). >0: admissible at that time."""
@@ -535,11 +633,7 @@ class Engine:
         """Inside the turn's transaction: what the flow owes for it lands with it."""
         for _ in range(SETTLE_ROUNDS):
             assert self.ledger.state is not None
-            instant = [
-                c
-                for c in self.flow.decide(self.ledger.state, self.clock.time())
-                if isinstance(c, cm.INSTANT)
-            ]
+            instant = [c for c in self._decide() if isinstance(c, cm.INSTANT)]
             before = self.ledger.last_seq
             for c in instant:
                 self._do_instant(c)

@@ -14,6 +14,7 @@ from typing import Any
 from flamechase import events as ev
 from flamechase.engine.admission import BudgetTracker, Spend
 from flamechase.engine.clock import Clock
+from flamechase.engine.flowcode import FlowCode
 from flamechase.engine.layout import RunLayout
 from flamechase.engine.ledger import LaneRow, Ledger, Observer
 from flamechase.engine.prepare import Prepared
@@ -41,7 +42,11 @@ class Opened:
 
 
 def open_run(
-    prep: Prepared, clock: Clock, observer: Observer | None, fault: Callable[[str], None]
+    prep: Prepared,
+    code: FlowCode,
+    clock: Clock,
+    observer: Observer | None,
+    fault: Callable[[str], None],
 ) -> Opened:
     """Take the source lock and open (or create) the run's directory and database."""
     fresh = prep.resume_from is None
@@ -59,7 +64,7 @@ def open_run(
                 f"run directory {root} was replaced or linked; the run cannot be resumed safely"
             )
         layout = RunLayout(root)
-        ledger = Ledger.open(layout.db, prep.flow, clock, observer, fault)
+        ledger = Ledger.open(layout.db, code, clock, observer, fault)
         reader = Reader(layout.db)
         ledger.reader = reader
     except BaseException:
@@ -71,9 +76,9 @@ def open_run(
 def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
     """A new run: its row, its lanes, its first event and the flow's first state."""
     flow, params = prep.flow, prep.params
-    lanes = flow.lanes(params)
+    lanes = ledger.code.lanes(params)
     agents = {r: s.text for r, s in prep.agents.items()}
-    ledger.state = flow.start(
+    ledger.state = ledger.code.start(
         RunSetup(
             run_id=opened.run_id,
             objective=prep.objective,
@@ -125,7 +130,7 @@ def load(ledger: Ledger, prep: Prepared, reader: Reader) -> None:
             f"run {run['id']} was made by an older flamechase and has no flow "
             "state this one can resume; start fresh with -p resume_mode=fresh"
         )
-    ledger.state = prep.flow.load_state(stored["state"])
+    ledger.state = ledger.code.load_state(stored["state"])
     ledger.last_seq = int(stored["seq"])
     for row in reader.lanes():
         ledger.lanes[row["lane"]] = LaneRow(
