@@ -5,6 +5,7 @@ they run one at a time. Real processes and real flocks."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import signal
@@ -89,3 +90,21 @@ def test_exclusive_programs_run_one_at_a_time_in_the_order_they_asked(tmp_path: 
 
     asyncio.run(both())
     assert order == ["a in", "a out", "b in", "b out"]
+
+
+def test_stamps_a_lane_planted_neither_stall_nor_break_the_runtime(tmp_path: Path) -> None:
+    """Who holds the lock is read from the lanes' own directories: files an agent writes."""
+    run_dir = tmp_path / "run"
+    tag = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:16]
+    for lane in ("lane-2", "lane-3"):
+        (run_dir / "lanes" / lane / "locks").mkdir(parents=True)
+    os.mkfifo(run_dir / "lanes" / "lane-2" / "locks" / f"{tag}.json")  # would block a reader
+    (run_dir / "lanes" / "lane-3" / "locks" / f"{tag}.json").write_text("[1, 2]")
+
+    async def gate() -> dict[str, object]:
+        async with MeasurementLock().hold(run_dir, "runtime:gate") as note:
+            pass
+        return note
+
+    note = asyncio.run(asyncio.wait_for(gate(), timeout=60))
+    assert note["had"] is True and note["held_by"] == []
