@@ -172,6 +172,25 @@ def _refusal(git: Git, lane: str, ref: str) -> str | None:
     return why
 
 
+def _fetch(git: Git, bundle: Path, refs: Sequence[str], staging: str) -> str | None:
+    """Read `refs` of the lane's bundle into staging refs (no tag with them); what went
+    wrong, or None."""
+    if not bundle.is_file():
+        return "the runtime found no bundle of your pushes"
+    heads = {
+        line.split(" ", 1)[1]
+        for line in git.out("bundle", "list-heads", str(bundle)).splitlines()
+        if " " in line
+    }
+    wanted = [f"+{ref}:{staging}{n}" for n, ref in enumerate(refs) if ref in heads]
+    if wanted:
+        try:
+            git.run("fetch", "-q", "--no-tags", "--no-write-fetch-head", str(bundle), *wanted)
+        except GitError as exc:
+            return f"your pushes could not be read: {exc}"
+    return None
+
+
 def forward(
     central: Path,
     lane: str,
@@ -197,22 +216,9 @@ def forward(
     own = [ref for ref in updates if ref not in results]
     staging = f"refs/flamechase/incoming/{lane}/"
     if bundle is not None and own:
-        if not bundle.is_file():
-            results.update(dict.fromkeys(own, "the runtime found no bundle of your pushes"))
-        else:
-            heads = {
-                line.split(" ", 1)[1]
-                for line in git.out("bundle", "list-heads", str(bundle)).splitlines()
-                if " " in line
-            }
-            wanted = [f"+{ref}:{staging}{n}" for n, ref in enumerate(own) if ref in heads]
-            if wanted:
-                try:
-                    git.run(
-                        "fetch", "-q", "--no-tags", "--no-write-fetch-head", str(bundle), *wanted
-                    )
-                except GitError as exc:
-                    results.update(dict.fromkeys(own, f"your pushes could not be read: {exc}"))
+        problem = _fetch(git, bundle, own, staging)
+        if problem:
+            results.update(dict.fromkeys(own, problem))
     for ref, sha in updates.items():
         if ref in results:
             continue
