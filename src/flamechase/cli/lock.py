@@ -5,7 +5,9 @@
     flamechase lock release                                  let go of this lane's hold
     flamechase lock status [--json]                          free or held, and by whom
 
-Exit 75 when the lock did not come within --wait (nothing ran). See
+Exit 75 when the lock did not come within --wait (nothing ran). The runtime's own gates go
+first: while one needs the lock no agent takes it, `run` ends CMD (exit 76) and an `acquire`d
+hold is let go (`release` then exits 76: what ran after that did not run alone). See
 `flamechase.tools.locks` for where the lock lives and why a dead holder frees it.
 """
 
@@ -39,7 +41,10 @@ _WAIT = click.option(
 
 @click.group("lock")
 def command() -> None:
-    """The exclusive measurement lock: run, acquire, release, status."""
+    """The exclusive measurement lock: run, acquire, release, status.
+
+    Exit codes: 75 the lock was not free within --wait (nothing ran); 76 one of the runtime's
+    gates needed the lock (`run`: CMD was ended; `release`: the hold had been let go)."""
 
 
 @command.command("run", context_settings={"ignore_unknown_options": True})
@@ -60,6 +65,12 @@ def run_cmd(
     )
     if code == locks.EXIT_TIMEOUT:
         click.echo(f"flamechase lock: not free within {wait:g} s; nothing ran", err=True)
+    elif code == locks.EXIT_PREEMPTED:
+        click.echo(
+            "flamechase lock: one of the runtime's gates needed the lock; CMD was ended "
+            "(run it again: it waits for the gate)",
+            err=True,
+        )
     return code
 
 
@@ -85,12 +96,20 @@ def acquire_cmd(who: str, max_seconds: float, wait: float, lock_dir: str | None)
 @command.command("release")
 @_DIR
 def release_cmd(lock_dir: str | None) -> int:
-    """Let go of the lock this lane holds."""
+    """Let go of the lock this lane holds (exit 76: a runtime gate ended the hold first)."""
     from flamechase.tools import locks
 
-    if not locks.release(locks.lock_dir(lock_dir, os.environ), os.environ):
+    info = locks.release(locks.lock_dir(lock_dir, os.environ), os.environ)
+    if info is None:
         click.echo("flamechase lock: this lane holds no lock", err=True)
         return 1
+    if info.get("preempted_by"):
+        click.echo(
+            f"flamechase lock: the hold was ended early for the runtime's gate "
+            f"({info['preempted_by']}); what ran after that did not run alone",
+            err=True,
+        )
+        return locks.EXIT_PREEMPTED
     click.echo("released")
     return 0
 
