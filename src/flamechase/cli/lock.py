@@ -16,6 +16,8 @@ import os
 
 import click
 
+from flamechase.cli import echo, echo_json
+
 _DIR = click.option(
     "--dir", "lock_dir", metavar="DIR", help="the directory to lock (default: the run's directory)"
 )
@@ -59,7 +61,7 @@ def run_cmd(
         target, list(argv), who=who, max_seconds=max_seconds, wait=wait, env=os.environ
     )
     if code == locks.EXIT_TIMEOUT:
-        click.echo(f"flamechase lock: not free within {wait:g} s; nothing ran", err=True)
+        echo(f"flamechase lock: not free within {wait:g} s; nothing ran", err=True)
     return code
 
 
@@ -76,9 +78,9 @@ def acquire_cmd(who: str, max_seconds: float, wait: float, lock_dir: str | None)
     try:
         stamp = locks.acquire(target, who=who, max_seconds=max_seconds, wait=wait, env=os.environ)
     except TimeoutError as exc:
-        click.echo(f"flamechase lock: {exc}", err=True)
+        echo(f"flamechase lock: {exc}", err=True)
         return locks.EXIT_TIMEOUT
-    click.echo(f"held by {who} for at most {max_seconds:g} s (pid {stamp['pid']})")
+    echo(f"held by {who} for at most {max_seconds:g} s (pid {stamp['pid']})")
     return 0
 
 
@@ -89,9 +91,9 @@ def release_cmd(lock_dir: str | None) -> int:
     from flamechase.tools import locks
 
     if not locks.release(locks.lock_dir(lock_dir, os.environ), os.environ):
-        click.echo("flamechase lock: this lane holds no lock", err=True)
+        echo("flamechase lock: this lane holds no lock", err=True)
         return 1
-    click.echo("released")
+    echo("released")
     return 0
 
 
@@ -104,10 +106,10 @@ def status_cmd(as_json: bool, lock_dir: str | None) -> int:
 
     st = locks.status(locks.lock_dir(lock_dir, os.environ), os.environ)
     if as_json:
-        click.echo(json.dumps(st, indent=1))
+        echo_json(json.dumps(st, indent=1))
     elif not st["held"]:
-        click.echo("free")
+        echo("free")
     else:
         who = ", ".join(f"{h['who']} ({h['lane']})" for h in st["holders"]) or "unknown"
-        click.echo(f"held by {who}")
+        echo(f"held by {who}")
     return 0
