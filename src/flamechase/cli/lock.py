@@ -18,6 +18,8 @@ import os
 
 import click
 
+from flamechase.cli import echo, echo_json
+
 _DIR = click.option(
     "--dir", "lock_dir", metavar="DIR", help="the directory to lock (default: the run's directory)"
 )
@@ -64,9 +66,9 @@ def run_cmd(
         target, list(argv), who=who, max_seconds=max_seconds, wait=wait, env=os.environ
     )
     if code == locks.EXIT_TIMEOUT:
-        click.echo(f"flamechase lock: not free within {wait:g} s; nothing ran", err=True)
+        echo(f"flamechase lock: not free within {wait:g} s; nothing ran", err=True)
     elif code == locks.EXIT_PREEMPTED:
-        click.echo(
+        echo(
             "flamechase lock: one of the runtime's gates needed the lock; CMD was ended "
             "(run it again: it waits for the gate)",
             err=True,
@@ -87,9 +89,9 @@ def acquire_cmd(who: str, max_seconds: float, wait: float, lock_dir: str | None)
     try:
         stamp = locks.acquire(target, who=who, max_seconds=max_seconds, wait=wait, env=os.environ)
     except TimeoutError as exc:
-        click.echo(f"flamechase lock: {exc}", err=True)
+        echo(f"flamechase lock: {exc}", err=True)
         return locks.EXIT_TIMEOUT
-    click.echo(f"held by {who} for at most {max_seconds:g} s (pid {stamp['pid']})")
+    echo(f"held by {who} for at most {max_seconds:g} s (pid {stamp['pid']})")
     return 0
 
 
@@ -101,16 +103,16 @@ def release_cmd(lock_dir: str | None) -> int:
 
     info = locks.release(locks.lock_dir(lock_dir, os.environ), os.environ)
     if info is None:
-        click.echo("flamechase lock: this lane holds no lock", err=True)
+        echo("flamechase lock: this lane holds no lock", err=True)
         return 1
     if info.get("preempted_by"):
-        click.echo(
+        echo(
             f"flamechase lock: the hold was ended early for the runtime's gate "
             f"({info['preempted_by']}); what ran after that did not run alone",
             err=True,
         )
         return locks.EXIT_PREEMPTED
-    click.echo("released")
+    echo("released")
     return 0
 
 
@@ -123,10 +125,10 @@ def status_cmd(as_json: bool, lock_dir: str | None) -> int:
 
     st = locks.status(locks.lock_dir(lock_dir, os.environ), os.environ)
     if as_json:
-        click.echo(json.dumps(st, indent=1))
+        echo_json(json.dumps(st, indent=1))
     elif not st["held"]:
-        click.echo("free")
+        echo("free")
     else:
         who = ", ".join(f"{h['who']} ({h['lane']})" for h in st["holders"]) or "unknown"
-        click.echo(f"held by {who}")
+        echo(f"held by {who}")
     return 0
