@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING, cast
 
 import click
 
-from flamechase.cli import EXIT_CODES_HELP
+from flamechase.cli import EXIT_CODES_HELP, echo
 from flamechase.errors import UsageError
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def command(
     items = split_agent_args(list(agents))
 
     def warn(text: str) -> None:
-        click.echo(text, err=True)
+        echo(text, err=True)
 
     confirm = None
     if sys.stdin.isatty() and sys.stderr.isatty():
@@ -142,7 +142,7 @@ def command(
     close = getattr(observer, "close", None)
     if close is not None:
         close()
-    click.echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
+    echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
     return end.exit_code
 
 
@@ -187,7 +187,7 @@ def ask_start_or_stop(
 ) -> bool:
     """Ask on the terminal until the answer is start or stop; end of input stops."""
     read = read or sys.stdin.readline
-    say = say or (lambda text: click.echo(text, nl=False, err=True))
+    say = say or (lambda text: echo(text, nl=False, err=True, lines=True))
     say(f"{question} {CHOICES} ")
     while True:
         line = read()

@@ -12,6 +12,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from flamechase.text import printable, printable_json
+
 if TYPE_CHECKING:
     from flamechase.view.state import Change
 
@@ -67,7 +69,8 @@ class JsonObserver:
         self.out = QuietWhenGone(out or sys.stdout)
 
     def event(self, event: dict[str, Any]) -> None:
-        self.out.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+        line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        self.out.write(printable_json(line) + "\n")
         self.out.flush()
 
 
@@ -93,5 +96,5 @@ class LineObserver:
         self.narrator = Narrator()
 
     def event(self, event: dict[str, Any]) -> None:
-        self.out.write(self.narrator.line(event) + "\n")
+        self.out.write(printable(self.narrator.line(event)) + "\n")
         self.out.flush()

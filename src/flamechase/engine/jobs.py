@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from flamechase import events as ev
 from flamechase.engine.executor import Executor, MeasureJob, TurnResult
 from flamechase.engine.flowcode import FlowCode
+from flamechase.engine.measurelock import MeasurementLock
 from flamechase.engine.remote import shipping
 from flamechase.engine.scheduling import Planned
 from flamechase.flow import commands as cm
@@ -201,6 +202,8 @@ class Jobs:
         # Insertion order is start order: finished work is recorded in that order.
         self._turns: dict[str, tuple[asyncio.Task[TurnDone], Planned, cm.StartTurn]] = {}
         self._other: dict[str, asyncio.Task[Any]] = {}
+        # The runtime's exclusive programs: one at a time, on the lock ahead of agents.
+        self.locks = MeasurementLock()
 
     def _watch(self, task: asyncio.Task[Any]) -> None:
         self.started += 1
@@ -292,7 +295,12 @@ class Jobs:
             return
 
         async def run() -> MeasureDone | RanDone:
-            receipt = await self.executor.measure(job)
+            if job.lock is None:
+                receipt = await self.executor.measure(job)
+            else:
+                async with self.locks.hold(job.lock, f"runtime:{command.key}") as note:
+                    receipt = await self.executor.measure(job)
+                receipt = {**receipt, "lock": note}
             if isinstance(command, cm.Run):
                 return RanDone(command, receipt)
             return MeasureDone(command, receipt)

@@ -207,6 +207,10 @@ class Run(Command):
     `jailed` False: one of the runtime's own programs (`flamechase.tools`) that keeps a store
     no agent may write (a central repository, the source's git index); never a program that
     runs code an agent wrote.
+    `exclusive`: it measures alone. The runtime takes the run's measurement lock for it
+    (`flamechase lock`) ahead of every agent: agents' holds are ended, new ones wait until it
+    is done, and its `timeout` starts once it has the lock (`FLAMECHASE_LOCK_HELD` tells its
+    own `flamechase lock run` calls so). Exclusive programs run one at a time.
     The program's environment names its run and lane (`FLAMECHASE_RUN_DIR`,
     `FLAMECHASE_LANE`), as a turn's does. `label`: what the views call it ("P1's gate",
     "the diff of builder core"); without one they name the program."""
@@ -220,6 +224,7 @@ class Run(Command):
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     jailed: bool = True
     label: str = ""
+    exclusive: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
