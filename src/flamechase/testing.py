@@ -29,6 +29,7 @@ from flamechase.engine.executor import Executor, MeasureJob, TurnJob, TurnResult
 from flamechase.engine.jobs import inline
 from flamechase.engine.ledger import Observer
 from flamechase.engine.loop import Engine, RunEnd
+from flamechase.flow.commands import ResultModelBroke
 
 __all__ = ["FakeClock", "FakeTurn", "ScriptedExecutor", "run_engine"]
 
@@ -154,6 +155,13 @@ class ScriptedExecutor(Executor):
     @staticmethod
     def _validated(job: TurnJob, turn: FakeTurn, common: dict[str, Any]) -> TurnResult:
         try:
+            return ScriptedExecutor._checked(job, turn, common)
+        except ResultModelBroke as exc:  # the flow's model broke: as a real executor says
+            return TurnResult(status="failed", error=str(exc), flow_error=exc.detail, **common)
+
+    @staticmethod
+    def _checked(job: TurnJob, turn: FakeTurn, common: dict[str, Any]) -> TurnResult:
+        try:
             return TurnResult(
                 status="valid", result=job.result.validate(dict(turn.report or {})), **common
             )
@@ -217,7 +225,11 @@ def run_engine(
     from flamechase.config import parse_settings
 
     _, params = parse_settings(dict(given), loaded.Params, loaded.name)
-    items = [*agents, *((r, "sim/steady") for r in loaded.roles(params) if r not in named)]
+    try:
+        roles = list(loaded.roles(params))
+    except Exception:  # the flow's bug: prepare() says so, as `exec` would
+        roles = []
+    items = [*agents, *((r, "sim/steady") for r in roles if r not in named)]
     request = RunRequest(
         flow=loaded,
         agents=list(items),

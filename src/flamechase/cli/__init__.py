@@ -110,6 +110,15 @@ def _prompt_here() -> bool:
     return interactive(sys.stdin, sys.stdout)
 
 
+# `--debug` was given: errors raise with their tracebacks, and a run the flow's code broke
+# prints the flow's own traceback (commands ask `debugging()`).
+_DEBUG: list[bool] = [False]
+
+
+def debugging() -> bool:
+    return _DEBUG[0]
+
+
 def _error(prog: str, message: str) -> None:
     first = message.strip().splitlines()[0] if message.strip() else "error"
     echo(f"{prog}: error: {first}", err=True)
@@ -118,7 +127,7 @@ def _error(prog: str, message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `flamechase` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
+    debug = _DEBUG[0] = "--debug" in args
     if debug:
         args.remove("--debug")
     prog = "flamechase" + (f" {args[0]}" if args and not args[0].startswith("-") else "")
@@ -141,9 +150,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click.Abort:
         code = EXIT_SIGNAL
     except FlamechaseError as exc:
+        flow_tb = str(getattr(exc, "traceback", "") or "")
         if debug:
+            if flow_tb:
+                echo(flow_tb.rstrip("\n"), err=True, lines=True)
             raise
-        _error(prog, str(exc))
+        _error(prog, str(exc) + ("; --debug shows the flow's traceback" if flow_tb else ""))
         code = exc.exit_code
     except KeyboardInterrupt:
         echo(f"{prog}: stopped", err=True)

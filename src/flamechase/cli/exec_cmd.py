@@ -142,6 +142,10 @@ def command(
     close = getattr(observer, "close", None)
     if close is not None:
         close()
+    from flamechase.cli import debugging
+
+    if end.traceback and debugging():
+        echo(end.traceback.rstrip("\n"), err=True, lines=True)
     echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
     return end.exit_code
 

@@ -58,6 +58,8 @@ def shown(c: object) -> str:
 def _short(value: Any) -> str:
     if isinstance(value, ev.Event):
         return type(value).__name__
+    if isinstance(value, type):
+        return f"the class {value.__name__}"
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 

@@ -39,6 +39,7 @@ from pydantic import BaseModel
 from flamechase.errors import FlowCodeError
 from flamechase.events import Event
 from flamechase.flow import Flow, FlowParams, LaneDef, RunSetup, TurnContext
+from flamechase.flow.commands import ResultModelBroke
 
 __all__ = ["FlowCode"]
 
@@ -233,7 +234,10 @@ class FlowCode:
         if not isinstance(expected, type) or not issubclass(expected, BaseModel):
             expected = BaseModel
         if not isinstance(value, expected):
-            raise self._contract(what, value, f"a {expected.__name__} (the flow's State)")
+            name = expected.__name__
+            raise self._contract(
+                what, value, f"a {name}" + ("" if name == "State" else " (its State)")
+            )
         return value
 
     def _text(self, what: str, value: Any) -> str:
@@ -287,6 +291,8 @@ def _shown(value: Any) -> str:
 
 
 def _crashed(name: str, what: str, exc: BaseException) -> FlowCodeError:
+    if isinstance(exc, ResultModelBroke):  # says what broke itself, with its traceback
+        return FlowCodeError(f"flow {name}'s {exc}", exc.detail)
     if isinstance(exc, SystemExit):
         said = f"called sys.exit({exc.code!r}) (a flow's code may not end the process)"
     elif isinstance(exc, KeyboardInterrupt):

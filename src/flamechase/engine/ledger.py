@@ -145,14 +145,15 @@ class Ledger:
             for e in pending:
                 self.seen(e)
 
-    def journal(self, event: ev.Event) -> ev.Event:
+    def journal(self, event: ev.Event, *, fold: bool = True) -> ev.Event:
         """Append `event` (inside a transaction) and fold it into the flow state.
 
-        Once the flow's code broke (FlowCodeError), nothing but the run's end is journaled,
-        and that unfolded: the stored state stays the last one the flow made, and a turn
-        the engine could not tell the flow of stays under way, taken again on resume."""
+        Once the flow's code broke (FlowCodeError), nothing is folded and only what the
+        engine journals unfolded (`fold=False`: the run's end) is written: the stored state
+        stays the last one the flow made, and a turn the engine could not tell the flow of
+        stays under way, to be taken again on resume."""
         broken = self.code.broken
-        if broken is not None and not isinstance(event, ev.RunEnded):
+        if broken is not None and fold:
             raise FlowCodeError(str(broken), broken.traceback, broken.status)
         at = iso(self.clock.time())
         seq = self.writer.event(
@@ -166,7 +167,7 @@ class Ledger:
         event = dataclasses.replace(event, seq=seq, at=at)
         self.last_seq = seq
         self._pending.append(event)
-        if self.state is not None and broken is None:
+        if self.state is not None and fold:
             self.state = self.code.evolve(self.state, event)
         return event
 

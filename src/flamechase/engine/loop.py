@@ -231,7 +231,11 @@ class Engine:
         prep = self.prep
         self._ledger = opened.ledger
         if opened.fresh:
-            opening.create(self.ledger, prep, opened)
+            try:
+                opening.create(self.ledger, prep, opened)
+            except FlowCodeError:  # the flow broke before its run was made: made without it
+                opening.create(self.ledger, prep, opened, flow=False)
+                raise
         else:
             opening.load(self.ledger, prep, opened.reader)
         self._budget = opening.budget_of(prep, opened.reader, self.clock)
@@ -358,7 +362,8 @@ class Engine:
                 ledger.journal(
                     kind(
                         message=message, budget=budget.report() if budget else {}, valid_turns=valid
-                    )
+                    ),
+                    fold=self.code.broken is None,
                 )
         return RunEnd(self.run_id, status, code, message)
 
@@ -628,6 +633,8 @@ class Engine:
             if forget:
                 self.ledger.writer.forget_procs(forget)
             self._instants_in_tx()
+        if r.flow_error:  # recorded as failed, and the run stops on the flow's bug
+            raise FlowCodeError(f"flow {self.flow.name}'s {r.error}", r.flow_error)
 
     def _instants_in_tx(self) -> None:
         """Inside the turn's transaction: what the flow owes for it lands with it."""

@@ -73,24 +73,27 @@ def open_run(
     return Opened(run_id, layout, ledger, reader, lock, fresh)
 
 
-def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
-    """A new run: its row, its lanes, its first event and the flow's first state."""
-    flow, params = prep.flow, prep.params
-    lanes = ledger.code.lanes(params)
+def create(ledger: Ledger, prep: Prepared, opened: Opened, *, flow: bool = True) -> None:
+    """A new run: its row, its lanes, its first event and the flow's first state. `flow`
+    False: the flow's code broke on the way (its lanes, start, evolve or describe), and the
+    run is recorded without its state or lanes, so that its failure can be."""
+    params = prep.params
+    lanes = ledger.code.lanes(params) if flow else []
     agents = {r: s.text for r, s in prep.agents.items()}
-    ledger.state = ledger.code.start(
-        RunSetup(
-            run_id=opened.run_id,
-            objective=prep.objective,
-            params=params,
-            lanes=lanes,
-            source=str(prep.workspace),
+    if flow:
+        ledger.state = ledger.code.start(
+            RunSetup(
+                run_id=opened.run_id,
+                objective=prep.objective,
+                params=params,
+                lanes=lanes,
+                source=str(prep.workspace),
+            )
         )
-    )
     with ledger.tx():
         ledger.writer.create_run(
             run_id=opened.run_id,
-            flow=flow.name,
+            flow=prep.flow.name,
             workspace=str(prep.workspace),
             task=prep.objective,
             fingerprint=prep.task_fingerprint,
@@ -100,7 +103,7 @@ def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
             run_dir=str(opened.layout.root),
             flow_source=prep.flow_source,
             flow_hash=prep.flow_hash,
-            flow_version=flow.version,
+            flow_version=prep.flow.version,
         )
         for pos, lane in enumerate(lanes):
             ws = prep.workspace if lane.in_source else opened.layout.place(lane.place)
@@ -108,7 +111,7 @@ def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
             ledger.lanes[lane.name] = LaneRow(lane.name)
         ledger.journal(
             ev.RunCreated(
-                flow=flow.name,
+                flow=prep.flow.name,
                 flow_source=prep.flow_source,
                 flow_hash=prep.flow_hash,
                 workspace=str(prep.workspace),
@@ -117,7 +120,8 @@ def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
                 agents=agents,
                 budget=prep.budget.to_json(),
                 budget_from=dict(prep.budget_from),
-            )
+            ),
+            fold=flow,
         )
 
 

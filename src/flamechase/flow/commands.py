@@ -20,6 +20,7 @@ is spent or the user stops it.
 from __future__ import annotations
 
 import dataclasses
+import traceback
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -40,6 +41,7 @@ __all__ = [
     "Measure",
     "PublishReport",
     "ReleaseLane",
+    "ResultModelBroke",
     "ResultSpec",
     "Run",
     "StartTurn",
@@ -64,6 +66,14 @@ class ResultSpec:
     # default: the file works with every agent, and strict schema modes reject optional keys.
     structured: bool = False
 
+    def __post_init__(self) -> None:
+        # Refused where the flow builds it (at import, or in decide), not after an agent ran.
+        if not (isinstance(self.model, type) and issubclass(self.model, BaseModel)):
+            raise TypeError(
+                f"ResultSpec takes a pydantic model class (a subclass of pydantic.BaseModel), "
+                f"not {self.model!r}"
+            )
+
     def json_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = self.model.model_json_schema()
         return schema
@@ -74,16 +84,38 @@ class ResultSpec:
             raise ValueError(f"{self.noun} must be a JSON object, got {type(data).__name__}")
         try:
             value = self.model.model_validate(data, context=dict(self.context))
+            dumped: dict[str, Any] = value.model_dump(mode="json")
         except ValidationError as exc:
             raise ValueError(one_line(exc, self.noun)) from None
-        dumped: dict[str, Any] = value.model_dump(mode="json")
+        except Exception as exc:  # a validator that breaks is the flow's bug, not the agent's
+            raise ResultModelBroke(
+                f"result model {self.model.__name__} raised {type(exc).__name__}: "
+                f"{str(exc).strip()[:300]} while it checked a {self.noun} (a flow bug)",
+                traceback.format_exc(),
+            ) from exc
         return dumped
 
     def declared_artifacts(self, data: Mapping[str, Any]) -> list[tuple[str, str]]:
         """(path, description) of the files a valid result asks the runtime to freeze."""
         value = self.model.model_validate(dict(data), context=dict(self.context))
         declared = getattr(value, "declared_artifacts", None)
-        return list(declared()) if callable(declared) else []
+        try:
+            return list(declared()) if callable(declared) else []
+        except Exception as exc:
+            raise ResultModelBroke(
+                f"result model {self.model.__name__}'s declared_artifacts() raised "
+                f"{type(exc).__name__}: {str(exc).strip()[:300]} (a flow bug)",
+                traceback.format_exc(),
+            ) from exc
+
+
+class ResultModelBroke(Exception):
+    """A result model raised something other than a validation error: the flow's bug (the
+    turn fails, and the run stops with the model's traceback, `detail`)."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 #: The turn report every lane turn of the built-in flows ends with.

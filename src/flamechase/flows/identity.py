@@ -1,5 +1,7 @@
 """A loaded flow's code hash: SHA-256 over its module and the modules of its own package it
-imports (transitively), so a resume can tell whether it would run the same flow code.
+imports (transitively), and over every .py file of the flow's package however (or whether) it
+is imported (an `importlib` call, a lazy import inside `decide`), so a resume can tell whether
+it would run the same flow code. A flow that is one file is hashed as that file.
 
 Module names enter the hash relative to the flow's top package, so the same code hashes the
 same wherever it was imported from (a file's import name is derived from its path; a git
@@ -12,6 +14,7 @@ import ast
 import hashlib
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from flamechase.flow import Flow
@@ -46,7 +49,37 @@ def code_hash(flow: Flow[Any]) -> str:
     for name, path in sorted(code.items()):
         shown = name if root == "flamechase" else "<flow>" + name[len(root) :]
         digest.update(shown.encode() + b"\0" + _source(name, path) + b"\0")
+    for rel, data in sorted(_package_files(module).items()):
+        digest.update(b"file:" + rel.encode() + b"\0" + data + b"\0")
     return digest.hexdigest()
+
+
+def _package_files(module: ModuleType) -> dict[str, bytes]:
+    """Every .py file of the flow's own package (relative path -> bytes), imported or not.
+    A flow that is one file is that file (a flow with helpers is a package)."""
+    parts = module.__name__.split(".")
+    if parts[0] == "flamechase":  # a built-in: its own package under flamechase.flows
+        if parts[:2] != ["flamechase", "flows"] or len(parts) < 3:
+            return {}
+        top = sys.modules.get(".".join(parts[:3]))
+    else:
+        top = sys.modules.get(parts[0])
+    file = getattr(top, "__file__", None)
+    if top is None or not file:
+        return {}
+    tree = getattr(getattr(top, "__loader__", None), "tree", None)
+    if tree is not None and getattr(tree, "package", False):  # pinned: the commit's files
+        root = f"{tree.root}/" if tree.root else ""
+        return {rel.removeprefix(root): data for rel, data in tree.code.items()}
+    if getattr(top, "__path__", None) is not None:
+        home = Path(file).parent
+        return {
+            p.relative_to(home).as_posix(): p.read_bytes()
+            for p in home.rglob("*.py")
+            if p.is_file()
+            and not any(x.startswith((".", "__")) for x in p.relative_to(home).parts[:-1])
+        }
+    return {}
 
 
 def _source(name: str, path: Path) -> bytes:

@@ -159,7 +159,7 @@ def _from_entry_point(point: metadata.EntryPoint, variant: str | None) -> Loaded
     )
     try:
         obj = point.load()
-    except Exception as exc:
+    except modules.IMPORT_FAILURES as exc:
         raise FlowNotFound(f"{shown} failed to import: {modules.first_line(exc)}") from exc
     if variant is None:
         return Loaded(modules.as_flow(obj, shown), origin)

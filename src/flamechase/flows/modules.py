@@ -23,7 +23,14 @@ DEFAULT_ATTR = "FLOW"
 USER_PREFIX = "flamechase_flow_"
 
 
+# What importing a flow may raise and still be the flow's failure to import, not the end of
+# flamechase: `sys.exit()` or a KeyboardInterrupt raised by a flow's module-level code.
+IMPORT_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
+
+
 def first_line(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}) (a flow's code may not end the process)"
     text = str(exc).strip()
     return f"{exc.__class__.__name__}: {text.splitlines()[0]}" if text else exc.__class__.__name__
 
@@ -61,7 +68,7 @@ def import_path(path: Path, shown: str) -> ModuleType:
     sys.dont_write_bytecode = True
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except IMPORT_FAILURES as exc:
         sys.modules.pop(name, None)
         raise FlowNotFound(f"flow {shown} failed to import: {first_line(exc)}") from exc
     finally:
@@ -80,7 +87,7 @@ def import_module(name: str, shown: str) -> ModuleType:
                 f"({sys.executable}); install the package that has it"
             ) from exc
         raise FlowNotFound(f"flow {shown} failed to import: {first_line(exc)}") from exc
-    except Exception as exc:
+    except IMPORT_FAILURES as exc:
         raise FlowNotFound(f"flow {shown} failed to import: {first_line(exc)}") from exc
 
 

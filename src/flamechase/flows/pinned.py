@@ -28,7 +28,7 @@ from types import ModuleType
 
 from flamechase.errors import FlowNotFound, FlowUnsafe
 from flamechase.flows import gitsource
-from flamechase.flows.modules import USER_PREFIX, first_line
+from flamechase.flows.modules import IMPORT_FAILURES, USER_PREFIX, first_line
 
 _LINK = "120000"
 _GITLINK = "160000"
@@ -296,7 +296,7 @@ def import_tree(tree: Tree, shown: str) -> ModuleType:
     _FINDER.trees[name] = tree
     try:
         return importlib.import_module(name)
-    except Exception as exc:
+    except IMPORT_FAILURES as exc:
         for stale in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
             del sys.modules[stale]
         del _FINDER.trees[name]
