@@ -15,8 +15,11 @@ HEADER = """\
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -37,6 +40,13 @@ class State(BaseModel):
 
 class Verdict(BaseModel):
     approve: bool
+
+
+def arrived(where: str) -> None:
+    # Say (in $FLOW_MARK) that the flow's code got here: the tests wait for it.
+    mark = os.environ.get("FLOW_MARK")
+    if mark:
+        Path(mark).write_text(where)
 """
 
 BODY = """
@@ -393,6 +403,47 @@ class Picky(BaseModel):
 ]
 
 BY_NAME = {m.name: m for m in MISTAKES}
+
+
+def hanging(how: str = "while True:\n    pass") -> dict[str, Mistake]:
+    """Flows whose code never returns somewhere (`how`: a busy loop, or a sleep that leaves
+    the interpreter to others, for flows run in the test's own process)."""
+    hang = textwrap.indent(how, " " * 4)
+    return {
+        m.name: m
+        for m in [
+            Mistake(
+                "decide_never_returns",
+                _decide('arrived("decide")\nif True:\n' + hang),
+                ("decide() did not return within",),
+                when="hang",
+            ),
+            Mistake(
+                "evolve_never_returns_on_a_turn",
+                {
+                    "evolve": 'if isinstance(event, events.TurnValid):\n    arrived("evolve")\n'
+                    + hang
+                    + "\nreturn state"
+                },
+                ("evolve() of turn_valid did not return within",),
+                when="hang",
+            ),
+            Mistake(
+                "decide_never_returns_beside_a_turn",
+                {
+                    "lanes": 'return [LaneDef("lane-1", ("author",)),'
+                    ' LaneDef("lane-2", ("reviewer",))]',
+                    "decide": 'if state.done:\n    arrived("decide")\n'
+                    + hang
+                    + '\nreturn [StartTurn(role="author", lane="lane-1", number=1),'
+                    ' StartTurn(role="reviewer", lane="lane-2", number=1)]',
+                },
+                ("decide() did not return within",),
+                when="hang",
+            ),
+        ]
+    }
+
 
 # A relay whose author writes a report the validator above cannot check (a comment), and a
 # reviewer whose verdict says so: what the scripted and real agents answer.

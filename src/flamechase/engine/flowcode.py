@@ -68,11 +68,16 @@ class FlowCode:
         )
         self._outcome: tuple[bool, Any] = (True, None)
         self._thread: threading.Thread | None = None
+        self._busy = False  # a call was handed to the worker and its end not yet read
 
     def close(self) -> None:
-        """Let the worker go (it ends once its current call does) and close the pipe."""
-        if self._thread is not None and self.broken is None:
+        """Let the worker go, and close the pipe unless the worker is still in a call: it
+        writes to the pipe when the call ends, and a closed descriptor's number may by then
+        be another file's (two descriptors are left to the process's end instead)."""
+        if self._thread is not None:
             self._todo.put((_quit, ()))
+        if self._busy:
+            return
         for fd in (self._r, self._w):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -102,6 +107,7 @@ class FlowCode:
                 target=self._work, name=f"flow {self.name}", daemon=True
             )
             self._thread.start()
+        self._busy = True
         self._todo.put((fn, args))
         try:
             ok, value = self._wait(what)
@@ -154,6 +160,7 @@ class FlowCode:
             except BlockingIOError:
                 data = b""
             if b"d" in data:
+                self._busy = False
                 return self._outcome
             if b"s" in data and stop_at is None:
                 stop_at, why = time.monotonic() + self.grace, "a stop (signal)"
