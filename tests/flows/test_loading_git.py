@@ -228,3 +228,16 @@ def test_a_changed_cached_checkout_is_refused(tmp_path: Path, state_home: Path) 
         ws, tmp_path, f"git+file://{repo}@v1#once", params="budget.turns=5,resume_mode=fresh"
     )
     _one_line_refusal(proc, "was changed", "delete it")
+
+
+def test_a_pinned_flows_helper_it_never_imports_is_in_its_code_hash(tmp_path: Path) -> None:
+    repo, _ = make_repo(tmp_path / "repo")
+    (repo / "once" / "words.py").write_text("PROMPT = 'first'\n")
+    commit(repo, "words", "v2")
+    (repo / "once" / "words.py").write_text("PROMPT = 'second'\n")
+    commit(repo, "other words", "v3")
+    hashes = {
+        flow_identity(load_flow(f"git+file://{repo}@{tag}#once"), "")[1]
+        for tag in ("v1", "v2", "v3")
+    }
+    assert len(hashes) == 3
