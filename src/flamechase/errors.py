@@ -23,6 +23,8 @@
     │   ├── StateHomeInvalid            FLAMECHASE_HOME is a file, or inside the workspace
     │   ├── RunNotFound                 RUN names no run
     │   ├── FlowChanged                 a resume would run other flow code than the run's
+    │   ├── FlowRefused                 the flow's declarations are wrong, or its code broke,
+    │   │                               before its run was made (roles(), lanes(), Params)
     │   ├── ExecutorUnavailable         --executor ray without Ray, or its cluster unreachable
     │   ├── PrRefused                   `flamechase pr` outside a lane's turn, off a lane
     │                                   branch, or before the branch was pushed
@@ -139,6 +141,15 @@ class RunNotFound(UsageError):
 
 class FlowChanged(UsageError):
     """The run was made by other flow code; resume with --refresh to run the new code."""
+
+
+class FlowRefused(UsageError):
+    """Before its run was made, the flow declared what cannot run (a lane twice, a lane's
+    role it does not list) or its code broke (`roles()` raised); `traceback` is the flow's."""
+
+    def __init__(self, message: str, traceback: str = "") -> None:
+        super().__init__(message)
+        self.traceback = traceback
 
 
 class RunFailed(FlamechaseError):

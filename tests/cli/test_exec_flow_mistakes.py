@@ -1,6 +1,7 @@
 """Flows with mistakes in them, through `flamechase exec` (tests/engine/mistakes.py): one line
-naming the flow and what it asked for, exit 1 (2 for a flow that does not import), the run
-recorded as failed with that line, never a traceback; `--debug` prints the flow's own."""
+naming the flow and what it asked for, exit 1 and the run recorded as failed with that line
+(exit 2 and no run for a flow refused before its run is made), never a traceback; `--debug`
+prints the flow's own."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def exec_flow(
 @pytest.mark.parametrize("m", MISTAKES, ids=lambda m: m.name)
 def test_a_mistake_in_a_flow_is_one_line_from_exec(m: Mistake, tmp_path: Path) -> None:
     proc, ws = exec_flow(tmp_path, m)
-    assert proc.returncode == (2 if m.when == "load" else 1), proc.stderr
+    assert proc.returncode == (1 if m.when == "run" else 2), proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
     assert "internal error" not in proc.stderr
     [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("flamechase")]

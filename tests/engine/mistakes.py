@@ -109,7 +109,7 @@ DEFAULTS = {
 class Mistake:
     """A flow that differs from the relay in `parts` (and `extra` lines after the models).
     `words`: what its one-line error says. `when`: `run` (the run is made, then fails),
-    `prepare` (refused before any run exists, exit 1), `load` (the flow does not import,
+    `prepare` (refused before any run exists, exit 2), `load` (the flow does not import,
     exit 2)."""
 
     name: str

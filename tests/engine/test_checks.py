@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from flamechase.engine.executor import TurnJob
-from flamechase.errors import FlowCodeError, FlowCommandError, FlowError, FlowNotFound
+from flamechase.errors import (
+    FlowCodeError,
+    FlowCommandError,
+    FlowError,
+    FlowNotFound,
+    FlowRefused,
+)
 from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine
 from tests.engine.mistakes import BY_NAME, MISTAKES, REPORT, VERDICT, Mistake, flow_file
 
@@ -71,7 +77,7 @@ def test_a_mistake_in_a_flow_fails_its_run_in_one_line(
 def test_a_mistake_in_a_flows_declarations_is_refused_before_any_run(
     m: Mistake, tmp_path: Path, state_home: Path
 ) -> None:
-    wanted = FlowNotFound if m.when == "load" else FlowError
+    wanted = FlowNotFound if m.when == "load" else FlowRefused
     with pytest.raises(wanted) as caught:
         run(tmp_path, m)
     line = str(caught.value)

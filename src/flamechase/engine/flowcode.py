@@ -69,6 +69,7 @@ class FlowCode:
         self._outcome: tuple[bool, Any] = (True, None)
         self._thread: threading.Thread | None = None
         self._busy = False  # a call was handed to the worker and its end not yet read
+        self._closed = False
 
     def close(self) -> None:
         """Let the worker go, and close the pipe unless the worker is still in a call: it
@@ -76,8 +77,9 @@ class FlowCode:
         be another file's (two descriptors are left to the process's end instead)."""
         if self._thread is not None:
             self._todo.put((_quit, ()))
-        if self._busy:
+        if self._busy or self._closed:
             return
+        self._closed = True
         for fd in (self._r, self._w):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -88,6 +90,8 @@ class FlowCode:
         """The run must stop (called from a signal handler): a call under way gets `grace`
         seconds. Writes one byte; no lock is taken, so it is safe at any instant."""
         self.signalled = True
+        if self._closed:  # its descriptor's number may be another file's by now
+            return
         with contextlib.suppress(OSError):  # a full pipe already holds a wake-up
             os.write(self._w, b"s")
 

@@ -191,7 +191,8 @@ class Engine:
 
         def heard(_sig: int, _frame: object) -> None:
             self.code.poke()
-            loop.call_soon_threadsafe(self.stop)
+            with contextlib.suppress(RuntimeError):  # the loop closed: the run is over
+                loop.call_soon_threadsafe(self.stop)
 
         before: dict[int, Any] = {}
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -201,7 +202,7 @@ class Engine:
         def restore() -> None:
             for sig, handler in before.items():
                 with contextlib.suppress(ValueError, TypeError):
-                    signal.signal(sig, handler)
+                    signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
         return restore
 

@@ -25,6 +25,8 @@ from flamechase.errors import (
     BackendUnavailable,
     FlamechaseError,
     FlowChanged,
+    FlowError,
+    FlowRefused,
     LargeCopyRefused,
     NothingToResume,
     ParamError,
@@ -112,6 +114,8 @@ def prepare(req: RunRequest) -> Prepared:
     code = FlowCode(flow)
     try:
         return _prepare(req, ws, code)
+    except FlowError as exc:  # no run was made: a refusal, as for any bad input
+        raise FlowRefused(str(exc), getattr(exc, "traceback", "")) from exc
     finally:
         code.close()
 
