@@ -224,10 +224,10 @@ def run_engine(
     given.setdefault("rest_seconds", "0.05")
     from flamechase.config import parse_settings
 
-    _, params = parse_settings(dict(given), loaded.Params, loaded.name)
     try:
+        _, params = parse_settings(dict(given), loaded.Params, loaded.name)
         roles = list(loaded.roles(params))
-    except Exception:  # the flow's bug: prepare() says so, as `exec` would
+    except Exception:  # a bad param or the flow's bug: prepare() says so, as `exec` would
         roles = []
     items = [*agents, *((r, "sim/steady") for r in roles if r not in named)]
     request = RunRequest(

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from flamechase.flow import (
     Command, DropPlace, Emit, Event, FinishRun, Flow, FlowEvent, FlowParams, Freeze,
@@ -55,6 +55,7 @@ class Mistake(Flow[State]):
     name = "mistake"
     summary = "a relay with a mistake in it"
     State = State
+    Params = globals().get("Mistake_Params", FlowParams)
 
     def roles(self, params: FlowParams) -> list[str]:
 {roles}
@@ -100,7 +101,8 @@ DEFAULTS = {
         role = "author" if state.done == 0 else "reviewer"
         return [StartTurn(role=role, lane="lane-1", number=state.done + 1)]
     """,
-    "prompt": 'return f"Do turn {ctx.turn.number}; write the report to {ctx.report_path}"',
+    "prompt": 'return f"Do turn {ctx.turn.number}; write the {ctx.turn.result.noun} to '
+    '{ctx.report_path}"',
     "describe": 'return {"done": state.done}',
 }
 
@@ -296,7 +298,7 @@ class Said(FlowEvent):
     Mistake(
         "decide_returns_a_name",
         _decide('return ["StartTurn"]'),
-        ("asked for 'StartTurn'", "not a command of flamechase.flow"),
+        ("asked for 'StartTurn'", "not one of the commands of flamechase.flow"),
     ),
     Mistake(
         "evolve_forgets_to_return",
@@ -390,6 +392,72 @@ class Picky(BaseModel):
         "roles_raise",
         {"roles": 'return ["author", "reviewer"][params.lanes]'},
         ("roles() raised AttributeError",),
+        when="prepare",
+        traceback=True,
+    ),
+    Mistake(
+        "a_command_of_its_own",
+        _decide("return [Nudge()]"),
+        ("asked for Nudge()", "not one of the commands of flamechase.flow"),
+        extra="""
+
+@dataclasses.dataclass(frozen=True)
+class Nudge(Command):
+    pass
+""",
+    ),
+    Mistake(
+        "reads_given_as_a_string",
+        _decide(
+            """
+            if "draft" not in state.places:
+                return [MakePlace("draft")]
+            return [StartTurn(role="author", lane="lane-1", number=1, reads="draft")]
+            """
+        ),
+        ("its reads is 'draft', not a tuple of names",),
+    ),
+    Mistake(
+        "measure_pattern_is_not_a_regex",
+        _decide('return [Measure(key="s", place="source", command="echo 1", pattern="(")]'),
+        ("its pattern '(' is not a regular expression",),
+    ),
+    Mistake(
+        "run_without_a_program",
+        _decide('return [Run(key="gate", place="source", argv=())]'),
+        ("its argv is (), not a non-empty tuple of strings",),
+    ),
+    Mistake(
+        "wait_until_nothing",
+        _decide("return [WaitUntil(at=None)]"),
+        ("its time None is not a number of seconds since the epoch",),
+    ),
+    Mistake(
+        "place_named_out_of_the_run",
+        _decide('return [MakePlace("../elsewhere")]'),
+        ("'../elsewhere' is not a name a flow may give a place",),
+    ),
+    Mistake(
+        "describe_lanes_is_a_list",
+        {"describe": 'return {"lanes": ["lane-1"]}'},
+        ("describe() returned {'lanes': ['lane-1']}, not a dict of JSON values",),
+    ),
+    Mistake(
+        "params_validator_raises",
+        {},
+        ("Params raised KeyError",),
+        extra="""
+
+class Strict(FlowParams):
+    rounds: int = 2
+
+    @model_validator(mode="after")
+    def known(self) -> Strict:
+        return {1: self}[self.rounds]
+
+
+Mistake_Params = Strict
+""",
         when="prepare",
         traceback=True,
     ),

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from flamechase import events as ev
@@ -34,6 +35,8 @@ __all__ = ["SPIN_ROUNDS", "Checks", "Progress", "check_declarations", "shown"]
 SPIN_ROUNDS = 10_000
 FINISH_STATUSES = ("finished", "held", "failed")
 _LANE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+# What the engine keeps at the top of a run directory: no place may be made there.
+RESERVED = frozenset({"run.db", "run.db-wal", "run.db-shm", "blobs", "flow-traceback.txt"})
 
 # A place's standing, as the engine's places and jobs say (see `Checks.check`).
 Standing = Callable[[str], str]  # "made" | "making" | "dropped" | "unknown"
@@ -42,8 +45,7 @@ Standing = Callable[[str], str]  # "made" | "making" | "dropped" | "unknown"
 def shown(c: object) -> str:
     """A command as its author wrote it, short: `StartTurn(role='a', lane='lane-1', ...)`."""
     if not dataclasses.is_dataclass(c) or isinstance(c, type):
-        text = repr(c)
-        return text if len(text) <= 100 else text[:97] + "..."
+        return _short(c, 100)
     keys = {
         "StartTurn": ("role", "lane", "number", "place"),
         "Emit": ("event",),
@@ -55,13 +57,16 @@ def shown(c: object) -> str:
     return f"{type(c).__name__}({args}{more})"
 
 
-def _short(value: Any) -> str:
+def _short(value: Any, width: int = 40) -> str:
     if isinstance(value, ev.Event):
         return type(value).__name__
     if isinstance(value, type):
         return f"the class {value.__name__}"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    try:
+        text = repr(value)
+    except Exception:  # a flow's object whose repr breaks: its type says enough
+        text = f"<a {type(value).__name__}>"
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def check_declarations(flow: str, roles: object, lanes: Sequence[LaneDef]) -> None:
@@ -156,11 +161,10 @@ class Checks:
             )
 
         for c in commands:
-            if not isinstance(c, cm.Command):
-                self._bad(c, "it is not a command of flamechase.flow")
-            check = _CHECKS.get(type(c))
-            if check is not None:
-                check(self, c, place)
+            check = next((_CHECKS[t] for t in type(c).__mro__ if t in _CHECKS), None)
+            if check is None:
+                self._bad(c, "it is not one of the commands of flamechase.flow")
+            check(self, c, place)
 
     def _bad(self, c: object, why: str) -> NoReturn:
         raise FlowCommandError(f"flow {self.flow} asked for {shown(c)}: {why} (a flow bug)")
@@ -199,9 +203,9 @@ class Checks:
                         f"{option} is for lane turns, and this turn has no lane (lane=None): "
                         "give it a lane, or drop the option",
                     )
-        for source in c.inbox_from:  # report sources: lanes, or any name a flow publishes to
-            if not isinstance(source, str) or not source:
-                self._bad(c, f"its inbox_from source {source!r} is not a name")
+        _names(self, c, c.inbox_from, "inbox_from")  # lanes, or any source a flow publishes to
+        _names(self, c, c.reads, "reads")
+        _env(self, c, c.env)
         place(c, c.place)
         for other in c.reads:
             place(c, other, "reads place")
@@ -242,7 +246,39 @@ class Checks:
     def _publish(self, c: cm.PublishReport) -> None:
         if not isinstance(c.lane, str) or not c.lane:  # a lane, or another source's name
             self._bad(c, f"its source {c.lane!r} is not a name")
+        if not isinstance(c.report_id, str) or not c.report_id:
+            self._bad(c, f"its report_id {c.report_id!r} is not a non-empty string")
         _json(self, c, c.record, "its record")
+
+    def _wait(self, c: cm.WaitUntil) -> None:
+        at = c.at
+        if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+            self._bad(c, f"its time {at!r} is not a number of seconds since the epoch")
+
+
+def _names(checks: Checks, c: object, value: object, what: str) -> None:
+    """A tuple of names: `("lane-1",)`, not `"lane-1"` (whose letters would be the names)."""
+    if isinstance(value, str) or not isinstance(value, tuple | list):
+        checks._bad(c, f"its {what} is {value!r}, not a tuple of names")
+    for name in value:
+        if not isinstance(name, str) or not name:
+            checks._bad(c, f"its {what} holds {name!r}, not a name")
+
+
+def _env(checks: Checks, c: object, env: object) -> None:
+    if not isinstance(env, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        checks._bad(c, f"its env is {_short(env)}, not a mapping of strings to strings")
+
+
+def _timeout(checks: Checks, c: object, timeout: object) -> None:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout < math.inf
+    ):
+        checks._bad(c, f"its timeout {timeout!r} is not a positive number of seconds")
 
 
 def _json(checks: Checks, c: object, value: Any, what: str) -> None:
@@ -255,6 +291,21 @@ def _json(checks: Checks, c: object, value: Any, what: str) -> None:
 def _measure(checks: Checks, c: cm.Measure | cm.Run, place: Callable[..., None]) -> None:
     checks._answered(c, c.key)
     checks._lane(c, c.lane)
+    _timeout(checks, c, c.timeout)
+    _names(checks, c, c.reads, "reads")
+    if isinstance(c, cm.Run):
+        if not isinstance(c.argv, tuple | list) or not c.argv:
+            checks._bad(c, f"its argv is {_short(c.argv)}, not a non-empty tuple of strings")
+        if not all(isinstance(a, str) for a in c.argv):
+            checks._bad(c, "its argv holds what is not a string")
+        _env(checks, c, c.env)
+    else:
+        if not isinstance(c.command, str) or not c.command.strip():
+            checks._bad(c, f"its command {c.command!r} is not a shell command")
+        try:
+            re.compile(c.pattern)
+        except (re.error, TypeError) as exc:
+            checks._bad(c, f"its pattern {c.pattern!r} is not a regular expression ({exc})")
     place(c, c.place)
     for other in c.reads:
         place(c, other, "reads place")
@@ -266,6 +317,16 @@ def _freeze(checks: Checks, c: cm.Freeze, place: Callable[..., None]) -> None:
 
 
 def _make(checks: Checks, c: cm.MakePlace, place: Callable[..., None]) -> None:
+    name = c.name
+    parts = name.split("/") if isinstance(name, str) else [""]
+    if name == SOURCE or any(p in ("", ".", "..") for p in parts) or parts[0] in RESERVED:
+        checks._bad(
+            c,
+            f"{name!r} is not a name a flow may give a place: a relative name like "
+            "lanes/lane-2 or review/1 (not source, and not one of the engine's own: "
+            + ", ".join(sorted(RESERVED))
+            + ")",
+        )
     if c.how not in ("snapshot", "empty", "overlay"):
         checks._bad(c, f"how={c.how!r} is not snapshot, empty or overlay")
     for what, other in (("base", c.base), ("over", c.over)):
@@ -275,7 +336,13 @@ def _make(checks: Checks, c: cm.MakePlace, place: Callable[..., None]) -> None:
         checks._bad(c, f"nothing was frozen under {c.restore!r}: Freeze it first")
 
 
+def _nothing(checks: Checks, c: object, place: Callable[..., None]) -> None:
+    return None
+
+
 _CHECKS: dict[type, Callable[..., None]] = {
+    cm.WaitUntil: lambda ch, c, place: ch._wait(c),
+    cm.DropPlace: _nothing,
     cm.StartTurn: lambda ch, c, place: ch._turn(c, place),
     cm.Measure: _measure,
     cm.Run: _measure,

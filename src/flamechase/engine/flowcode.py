@@ -220,8 +220,14 @@ class FlowCode:
         text, summary = self.call(
             "describe()", lambda: (state.model_dump_json(), _described(self.flow, state))
         )
-        if not isinstance(summary, dict):
-            raise self._contract("describe()", summary, "a dict of JSON values")
+        lanes = summary.get("lanes") if isinstance(summary, dict) else None
+        if not isinstance(summary, dict) or not (
+            lanes is None
+            or (isinstance(lanes, dict) and all(isinstance(v, dict) for v in lanes.values()))
+        ):
+            raise self._contract(
+                "describe()", summary, "a dict of JSON values ('lanes': {lane: {field: value}})"
+            )
         return text, summary
 
     def result_schema(self, model: type[BaseModel]) -> dict[str, Any]:
@@ -297,7 +303,10 @@ def _described(flow: Flow[Any], state: BaseModel) -> Any:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception:  # a flow's object whose repr breaks
+        text = f"<a {type(value).__name__}>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -309,7 +318,10 @@ def _crashed(name: str, what: str, exc: BaseException) -> FlowCodeError:
     elif isinstance(exc, KeyboardInterrupt):
         said = "raised KeyboardInterrupt (a flow's code may not stop the run itself)"
     else:
-        text = str(exc).strip()
+        try:
+            text = str(exc).strip()
+        except Exception:  # an exception that cannot say what it is
+            text = "(its message could not be read)"
         first = text.splitlines()[0] if text else ""
         said = f"raised {type(exc).__name__}" + (f": {first[:300]}" if first else "")
         said += " (a flow bug)"
