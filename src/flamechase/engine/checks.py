@@ -26,6 +26,7 @@ from flamechase.errors import FlowCommandError, FlowSpins
 from flamechase.flow import LaneDef
 from flamechase.flow import commands as cm
 from flamechase.flow.commands import ResultSpec
+from flamechase.store.db import Reader
 
 __all__ = ["SPIN_ROUNDS", "Checks", "Progress", "check_declarations", "shown"]
 
@@ -105,6 +106,19 @@ class Checks:
         self.turn_role: dict[tuple[str, int], str] = {}  # (lane, number) -> its role
         self.valid: set[tuple[str, int]] = set()  # (slot, number) of valid turns
         self.dropped: set[str] = set()  # places dropped (and not made again since)
+
+    @classmethod
+    def of_run(
+        cls, flow: str, roles: Iterable[str], lanes: Iterable[str], reader: Reader
+    ) -> Checks:
+        """The checks of a run opened with `reader` (what a stored run did included)."""
+        checks = cls(flow, roles, lanes)
+        checks.load(
+            [m["key"] for m in reader.measurements()],
+            [*reader.turns(), *reader.inflight()],
+            [str(e["payload"].get("place")) for e in reader.events_of("place_dropped")],
+        )
+        return checks
 
     def load(
         self,

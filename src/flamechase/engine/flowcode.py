@@ -21,11 +21,13 @@ resumes as after a crash.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import queue
 import select
+import signal
 import sys
 import threading
 import time
@@ -41,7 +43,7 @@ from flamechase.events import Event
 from flamechase.flow import Flow, FlowParams, LaneDef, RunSetup, TurnContext
 from flamechase.flow.commands import ResultModelBroke
 
-__all__ = ["FlowCode"]
+__all__ = ["FlowCode", "hear_signals"]
 
 T = TypeVar("T")
 _HERE = os.path.normcase(os.path.abspath(__file__))
@@ -267,6 +269,32 @@ class FlowCode:
             f"flow {self.name}'s {what} returned {_shown(value)}, not {wanted} (a flow bug)"
         )
         return self.broken
+
+
+def hear_signals(
+    code: FlowCode, loop: asyncio.AbstractEventLoop, stop: Callable[[], None]
+) -> Callable[[], None]:
+    """SIGINT and SIGTERM call `stop` on the loop and end a wait on the flow's code that
+    never returns (`FlowCode.poke`). The handler only writes to pipes (the loop's, the
+    wait's), so it is safe whatever the thread was doing, and heard even while the loop's
+    thread waits on the flow. A function that puts the old handlers back."""
+
+    def heard(_sig: int, _frame: object) -> None:
+        code.poke()
+        with contextlib.suppress(RuntimeError):  # the loop closed: the run is over
+            loop.call_soon_threadsafe(stop)
+
+    before: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError):  # not the main thread: nobody to hear
+            before[sig] = signal.signal(sig, heard)
+
+    def restore() -> None:
+        for sig, handler in before.items():
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+    return restore
 
 
 def _quit() -> None:

@@ -29,7 +29,7 @@ from flamechase.engine.admission import BudgetTracker
 from flamechase.engine.checks import Checks, Progress
 from flamechase.engine.clock import Clock, RealClock
 from flamechase.engine.executor import Executor, LocalExecutor, TurnResult
-from flamechase.engine.flowcode import FlowCode
+from flamechase.engine.flowcode import FlowCode, hear_signals
 from flamechase.engine.jobs import Done, Jobs, Offload, TurnDone
 from flamechase.engine.ledger import Ledger, Observer
 from flamechase.engine.prepare import Prepared
@@ -140,7 +140,7 @@ class Engine:
                 raise DiskFull(diskfull.message(home.runs_dir())) from exc
             raise
         self.run_id = opened.run_id
-        restore = self._hear_signals(asyncio.get_running_loop())
+        restore = hear_signals(self.code, asyncio.get_running_loop(), self.stop)
         session = 0
         try:
             session = opened.ledger.writer.open_session(
@@ -183,28 +183,6 @@ class Engine:
                 opened.ledger.close()
             opened.lock.release()
             self.code.close()
-
-    def _hear_signals(self, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
-        """SIGINT and SIGTERM stop the run (`stop`), and end a wait on the flow's code that
-        never returns (`FlowCode.poke`): the handler only writes to pipes, so it is safe
-        whatever the thread was doing. A function that puts the old handlers back."""
-
-        def heard(_sig: int, _frame: object) -> None:
-            self.code.poke()
-            with contextlib.suppress(RuntimeError):  # the loop closed: the run is over
-                loop.call_soon_threadsafe(self.stop)
-
-        before: dict[int, Any] = {}
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(ValueError):  # not the main thread: nobody to hear
-                before[sig] = signal.signal(sig, heard)
-
-        def restore() -> None:
-            for sig, handler in before.items():
-                with contextlib.suppress(ValueError, TypeError):
-                    signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-
-        return restore
 
     def _flow_broke(self, exc: FlowCodeError, opened: opening.Opened) -> RunEnd:
         """The flow's code raised, or never returned: the run ends as the error says, with
@@ -269,12 +247,8 @@ class Engine:
     def _watch_flow(self, opened: opening.Opened) -> None:
         """What the flow's commands are checked against (its lanes, what the run did), and
         when a call into its code must give up (budget.duration)."""
-        self.checks = Checks(self.flow.name, self.prep.agents, self.ledger.lanes)
-        reader = opened.reader
-        self.checks.load(
-            [m["key"] for m in reader.measurements()],
-            [*reader.turns(), *reader.inflight()],
-            [str(e["payload"].get("place")) for e in reader.events_of("place_dropped")],
+        self.checks = Checks.of_run(
+            self.flow.name, self.prep.agents, self.ledger.lanes, opened.reader
         )
         self.ledger.seen = self.checks.see
         clock, budget = self.clock, self.budget
@@ -504,7 +478,7 @@ class Engine:
                 self._finish = self._finish or c
             elif isinstance(c, cm.WaitUntil):
                 wake_at.append(c.at)
-            elif not self._places_ready(c):
+            elif not self.dirs.ready(c):
                 continue  # a place it uses is still being made: asked again once it is
             elif isinstance(c, cm.MakePlace):
                 self.jobs.make_place(c, self.dirs)
@@ -523,7 +497,7 @@ class Engine:
         if self.stopping or self._finish is not None:
             return deferred, wake_at
         for c in commands:
-            if isinstance(c, cm.StartTurn) and self._places_ready(c):
+            if isinstance(c, cm.StartTurn) and self.dirs.ready(c):
                 waiting = self._admit(c)
                 if waiting is None:
                     self._start(c)
@@ -531,18 +505,6 @@ class Engine:
                     deferred = True
                     wake_at.append(waiting)
         return deferred, wake_at
-
-    def _places_ready(self, c: cm.Command) -> bool:
-        """Whether every place `c` works in or reads exists (made, not being made)."""
-        if isinstance(c, cm.StartTurn | cm.Measure | cm.Run):
-            used = (c.place, *c.reads)
-        elif isinstance(c, cm.Freeze):
-            used = (c.place,)
-        elif isinstance(c, cm.MakePlace):
-            used = tuple(p for p in (c.base, c.over) if p is not None)
-        else:
-            return True
-        return all(self.dirs.has_place(p) for p in used)
 
     def _admit(self, c: cm.StartTurn) -> float | None:
         """None: start now. 0: not now (busy, held, budget). >0: admissible at that time."""
