@@ -1,3 +1,13 @@
+import os
+import sys
+
+# `python -m flamechase` put the working directory first on the path, and the engine works in
+# a tree agents write: nothing it imports from here on (a module loaded lazily) may come from
+# there. (flamechase itself is loaded already; `python -I -m flamechase`, or the `flamechase`
+# command, never had the directory on the path at all.)
+if not sys.flags.safe_path and sys.path and os.path.abspath(sys.path[0] or ".") == os.getcwd():
+    del sys.path[0]
+
 from flamechase.cli import main
 
 main()

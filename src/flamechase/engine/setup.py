@@ -16,12 +16,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from flamechase import interpreter
 from flamechase.engine.executor import MeasureJob, measurement_env
 from flamechase.engine.layout import SOURCE, RunLayout
 from flamechase.engine.ledger import LaneRow, Ledger
 from flamechase.engine.prepare import Prepared
 from flamechase.engine.scheduling import TurnBuilder
-from flamechase.errors import SnapshotFailed
+from flamechase.errors import FlowError, SnapshotFailed
 from flamechase.flow import commands as cm
 from flamechase.fsutil import atomic_write, private_dirs
 from flamechase.procs import Reaper
@@ -213,11 +214,19 @@ class RunDirs:
 
     def measure_job(self, c: cm.Measure | cm.Run, builder: TurnBuilder) -> MeasureJob:
         """It runs the place's code: jailed like that place's turns."""
+        run = c if isinstance(c, cm.Run) else None
+        unjailed = run is not None and not run.jailed
+        if run is not None and unjailed and interpreter.unisolated(run.argv):
+            raise FlowError(
+                f"flow {self.prep.flow.name} runs Python unjailed without isolation "
+                f"({shlex.join(run.argv[:4])} ...): a file in the place could shadow the "
+                "program; build its argv with flamechase.flow.runtime_module (python -I -m ...)"
+            )
         cwd = builder.place_path(c.place)
         env = measurement_env()
         jail = (
             None
-            if isinstance(c, cm.Run) and not c.jailed
+            if unjailed
             else builder.jail(
                 lane=c.lane,
                 place=c.place,
@@ -233,8 +242,15 @@ class RunDirs:
             env["TMPDIR"] = str(jail.tmp)
         if isinstance(c, cm.Run):
             env.update(FLAMECHASE_RUN_DIR=str(self.layout.root), FLAMECHASE_LANE=c.lane or "")
+            env = {**env, **c.env}
             return MeasureJob(
-                key=c.key, argv=c.argv, cwd=cwd, timeout=c.timeout, env={**env, **c.env}, jail=jail
+                key=c.key,
+                argv=c.argv,
+                cwd=cwd,
+                timeout=c.timeout,
+                # Unjailed, nothing may add to its import path (nor to a Python it starts).
+                env=interpreter.scrubbed(env) if unjailed else env,
+                jail=jail,
             )
         return MeasureJob(
             key=c.key,

@@ -198,7 +198,9 @@ class Run(Command):
     `reads`: other private places it may read (hidden from a jailed program otherwise).
     `jailed` False: one of the runtime's own programs (`flamechase.tools`) that keeps a store
     no agent may write (a central repository, the source's git index); never a program that
-    runs code an agent wrote.
+    runs code an agent wrote. Unjailed, a Python program must be started isolated
+    (`runtime_module`: `python -I -m ...`; the engine refuses one that is not) and its
+    environment has no `PYTHON*` variables.
     The program's environment names its run and lane (`FLAMECHASE_RUN_DIR`,
     `FLAMECHASE_LANE`), as a turn's does."""
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import os
 import stat
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from flamechase.interpreter import runtime_shell
 from flamechase.tools.git import ZERO, Git, GitError, wipe, write_text
 
 __all__ = ["forward", "init_central", "push_main"]
@@ -28,9 +28,8 @@ HOOK_PREFIX = "flamechase hook: "
 
 
 def hook_script() -> str:
-    """The pre-receive hook: this Python, running `flamechase.tools.hook`."""
-    python = sys.executable.replace("'", "'\\''")
-    return f"#!/bin/sh\nexec '{python}' -m flamechase.tools.hook \"$@\"\n"
+    """The pre-receive hook: this Python, isolated, running `flamechase.tools.hook`."""
+    return f'#!/bin/sh\nexec {runtime_shell("flamechase.tools.hook")} "$@"\n'
 
 
 def init_central(central: Path, source: Path, run_id: str) -> dict[str, Any]:

@@ -36,6 +36,11 @@ _IDENTITY = {
 }
 
 
+# No hooks and no fsmonitor, whatever the repository's config says: a hooks path inside the
+# tree (`core.hooksPath=.githooks`) holds files a front's integration may have written.
+_GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+
+
 class GitFailed(RuntimeError):
     pass
 
@@ -53,7 +58,7 @@ def _git(
     if not probe.stdout.strip():
         env.update(_IDENTITY)
     proc = subprocess.run(
-        ["git", "-C", str(root), *args],
+        [*_GIT, "-C", str(root), *args],
         input=stdin,
         capture_output=True,
         text=True,

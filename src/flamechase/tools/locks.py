@@ -32,6 +32,7 @@ from typing import Any
 
 from flamechase.errors import MachineWorkError
 from flamechase.fsutil import atomic_write
+from flamechase.interpreter import runtime_module
 
 __all__ = ["EXIT_TIMEOUT", "LockError", "acquire", "lock_dir", "release", "run", "status"]
 
@@ -139,9 +140,7 @@ def acquire(
     stamp = _stamp_path(target, env)
     holder = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "flamechase.tools.locks",
+            *runtime_module("flamechase.tools.locks"),
             "hold",
             str(target),
             str(stamp),

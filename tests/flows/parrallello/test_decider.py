@@ -282,6 +282,7 @@ def test_a_performance_gate_runs_under_the_lock_and_only_selects_items() -> None
 
     spec = PlanSpec.model_validate(plan(front(only="T.P1.*", exclusive=True))).fronts[0]
     argv = rt.gate_full("k", spec, "P1").argv
+    assert argv[1] == "-I"  # `flamechase lock run` itself starts isolated
     assert argv[argv.index("lock") + 1 : argv.index("--")] == (
         "run",
         "--who",
