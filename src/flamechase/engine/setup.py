@@ -8,6 +8,7 @@ lane's turns and usage pauses, and what a measurement needs to run confined.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shlex
 import shutil
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from flamechase import interpreter
+from flamechase.engine import yardstick
 from flamechase.engine.executor import MeasureJob, measurement_env
 from flamechase.engine.layout import SOURCE, RunLayout
 from flamechase.engine.ledger import LaneRow, Ledger
@@ -56,6 +58,7 @@ class RunDirs:
             guard.record(d, "dir")
         guard.record(lay.db, "file")
         clean_partials(lay.lanes)
+        yardstick.remove(lay.yardsticks)  # copies a crash left behind
         self._lanes = self.reader.lanes()
         for row in self._lanes:
             name = row["lane"]
@@ -213,7 +216,8 @@ class RunDirs:
         return {name: Path(p["path"]) for name, p in self._places.items()}
 
     def measure_job(self, c: cm.Measure | cm.Run, builder: TurnBuilder) -> MeasureJob:
-        """It runs the place's code: jailed like that place's turns."""
+        """It runs the place's code: jailed like that place's turns. A yardstick (`Run.frozen`)
+        runs in its own copy of the place, its frozen files read-only (see `yardstick`)."""
         run = c if isinstance(c, cm.Run) else None
         unjailed = run is not None and not run.jailed
         if run is not None and unjailed and interpreter.unisolated(run.argv):
@@ -222,7 +226,8 @@ class RunDirs:
                 f"({shlex.join(run.argv[:4])} ...): a file in the place could shadow the "
                 "program; build its argv with flamechase.flow.runtime_module (python -I -m ...)"
             )
-        cwd = builder.place_path(c.place)
+        copy = self.layout.yardstick(c.key) if run is not None and run.frozen is not None else None
+        cwd = copy or builder.place_path(c.place)
         env = measurement_env()
         jail = (
             None
@@ -230,6 +235,7 @@ class RunDirs:
             else builder.jail(
                 lane=c.lane,
                 place=c.place,
+                at=copy,
                 turn_dir=None,
                 cli=None,
                 role="evaluator",
@@ -238,6 +244,9 @@ class RunDirs:
                 reads=c.reads,
             )
         )
+        if jail is not None and copy is not None and run is not None and run.frozen:
+            frozen = tuple(copy / rel for rel in run.frozen)
+            jail = dataclasses.replace(jail, protected=(*jail.protected, *frozen))
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
         if isinstance(c, cm.Run):
@@ -262,6 +271,15 @@ class RunDirs:
             pattern=c.pattern,
             command=c.command,
         )
+
+    def yardstick(self, c: cm.Run) -> str | None:
+        """Make the copy yardstick `c` runs in (in a worker thread); why it must not run, or
+        None."""
+        copy = self.layout.yardstick(c.key)
+        return yardstick.make(self.place_path(c.place), copy, c.frozen or {}, self.layout.root)
+
+    def yardstick_done(self, c: cm.Run) -> None:
+        yardstick.remove(self.layout.yardstick(c.key).parent)
 
     # ---- processes -----------------------------------------------------------------------------
 

@@ -201,6 +201,12 @@ class Run(Command):
     runs code an agent wrote. Unjailed, a Python program must be started isolated
     (`runtime_module`: `python -I -m ...`; the engine refuses one that is not) and its
     environment has no `PYTHON*` variables.
+    `frozen` (path -> SHA-256 of the file's bytes): the program is a yardstick (a gate). It
+    runs in a fresh copy of `place` the runtime makes for it and removes afterwards, so that
+    nothing it writes reaches `place`; in that copy each of these files must be a regular
+    file with exactly that hash before it starts (else it never starts: its receipt's error
+    names the file) and stays read-only while it runs (bubblewrap; under Landlock the whole
+    copy is read-only, under `sandbox=off` nothing is). The receipt lists the hashes it ran.
     The program's environment names its run and lane (`FLAMECHASE_RUN_DIR`,
     `FLAMECHASE_LANE`), as a turn's does."""
 
@@ -212,6 +218,7 @@ class Run(Command):
     reads: tuple[str, ...] = ()
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     jailed: bool = True
+    frozen: Mapping[str, str] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -281,7 +281,9 @@ def test_a_performance_gate_runs_under_the_lock_and_only_selects_items() -> None
     from flamechase.flows.parrallello.plan import PlanSpec
 
     spec = PlanSpec.model_validate(plan(front(only="T.P1.*", exclusive=True))).fronts[0]
-    argv = rt.gate_full("k", spec, "P1").argv
+    gate = rt.gate_full("k", spec, "P1", {"gates/P1.py": "0" * 64})
+    assert gate.frozen == {"gates/P1.py": "0" * 64}  # a yardstick: run from checked bytes
+    argv = gate.argv
     assert argv[1] == "-I"  # `flamechase lock run` itself starts isolated
     assert argv[argv.index("lock") + 1 : argv.index("--")] == (
         "run",

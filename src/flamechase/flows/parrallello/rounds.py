@@ -148,11 +148,12 @@ def commands(front: FrontState, ctx: Ctx) -> list[Command]:
             for b in rs.builders.values()
             if _taken(b) and not b.applied
         ]
-    elif rs.phase == "gate":  # both at once: a gate run next to moved gate files is void
+    elif rs.phase == "gate":  # both at once: a moved gate file refuses the round, and the
+        # gate runs only from a copy whose frozen files match their hashes (a yardstick)
         if not rs.hashed:
             out.append(rt.freeze_hash(k(fid, "hash", n), ctx.spec, lane))
         if rs.gate is None:
-            out.append(rt.gate_full(k(fid, "gate", n), ctx.spec, lane))
+            out.append(rt.gate_full(k(fid, "gate", n), ctx.spec, lane, front.frozen or {}))
     else:
         out += _critic_commands(front, rs, ctx)
     return out
@@ -215,7 +216,7 @@ def _critic_commands(front: FrontState, rs: RoundState, ctx: Ctx) -> list[Comman
             ]
         if not rs.rehashed:
             return [rt.freeze_hash(k(fid, "rehash", n), ctx.spec, front.lane)]
-        return [rt.gate_full(k(fid, "regate", n), ctx.spec, front.lane)]
+        return [rt.gate_full(k(fid, "regate", n), ctx.spec, front.lane, rs.refrozen or {})]
     return []
 
 

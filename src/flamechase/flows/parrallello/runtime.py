@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from flamechase.flow import Run, runtime_module, runtime_shell
@@ -129,7 +129,11 @@ def gate_command(front: FrontSpec, mode: str) -> str:
     return command + (f" --only {shlex.quote(front.only)}" if front.only else "")
 
 
-def gate_full(k: str, front: FrontSpec, lane: str) -> Run:
+def gate_full(k: str, front: FrontSpec, lane: str, frozen: Mapping[str, str]) -> Run:
+    """The gate's `--full` run: a yardstick, run in a copy of the front's tree the runtime
+    makes for it, with the `frozen` files (path -> SHA-256, as hashed at the freeze) checked
+    and read-only (`Run.frozen`): the gate that runs is the one that was hashed, and nothing
+    it (or the builders' code it runs) writes reaches the front's tree."""
     command = gate_command(front, "full")
     argv: tuple[str, ...] = ("/bin/sh", "-c", command)
     if front.exclusive:  # performance: measured alone, under the run's lock
@@ -144,7 +148,14 @@ def gate_full(k: str, front: FrontSpec, lane: str) -> Run:
             "--",
             *argv,
         )
-    return Run(key=k, place=front_place(lane), lane=lane, argv=argv, timeout=front.gate_timeout)
+    return Run(
+        key=k,
+        place=front_place(lane),
+        lane=lane,
+        argv=argv,
+        timeout=front.gate_timeout,
+        frozen=dict(frozen),
+    )
 
 
 def reap(k: str, place: str, lane: str) -> Run:
