@@ -9,6 +9,12 @@ shadow the real package. So every program the runtime starts on its own behalf s
 on the path, no user site, no `PYTHON*` variables), which leaves only the installation's own
 site-packages to import from.
 
+`-I` keeps the installation's own directories on the path, so no runtime program may write
+there: `installation_holding(path)` says whether a path lies inside them (a virtual
+environment in the user's tree, where a merged `.pth` would run in every Python the runtime
+starts). An editable install's own source is not counted: a run that changes flamechase's own
+code runs it.
+
 `unisolated(argv)` tells whether an argv starts Python without that isolation (the engine
 refuses such a `Run` unjailed); `scrubbed(env)` is an environment without `PYTHON*`
 variables. A leaf: imports nothing of flamechase, so every layer that starts a program may use it.
@@ -16,13 +22,25 @@ variables. A leaf: imports nothing of flamechase, so every layer that starts a p
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
+import site
 import sys
+import sysconfig
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-__all__ = ["runtime_module", "runtime_python", "runtime_shell", "scrubbed", "unisolated"]
+__all__ = [
+    "installation",
+    "installation_holding",
+    "runtime_module",
+    "runtime_python",
+    "runtime_shell",
+    "scrubbed",
+    "unisolated",
+]
 
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)*)?$")
 _TAKES_VALUE = {"-X", "-W", "--check-hash-based-pycs"}
@@ -84,6 +102,24 @@ def unisolated(argv: Sequence[str]) -> bool:
             continue
         flags.update(word[1:])
     return not ("I" in flags or {"P", "s", "E"} <= flags)
+
+
+@functools.cache
+def installation() -> tuple[Path, ...]:
+    """The directories this interpreter imports and starts from, resolved: its standard
+    library, its site-packages and scripts, the user site, and a virtual environment's whole
+    prefix (its `pyvenv.cfg` names the interpreter it runs)."""
+    found = [sysconfig.get_path(n) for n in ("stdlib", "platstdlib", "purelib", "platlib")]
+    found += [sysconfig.get_path("scripts"), *site.getsitepackages(), site.getusersitepackages()]
+    if sys.prefix != sys.base_prefix:
+        found.append(sys.prefix)
+    return tuple(dict.fromkeys(Path(os.path.realpath(p)) for p in found if p))
+
+
+def installation_holding(path: str | os.PathLike[str]) -> Path | None:
+    """The directory of `installation()` that `path` (existing or not) lies in, if any."""
+    real = Path(os.path.realpath(path))
+    return next((d for d in installation() if real == d or d in real.parents), None)
 
 
 def scrubbed(env: Mapping[str, str]) -> dict[str, str]:

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from flamechase.interpreter import installation_holding
 from flamechase.tools import treesync
 
 __all__ = ["main"]
@@ -107,6 +108,13 @@ def checkpoint(root: Path, tag: str, message: str) -> dict[str, object]:
 def integrate(root: Path, other: Path, allow: Sequence[str], message: str) -> dict[str, object]:
     sorted_, ignored = treesync.judged(root, other, allow, (), treesync.DEFAULT_IGNORES)
     paths = sorted_["accepted"]
+    for p in paths:  # code there would run in every Python the runtime starts
+        held = installation_holding(root / p)
+        if held is not None:
+            raise GitFailed(
+                f"{p} lies in the Python installation flamechase runs from ({held}); "
+                "nothing was integrated"
+            )
     for p in paths:
         treesync.take(root, other, p)
     out: dict[str, object] = {
