@@ -6,7 +6,8 @@
                   (never taken) and its tickets failed; a touched gate -> the round's work
                   refused; and its leftover jobs reaped
     apply         the accepted files copied into the front's tree
-    gate          the gate files hashed against their frozen hashes, then `--full`
+    gate          the gate files hashed against their frozen hashes, and `--full` run from a
+                  copy whose frozen files are checked and read-only (a yardstick)
     critic_sync   the critic's copy made identical to the front's tree
     critic        a fresh adversarial critic, with the gate's result, the builders' claims
                   and handoff notes
@@ -148,8 +149,7 @@ def commands(front: FrontState, ctx: Ctx) -> list[Command]:
             for b in rs.builders.values()
             if _taken(b) and not b.applied
         ]
-    elif rs.phase == "gate":  # both at once: a moved gate file refuses the round, and the
-        # gate runs only from a copy whose frozen files match their hashes (a yardstick)
+    elif rs.phase == "gate":  # both at once: the gate runs from checked bytes (a yardstick)
         if not rs.hashed:
             out.append(rt.freeze_hash(k(fid, "hash", n), ctx.spec, lane))
         if rs.gate is None:
