@@ -6,7 +6,9 @@
     │   ├── ParamError                  unknown / out-of-range -p key, bad budget value
     │   ├── FlowNotFound                -f names no flow
     │   │   ├── FlowSourceUnreachable   a git+ flow's repository could not be reached / cloned
-    │   │   └── FlowPinMoved            a tag now names another commit than the pinned one
+    │   │   ├── FlowPinMoved            a tag now names another commit than the pinned one
+    │   │   └── FlowUnsafe              a pinned flow's commit links out of the flow, or holds a
+    │   │                               submodule: what would run is not the commit's own code
     │   ├── FlowIndexError              a flow index is unreadable, or has no such flow/version
     │   ├── ProfileError                a profile is missing or malformed
     │   ├── RoleError                   unknown role, role given twice, role without an agent
@@ -80,6 +82,11 @@ class FlowSourceUnreachable(FlowNotFound):
 
 class FlowPinMoved(FlowNotFound):
     """A tag now names another commit than the one it was pinned to; --refresh re-pins it."""
+
+
+class FlowUnsafe(FlowNotFound):
+    """A pinned flow's directory holds a symlink that leads out of it, or a submodule, or its
+    #SUBDIR leads out of the repository: the code that would run is not the commit's own."""
 
 
 class FlowIndexError(UsageError):

@@ -284,3 +284,61 @@ def test_a_json_index_entry_missing_its_commit_is_refused_in_one_line(tmp_path: 
         cli("flows", "install", "once", "--index", str(index), cwd=tmp_path),
         f"index {index}: entry 1: commit: Field required",
     )
+
+
+@pytest.mark.parametrize("subdir", ["../../../../../evil", "once/../../../../../../evil", "/evil"])
+def test_an_index_subdir_out_of_the_checkout_is_refused_and_runs_nothing(
+    indexed, subdir: str
+) -> None:
+    tmp, _index, first, _second = indexed
+    marker = tmp / "ran"
+    # Beside the state home, where `<home>/flows/git/<url key>/<commit>/` + subdir reaches.
+    evil = tmp / "evil"
+    evil.mkdir()
+    (evil / "__init__.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        + (tmp / "repo" / "once" / "__init__.py").read_text()
+    )
+    index = tmp / "climbing.yaml"
+    index.write_text(index_yaml([{**_entry(tmp / "repo", first), "subdir": subdir}]))
+    _refused(
+        cli("flows", "install", "once", "--index", str(index), cwd=tmp),
+        f"index {index}: entry 1: subdir",
+        "inside the repository",
+    )
+    assert not marker.exists()
+    assert not (tmp / "fc-home" / "flows" / "installed").exists()
+
+
+def test_an_index_in_git_that_links_out_of_its_repository_is_refused(indexed) -> None:
+    tmp, _index, first, _second = indexed
+    elsewhere = tmp / "elsewhere.yaml"  # not part of the index's commit
+    elsewhere.write_text(index_yaml([_entry(tmp / "repo", first)]))
+    verse = tmp / "flowverse"
+    verse.mkdir()
+    git(verse, "init", "-q")
+    (verse / "index.yaml").symlink_to(elsewhere)
+    commit(verse, "index")
+    proc = cli("flows", "show", "once", "--index", f"git+file://{verse}", cwd=tmp)
+    _refused(proc, "index.yaml is a symlink out of the repository")
+
+
+def test_an_installed_flow_edited_behind_gits_back_runs_its_commit(indexed) -> None:
+    tmp, index, _first, second = indexed
+    cli("flows", "install", "once", "--index", str(index), cwd=tmp, check=True)
+    ws = tmp / "ws"
+    ws.mkdir()
+    args = ("exec", "-f", "once", "-a", worker(tmp), "-p", "budget.turns=1,resume_mode=fresh")
+    assert cli(*args, "do it", cwd=ws).returncode == 0
+    clean = status(ws)["flow_hash"]
+    [checkout] = (tmp / "fc-home" / "flows" / "git").glob(f"*/{second}")
+    marker = tmp / "ran"
+    git(checkout, "update-index", "--assume-unchanged", "once/__init__.py")
+    (checkout / "once" / "__init__.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        + (checkout / "once" / "__init__.py").read_text().replace("v2 ran", "edited ran")
+    )
+    run = cli(*args, "do it", cwd=ws)
+    assert run.returncode == 0, run.stderr
+    assert "v2 ran" in run.stderr and not marker.exists()
+    assert status(ws)["flow_hash"] == clean  # hashed from the commit, as it ran

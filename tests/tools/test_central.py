@@ -367,3 +367,103 @@ def test_the_hook_judges_every_line_it_is_given() -> None:
         hook.judge([(ZERO, "3" * 40, "refs/flamechase/merges/PR000001")], {"pusher": "runtime"})
         is None
     )
+
+
+def _central_refs(central: Path) -> dict[str, str]:
+    out = subprocess.run(
+        ["git", "--git-dir", str(central), "for-each-ref", "--format=%(refname) %(objectname)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return dict(line.split(" ", 1) for line in out.splitlines())
+
+
+def test_a_lanes_tags_and_other_refs_never_reach_the_central_repository_or_another_lane(
+    user: User, tmp_path: Path
+) -> None:
+    _, central, seeded = init(user, tmp_path)
+    main = str(seeded["main"])
+    lane = _lane_push(user, tmp_path, central)
+    mine = _commit(user, lane, "lane-1/x", "a.txt", "the attacker's\n")
+    # A tag named like the remote-tracking branch every lane starts from outranks it.
+    user.git(lane, "tag", "origin/main")
+    user.git(lane, "tag", "-a", "-m", "annotated", "v1")
+    user.git(lane, "push", "-q", "origin", "lane-1/x")
+    user.git(lane, "push", "-q", "--tags", "origin")
+    others = [
+        f"refs/replace/{main}",
+        "refs/notes/commits",
+        "refs/remotes/origin/main",
+        "refs/heads/origin/main",
+        "refs/heads/HEAD",
+        "refs/heads/lane-1/HEAD",
+        "refs/flamechase/merges/PR000001",
+    ]
+    user.git(lane, "push", "-q", "origin", *(f"HEAD:{ref}" for ref in others))
+    box = lane / ".git" / "flamechase" / "outbox.git"
+    listed = user.git(
+        lane, "--git-dir", str(box), "for-each-ref", "--format=%(refname) %(objectname)"
+    )
+    pushed = dict(line.split(" ", 1) for line in listed.splitlines())
+    assert {"refs/tags/origin/main", "refs/tags/v1", *others} < set(pushed)
+    result = _forward(tmp_path, central, lane, pushed)
+    results = dict(result["results"])  # type: ignore[call-overload]
+    assert results.pop("refs/heads/lane-1/x") == "ok"
+    assert results["refs/tags/origin/main"] == (
+        "lane-1 may push only its own branches (refs/heads/lane-1/...), not refs/tags/origin/main"
+    )
+    assert results["refs/heads/lane-1/HEAD"] == (
+        "a branch name may not have a part named HEAD: refs/heads/lane-1/HEAD"
+    )
+    assert "ok" not in results.values()
+    assert _central_refs(central) == {"refs/heads/main": main, "refs/heads/lane-1/x": mine}
+    # Another lane fetches and starts from origin/main as its prompt says: main, no tag.
+    other = tmp_path / "lane-2"
+    other.mkdir()
+    tool("gitpr", "clone", "--central", str(central), "--name", "lane-2", "--outbox", cwd=other)
+    user.git(other, "fetch", "-q", "origin")
+    assert user.git(other, "tag", "-l") == ""
+    user.git(other, "checkout", "-q", "-B", "lane-2/y", "origin/main")
+    assert user.git(other, "rev-parse", "HEAD") == main
+
+
+def test_a_forged_export_is_judged_ref_by_ref_and_moves_nothing_but_the_lanes_own_branches(
+    user: User, tmp_path: Path
+) -> None:
+    """What the jailed export prints is the lane's to forge: the forward trusts none of it."""
+    _, central, seeded = init(user, tmp_path)
+    main = str(seeded["main"])
+    subprocess.run(["git", "--git-dir", str(central), "tag", "kept", main], check=True)
+    policy = json.dumps({"pusher": "lane-1", "frozen": {}})
+    result = tool(
+        "gitpr",
+        "forward",
+        "--central",
+        str(central),
+        "--lane",
+        "lane-1",
+        "--update",
+        "refs/heads/lane-1/y=refs/heads/main",
+        "--update",
+        f"refs/heads/lane-1/bad..name={main}",
+        "--update",
+        f"refs/heads/lane-1/a=b={main}",
+        "--delete",
+        "refs/tags/kept",
+        cwd=central,
+        env={"FLAMECHASE_GIT_POLICY": policy},
+    )
+    assert result["results"] == {
+        "refs/heads/lane-1/y": "'refs/heads/main' is not a commit id",
+        "refs/heads/lane-1/bad..name": "refs/heads/lane-1/bad..name is not a valid branch name",
+        "refs/heads/lane-1/a=b": "ok",
+        "refs/tags/kept": (
+            "lane-1 may push only its own branches (refs/heads/lane-1/...), not refs/tags/kept"
+        ),
+    }
+    assert _central_refs(central) == {
+        "refs/heads/main": main,
+        "refs/heads/lane-1/a=b": main,
+        "refs/tags/kept": main,
+    }

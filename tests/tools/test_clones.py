@@ -288,3 +288,20 @@ def test_a_conflicting_head_is_not_merged_and_the_paths_are_named(
     )
     assert got == {"conflicts": ["a.txt"]}
     assert user.git(integration, "status", "--porcelain") == ""  # ready for the next merge
+
+
+def test_a_clone_fetches_branches_and_never_a_tag(user: User, tmp_path: Path) -> None:
+    """Were a tag ever in the central repository, no clone the runtime made would take it: it
+    would outrank the `origin/main` every lane starts from."""
+    _, central, seeded = init(user, tmp_path)
+    main = str(seeded["main"])
+    tag = ["git", "--git-dir", str(central), "tag"]
+    subprocess.run([*tag, "origin/main", main], check=True)
+    lane = clone(tmp_path, central, "lane-1")
+    integration = clone(tmp_path, central, "integration", outbox=False)
+    subprocess.run([*tag, "v2", main], check=True)
+    for place in (lane, integration):
+        assert user.git(place, "config", "--get", "remote.origin.tagOpt") == "--no-tags"
+        user.git(place, "fetch", "-q", "origin")
+        assert user.git(place, "tag", "-l") == ""
+        assert user.git(place, "rev-parse", "origin/main") == main

@@ -58,7 +58,10 @@ PROGRAMS: dict[str, tuple[Callable[[Path], tuple[str, ...]], int]] = {
     "treesync mirror": (lambda t: rt.mirror("k", "p", "P", "o", str(t / "other")).argv, 0),
     "gitpoint checkpoint": (lambda _: rt.checkpoint("t", "m", require=False).argv, 0),
     "job reap": (lambda _: rt.reap("k", "p", "P").argv, 0),
-    "lock run (an exclusive gate)": (lambda _: rt.gate_full("k", _spec(True), "P", {}).argv, 0),
+    "lock run (a builder's quick gate)": (
+        lambda _: _shell(rt.quick_command(_spec(True), "P.core")),
+        0,
+    ),
     "lock acquire and release": (
         lambda _: _shell(
             f"{rt.machine_commands()['lock']} acquire --who t --max 60 && "

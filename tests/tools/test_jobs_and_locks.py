@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from flamechase.tools import locks
 from tests.helpers import FLAMECHASE, cli
 
 
@@ -209,3 +210,69 @@ def _gone(pid: int, within: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def _taken(lock: Path, within: float = 30.0) -> int:
+    """The flock on `lock`, once whoever held it let go (within a generous bound)."""
+    deadline = time.monotonic() + within
+    while (fd := locks.try_take(lock)) is None:
+        assert time.monotonic() < deadline, "the holder never let go"
+        time.sleep(0.05)
+    return fd
+
+
+def test_the_runtimes_claim_ends_an_acquired_hold_and_new_holds_wait_for_it(
+    tmp_path: Path,
+) -> None:
+    lock = tmp_path / "lockdir"
+    lock.mkdir()
+    held = cli(
+        "lock", "acquire", "--who", "perf-a", "--max", "300", "--dir", str(lock), cwd=tmp_path
+    )
+    assert held.returncode == 0, held.stderr
+    locks.claim(lock, "runtime:gate")  # what the runtime does when one of its gates needs it
+    fd = _taken(lock)
+    try:
+        st = json.loads(cli("lock", "status", "--json", "--dir", str(lock), cwd=tmp_path).stdout)
+        assert st["held"] and st["holders"] == [
+            {"who": "runtime:gate", "lane": None, "runtime": True}
+        ]
+        marker = tmp_path / "ran"
+        blocked = cli(
+            "lock", "run", "--who", "perf-b", "--wait", "0.3", "--dir", str(lock), "--",
+            "touch", str(marker), cwd=tmp_path,
+        )  # fmt: skip
+        assert blocked.returncode == 75 and not marker.exists()
+    finally:
+        os.close(fd)
+        locks.unclaim(lock)
+    released = cli("lock", "release", "--dir", str(lock), cwd=tmp_path)
+    assert released.returncode == 76
+    assert "ended early for the runtime's gate (runtime:gate)" in released.stderr
+    ran = cli("lock", "run", "--who", "perf-b", "--dir", str(lock), "--", "true", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+
+
+def test_a_command_under_the_lock_is_ended_when_the_runtime_claims_it(tmp_path: Path) -> None:
+    lock = tmp_path / "lockdir"
+    lock.mkdir()
+    pid_file = tmp_path / "pid"
+    proc = subprocess.Popen(
+        [*FLAMECHASE, "lock", "run", "--who", "perf", "--dir", str(lock), "--",
+         "sh", "-c", f"echo $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file} && exec sleep 300"],
+        stderr=subprocess.PIPE, text=True, cwd=tmp_path, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        locks.claim(lock, "runtime:gate")
+        code = proc.wait(timeout=60)
+    finally:
+        locks.unclaim(lock)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.stderr is not None
+    assert code == 76 and "one of the runtime's gates needed the lock" in proc.stderr.read()
+    assert _gone(int(pid_file.read_text()))  # CMD's group was ended with it

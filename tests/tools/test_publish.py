@@ -195,6 +195,29 @@ def test_an_unborn_branch_gets_its_first_commit_of_only_the_published_paths(
     )
 
 
+def test_a_replace_ref_in_the_central_repository_changes_nothing_published(
+    user: User, tmp_path: Path
+) -> None:
+    """`refs/replace/*` rewrites an object for every reader that honours it; the runtime's git
+    reads objects as they are."""
+    src, central, base, new = world(user, tmp_path, {"a.txt": "a\n"}, {"a.txt": "A\n"})
+    g = ["git", "--git-dir", str(central)]
+
+    def out(*args: str, data: bytes | None = None) -> str:
+        return (
+            subprocess.run([*g, *args], input=data, capture_output=True, check=True)
+            .stdout.decode()
+            .strip()
+        )
+
+    forged = out("hash-object", "-w", "--stdin", data=b"forged\n")
+    out("update-ref", f"refs/replace/{out('rev-parse', f'{new}:a.txt')}", forged)
+    assert out("cat-file", "blob", f"{new}:a.txt") == "forged"  # what a plain reader sees
+    got = publish(src, central, base, new)
+    assert got["paths"] == ["a.txt"]
+    assert (src / "a.txt").read_text() == "A\n"
+
+
 def test_a_merge_that_writes_into_the_runtimes_own_python_is_refused(
     user: User, tmp_path: Path
 ) -> None:

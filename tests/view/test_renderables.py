@@ -253,3 +253,31 @@ def test_exec_on_a_terminal_shows_the_live_view(tmp_path: Path) -> None:
     assert "lane-1" in plain and "lane-2" in plain
     assert "turns 4/4 (0 left)" in plain
     assert re.search(r"\x1b\[\d*A", text)  # drawn in place, not scrolled
+
+
+def test_names_and_reasons_show_as_text_never_as_markup_or_controls() -> None:
+    # Lane and role names come from a flow, errors and summaries from agents.
+    hostile = (
+        "\x1b]8;;https://evil.example/\x1b\\x\x1b]8;;\x1b\\ [link=https://evil.example/]y[/link]"
+        " [/] \x1b]52;c;ZQ==\x07\x9b2J\x1bP+q\x1b\\ \x1b[6n"
+    )
+    lane, actor = "[bold]lane[/]", "[link=https://evil.example/]a[/link]"
+    budget = {"duration": None, "cost": None, "turns": 5, "output_tokens": None, "graceful": True}
+    fold = RunFold(flow="f[/]" + hostile, lanes=[(lane, (actor, "b"))], budget=budget, run_id="r")
+    at = "2026-01-01T00:00:00.000Z"
+    for kind, payload in (
+        ("run_running", {}),
+        ("turn_started", {"turn": 1, "attempt": 1}),
+        ("turn_failed", {"turn": 1, "attempt": 1, "error": hostile, "duration": 1.0}),
+        ("turn_started", {"turn": 2, "attempt": 1}),
+    ):
+        ev = {"kind": kind, "lane": lane, "actor": actor, "at": at, "payload": payload}
+        fold.apply(ev)
+    now = parse_at(at)
+    console = Console(file=StringIO(), width=160, force_terminal=True, color_system="truecolor")
+    console.print(dashboard(fold.snapshot(now), now, [f"00:00:00 {hostile}"]))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    own = re.sub(r"\x1b\[[0-9;]*m", "", out)  # rich's colours are the only sequences
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", own), repr(own)
+    assert "[bold]lane[/]" in own and "[link=https://evil.example/]a[/link]" in own
+    assert "[link=https://evil.example/]y[/link] [/]" in own

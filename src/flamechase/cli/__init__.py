@@ -14,6 +14,7 @@ import click
 
 from flamechase import __version__
 from flamechase.errors import EXIT_FAILED, EXIT_SIGNAL, EXIT_USAGE, FlamechaseError
+from flamechase.text import printable, printable_json
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -48,6 +49,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("views", "serve_command"),
     "trace": ("views", "trace_command"),
 }
+
+
+def echo(text: str = "", *, err: bool = False, nl: bool = True, lines: bool = False) -> None:
+    """Print `text`, which may hold what an index, a flow, a report or an agent wrote: with
+    every terminal control sequence and character dropped (flamechase.text), and on one line
+    unless `lines`. Every command prints through here or `echo_json`."""
+    click.echo(printable(text, lines=lines), err=err, nl=nl)
+
+
+def echo_json(document: str, *, err: bool = False) -> None:
+    """Print a JSON document with the controls JSON leaves raw escaped (the same data)."""
+    click.echo(printable_json(document), err=err)
 
 
 class _LazyGroup(click.Group):
@@ -91,7 +104,7 @@ def _prompt_here() -> bool:
 
 def _error(prog: str, message: str) -> None:
     first = message.strip().splitlines()[0] if message.strip() else "error"
-    click.echo(f"{prog}: error: {first}", err=True)
+    echo(f"{prog}: error: {first}", err=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -125,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         _error(prog, str(exc))
         code = exc.exit_code
     except KeyboardInterrupt:
-        click.echo(f"{prog}: stopped", err=True)
+        echo(f"{prog}: stopped", err=True)
         code = EXIT_SIGNAL
     except click.ClickException as exc:
         _error(prog, exc.format_message())

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from flamechase.cli import echo, echo_json
+
 
 @click.group("accounts")
 def command() -> None:
@@ -40,7 +42,7 @@ def add(cli: str, name: str, api_key_file: Path | None) -> int:
     account = accounts.create(cli, name, key)
     if key is None:
         login = accounts.LOGIN[cli]
-        click.echo(f"running `{' '.join(login)}` for {cli} account {name!r} ({account.path})")
+        echo(f"running `{' '.join(login)}` for {cli} account {name!r} ({account.path})")
         env = {**_environ(), **accounts.account_env(account)}
         try:
             done = subprocess.run(login, env=env, check=False)
@@ -49,12 +51,12 @@ def add(cli: str, name: str, api_key_file: Path | None) -> int:
             raise UsageError(f"cannot run {login[0]}: {exc.strerror or exc}") from None
         if done.returncode != 0:
             accounts.remove(cli, name)
-            click.echo(
+            echo(
                 f"flamechase accounts: {login[0]} exited with {done.returncode}; nothing kept",
                 err=True,
             )
             return 1
-    click.echo(f"{cli} account {name!r}: {account.path} (use {cli}@{name}/MODEL)")
+    echo(f"{cli} account {name!r}: {account.path} (use {cli}@{name}/MODEL)")
     return 0
 
 
@@ -77,12 +79,12 @@ def list_(as_json: bool) -> int:
         for a in accounts.list_accounts()
     ]
     if as_json:
-        click.echo(json.dumps(rows, indent=1))
+        echo_json(json.dumps(rows, indent=1))
     elif not rows:
-        click.echo("no accounts; add one with `flamechase accounts add CLI NAME`")
+        echo("no accounts; add one with `flamechase accounts add CLI NAME`")
     else:
         for row in rows:
-            click.echo(f"{row['cli']}@{row['name']}  {row['kind']}  {row['path']}")
+            echo(f"{row['cli']}@{row['name']}  {row['kind']}  {row['path']}")
     return 0
 
 
@@ -94,5 +96,5 @@ def remove(cli: str, name: str) -> int:
     from flamechase.agents import accounts
 
     account = accounts.remove(cli, name)
-    click.echo(f"removed {cli} account {name!r} ({account.path})")
+    echo(f"removed {cli} account {name!r} ({account.path})")
     return 0

@@ -6,6 +6,8 @@ import json
 
 import click
 
+from flamechase.cli import echo, echo_json
+
 
 @click.command("agents")
 @click.option(
@@ -20,7 +22,7 @@ def command(as_json: bool) -> int:
 
     agents = list_agents()
     if as_json:
-        click.echo(json.dumps(agents, indent=1))
+        echo_json(json.dumps(agents, indent=1))
         return 0
     rows = [
         (
@@ -34,10 +36,8 @@ def command(as_json: bool) -> int:
     header = ("CLI", "PATH", "VERSION", "EFFORTS")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     for row in [header, *rows]:
-        click.echo(
-            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
-        )
-    click.echo(
+        echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+    echo(
         "acp:COMMAND [-m MODEL] runs any Agent Client Protocol agent (no effort setting); "
         "its spend is seen only as tokens it reports, priced when MODEL has a price, "
         "so without one budget.cost is refused."

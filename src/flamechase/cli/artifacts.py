@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from flamechase.cli import echo, echo_json
+
 
 @click.command("artifacts")
 @click.argument("run", default="last")
@@ -45,16 +47,16 @@ def command(run: str, report_id: str | None, dest: Path | None, as_json: bool) -
         )
     if dest is None:
         if as_json:
-            click.echo(json.dumps(packages, indent=1))
+            echo_json(json.dumps(packages, indent=1))
         else:
             for rid, files in packages.items():
-                click.echo(rid)
+                echo(rid)
                 for f in files:
-                    click.echo(f"  {f['path']}  {f['size']} bytes  sha256 {str(f['sha256'])[:16]}…")
+                    echo(f"  {f['path']}  {f['size']} bytes  sha256 {str(f['sha256'])[:16]}…")
         return 0
     store = BlobStore(run_dir / "blobs")
     for rid, files in packages.items():
         target = dest if report_id is not None else dest / rid
         store.extract(files, target)
-        click.echo(f"{rid}: {len(files)} file(s) verified and written to {target}")
+        echo(f"{rid}: {len(files)} file(s) verified and written to {target}")
     return 0

@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING, cast
 
 import click
 
-from flamechase.cli import EXIT_CODES_HELP
+from flamechase.cli import EXIT_CODES_HELP, echo
 from flamechase.errors import UsageError
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ NO_ENVIRONMENTS = (
 )
 
 
+# long: one option per line (ruff format); the body is a few calls
 @click.command("exec", epilog=EXIT_CODES_HELP)
 @click.option(
     "-f",
@@ -115,7 +116,7 @@ def command(
     items = split_agent_args(list(agents))
 
     def warn(text: str) -> None:
-        click.echo(text, err=True)
+        echo(text, err=True)
 
     confirm = None
     if sys.stdin.isatty() and sys.stderr.isatty():
@@ -141,7 +142,7 @@ def command(
     close = getattr(observer, "close", None)
     if close is not None:
         close()
-    click.echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
+    echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
     return end.exit_code
 
 
@@ -186,7 +187,7 @@ def ask_start_or_stop(
 ) -> bool:
     """Ask on the terminal until the answer is start or stop; end of input stops."""
     read = read or sys.stdin.readline
-    say = say or (lambda text: click.echo(text, nl=False, err=True))
+    say = say or (lambda text: echo(text, nl=False, err=True, lines=True))
     say(f"{question} {CHOICES} ")
     while True:
         line = read()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from flamechase.cli import echo, echo_json
 from flamechase.errors import FlowIndexError
 
 if TYPE_CHECKING:
@@ -97,17 +98,17 @@ def list_command(index_source: str | None, as_json: bool) -> int:
     the flows an index offers."""
     rows, problem = _rows(index_source)
     if as_json:
-        click.echo(json.dumps(rows, indent=1))
+        echo_json(json.dumps(rows, indent=1))
     else:
         width = max(len(r["name"]) for r in rows)
         vwidth = max(len(r["version"]) for r in rows)
         for r in rows:
-            click.echo(
+            echo(
                 f"{r['name']:<{width}}  {r['version']:<{vwidth}}  {r['from']}"
                 + (f"  {r['description']}" if r["description"] else "")
             )
     if problem:
-        click.echo(f"flamechase flows: {problem}", err=True)
+        echo(f"flamechase flows: {problem}", err=True)
     return 0
 
 
@@ -129,10 +130,11 @@ def show_command(name: str, index_source: str | None) -> int:
             raise
         _show_entries(same, source or "")
         return 0
-    click.echo("\n".join(describe(flow, flow_identity(flow, name)[0])))
+    for line in describe(flow, flow_identity(flow, name)[0]):
+        echo(line)
     others = _variants_of(name, flow)
     if others:
-        click.echo("variants: " + ", ".join(others))
+        echo("variants: " + ", ".join(others))
     return 0
 
 
@@ -198,15 +200,15 @@ def describe(flow: Flow[Any], source: str) -> list[str]:
 
 def _show_entries(entries: list[Entry], source: str) -> None:
     newest = entries[-1]
-    click.echo(f"{newest.name} {newest.version}: {newest.description}")
-    click.echo(f"index: {source}")
-    click.echo(f"repository: {newest.url}  license: {newest.license or '?'}")
+    echo(f"{newest.name} {newest.version}: {newest.description}")
+    echo(f"index: {source}")
+    echo(f"repository: {newest.url}  license: {newest.license or '?'}")
     for e in reversed(entries):
-        click.echo(
+        echo(
             f"  {e.version}: {e.ref or '-'} commit {e.commit}"
             + (f" #{e.subdir}" if e.subdir else "")
         )
-    click.echo(f"not installed: flamechase flows install {newest.name}[@VERSION]")
+    echo(f"not installed: flamechase flows install {newest.name}[@VERSION]")
 
 
 @group.command("install")
@@ -225,13 +227,11 @@ def install_command(spec: str, index_source: str | None, refresh: bool) -> int:
         )
     record = index.install(index.pick(entries, spec, source), source)
     where = f"{record.url}@{record.commit}" + (f"#{record.subdir}" if record.subdir else "")
-    click.echo(
-        f"installed {record.name} {record.version} from {where}; run it with -f {record.name}"
-    )
+    echo(f"installed {record.name} {record.version} from {where}; run it with -f {record.name}")
     from flamechase.flows import BUILTIN
 
     if record.name in BUILTIN:
-        click.echo(
+        echo(
             f"-f {record.name} now runs the installed flow, not the built-in one; "
             f"`flamechase flows uninstall {record.name}` goes back to the built-in"
         )
@@ -246,5 +246,5 @@ def uninstall_command(name: str) -> int:
 
     if not installed.remove(name):
         raise FlowIndexError(f"no installed flow called {name!r}; see flamechase flows list")
-    click.echo(f"uninstalled {name}")
+    echo(f"uninstalled {name}")
     return 0

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import click
 
+from flamechase.cli import echo, echo_json
+
 _DIR = click.option(
     "--dir",
     "jobs_dir",
@@ -48,7 +50,7 @@ def start_cmd(name: str, timeout: float, jobs_dir: str | None, argv: tuple[str, 
     """Start CMD in the background and print its id."""
     from flamechase.tools.jobs import start
 
-    click.echo(start(_root(jobs_dir), list(argv), name=name, timeout=timeout))
+    echo(start(_root(jobs_dir), list(argv), name=name, timeout=timeout))
     return 0
 
 
@@ -68,7 +70,7 @@ def wait_cmd(job_id: str, max_seconds: float, jobs_dir: str | None) -> int:
     from flamechase.tools.jobs import WAIT_TIMEOUT, wait
 
     row = wait(_root(jobs_dir), job_id, max_seconds)
-    click.echo(
+    echo(
         f"{row['id']}: {row['state']}"
         + (f" rc={row['rc']}" if row["rc"] is not None else "")
         + f" · log {row['log']}"
@@ -87,11 +89,11 @@ def list_cmd(as_json: bool, jobs_dir: str | None) -> int:
 
     rows = listing(_root(jobs_dir))
     if as_json:
-        click.echo(json.dumps(rows, indent=1))
+        echo_json(json.dumps(rows, indent=1))
         return 0
     for r in rows:
         rc = "" if r["rc"] is None else f" rc={r['rc']}"
-        click.echo(f"{r['id']}  {r['state']}{rc}  {' '.join(r['argv'] or [])[:80]}")
+        echo(f"{r['id']}  {r['state']}{rc}  {' '.join(r['argv'] or [])[:80]}")
     return 0
 
 
@@ -103,7 +105,7 @@ def logs_cmd(job_id: str, lines: int, jobs_dir: str | None) -> int:
     """The end of a job's log."""
     from flamechase.tools.jobs import logs
 
-    click.echo(logs(_root(jobs_dir), job_id, lines))
+    echo(logs(_root(jobs_dir), job_id, lines), lines=True)
     return 0
 
 
@@ -115,7 +117,7 @@ def kill_cmd(job_id: str, jobs_dir: str | None) -> int:
     from flamechase.tools.jobs import kill
 
     row = kill(_root(jobs_dir), job_id)
-    click.echo(f"{row['id']}: {row['state']}")
+    echo(f"{row['id']}: {row['state']}")
     return 0
 
 
@@ -125,5 +127,5 @@ def reap_cmd(jobs_dir: str | None) -> int:
     """End every job still running and record the ones their turn took along (JSON)."""
     from flamechase.tools.jobs import reap
 
-    click.echo("JOBS " + json.dumps(reap(_root(jobs_dir)), sort_keys=True))
+    echo_json("JOBS " + json.dumps(reap(_root(jobs_dir)), sort_keys=True))
     return 0

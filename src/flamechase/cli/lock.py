@@ -5,7 +5,9 @@
     flamechase lock release                                  let go of this lane's hold
     flamechase lock status [--json]                          free or held, and by whom
 
-Exit 75 when the lock did not come within --wait (nothing ran). See
+Exit 75 when the lock did not come within --wait (nothing ran). The runtime's own gates go
+first: while one needs the lock no agent takes it, `run` ends CMD (exit 76) and an `acquire`d
+hold is let go (`release` then exits 76: what ran after that did not run alone). See
 `flamechase.tools.locks` for where the lock lives and why a dead holder frees it.
 """
 
@@ -15,6 +17,8 @@ import json
 import os
 
 import click
+
+from flamechase.cli import echo, echo_json
 
 _DIR = click.option(
     "--dir", "lock_dir", metavar="DIR", help="the directory to lock (default: the run's directory)"
@@ -39,7 +43,10 @@ _WAIT = click.option(
 
 @click.group("lock")
 def command() -> None:
-    """The exclusive measurement lock: run, acquire, release, status."""
+    """The exclusive measurement lock: run, acquire, release, status.
+
+    Exit codes: 75 the lock was not free within --wait (nothing ran); 76 one of the runtime's
+    gates needed the lock (`run`: CMD was ended; `release`: the hold had been let go)."""
 
 
 @command.command("run", context_settings={"ignore_unknown_options": True})
@@ -59,7 +66,13 @@ def run_cmd(
         target, list(argv), who=who, max_seconds=max_seconds, wait=wait, env=os.environ
     )
     if code == locks.EXIT_TIMEOUT:
-        click.echo(f"flamechase lock: not free within {wait:g} s; nothing ran", err=True)
+        echo(f"flamechase lock: not free within {wait:g} s; nothing ran", err=True)
+    elif code == locks.EXIT_PREEMPTED:
+        echo(
+            "flamechase lock: one of the runtime's gates needed the lock; CMD was ended "
+            "(run it again: it waits for the gate)",
+            err=True,
+        )
     return code
 
 
@@ -76,22 +89,30 @@ def acquire_cmd(who: str, max_seconds: float, wait: float, lock_dir: str | None)
     try:
         stamp = locks.acquire(target, who=who, max_seconds=max_seconds, wait=wait, env=os.environ)
     except TimeoutError as exc:
-        click.echo(f"flamechase lock: {exc}", err=True)
+        echo(f"flamechase lock: {exc}", err=True)
         return locks.EXIT_TIMEOUT
-    click.echo(f"held by {who} for at most {max_seconds:g} s (pid {stamp['pid']})")
+    echo(f"held by {who} for at most {max_seconds:g} s (pid {stamp['pid']})")
     return 0
 
 
 @command.command("release")
 @_DIR
 def release_cmd(lock_dir: str | None) -> int:
-    """Let go of the lock this lane holds."""
+    """Let go of the lock this lane holds (exit 76: a runtime gate ended the hold first)."""
     from flamechase.tools import locks
 
-    if not locks.release(locks.lock_dir(lock_dir, os.environ), os.environ):
-        click.echo("flamechase lock: this lane holds no lock", err=True)
+    info = locks.release(locks.lock_dir(lock_dir, os.environ), os.environ)
+    if info is None:
+        echo("flamechase lock: this lane holds no lock", err=True)
         return 1
-    click.echo("released")
+    if info.get("preempted_by"):
+        echo(
+            f"flamechase lock: the hold was ended early for the runtime's gate "
+            f"({info['preempted_by']}); what ran after that did not run alone",
+            err=True,
+        )
+        return locks.EXIT_PREEMPTED
+    echo("released")
     return 0
 
 
@@ -104,10 +125,10 @@ def status_cmd(as_json: bool, lock_dir: str | None) -> int:
 
     st = locks.status(locks.lock_dir(lock_dir, os.environ), os.environ)
     if as_json:
-        click.echo(json.dumps(st, indent=1))
+        echo_json(json.dumps(st, indent=1))
     elif not st["held"]:
-        click.echo("free")
+        echo("free")
     else:
         who = ", ".join(f"{h['who']} ({h['lane']})" for h in st["holders"]) or "unknown"
-        click.echo(f"held by {who}")
+        echo(f"held by {who}")
     return 0

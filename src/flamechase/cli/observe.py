@@ -13,6 +13,7 @@ import sys
 from typing import Any, TextIO
 
 from flamechase import events as ev
+from flamechase.text import printable, printable_json
 
 # A reader that is gone: a closed pipe (EPIPE), a hung-up terminal (EIO, ENXIO).
 GONE = frozenset({errno.EPIPE, errno.EIO, errno.ENXIO})
@@ -66,7 +67,8 @@ class JsonObserver:
         self.out = QuietWhenGone(out or sys.stdout)
 
     def event(self, event: dict[str, Any]) -> None:
-        self.out.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+        line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        self.out.write(printable_json(line) + "\n")
         self.out.flush()
 
 
@@ -82,5 +84,5 @@ class LineObserver:
         self.out = QuietWhenGone(out or sys.stdout)
 
     def event(self, event: dict[str, Any]) -> None:
-        self.out.write(describe(event) + "\n")
+        self.out.write(printable(describe(event)) + "\n")
         self.out.flush()

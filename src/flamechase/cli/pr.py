@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from flamechase.cli import echo, echo_json
 from flamechase.errors import PrRefused
 
 NOT_IN_TURN = (
@@ -92,7 +93,7 @@ def open_command(title: str, hypothesis: str, branch: str | None) -> int:
         requests,
         {"op": "open", "branch": name, "head": head, "title": title, "hypothesis": hypothesis},
     )
-    click.echo(
+    echo(
         f"requested: a draft PR from {name} at {str(head)[:12]}; the runtime opens it "
         "when your turn ends (`flamechase pr list` in a later turn shows its id)"
     )
@@ -113,7 +114,7 @@ def ready_command(pr: str | None, branch: str | None) -> int:
         request = {"op": "ready", "branch": name, "head": head}
         what = f"the open PR on {name}"
     _append(requests, request)
-    click.echo(
+    echo(
         f"requested: {what} made ready; the runtime measures it after your turn and "
         "reports back (ready with a receipt, or rejected with the reason)"
     )
@@ -158,20 +159,20 @@ def list_command(run: str | None, as_json: bool) -> int:
     summary, pending = _summary(run)
     prs, main = summary["pull_requests"], summary.get("main") or {}
     if as_json:
-        click.echo(json.dumps({"main": main, "pull_requests": prs, "requested": pending}, indent=1))
+        echo_json(json.dumps({"main": main, "pull_requests": prs, "requested": pending}, indent=1))
         return 0
-    click.echo(
+    echo(
         f"main {str(main.get('commit'))[:12]}: {main.get('metric')} = "
         f"{_score(main.get('score'))} ({main.get('direction')}); "
         f"{len(summary.get('ledger') or [])} merge(s)"
     )
     for pr in prs:
-        click.echo(
+        echo(
             f"{pr['id']}  {pr['lane']:<7} {pr['status']:<10} {_score(pr.get('score')):>8}"
             f"  {pr['branch']}  {pr['title']}" + (f"  [{pr['reason']}]" if pr.get("reason") else "")
         )
     for req in pending:
-        click.echo(f"requested this turn (not yet carried out): {json.dumps(req)}")
+        echo(f"requested this turn (not yet carried out): {json.dumps(req)}")
     return 0
 
 
@@ -184,5 +185,5 @@ def show_command(pr: str, run: str | None) -> int:
     found = [p for p in summary["pull_requests"] if p.get("id") == pr]
     if not found:
         raise PrRefused(f"there is no {pr}; `flamechase pr list` lists the PRs")
-    click.echo(json.dumps(found[0], indent=1))
+    echo_json(json.dumps(found[0], indent=1))
     return 0

@@ -15,6 +15,7 @@ import click
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from flamechase.cli import echo
 from flamechase.errors import ProfileError
 
 CONFIG_VAR = "FLAMECHASE_CONFIG"
@@ -124,7 +125,7 @@ def set_command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...])
     profile = Profile(agents=list(agents), params=list(params))
     check(flow_ref, profile)
     path = _save({**load_all(), flow_ref: profile})
-    click.echo(f"profile for {flow_ref} saved in {path}")
+    echo(f"profile for {flow_ref} saved in {path}")
     return 0
 
 
@@ -132,7 +133,7 @@ def set_command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...])
 @click.argument("flow_ref", metavar="FLOW")
 def show_command(flow_ref: str) -> int:
     """The profile of FLOW, as the arguments it stands for."""
-    click.echo(command_line(flow_ref, get(flow_ref)))
+    echo(command_line(flow_ref, get(flow_ref)))
     return 0
 
 
@@ -140,7 +141,7 @@ def show_command(flow_ref: str) -> int:
 def list_command() -> int:
     """Every profile."""
     for flow_ref, profile in load_all().items():
-        click.echo(command_line(flow_ref, profile))
+        echo(command_line(flow_ref, profile))
     return 0
 
 
@@ -152,7 +153,7 @@ def rm_command(flow_ref: str) -> int:
     if profiles.pop(flow_ref, None) is None:
         raise ProfileError(f"no profile for {flow_ref}")
     _save(profiles)
-    click.echo(f"profile for {flow_ref} removed")
+    echo(f"profile for {flow_ref} removed")
     return 0
 
 

@@ -21,6 +21,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 
+from flamechase.cli import echo
 from flamechase.errors import FlamechaseError
 
 PROMPT = "❯ "
@@ -89,7 +90,7 @@ def repl(
     *,
     runner: Runner | None = None,
     session: PromptSession[str] | None = None,
-    say: Callable[[str], None] = click.echo,
+    say: Callable[[str], None] = echo,
 ) -> int:
     """Read lines until exit; run each `$FLOW TASK`. Returns 0."""
     if runner is None:

@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from flamechase.cli import echo, echo_json
+
 
 @click.command("runs")
 @click.option("--json", "as_json", is_flag=True, help="a JSON list of runs")
@@ -18,12 +20,12 @@ def runs_command(as_json: bool) -> int:
 
     runs = list_runs()
     if as_json:
-        click.echo(json.dumps(runs, indent=1))
+        echo_json(json.dumps(runs, indent=1))
         return 0
     if not runs:
-        click.echo("no runs yet")
+        echo("no runs yet")
     for r in runs:
-        click.echo(
+        echo(
             f"{r['id']}  {r['status']:<9} {r['flow']:<22} turns {r['turns']:<5} "
             f"${r['cost_usd']:<9.4f} {r['workspace']}"
         )
@@ -140,10 +142,10 @@ def status_command(run: str, as_json: bool) -> int:
 
     st = run_status(resolve(run))
     if as_json:
-        click.echo(json.dumps(st, indent=1))
+        echo_json(json.dumps(st, indent=1))
         return 0
     for line in status_lines(st):
-        click.echo(line)
+        echo(line)
     return 0
 
 
@@ -220,11 +222,10 @@ def events_command(run: str, as_json: bool, follow: bool) -> int:
             batch = r.events(after=after, limit=1000)
             for ev in batch:
                 after = ev["seq"]
-                click.echo(
-                    json.dumps(ev, ensure_ascii=False, separators=(",", ":"))
-                    if as_json
-                    else describe(ev)
-                )
+                if as_json:
+                    echo_json(json.dumps(ev, ensure_ascii=False, separators=(",", ":")))
+                else:
+                    echo(describe(ev))
             if not follow:
                 return 0
             if batch and batch[-1]["kind"] in ended:

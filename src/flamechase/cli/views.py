@@ -16,11 +16,11 @@ from typing import Any
 
 import click
 
-from flamechase.cli import EXIT_CODES_HELP
+from flamechase.cli import EXIT_CODES_HELP, echo
 
 
 def _say(text: str) -> None:
-    click.echo(text, err=True)
+    echo(text, err=True)
 
 
 @contextlib.contextmanager
@@ -56,7 +56,7 @@ class _TurnLines:
         from flamechase.cli.observe import describe
 
         if ev.get("kind") in self.KINDS:
-            click.echo("  " + describe(ev), err=True)
+            echo("  " + describe(ev), err=True)
 
 
 @click.command("show")
@@ -80,16 +80,17 @@ def show_command(run: str, html_out: Path | None) -> int:
         t0 = time.monotonic()
         with _writing(html_out):
             doc = write_replay(run_dir, html_out)
-        click.echo(
+        echo(
             f"wrote the replay of run {run_dir.name} ({len(doc['points'])} events) to "
             f"{html_out} in {time.monotonic() - t0:.2f} s"
         )
         return 0
     for line in summarize(run_dir).lines():
-        click.echo(line)
+        echo(line)
     return 0
 
 
+# long: one option per line (ruff format); the body is a few calls
 @click.command("simulate", epilog=EXIT_CODES_HELP)
 @click.argument("flow_ref", metavar="FLOW")
 @click.option(
@@ -187,12 +188,10 @@ def simulate_command(
             doc = write_replay(outcome.run_dir, out)
         summary = summarize(outcome.run_dir)
     for line in summary.lines():
-        click.echo(line)
-    click.echo(f"replay: {out} ({len(doc['points'])} events; open it in a browser)")
+        echo(line)
+    echo(f"replay: {out} ({len(doc['points'])} events; open it in a browser)")
     if keep:
-        click.echo(
-            f"kept: workspace {ws}, run {outcome.run_id} (flamechase status {outcome.run_id})"
-        )
+        echo(f"kept: workspace {ws}, run {outcome.run_id} (flamechase status {outcome.run_id})")
     _say(
         f"flamechase: simulated {flow.name} in {time.monotonic() - t0:.1f} s: "
         f"{outcome.status}: {outcome.message}"
@@ -243,19 +242,19 @@ def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path |
         raise click.UsageError(f"--dir {dest} is not empty; give a new directory")
     dest = dest.absolute()
     copy_sample(dest)
-    click.echo(f"copied the sample repository to {dest}")
+    echo(f"copied the sample repository to {dest}")
     # A little rest between turns so the progress display can be followed.
     settings = sim_settings(flow, dict(split_kv(list(params))), sample=True, rest=0.2)
     outcome = run_sim(flow, dest, settings, observer=_progress_observer, warn=_say)
     out = html_out or dest.with_name(dest.name + ".html")
     with _writing(out):
         write_replay(outcome.run_dir, out)
-    click.echo("")
+    echo("")
     for line in summarize(outcome.run_dir).lines():
-        click.echo(line)
-    click.echo(f"replay: {out} (open it in a browser)")
-    click.echo(f"the tree lane 1 improved: {dest}")
-    click.echo("next: flamechase status last · flamechase events last · flamechase serve")
+        echo(line)
+    echo(f"replay: {out} (open it in a browser)")
+    echo(f"the tree lane 1 improved: {dest}")
+    echo("next: flamechase status last · flamechase events last · flamechase serve")
     return outcome.exit_code
 
 
@@ -277,7 +276,7 @@ def serve_command(port: int) -> int:
         ) from None
 
     def ready(url: str) -> None:
-        click.echo(f"flamechase serve: open {url}", err=False)
+        echo(f"flamechase serve: open {url}", err=False)
         sys.stdout.flush()
 
     try:
@@ -317,7 +316,7 @@ def trace_command(run: str, out: Path) -> int:
     with _writing(out):
         atomic_write(out, json.dumps(trace, ensure_ascii=False).encode(), mode=0o644)
     slices = sum(1 for e in trace["traceEvents"] if e.get("cat") == "turn")
-    click.echo(
+    echo(
         f"wrote {slices} turn slices of run {run_dir.name} to {out}; open it in "
         "Perfetto (ui.perfetto.dev) or chrome://tracing"
     )

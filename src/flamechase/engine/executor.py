@@ -81,7 +81,8 @@ class TurnResult:
 @dataclasses.dataclass(frozen=True, slots=True)
 class MeasureJob:
     """A program the runtime runs itself (an evaluator, a gate, git): `argv` in `cwd`. With a
-    `pattern`, a measurement: `command` through /bin/sh, its value the pattern's last match."""
+    `pattern`, a measurement: `command` through /bin/sh, its value the pattern's last match.
+    With a `lock`, the directory whose measurement lock the runtime holds while it runs."""
 
     key: str
     argv: tuple[str, ...]
@@ -91,6 +92,7 @@ class MeasureJob:
     jail: JailSpec | None = None
     pattern: str | None = None
     command: str | None = None
+    lock: Path | None = None
 
 
 class Executor(abc.ABC):

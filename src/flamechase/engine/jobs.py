@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from flamechase import events as ev
 from flamechase.engine.executor import Executor, MeasureJob, TurnResult
+from flamechase.engine.measurelock import MeasurementLock
 from flamechase.engine.remote import shipping
 from flamechase.engine.scheduling import Planned
 from flamechase.flow import commands as cm
@@ -172,6 +173,8 @@ class Jobs:
         # Insertion order is start order: finished work is recorded in that order.
         self._turns: dict[str, tuple[asyncio.Task[TurnDone], Planned, cm.StartTurn]] = {}
         self._other: dict[str, asyncio.Task[Any]] = {}
+        # The runtime's exclusive programs: one at a time, on the lock ahead of agents.
+        self.locks = MeasurementLock()
 
     def _watch(self, task: asyncio.Task[Any]) -> None:
         task.add_done_callback(lambda _t: self.wake.set())
@@ -263,8 +266,9 @@ class Jobs:
 
         async def run() -> MeasureDone | RanDone:
             if isinstance(command, cm.Run) and command.frozen is not None:
-                return RanDone(command, await self._yardstick(command, job, dirs))
-            receipt = await self.executor.measure(job)
+                receipt = await self._yardstick(command, job, dirs)
+            else:
+                receipt = await self._measured(command, job)
             if isinstance(command, cm.Run):
                 return RanDone(command, receipt)
             return MeasureDone(command, receipt)
@@ -272,12 +276,21 @@ class Jobs:
         self._other[key] = asyncio.ensure_future(run())
         self._watch(self._other[key])
 
+    async def _measured(self, command: cm.Measure | cm.Run, job: MeasureJob) -> dict[str, Any]:
+        """The program run, under the run's measurement lock when it is exclusive."""
+        if job.lock is None:
+            return await self.executor.measure(job)
+        async with self.locks.hold(job.lock, f"runtime:{command.key}") as note:
+            receipt = await self.executor.measure(job)
+        return {**receipt, "lock": note}
+
     async def _yardstick(self, command: cm.Run, job: MeasureJob, dirs: RunDirs) -> dict[str, Any]:
-        """A yardstick in its own copy of the place, made and checked first, removed after."""
+        """A yardstick in its own copy of the place, made and checked first (before it waits
+        for the lock), removed after."""
         try:
             problem = await self.offload(dirs.yardstick, command)
             if problem is None:
-                receipt = await self.executor.measure(job)
+                receipt = await self._measured(command, job)
             else:
                 receipt = {
                     "argv": list(job.argv),

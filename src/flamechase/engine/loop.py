@@ -11,6 +11,8 @@ deadline, a signal), never on a fixed poll. Turns run on an `Executor`; the loop
 jobs go out and results come back.
 """
 
+# long file: the loop and its few helpers read best together: every step of a cycle is here
+
 from __future__ import annotations
 
 import asyncio

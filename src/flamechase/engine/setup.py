@@ -30,6 +30,7 @@ from flamechase.fsutil import atomic_write, private_dirs
 from flamechase.procs import Reaper
 from flamechase.store.blobs import BlobStore
 from flamechase.store.db import Reader
+from flamechase.tools import locks
 from flamechase.workspace import overlay
 from flamechase.workspace.guard import ControlPaths
 from flamechase.workspace.snapshots import clean_partials, snapshot
@@ -57,6 +58,8 @@ class RunDirs:
             d.mkdir(mode=0o700, exist_ok=True)
             guard.record(d, "dir")
         guard.record(lay.db, "file")
+        # A claim on the measurement lock left by an engine that died: no gate runs now.
+        locks.unclaim(lay.root)
         clean_partials(lay.lanes)
         yardstick.remove(lay.yardsticks)  # copies a crash left behind
         self._lanes = self.reader.lanes()
@@ -251,6 +254,9 @@ class RunDirs:
             env["TMPDIR"] = str(jail.tmp)
         if isinstance(c, cm.Run):
             env.update(FLAMECHASE_RUN_DIR=str(self.layout.root), FLAMECHASE_LANE=c.lane or "")
+            lock = self.layout.root if c.exclusive else None
+            if lock is not None:  # the runtime holds it for the program: its own calls pass
+                env[locks.HELD_VAR] = str(lock.resolve())
             env = {**env, **c.env}
             return MeasureJob(
                 key=c.key,
@@ -260,6 +266,7 @@ class RunDirs:
                 # Unjailed, nothing may add to its import path (nor to a Python it starts).
                 env=interpreter.scrubbed(env) if unjailed else env,
                 jail=jail,
+                lock=lock,
             )
         return MeasureJob(
             key=c.key,

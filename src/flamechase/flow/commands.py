@@ -201,6 +201,10 @@ class Run(Command):
     runs code an agent wrote. Unjailed, a Python program must be started isolated
     (`runtime_module`: `python -I -m ...`; the engine refuses one that is not) and its
     environment has no `PYTHON*` variables.
+    `exclusive`: it measures alone. The runtime takes the run's measurement lock for it
+    (`flamechase lock`) ahead of every agent: agents' holds are ended, new ones wait until it
+    is done, and its `timeout` starts once it has the lock (`FLAMECHASE_LOCK_HELD` tells its
+    own `flamechase lock run` calls so). Exclusive programs run one at a time.
     `frozen` (path -> SHA-256 of the file's bytes): the program is a yardstick (a gate). It
     runs in a fresh copy of `place` the runtime makes for it and removes afterwards, so that
     nothing it writes reaches `place`; in that copy each of these files must be a regular
@@ -218,6 +222,7 @@ class Run(Command):
     reads: tuple[str, ...] = ()
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     jailed: bool = True
+    exclusive: bool = False
     frozen: Mapping[str, str] | None = None
 
 

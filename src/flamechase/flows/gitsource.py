@@ -5,7 +5,8 @@ and loaded from there. A tag is pinned the first time it is resolved (`pins.json
 checkouts); when it later names another commit the load is refused unless `refresh` re-pins
 it, so a release that was re-tagged never runs silently. Branches and HEAD move by design:
 they are resolved afresh and the run records the commit it ran. Every load verifies that the
-checkout is still that commit with nothing changed in it.
+checkout is still that commit with nothing changed in it; the flow's code is then read from
+the commit's objects, not from the checkout (flows/pinned.py).
 """
 
 from __future__ import annotations
@@ -65,14 +66,32 @@ def parse(ref: str) -> GitRef:
             rest, attr = head, name
     at = rest.rfind("@")
     url, rev = (rest[:at], rest[at + 1 :]) if at >= _path_start(rest) else (rest, "")
-    subdir = subdir.strip("/")
+    subdir = subdir.rstrip("/")
     if not url:
         raise FlowNotFound(f"-f {ref!r}: no repository URL; expected git+URL[@REV][#SUBDIR][:FLOW]")
     if attr is not None and not _IDENT.fullmatch(attr):
         raise FlowNotFound(f"-f {ref!r}: {attr!r} is not a flow name (a Python identifier)")
-    if any(part in ("..", ".") for part in subdir.split("/")) or subdir.startswith("~"):
-        raise FlowNotFound(f"-f {ref!r}: #SUBDIR must be a path inside the repository")
+    problem = subdir_problem(subdir)
+    if problem:
+        raise FlowNotFound(f"-f {ref!r}: #SUBDIR {problem}")
     return GitRef(url=url, rev=rev or None, subdir=subdir, attr=attr)
+
+
+def subdir_problem(subdir: str) -> str | None:
+    """Why `subdir` (`#SUBDIR`, an index entry's `subdir`) is not a plain path inside the
+    repository, or None. Symlinks on the way are the commit's to resolve (flows/pinned.py)."""
+    if not subdir:
+        return None
+    if (
+        subdir.startswith(("/", "~"))
+        or any(part in ("", ".", "..") for part in subdir.split("/"))
+        or any(ord(c) < 32 or c in "\\\x7f" for c in subdir)
+    ):
+        return (
+            f"{subdir!r} must be a relative path inside the repository "
+            "(no '..', '.', '//' or leading '/')"
+        )
+    return None
 
 
 def _path_start(rest: str) -> int:
@@ -95,6 +114,19 @@ def _repo_dir(url: str) -> Path:
 
 
 def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    proc = git_bytes(*args, cwd=cwd)
+    return subprocess.CompletedProcess(
+        proc.args,
+        proc.returncode,
+        proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
+    )
+
+
+def git_bytes(
+    *args: str, cwd: Path | None = None, input: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """`git ARGS` with no prompt, no system config and C messages; output as bytes."""
     env = {
         **os.environ,
         "GIT_TERMINAL_PROMPT": "0",
@@ -109,9 +141,9 @@ def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
             cwd=cwd,
             env=env,
             capture_output=True,
-            text=True,
             timeout=_TIMEOUT,
-            stdin=subprocess.DEVNULL,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
         )
     except FileNotFoundError:
         raise FlowSourceUnreachable("git is not installed; a git+ flow needs it") from None

@@ -28,6 +28,7 @@ _LOADER = frozenset(
         "flamechase.flows.loader",
         "flamechase.flows.index",
         "flamechase.flows.installed",
+        "flamechase.flows.pinned",
     }
 )
 
@@ -44,8 +45,15 @@ def code_hash(flow: Flow[Any]) -> str:
     digest = hashlib.sha256()
     for name, path in sorted(code.items()):
         shown = name if root == "flamechase" else "<flow>" + name[len(root) :]
-        digest.update(shown.encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(shown.encode() + b"\0" + _source(name, path) + b"\0")
     return digest.hexdigest()
+
+
+def _source(name: str, path: Path) -> bytes:
+    """The bytes a module was imported from: its loader's (a pinned flow's come from the
+    commit's objects, not the checkout), else the file's."""
+    get_data = getattr(getattr(sys.modules.get(name), "__loader__", None), "get_data", None)
+    return bytes(get_data(str(path))) if callable(get_data) else path.read_bytes()
 
 
 def _code_of(start: str, prefixes: tuple[str, ...]) -> dict[str, Path]:
@@ -64,15 +72,15 @@ def _code_of(start: str, prefixes: tuple[str, ...]) -> dict[str, Path]:
         package = name if Path(file).name == "__init__.py" else name.rpartition(".")[0]
         todo += [
             t
-            for t in _imported(Path(file), package)
+            for t in _imported(_source(name, Path(file)), package)
             if t in sys.modules and any(t == p or t.startswith(p + ".") for p in prefixes)
         ]
     return found
 
 
-def _imported(file: Path, package: str) -> list[str]:
+def _imported(source: bytes, package: str) -> list[str]:
     targets: list[str] = []
-    for node in ast.walk(ast.parse(file.read_bytes())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:

@@ -7,7 +7,9 @@ name, version, description, repo (a URL, or OWNER/NAME on GitHub), ref (the tag)
 
 Installing resolves the entry's ref on its repository and refuses it unless it still names
 the recorded commit; the code is then checked out at that commit (and verified again at
-every load), so an index entry runs only the code it recorded.
+every load) and read from that commit's own objects (flows/pinned.py), so an index entry runs
+only the code it recorded; an entry whose `subdir` is not a plain path inside its repository
+is refused as `#SUBDIR` is.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from flamechase.errors import FlowIndexError, FlowNotFound
 from flamechase.flows import gitsource, installed
@@ -42,6 +44,16 @@ class Entry(BaseModel):
     subdir: str = ""
     license: str = ""
 
+    @field_validator("subdir")
+    @classmethod
+    def _inside(cls, subdir: str) -> str:
+        # Checked as `#SUBDIR` is: an entry names a directory of its own commit, nothing else.
+        subdir = subdir.rstrip("/")
+        problem = gitsource.subdir_problem(subdir)
+        if problem:
+            raise ValueError(problem)
+        return subdir
+
     @property
     def url(self) -> str:
         """The repository as a git URL (`OWNER/NAME` is a GitHub repository)."""
@@ -62,6 +74,7 @@ def default_source() -> str | None:
 
 def read(source: str, *, refresh: bool = False) -> list[Entry]:
     """Every entry of the index at `source` (a file, a directory or `git+URL[@REV][#SUBDIR]`)."""
+    checkout: Path | None = None
     if source.startswith(gitsource.PREFIX):
         ref = gitsource.parse(source)
         try:
@@ -83,6 +96,13 @@ def read(source: str, *, refresh: bool = False) -> list[Entry]:
         raise FlowIndexError(
             f"index {source} does not exist; give a YAML/JSON file, a "
             "directory of flow.yaml manifests or git+URL"
+        )
+    # An index in git says what its commit says, not what a symlink in it points at.
+    outside = [f for f in files if checkout and not f.resolve().is_relative_to(checkout.resolve())]
+    if checkout and outside:
+        raise FlowIndexError(
+            f"index {source}: {outside[0].relative_to(checkout)} is a symlink out of the "
+            "repository; an index in git is read from its own files only"
         )
     entries: list[Entry] = []
     for file in files:
@@ -151,7 +171,7 @@ def install(entry: Entry, source: str) -> installed.Installed:
         url=url,
         ref=entry.ref,
         commit=entry.commit,
-        subdir=entry.subdir.strip("/"),
+        subdir=entry.subdir,
         license=entry.license,
         index=source,
     )

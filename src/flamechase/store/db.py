@@ -5,6 +5,8 @@ readers (`status`, `events --follow`, `show`, `serve`) never block the writer no
 lock. Callers get named operations, never raw SQL.
 """
 
+# long file: the Writer and the Reader share one schema; their queries read best side by side
+
 from __future__ import annotations
 
 import contextlib

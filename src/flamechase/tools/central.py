@@ -4,27 +4,32 @@
 the files the user's own `git add -A` would take when the source is a git work tree (tracked
 and untracked-but-not-ignored), every file but `.git` otherwise, each as its exact bytes, in
 one baseline commit on `main`; and installs the pre-receive hook (`tools.hook`).
-`forward` takes what a lane pushed (a bundle its own jailed export wrote) and pushes each ref
-update into the central repository, through the hook, as that lane. `push_main` moves main to
-a merge the runtime made and checked, through the hook, as the runtime.
+`forward` takes what a lane pushed (a bundle its own jailed export wrote) and pushes each
+update of the lane's own branches into the central repository, through the hook, as that lane;
+any other ref (a tag, a note, a replace ref, another lane's branch) is refused unread.
+`push_main` moves main to a merge the runtime made and checked, through the hook, as the
+runtime.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from flamechase.interpreter import runtime_shell
+from flamechase.tools import hook
 from flamechase.tools.git import ZERO, Git, GitError, wipe, write_text
 
 __all__ = ["forward", "init_central", "push_main"]
 
 MARKER = "flamechase.json"
 HOOK_PREFIX = "flamechase hook: "
+SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 def hook_script() -> str:
@@ -157,6 +162,34 @@ def _push(git: Git, central: Path, src: str, ref: str) -> str | None:
     return lines[-1] if lines else f"push exited {proc.returncode}"
 
 
+def _refusal(git: Git, lane: str, ref: str) -> str | None:
+    """Why the runtime does not forward `ref` for `lane`: it is not one of the lane's own
+    branches, or not a name git would make."""
+    why = hook.outside(lane, ref)
+    if why is None and not git.ok("check-ref-format", ref):
+        why = f"{ref} is not a valid branch name"
+    return why
+
+
+def _fetch(git: Git, bundle: Path, refs: Sequence[str], staging: str) -> str | None:
+    """Read `refs` of the lane's bundle into staging refs (no tag with them); what went
+    wrong, or None."""
+    if not bundle.is_file():
+        return "the runtime found no bundle of your pushes"
+    heads = {
+        line.split(" ", 1)[1]
+        for line in git.out("bundle", "list-heads", str(bundle)).splitlines()
+        if " " in line
+    }
+    wanted = [f"+{ref}:{staging}{n}" for n, ref in enumerate(refs) if ref in heads]
+    if wanted:
+        try:
+            git.run("fetch", "-q", "--no-tags", "--no-write-fetch-head", str(bundle), *wanted)
+        except GitError as exc:
+            return f"your pushes could not be read: {exc}"
+    return None
+
+
 def forward(
     central: Path,
     lane: str,
@@ -165,25 +198,26 @@ def forward(
     deletes: Sequence[str],
     policy: str,
 ) -> dict[str, Any]:
-    """Push a lane's ref updates (objects from its bundle) into `central` as that lane."""
+    """Push a lane's ref updates (objects from its bundle) into `central` as that lane.
+
+    Only the lane's own branches are read from the bundle, each into a staging ref named by
+    the runtime, and no tag with them: a fetch that followed tags would write them into the
+    central repository past the hook. Every other ref is refused before anything is read."""
     git = Git(central, git_dir=central, hooks=True, env={"FLAMECHASE_GIT_POLICY": policy})
     results: dict[str, str] = {}
+    for ref in [*updates, *deletes]:
+        why = _refusal(git, lane, ref)
+        if why:
+            results[ref] = why
+    for ref, sha in updates.items():
+        if ref not in results and not SHA.fullmatch(sha):
+            results[ref] = f"{sha[:80]!r} is not a commit id"
+    own = [ref for ref in updates if ref not in results]
     staging = f"refs/flamechase/incoming/{lane}/"
-    if bundle is not None and updates:
-        if not bundle.is_file():
-            results.update(dict.fromkeys(updates, "the runtime found no bundle of your pushes"))
-        else:
-            heads = {
-                line.split(" ", 1)[1]
-                for line in git.out("bundle", "list-heads", str(bundle)).splitlines()
-                if " " in line
-            }
-            wanted = [f"+{ref}:{staging}{n}" for n, ref in enumerate(updates) if ref in heads]
-            if wanted:
-                try:
-                    git.run("fetch", "-q", "--no-write-fetch-head", str(bundle), *wanted)
-                except GitError as exc:
-                    results.update(dict.fromkeys(updates, f"your pushes could not be read: {exc}"))
+    if bundle is not None and own:
+        problem = _fetch(git, bundle, own, staging)
+        if problem:
+            results.update(dict.fromkeys(own, problem))
     for ref, sha in updates.items():
         if ref in results:
             continue
@@ -192,6 +226,8 @@ def forward(
             continue
         results[ref] = _push(git, central, sha, ref) or "ok"
     for ref in deletes:
+        if ref in results:
+            continue
         # Gone already (a forward cut by a crash, done again): nothing to refuse.
         results[ref] = "ok" if git.sha(ref) is None else (_push(git, central, "", ref) or "ok")
     for ref in git.refs(staging):
@@ -199,7 +235,9 @@ def forward(
     # Where each ref it touched now is (None: not there), and main.
     return {
         "results": results,
-        "refs": {ref: git.sha(ref) for ref in [*updates, *deletes]},
+        "refs": {
+            ref: git.sha(ref) if ref.startswith("refs/") else None for ref in [*updates, *deletes]
+        },
         "main": git.sha("refs/heads/main"),
     }
 

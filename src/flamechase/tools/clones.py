@@ -1,12 +1,13 @@
 """Clones of the central repository: a lane's, the runtime's integration clone, and clean
 checkouts of exactly one commit.
 
-`clone` makes a working clone with its own identity and config (a lane's also gets an outbox:
-`git push origin ...` lands there, in the lane's own place, and the runtime forwards it through
-the central repository's hook after the turn). `export` (run jailed as the lane) bundles what
-the lane pushed since the central repository last saw it. `checkout` makes a clean checkout of
-one commit for the evaluator and says what it changes. `merge` makes the runtime's merge of a
-PR head into main in the integration clone and stages it in the central repository.
+`clone` makes a working clone with its own identity and config, fetching branches and no tags
+(a lane's also gets an outbox: `git push origin ...` lands there, in the lane's own place, and
+the runtime forwards it through the central repository's hook after the turn). `export` (run
+jailed as the lane) bundles what the lane pushed since the central repository last saw it.
+`checkout` makes a clean checkout of one commit for the evaluator and says what it changes.
+`merge` makes the runtime's merge of a PR head into main in the integration clone and stages it
+in the central repository.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ def clone(place: Path, central: Path, name: str, *, outbox: bool) -> dict[str, A
         return {"head": git.sha("HEAD")}
     wipe(place)
     # --no-hardlinks: a clone sharing the central repository's object files (inodes) could
-    # change them from inside its owner's jail.
-    git.run("clone", "-q", "--no-hardlinks", str(central), ".")
+    # change them from inside its owner's jail. --no-tags (and remote.origin.tagOpt, which it
+    # sets): `git fetch origin` brings branches only; no tag, which would outrank the
+    # remote-tracking `origin/main` the lanes start from.
+    git.run("clone", "-q", "--no-hardlinks", "--no-tags", str(central), ".")
     settings = {
         "user.name": f"flamechase {name}",
         "user.email": f"{name}@flamechase.invalid",

@@ -2,10 +2,11 @@
 
 `GitError` carries git's last line of stderr. `Git(cwd)` runs git with the user's global and
 system config switched off (GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1), no terminal
-prompts, no inherited GIT_* variables that could point it elsewhere, and options given on
-the command line (`-c`) that beat anything a repository's own config says: the runtime's
-identity, no hooks, no fsmonitor, no signing. `hooks=True` keeps a repository's hooks (the
-central repository's pre-receive hook runs when the runtime pushes into it).
+prompts, no replace refs (GIT_NO_REPLACE_OBJECTS), no inherited GIT_* variables that could
+point it elsewhere, and options given on the command line (`-c`) that beat anything a
+repository's own config says: the runtime's identity, no hooks, no fsmonitor, no signing.
+`hooks=True` keeps a repository's hooks (the central repository's pre-receive hook runs when
+the runtime pushes into it).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_TERMINAL_PROMPT": "0",
+            # Objects as they are: a refs/replace/* ref would rewrite them for every reader.
+            "GIT_NO_REPLACE_OBJECTS": "1",
             "LC_ALL": "C",
         }
     )

@@ -79,7 +79,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             seen = json.loads(os.environ.get("FLAMECHASE_GIT_SEEN") or "{}")
             done(clones.export(here, args.central, args.bundle, seen))
         if args.job == "forward":
-            updates = dict(u.split("=", 1) for u in args.update)
+            # A ref name may hold "="; a commit id never does.
+            updates = dict(u.rsplit("=", 1) for u in args.update)
             done(
                 central.forward(args.central, args.lane, args.bundle, updates, args.delete, policy)
             )

@@ -9,10 +9,12 @@ its own (merges), and says who is pushing and what the flow allows in FLAMECHASE
      "frozen": {"refs/heads/lane-2/x": {"sha": ..., "pr": "PR000003"}},   heads of ready PRs
      "merge": {"pr": ..., "head": ..., "parent": ..., "commit": ...}}      the one main takes
 
-A lane may create, move and delete only its own branches (`refs/heads/LANE/...`), never a
-frozen head. Main takes only the runtime's two-parent merge of the frozen head its policy
-names, on top of the current main, carrying the `Flamechase-PR:` trailer. A refusal prints
-`flamechase hook: <why>` and exits 1 (git then refuses the push, naming the hook).
+A lane may create, move and delete only its own branches (`refs/heads/LANE/...`, no part of the
+name `HEAD`), never a frozen head: no tag, note, replace ref or remote-tracking ref, which
+every reader of the repository would see. Main takes only the runtime's two-parent merge of the
+frozen head its policy names, on top of the current main, carrying the `Flamechase-PR:`
+trailer. A refusal prints `flamechase hook: <why>` and exits 1 (git then refuses the push,
+naming the hook).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ PREFIX = "flamechase hook: "
 
 
 def _git(*args: str) -> str:
-    proc = subprocess.run(["git", *args], capture_output=True, check=False)
+    # Objects as they are: a replace ref must not change what a merge's parents read as.
+    env = {**os.environ, "GIT_NO_REPLACE_OBJECTS": "1"}
+    proc = subprocess.run(["git", *args], capture_output=True, check=False, env=env)
     return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else ""
 
 
@@ -55,11 +59,21 @@ def _runtime(old: str, new: str, ref: str, policy: Mapping[str, Any]) -> str | N
     return None
 
 
-def _lane(lane: str, old: str, new: str, ref: str, policy: Mapping[str, Any]) -> str | None:
+def outside(lane: str, ref: str) -> str | None:
+    """Why `ref` is not one of `lane`'s own branches (None: it is)."""
     if ref == "refs/heads/main":
         return "main accepts only the runtime's merges; push your branch and open a PR"
     if not ref.startswith(f"refs/heads/{lane}/"):
         return f"{lane} may push only its own branches (refs/heads/{lane}/...), not {ref}"
+    if "HEAD" in ref.split("/"):
+        return f"a branch name may not have a part named HEAD: {ref}"
+    return None
+
+
+def _lane(lane: str, old: str, new: str, ref: str, policy: Mapping[str, Any]) -> str | None:
+    why = outside(lane, ref)
+    if why:
+        return why
     frozen = (policy.get("frozen") or {}).get(ref)
     if frozen and new != frozen.get("sha"):
         branch = ref.removeprefix("refs/heads/")

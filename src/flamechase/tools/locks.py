@@ -11,6 +11,14 @@ when the holding process dies, so a crashed or jailed-and-torn-down holder frees
   `release`, or for S seconds at most (the expiry), or until its turn ends.
 - Waiting is bounded (`--wait`, default 1800 s): on timeout nothing ran, exit 75.
 
+The runtime's own gates go first. While one needs the lock the runtime keeps a claim in the
+locked directory (`flamechase-runtime-claim.json`, which only the runtime can write there: the
+run's directory is read-only to every jail): no agent takes the lock while it is there, a
+`run` holder ends its CMD's group (exit 76) and an `acquire` holder lets go (its `release` then
+exits 76). The runtime waits a bounded grace for the flock (`engine.measurelock`) and then runs
+its gate all the same: a process that holds the flock by other means delays a gate by at most
+that grace, never fails it.
+
 Who holds it is stamped in `<lane dir>/locks/<dir hash>.json` (the holder's own lane, readable
 by every other lane), which `status` reads; the stamp is advice, the flock is the truth.
 """
@@ -31,14 +39,31 @@ from pathlib import Path
 from typing import Any
 
 from flamechase.errors import MachineWorkError
-from flamechase.fsutil import atomic_write
+from flamechase.fsutil import atomic_write, read_regular_file
 from flamechase.interpreter import runtime_module
 
-__all__ = ["EXIT_TIMEOUT", "LockError", "acquire", "lock_dir", "release", "run", "status"]
+__all__ = [
+    "EXIT_PREEMPTED",
+    "EXIT_TIMEOUT",
+    "LockError",
+    "acquire",
+    "claim",
+    "claimed",
+    "lock_dir",
+    "release",
+    "run",
+    "status",
+    "try_take",
+    "unclaim",
+]
 
 EXIT_TIMEOUT = 75  # EX_TEMPFAIL: the lock was not had in time; nothing ran
+EXIT_PREEMPTED = 76  # one of the runtime's gates needed the lock: the hold was ended
 HELD_VAR = "FLAMECHASE_LOCK_HELD"
 MAX_HOLD = 900.0
+CLAIM = "flamechase-runtime-claim.json"
+POLL = 0.05  # seconds between looks at the lock and the runtime's claim
+STAMP_LIMIT = 64 * 1024
 
 
 class LockError(MachineWorkError):
@@ -65,19 +90,68 @@ def _stamp_path(target: Path, env: Mapping[str, str]) -> Path:
     return home / f"{tag}.json"
 
 
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """A small JSON object from a regular file (never a FIFO that would block), or None."""
+    try:
+        data = json.loads(read_regular_file(path, STAMP_LIMIT))
+    except (OSError, ValueError):  # FileRefused is a ValueError
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def claimed(target: Path) -> dict[str, Any] | None:
+    """The runtime's claim on the lock of `target` (who, since), or None."""
+    if not os.path.lexists(target / CLAIM):
+        return None
+    return _read_json(target / CLAIM) or {"who": "runtime"}
+
+
+def claim(target: Path, who: str) -> None:
+    """The runtime needs the lock of `target` (written by the runtime only)."""
+    atomic_write(
+        target / CLAIM, json.dumps({"who": who, "since": time.time()}).encode(), mode=0o644
+    )
+
+
+def unclaim(target: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (target / CLAIM).unlink()
+
+
+def try_take(target: Path) -> int | None:
+    """An fd holding the flock on `target` now, or None (held, or `target` gone)."""
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def _take(target: Path, wait: float) -> int | None:
-    """An fd holding the lock on `target`, or None after `wait` seconds."""
-    fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    """An fd holding the lock on `target`, or None after `wait` seconds. Never while the
+    runtime claims it: its gates go first."""
     deadline = time.monotonic() + wait
     while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                return None
-            time.sleep(0.05)
+        if claimed(target) is None:
+            fd = try_take(target)
+            if fd is not None:
+                if claimed(target) is None:
+                    return fd
+                os.close(fd)  # the runtime asked meanwhile
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(POLL)
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def _stamp(path: Path, who: str, max_seconds: float, pid: int) -> None:
@@ -120,13 +194,17 @@ def run(
         _stamp(stamp, who, max_seconds, os.getpid())
         child_env[HELD_VAR] = str(target.resolve())
         proc = subprocess.Popen(list(argv), env=child_env, start_new_session=True)
-        try:
-            return proc.wait(timeout=max_seconds)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return 124
+        deadline = time.monotonic() + max_seconds
+        while True:
+            try:
+                return proc.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                if claimed(target) is not None:
+                    _end_group(proc)
+                    return EXIT_PREEMPTED
+                if time.monotonic() >= deadline:
+                    _end_group(proc)
+                    return 124
     finally:
         with contextlib.suppress(OSError):
             stamp.unlink()
@@ -182,34 +260,54 @@ def hold(target: Path, stamp: Path, who: str, max_seconds: float, wait: float) -
     with contextlib.suppress(OSError):
         os.close(1)
     deadline = time.monotonic() + max_seconds
+    by = None
     while not done and time.monotonic() < deadline:
+        by = claimed(target)
+        if by is not None:
+            break
         time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-    with contextlib.suppress(OSError):
-        stamp.unlink()
+    with contextlib.suppress(OSError, ValueError):
+        if by is None:
+            stamp.unlink()
+        else:  # kept, so that `release` says the hold ended early
+            info = json.loads(stamp.read_text())
+            info.update(preempted_by=str(by.get("who")), preempted_at=time.time())
+            atomic_write(stamp, json.dumps(info).encode(), mode=0o644)
     os.close(fd)
     return 0
 
 
-def release(target: Path, env: Mapping[str, str]) -> bool:
-    """End this lane's holder of the lock; whether there was one."""
+def release(target: Path, env: Mapping[str, str]) -> dict[str, Any] | None:
+    """End this lane's holder of the lock; its stamp (with `preempted_by` when one of the
+    runtime's gates ended the hold first), None when there was none."""
     stamp = _stamp_path(target, env)
     try:
-        info = json.loads(stamp.read_text())
+        info: dict[str, Any] = json.loads(stamp.read_text())
     except (OSError, ValueError):
-        return False
-    if info.get("ns") == _ns():
+        return None
+    if info.get("ns") == _ns() and not info.get("preempted_by"):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(int(info["pid"]), signal.SIGTERM)
         deadline = time.monotonic() + 10
-        while stamp.exists() and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            try:
+                now = json.loads(stamp.read_text())
+            except (OSError, ValueError):
+                break
+            if now.get("preempted_by"):  # a gate came first after all
+                info = now
+                break
             time.sleep(0.02)
     with contextlib.suppress(OSError):
         stamp.unlink()
-    return True
+    return info
 
 
-def status(target: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    fd = _take(target, 0)
+def status(target: Path, env: Mapping[str, str], *, mine: bool = True) -> dict[str, Any]:
+    """Whether the lock is held and by whom: the lanes' stamps (and, with `mine`, the
+    caller's own stamp wherever it keeps it), and the runtime's claim."""
+    runtime = claimed(target)
+    fd = None if runtime else try_take(target)
     held = fd is None
     if fd is not None:
         os.close(fd)
@@ -217,11 +315,16 @@ def status(target: Path, env: Mapping[str, str]) -> dict[str, Any]:
     run_dir = env.get("FLAMECHASE_RUN_DIR")
     paths = sorted((Path(run_dir) / "lanes").glob(f"*/locks/{own.name}")) if run_dir else []
     stamps = []
-    for p in dict.fromkeys([*paths, own]):
-        with contextlib.suppress(OSError, ValueError):
+    for p in dict.fromkeys([*paths, *([own] if mine else [])]):
+        # Each lane writes its own: read as an agent's file (a FIFO there must not block).
+        found = _read_json(p)
+        if found is not None:
             lane = p.parent.parent.name if run_dir and p in paths else None
-            stamps.append({**json.loads(p.read_text()), "lane": lane})
-    return {"dir": str(target), "held": held, "holders": stamps if held else []}
+            stamps.append({**found, "lane": lane})
+    holders = [st for st in stamps if not st.get("preempted_by")] if held else []
+    if runtime:
+        holders.append({"who": str(runtime.get("who")), "lane": None, "runtime": True})
+    return {"dir": str(target), "held": held, "holders": holders}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

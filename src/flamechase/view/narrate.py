@@ -230,6 +230,7 @@ def _num(v: Any) -> str:
     return f"{v:g}" if isinstance(v, int | float) else "no value"
 
 
+# long: one sentence per pull-request kind: a table, read as one
 def _git(kind: str, lane: str, p: Mapping[str, Any]) -> tuple[str, str]:
     """Pull requests, merges and publication (a flow whose lanes are git clones)."""
     pr, sha = p.get("pr"), str(p.get("commit") or p.get("merge") or "")[:12]

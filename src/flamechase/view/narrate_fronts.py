@@ -47,6 +47,7 @@ def _progress(front: str, p: Mapping[str, Any]) -> str:
     return f" {front} {bar(p.get('progress'))} · all {bar(p.get('overall'))}"
 
 
+# long: one sentence per front kind: a table, read as one
 def narrate_front(kind: str, p: Mapping[str, Any]) -> tuple[str, str]:
     f = str(p.get("front") or "")
     if kind == "fronts_planned":

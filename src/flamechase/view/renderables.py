@@ -2,6 +2,8 @@
 
 No I/O and no clock reads here (elapsed times are `now` minus a turn's start), so the live
 view redraws from whatever snapshot it holds, and tests render into a `StringIO` console.
+Names, reports and errors come from flows and agents: every cell is a `Text` (never markup),
+and `dashboard` leaves as text only (`Printable`).
 """
 
 from __future__ import annotations
@@ -11,13 +13,16 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from flamechase.text import printable
 from flamechase.view.state import BudgetLine, LaneSnap, RunSnapshot, parse_at
 
 __all__ = [
     "Flow",
+    "Printable",
     "best_text",
     "budget_text",
     "dashboard",
@@ -115,6 +120,21 @@ class Flow:
         yield line
 
 
+class Printable:
+    """`inner` as text only: every terminal control sequence and character dropped from its
+    text (flamechase.text) and no hyperlink, whatever an agent or a flow wrote into it."""
+
+    def __init__(self, inner: RenderableType) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for seg in console.render(self.inner, options):
+            if seg.control:
+                continue  # cursor moves are the live display's own, never a cell's
+            style = seg.style.update_link(None) if seg.style and seg.style.link else seg.style
+            yield Segment(printable(seg.text, lines=True), style)
+
+
 def header(snap: RunSnapshot, *, workspace: str | None = None) -> Group:
     """Run, status and active time; budget used/left for every key; the leaderboard's best.
 
@@ -191,9 +211,9 @@ def lanes_table(snap: RunSnapshot, now: datetime) -> Table:
         last = Text(lane.last_status or "—", style=_REPORT_STYLE.get(lane.last_status or "", ""))
         fails = Text(str(lane.failures), style="bold red" if lane.failures else "dim")
         table.add_row(
-            lane.name,
-            on_turn,
-            _elapsed(lane, now),
+            Text(lane.name),
+            Text(on_turn),
+            Text(_elapsed(lane, now)),
             last,
             f"{lane.turns}" + (f" ({lane.failed}✗)" if lane.failed else ""),
             fails,
@@ -226,7 +246,7 @@ def lane_notes(snap: RunSnapshot) -> list[Text]:
 def dashboard(
     snap: RunSnapshot, now: datetime, recent: Sequence[str] = (), *, workspace: str | None = None
 ) -> RenderableType:
-    """The whole live view: header, lanes, and the last few events."""
+    """The whole live view: header, lanes, and the last few events, as text only."""
     parts: list[RenderableType] = [
         header(snap, workspace=workspace),
         Text(""),
@@ -237,4 +257,4 @@ def dashboard(
         parts.append(Text(""))
         for line in recent:
             parts.append(Text(line, style="dim", no_wrap=True, overflow="ellipsis"))
-    return Group(*parts)
+    return Printable(Group(*parts))

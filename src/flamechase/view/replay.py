@@ -138,6 +138,7 @@ class ReplayBuilder:
             s.last_error,
         ]
 
+    # long: one delta key after another, as the module docstring lists them
     def add(self, ev: Mapping[str, Any]) -> dict[str, Any]:
         """Fold one event; return its point (also kept in `points`)."""
         fold = self.fold

@@ -6,7 +6,9 @@ passes when VALUE reaches the front's target; `mode` makes a gate misbehave in o
 the runtime must fail closed on. The builder (`exec:`) raises VALUE by one in its own file and
 can be told (a JSON config in $PLL_CONFIG, keyed by front) to also write outside its files,
 edit its gate, append to files (`write`: path -> text), wait for other builders (to prove
-they run at once), hang once, or leave a background job (`job`: its argv) running. The critic
+they run at once) or for a marker another left in its lane's directory (`LANE/NAME`), hang
+once, hold the run's measurement lock (`hog`: for up to that many seconds, leaving a
+`holding` marker) or leave a background job (`job`: its argv) running. The critic
 returns findings of a given severity and says whatever `approve` it is told.
 """
 
@@ -70,7 +72,9 @@ open(os.path.join(lane_dir, f"started-{{brief['round']}}"), "w").close()
 if conf.get("hang_round") == brief["round"] and os.environ.get("FLAMECHASE_ATTEMPT") == "1":
     time.sleep(600)
 for other in conf.get("wait_for", []):
-    marker = os.path.join(os.environ["FLAMECHASE_RUN_DIR"], "lanes", other, "started-1")
+    if "/" not in other:
+        other += "/started-1"
+    marker = os.path.join(os.environ["FLAMECHASE_RUN_DIR"], "lanes", other)
     deadline = time.monotonic() + 120
     while not os.path.exists(marker):
         if time.monotonic() > deadline:
@@ -95,6 +99,20 @@ for target in conf.get("escape", []):
         escapes.append("WROTE " + target)
     except OSError as exc:
         escapes.append(f"refused {{exc.__class__.__name__}}")
+if conf.get("hog"):  # sit on the measurement lock for up to `hog` seconds, as a hostile
+    import shlex, subprocess  # builder would, until the runtime takes it away
+    lock = shlex.split(brief["machine"]["lock"])
+    got = subprocess.run([*lock, "acquire", "--who", "hog", "--max", str(conf["hog"]),
+                          "--wait", "30"], capture_output=True, text=True)
+    open(os.path.join(lane_dir, "holding"), "w").close()
+    deadline = time.monotonic() + conf["hog"]
+    while time.monotonic() < deadline:
+        st = subprocess.run([*lock, "status", "--json"], capture_output=True, text=True)
+        if not any(h.get("who") == "hog" for h in json.loads(st.stdout)["holders"]):
+            break
+        time.sleep(0.1)
+    rel = subprocess.run([*lock, "release"], capture_output=True, text=True)
+    escapes.append(f"HOG {{got.returncode}} RELEASE {{rel.returncode}} {{rel.stderr.strip()}}")
 if conf.get("job"):  # a background job the builder leaves running when it finishes
     import shlex, subprocess
     started = subprocess.run([*shlex.split(brief["machine"]["job"]), "start", "--name",

@@ -301,3 +301,37 @@ def _running(marker: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_a_builder_sitting_on_the_lock_cannot_fail_another_fronts_performance_gate(
+    tmp_path: Path,
+) -> None:
+    # A's gate measures alone (and refuses to run outside the lock); H's builder takes the lock
+    # once A's builder has started and keeps it (up to 50 s) while A's round is gated.
+    fronts: dict[str, dict[str, Any]] = {
+        "A": {"mode": "locked", "plan": {"exclusive": True, "gate_timeout": 20}},
+        "H": {},
+    }
+    ws = repo(tmp_path, fronts, blocks=1, rounds_per_block=1)
+    config = {"A": {"wait_for": ["H.core/holding"]}, "H": {"wait_for": ["A.core"], "hog": 50}}
+    proc = run(tmp_path, ws, config)
+    assert proc.returncode == 0, proc.stderr
+    evs = events(ws)
+    gates = by_front(evs, "gate_ran")["A"]
+    assert [(g["round"], g["passed"], g["reason"]) for g in gates] == [
+        (0, False, None),
+        (1, True, None),
+    ]
+    # The runtime took the lock from the builder, which was told so when it let go.
+    (ran,) = [
+        e["payload"] for e in evs if e["kind"] == "ran" and e["payload"]["key"] == "pll:A:gate:1:"
+    ]
+    assert ran["receipt"]["lock"]["had"] is True and ran["receipt"]["lock"]["held_by"] == ["hog"]
+    note = next(
+        e["payload"]["result"]["handoff"]
+        for e in evs
+        if e["kind"] == "turn_valid" and e["lane"] == "H.core"
+    )
+    assert "HOG 0 RELEASE 76 " in note and "ended early for the runtime's gate" in note
+    verdicts = {f: v[0]["approved"] for f, v in by_front(evs, "verdict_recorded").items()}
+    assert verdicts == {"A": True, "H": True}

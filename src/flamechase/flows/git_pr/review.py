@@ -337,6 +337,7 @@ def _on_push_main(state: GitState, job: Job, result: dict[str, Any], at: str) ->
     return _merged(state, review, at)
 
 
+# long: the state a merge leaves, field by field, in one update
 def _merged(state: GitState, review: Review, at: str) -> GitState:
     p = state.params
     pr = state.pr(review.pr)

@@ -23,7 +23,8 @@ RULES = (
     "round, and only its run counts.",
     "Long work (builds, renders, benchmarks) goes through `job start` / `job wait --max 540`; "
     "wait for or kill your own jobs before you finish (orphans are reaped at round end).",
-    "Performance measurements only under the lock (`lock run --who ME --max 900 -- CMD`).",
+    "Performance measurements only under the lock (`lock run --who ME --max 900 -- CMD`); the "
+    "runtime's gates take it first (exit 76: CMD was ended for one, run it again).",
     "Keep output out of your context: run noisy commands with their output to a file and read "
     "the tail.",
     "At your ceiling, write your handoff note (at most 15 lines) and stop.",
@@ -85,6 +86,7 @@ def builder_brief(
     }
 
 
+# long: the critic's brief is one text, read top to bottom
 def critic_brief(
     plan: PlanSpec, spec: FrontSpec, front: FrontState, rs: RoundState
 ) -> dict[str, Any]:

@@ -98,6 +98,7 @@ def _anomaly(front: FrontState, rs: RoundState, what: str, detail: str) -> Comma
     )
 
 
+# long: a round's builder checks, in the order they apply
 def _checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list[Command]]:
     """Every builder's diff is in: revert-by-not-taking, fail tickets, refuse on a gate edit."""
     owed: list[Command] = []
@@ -205,6 +206,7 @@ def _critic_checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list
 # ---- the verdict ------------------------------------------------------------------------------
 
 
+# long: a round's end: verdict, anomalies, next round or block, in order
 def _close(
     front: FrontState, rs: RoundState, ctx: Ctx, limits: dict[str, float], run_share: float
 ) -> tuple[FrontState, list[Command]]:
@@ -294,6 +296,7 @@ def _close(
     return _after(front, rs, ctx, limits, run_share, owed)
 
 
+# long: what follows a verdict, one case after another
 def _after(
     front: FrontState,
     rs: RoundState,

@@ -190,6 +190,7 @@ def on_prep_turn(front: FrontState, event: ev.TurnEnded) -> tuple[FrontState, li
     return front.model_copy(update={"prep": prep}), owed
 
 
+# long: one branch per runtime program a front runs
 def on_ran(
     front: FrontState, key: rt.Key, receipt: Mapping[str, Any], ctx: Ctx
 ) -> tuple[FrontState, list[Command]]:

@@ -98,6 +98,7 @@ def _items(raw: str) -> tuple[bool, list[dict[str, Any]]] | str:
     return data["pass"], data["items"]
 
 
+# long: fail-closed judging: each way a gate's output can be wrong, in order
 def judge_gate(
     receipt: Mapping[str, Any],
     *,

@@ -134,26 +134,16 @@ def gate_full(k: str, front: FrontSpec, lane: str, frozen: Mapping[str, str]) ->
     makes for it, with the `frozen` files (path -> SHA-256, as hashed at the freeze) checked
     and read-only (`Run.frozen`): the gate that runs is the one that was hashed, and nothing
     it (or the builders' code it runs) writes reaches the front's tree."""
-    command = gate_command(front, "full")
-    argv: tuple[str, ...] = ("/bin/sh", "-c", command)
-    if front.exclusive:  # performance: measured alone, under the run's lock
-        argv = runtime_module(
-            "flamechase",
-            "lock",
-            "run",
-            "--who",
-            f"runtime:{front.id}",
-            "--max",
-            "900",
-            "--",
-            *argv,
-        )
+    argv = ("/bin/sh", "-c", gate_command(front, "full"))
+    # A performance gate measures alone: the runtime holds the run's lock for it, ahead of
+    # any builder's hold (a builder sitting on the lock must not fail another front's gate).
     return Run(
         key=k,
         place=front_place(lane),
         lane=lane,
         argv=argv,
         timeout=front.gate_timeout,
+        exclusive=front.exclusive,
         frozen=dict(frozen),
     )
 
