@@ -417,7 +417,7 @@ class Engine:
             elif isinstance(c, cm.MakePlace):
                 self.jobs.make_place(c, self.dirs)
             elif isinstance(c, cm.Measure | cm.Run):
-                self.jobs.measure(c, self.dirs.measure_job(c, self.builder))
+                self.jobs.measure(c, self.dirs.measure_job(c, self.builder), self.dirs)
             elif isinstance(c, cm.Freeze):
                 self.jobs.freeze(c, self.dirs)
             elif isinstance(c, cm.DropPlace) and self.dirs.has_place(c.name):

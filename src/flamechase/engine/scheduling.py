@@ -70,9 +70,11 @@ class TurnBuilder:
         lanes: Sequence[str],
         places: Mapping[str, Path],
         reads: Sequence[str] = (),
+        at: Path | None = None,
     ) -> JailSpec | None:
         """The jail of a turn (or, with `cli` None, a measurement) in `place`; None when the
-        run's jail is off. `reads`: other places the command may read."""
+        run's jail is off. `reads`: other places the command may read; `at`: where it runs
+        instead of the place itself (a yardstick's copy of it)."""
         mode = self.prep.jail_mode
         if mode == "off":
             return None
@@ -81,7 +83,7 @@ class TurnBuilder:
             self.layout,
             lane=lane,
             place=place,
-            place_path=self.place_path(place),
+            place_path=at or self.place_path(place),
             turn_dir=turn_dir,
             cli=cli,
             role=role,

@@ -19,6 +19,10 @@ flow's state with every transaction. docs/writing-a-flow.md walks through a comp
 
     FLOW = MyFlow()   # what `-f path/to/flow.py` loads
 
+A flow that runs a Python program of its own with `Run` builds its argv with
+`runtime_module` (this interpreter, isolated: `python -I -m ...`), so that nothing in the place
+it runs in is on its import path; the engine refuses an unjailed `Run` of Python without it.
+
 Must not import the engine, the store, agents or views: a flow sees the run only through
 events, and acts only through commands.
 """
@@ -54,6 +58,7 @@ from flamechase.flow.commands import (
     WaitUntil,
 )
 from flamechase.flow.outbox import Outbox
+from flamechase.interpreter import runtime_module, runtime_python, runtime_shell
 
 __all__ = [
     "REASON",
@@ -84,4 +89,7 @@ __all__ = [
     "TurnContext",
     "WaitUntil",
     "events",
+    "runtime_module",
+    "runtime_python",
+    "runtime_shell",
 ]

@@ -206,11 +206,19 @@ class Run(Command):
     `reads`: other private places it may read (hidden from a jailed program otherwise).
     `jailed` False: one of the runtime's own programs (`flamechase.tools`) that keeps a store
     no agent may write (a central repository, the source's git index); never a program that
-    runs code an agent wrote.
+    runs code an agent wrote. Unjailed, a Python program must be started isolated
+    (`runtime_module`: `python -I -m ...`; the engine refuses one that is not) and its
+    environment has no `PYTHON*` variables.
     `exclusive`: it measures alone. The runtime takes the run's measurement lock for it
     (`flamechase lock`) ahead of every agent: agents' holds are ended, new ones wait until it
     is done, and its `timeout` starts once it has the lock (`FLAMECHASE_LOCK_HELD` tells its
     own `flamechase lock run` calls so). Exclusive programs run one at a time.
+    `frozen` (path -> SHA-256 of the file's bytes): the program is a yardstick (a gate). It
+    runs in a fresh copy of `place` the runtime makes for it and removes afterwards, so that
+    nothing it writes reaches `place`; in that copy each of these files must be a regular
+    file with exactly that hash before it starts (else it never starts: its receipt's error
+    names the file) and stays read-only while it runs (bubblewrap; under Landlock the whole
+    copy is read-only, under `sandbox=off` nothing is). The receipt lists the hashes it ran.
     The program's environment names its run and lane (`FLAMECHASE_RUN_DIR`,
     `FLAMECHASE_LANE`), as a turn's does. `label`: what the views call it ("P1's gate",
     "the diff of builder core"); without one they name the program."""
@@ -225,6 +233,7 @@ class Run(Command):
     jailed: bool = True
     label: str = ""
     exclusive: bool = False
+    frozen: Mapping[str, str] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

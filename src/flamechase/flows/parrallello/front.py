@@ -136,7 +136,7 @@ def _opening(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]
         ]
     if not front.opened.get("freeze"):
         return [rt.freeze_hash(k(front.id, "freeze"), spec, lane)]
-    return [rt.gate_full(k(front.id, "baseline"), spec, lane)]
+    return [rt.gate_full(k(front.id, "baseline"), spec, lane, front.frozen or {})]
 
 
 # ---- folding ------------------------------------------------------------------------------------

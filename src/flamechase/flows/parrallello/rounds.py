@@ -6,7 +6,8 @@
                   (never taken) and its tickets failed; a touched gate -> the round's work
                   refused; and its leftover jobs reaped
     apply         the accepted files copied into the front's tree
-    gate          the gate files hashed against their frozen hashes, then `--full`
+    gate          the gate files hashed against their frozen hashes, and `--full` run from a
+                  copy whose frozen files are checked and read-only (a yardstick)
     critic_sync   the critic's copy made identical to the front's tree
     critic        a fresh adversarial critic, with the gate's result, the builders' claims
                   and handoff notes
@@ -149,11 +150,11 @@ def commands(front: FrontState, ctx: Ctx) -> list[Command]:
             for b in rs.builders.values()
             if _taken(b) and not b.applied
         ]
-    elif rs.phase == "gate":  # both at once: a gate run next to moved gate files is void
+    elif rs.phase == "gate":  # both at once: the gate runs from checked bytes (a yardstick)
         if not rs.hashed:
             out.append(rt.freeze_hash(k(fid, "hash", n), ctx.spec, lane))
         if rs.gate is None:
-            out.append(rt.gate_full(k(fid, "gate", n), ctx.spec, lane))
+            out.append(rt.gate_full(k(fid, "gate", n), ctx.spec, lane, front.frozen or {}))
     else:
         out += _critic_commands(front, rs, ctx)
     return out
@@ -216,7 +217,7 @@ def _critic_commands(front: FrontState, rs: RoundState, ctx: Ctx) -> list[Comman
             ]
         if not rs.rehashed:
             return [rt.freeze_hash(k(fid, "rehash", n), ctx.spec, front.lane)]
-        return [rt.gate_full(k(fid, "regate", n), ctx.spec, front.lane)]
+        return [rt.gate_full(k(fid, "regate", n), ctx.spec, front.lane, rs.refrozen or {})]
     return []
 
 
