@@ -10,8 +10,9 @@ from typing import IO, TYPE_CHECKING, cast
 
 import click
 
-from flamechase.cli import EXIT_CODES_HELP, echo
+from flamechase.cli import EXIT_CODES_HELP
 from flamechase.errors import UsageError
+from flamechase.text import echo
 
 if TYPE_CHECKING:
     from flamechase.engine.loop import Observer

@@ -16,7 +16,8 @@ from typing import Any
 
 import click
 
-from flamechase.cli import EXIT_CODES_HELP, echo
+from flamechase.cli import EXIT_CODES_HELP
+from flamechase.text import echo
 
 
 def _say(text: str) -> None:

@@ -1,4 +1,4 @@
-"""The coordinator's plan, as parallel_flame_chase makes it (`flows.parallel_flame_chase.planner`), on GitState."""
+"""The coordinator's plan, as parallel_flame_chase makes it (its `planner`), on GitState."""
 
 from __future__ import annotations
 
