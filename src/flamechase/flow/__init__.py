@@ -54,6 +54,7 @@ from flamechase.flow.commands import (
     WaitUntil,
 )
 from flamechase.flow.outbox import Outbox
+from flamechase.flow.state import FlowState, FlowStateError
 
 __all__ = [
     "REASON",
@@ -68,6 +69,8 @@ __all__ = [
     "Flow",
     "FlowEvent",
     "FlowParams",
+    "FlowState",
+    "FlowStateError",
     "Freeze",
     "HoldLane",
     "LaneDef",
