@@ -108,7 +108,10 @@ def _appended_check(validate: Callable[..., Any]) -> Check:
             and len(value) >= len(old)
             and all(map(operator.is_, old, value))
         ):
-            return old + validate(value[len(old) :], strict=True)
+            try:
+                return old + validate(value[len(old) :], strict=True)
+            except ValidationError:
+                pass  # validated whole below, so that the error says where in it
         return validate(value, strict=True)
 
     return check

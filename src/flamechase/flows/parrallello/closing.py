@@ -15,6 +15,7 @@ from flamechase.flows.parrallello.rounds import Ctx, begin
 from flamechase.flows.parrallello.state import (
     FrontState,
     FrontStatus,
+    Phase,
     RoundRecord,
     RoundState,
     Spend,
@@ -158,7 +159,7 @@ def _checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list[Comman
                     front, rs, "ownership-violation", f"builder {b.owner}: {', '.join(outside[:5])}"
                 )
             )
-    phase = "verdict" if refused else "apply"
+    phase: Phase = "verdict" if refused else "apply"
     return rs.replace(phase=phase, refused=refused, findings=tuple(findings)), owed
 
 
