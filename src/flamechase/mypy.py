@@ -66,9 +66,10 @@ def _fields(receiver: Instance) -> dict[str, Type] | None:
             node = sym.node
             if not isinstance(node, Var) or sym.plugin_generated or name.startswith("_"):
                 continue
+            # A ClassVar or `model_config = ...` is not a field. (Pydantic's plugin marks a
+            # frozen model's fields as read-only properties: fields still.)
             if node.is_classvar or node.is_inferred:
-                continue  # a ClassVar, `model_config = ...` (pydantic's own plugin marks the
-                # fields of a frozen model as read-only properties: they stay fields)
+                continue
             if node.type is None:
                 return None
             out[name] = expand_type_by_instance(node.type, seen_as)

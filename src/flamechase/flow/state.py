@@ -37,7 +37,8 @@ class FlowState(BaseModel):
         """A copy with `changes`. Each name must be a field, and each value is validated
         strictly against it (its type and constraints, no coercion: `"3"` is not an int, a
         list is not a tuple); anything else raises `FlowStateError`. Only the values given
-        are validated, each as deep as it goes (a tuple of dicts: every dict)."""
+        are validated, each as deep as it goes (a dict of models: every model), except a
+        tuple grown by appending, whose old items were validated when they went in."""
         cls = type(self)
         checks = _CHECKS.get(cls) or _checks_of(cls)
         valid: dict[str, Any] = {}
@@ -45,7 +46,7 @@ class FlowState(BaseModel):
             check = checks.get(name)
             if check is None:
                 raise FlowStateError(_unknown(cls, name))
-            if check is _BY_MODEL:
+            if check is _by_model:
                 return _assigned(self, changes)
             try:
                 valid[name] = check(value, self.__dict__[name])
@@ -60,7 +61,7 @@ class FlowState(BaseModel):
 Check = Callable[[Any, Any], Any]  # (new value, old value) -> the value validated
 
 
-def _BY_MODEL(value: Any, old: Any) -> Any:  # noqa: N802 (a marker, named as a constant)
+def _by_model(value: Any, old: Any) -> Any:
     """Marks a field that only the model's own validation can check (see `_checks_of`)."""
     return value
 
@@ -75,7 +76,7 @@ def _checks_of(cls: type[BaseModel]) -> dict[str, Check]:
     d = cls.__pydantic_decorators__
     own = d.field_validators or d.model_validators or d.validators or d.root_validators
     fields = cls.__pydantic_fields__
-    checks = {name: _BY_MODEL if own else _check(f) for name, f in fields.items()}
+    checks = {name: _by_model if own else _check(f) for name, f in fields.items()}
     _CHECKS[cls] = checks
     return checks
 
@@ -85,7 +86,7 @@ def _check(field: FieldInfo) -> Check:
         shape: Any = Annotated[field.annotation, field]  # a type made at run time
         validate = TypeAdapter(shape).validator.validate_python
     except Exception:  # a type only the model's own config admits (arbitrary types)
-        return _BY_MODEL
+        return _by_model
     args = typing.get_args(field.annotation)
     if typing.get_origin(field.annotation) is tuple and args[1:] == (...,) and not field.metadata:
         return _appended_check(validate)
@@ -98,8 +99,8 @@ def _check(field: FieldInfo) -> Check:
 
 def _appended_check(validate: Callable[..., Any]) -> Check:
     """A `tuple[X, ...]` grown by appending (`(*state.items, item)`) has only its new items
-    validated: the old ones, the same objects, were when they went in. A run's history kept
-    this way is not validated again at each update."""
+    validated: the old ones, the same objects, were when they went in. A history a run keeps
+    this way (candidates, rounds) is not validated again at each update."""
 
     def check(value: Any, old: Any) -> Any:
         if (
@@ -117,6 +118,9 @@ def _appended_check(validate: Callable[..., Any]) -> Check:
     return check
 
 
+_S = typing.TypeVar("_S", bound=FlowState)
+
+
 def _assigned(state: _S, changes: dict[str, Any]) -> _S:
     """`changes` validated by the model, as assignments to a copy (its validators run)."""
     cls = type(state)
@@ -129,9 +133,6 @@ def _assigned(state: _S, changes: dict[str, Any]) -> _S:
         except ValidationError as exc:
             raise FlowStateError(_refused(cls, name, value, exc)) from None
     return new
-
-
-_S = typing.TypeVar("_S", bound=FlowState)
 
 
 def _unknown(cls: type[BaseModel], name: str) -> str:
