@@ -6,14 +6,16 @@ commands), and writes the prompts of the turns it asked for (`prompt`). It never
 never reads a clock and never writes run state; the engine does all of that and stores the
 flow's state with every transaction. docs/writing-a-flow.md walks through a complete flow.
 
-    class MyFlow(Flow[MyState]):
+    class MyState(FlowState):          # frozen; `state.replace(drafts=2)` checks name and type
+        drafts: int = 0
+
+    class MyFlow(Flow[MyState, MyParams]):   # MyParams: a FlowParams subclass (optional)
         name = "my_flow"
         summary = "..."
-        State = MyState
 
         def roles(self, params): return ["author", "reviewer"]
         def start(self, setup): return MyState()
-        def evolve(self, state, event): ...
+        def evolve(self, state, event): return state.replace(drafts=state.drafts + 1)
         def decide(self, state, now): return [StartTurn(role="author", lane=None, number=1)]
         def prompt(self, state, ctx): return f"Objective: {ctx.objective} ..."
 
@@ -58,6 +60,7 @@ from flamechase.flow.commands import (
     WaitUntil,
 )
 from flamechase.flow.outbox import Outbox
+from flamechase.flow.state import FlowState, FlowStateError
 from flamechase.interpreter import runtime_module, runtime_python, runtime_shell
 
 __all__ = [
@@ -73,6 +76,8 @@ __all__ = [
     "Flow",
     "FlowEvent",
     "FlowParams",
+    "FlowState",
+    "FlowStateError",
     "Freeze",
     "HoldLane",
     "LaneDef",
