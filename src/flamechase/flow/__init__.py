@@ -19,6 +19,9 @@ flow's state with every transaction. docs/writing-a-flow.md walks through a comp
 
     FLOW = MyFlow()   # what `-f path/to/flow.py` loads
 
+A flow may ship a simulated actor (`Flow.simulator`, `flamechase.flow.sim`) that plays its
+turns for `sim/PROFILE` agents; without one, `sim` answers each turn's result schema itself.
+
 Must not import the engine, the store, agents or views: a flow sees the run only through
 events, and acts only through commands.
 """
@@ -54,6 +57,7 @@ from flamechase.flow.commands import (
     WaitUntil,
 )
 from flamechase.flow.outbox import Outbox
+from flamechase.flow.sim import SimActor, SimTurn
 
 __all__ = [
     "REASON",
@@ -80,6 +84,8 @@ __all__ = [
     "Role",
     "Run",
     "RunSetup",
+    "SimActor",
+    "SimTurn",
     "StartTurn",
     "TurnContext",
     "WaitUntil",
