@@ -16,6 +16,7 @@ from flamechase.flow import (
     Outbox,
     Role,
     RunSetup,
+    SimActor,
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook
@@ -48,6 +49,11 @@ class FlameChase(Flow[ChaseState]):
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
         return [LaneDef("lane-1", ROLES, "source")]
+
+    def simulator(self) -> SimActor:
+        from flamechase.flows.sample_lanes.actor import LaneActor
+
+        return LaneActor()
 
     def start(self, setup: RunSetup) -> ChaseState:
         return ChaseState(

@@ -24,7 +24,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flamechase import events as ev
-from flamechase.flow import Command, FinishRun, Flow, FlowParams, LaneDef, RunSetup, TurnContext
+from flamechase.flow import (
+    Command,
+    FinishRun,
+    Flow,
+    FlowParams,
+    LaneDef,
+    RunSetup,
+    SimActor,
+    TurnContext,
+)
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr import jobs, planning, prompts, publication, pushes, review, setup
 from flamechase.flows.git_pr.model import CENTRAL, GitState, lane_place
@@ -88,6 +97,11 @@ class GitPr(Flow[GitState]):
             "metric": "steps",
             "direction": "minimize",
         }
+
+    def simulator(self) -> SimActor:
+        from flamechase.flows.git_pr.sim import ACTOR
+
+        return ACTOR
 
     def start_notices(self, params: FlowParams) -> list[str]:
         return [UNJAILED] if params.sandbox == "off" else []

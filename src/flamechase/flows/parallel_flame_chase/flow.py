@@ -19,6 +19,7 @@ from flamechase.flow import (
     Outbox,
     Role,
     RunSetup,
+    SimActor,
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook, report_id
@@ -124,6 +125,11 @@ class ParallelFlameChase(Flow[PfcState]):
             "metric": "steps",
             "direction": "minimize",
         }
+
+    def simulator(self) -> SimActor:
+        from flamechase.flows.parallel_flame_chase.sim import ACTOR
+
+        return ACTOR
 
     # ---- folding ---------------------------------------------------------------------------
 

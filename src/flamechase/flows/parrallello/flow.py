@@ -27,6 +27,7 @@ from flamechase.flow import (
     MakePlace,
     ResultSpec,
     RunSetup,
+    SimActor,
     StartTurn,
     TurnContext,
 )
@@ -138,6 +139,11 @@ class Parrallello(Flow[PState]):
     def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
         # A planner, a prep per front and a few rounds each: more turns than the default 12.
         return {"budget.turns": "40"}
+
+    def simulator(self) -> SimActor:
+        from flamechase.flows.parrallello.sim import ACTOR
+
+        return ACTOR
 
     # ---- folding -------------------------------------------------------------------------------
 
