@@ -215,7 +215,7 @@ class TurnBuilder:
             jail=jail,
             result_schema=cmd.result.json_schema() if cmd.result.structured else None,
             result=cmd.result,
-            # Only a simulated agent plays the flow's actor: a real run never loads it.
+            # Only a simulated agent plays the flow's actor (it travels with the job).
             actor=flow.simulator() if prep.backends[cmd.role].simulated else None,
         )
         agent = prep.agents[cmd.role].text

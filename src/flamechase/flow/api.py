@@ -207,8 +207,8 @@ class Flow(abc.ABC, Generic[S]):
     def simulator(self) -> SimActor | None:
         """The simulated actor `sim/PROFILE` agents play this flow's turns with
         (`flamechase.flow.sim`); None: the `sim` backend's own answers (a valid instance of
-        each turn's result schema). Import it here, not at the top of the flow's module, so
-        that a real run never loads it."""
+        each turn's result schema). Define it in the flow's module or import it at its top,
+        as the rest of the flow's code, so that the flow's code hash covers it."""
         return None
 
     def start_notices(self, params: FlowParams) -> list[str]:

@@ -20,6 +20,7 @@ from flamechase.flow import (
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook
+from flamechase.flows.sample_lanes.actor import LaneActor
 
 ROLES = ("first_chaser", "second_chaser")
 
@@ -51,8 +52,6 @@ class FlameChase(Flow[ChaseState]):
         return [LaneDef("lane-1", ROLES, "source")]
 
     def simulator(self) -> SimActor:
-        from flamechase.flows.sample_lanes.actor import LaneActor
-
         return LaneActor()
 
     def start(self, setup: RunSetup) -> ChaseState:

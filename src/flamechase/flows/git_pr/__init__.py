@@ -36,6 +36,7 @@ from flamechase.flow import (
 )
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr import jobs, planning, prompts, publication, pushes, review, setup
+from flamechase.flows.git_pr import sim as git_sim
 from flamechase.flows.git_pr.model import CENTRAL, GitState, lane_place
 from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_paths
 from flamechase.flows.parallel_flame_chase.planner import Planning
@@ -99,9 +100,7 @@ class GitPr(Flow[GitState]):
         }
 
     def simulator(self) -> SimActor:
-        from flamechase.flows.git_pr.sim import ACTOR
-
-        return ACTOR
+        return git_sim.ACTOR
 
     def start_notices(self, params: FlowParams) -> list[str]:
         return [UNJAILED] if params.sandbox == "off" else []

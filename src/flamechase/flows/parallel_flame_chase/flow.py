@@ -27,6 +27,7 @@ from flamechase.flows.parallel_flame_chase import candidates, planner
 from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase import measure as pfc_measure
 from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
+from flamechase.flows.parallel_flame_chase import sim as pfc_sim
 from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
 from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
 
@@ -127,9 +128,7 @@ class ParallelFlameChase(Flow[PfcState]):
         }
 
     def simulator(self) -> SimActor:
-        from flamechase.flows.parallel_flame_chase.sim import ACTOR
-
-        return ACTOR
+        return pfc_sim.ACTOR
 
     # ---- folding ---------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from flamechase.flow import (
 from flamechase.flows.parrallello import briefs, closing, front, progress
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
+from flamechase.flows.parrallello import sim as fronts_sim
 from flamechase.flows.parrallello.params import ParrallelloParams
 from flamechase.flows.parrallello.plan import PlanSpec, lane_names
 from flamechase.flows.parrallello.rounds import Ctx, on_turn
@@ -141,9 +142,7 @@ class Parrallello(Flow[PState]):
         return {"budget.turns": "40"}
 
     def simulator(self) -> SimActor:
-        from flamechase.flows.parrallello.sim import ACTOR
-
-        return ACTOR
+        return fronts_sim.ACTOR
 
     # ---- folding -------------------------------------------------------------------------------
 

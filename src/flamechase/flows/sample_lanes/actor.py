@@ -10,7 +10,6 @@ turn report and trees that are not the sample are left to the `sim` backend (Non
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +26,9 @@ from flamechase.fsutil import atomic_write
 
 __all__ = ["LaneActor"]
 
+# asyncio is imported where a turn runs (each coroutine below): a flow's module imports its
+# actor, and loading a flow for `status` or a replay should not pay for the event loop.
+
 INTEGRATOR = "lane-1"  # the lane that takes other lanes' packages into the user's tree
 _MAX_RISKS = 30  # the report schema's limit on `risks`
 
@@ -37,6 +39,8 @@ class LaneActor(SimActor):
     """Lane turns ending with the turn report, on the sample (see the module docstring)."""
 
     async def act(self, turn: SimTurn) -> Report | None:
+        import asyncio
+
         if turn.lane is None or turn.result.model is not REPORT.model:
             return None
         ws = turn.workspace
@@ -68,6 +72,8 @@ class LaneActor(SimActor):
 
         `publish`: exploring lanes publish the result as an artifact package (a lane that
         works through git and PRs does not: its branch is what it publishes)."""
+        import asyncio
+
         ws = turn.workspace
         lane = turn.lane or ""
         current_text = await asyncio.to_thread((ws / "solver.py").read_text, "utf-8")
@@ -214,6 +220,8 @@ async def _integrate(
 
 async def _try(turn: SimTurn, new: bytes, before: Bench) -> Attempt:
     """Write `new` as solver.py, run tests and bench; restore the old file unless better."""
+    import asyncio
+
     path = turn.workspace / "solver.py"
     old = await asyncio.to_thread(path.read_bytes)
     await asyncio.to_thread(_write_bytes, path, new)
@@ -236,6 +244,8 @@ async def _try(turn: SimTurn, new: bytes, before: Bench) -> Attempt:
 
 async def _measure(turn: SimTurn, cand: Candidate) -> Bench:
     """bench.py on a scratch copy of the tree's Python files with the candidate solver."""
+    import asyncio
+
     scratch = await asyncio.to_thread(scratch_copy, turn.workspace, cand.data)
     try:
         return await bench(turn.runner, scratch)
