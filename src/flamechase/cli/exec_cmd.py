@@ -143,7 +143,8 @@ def command(
     close = getattr(observer, "close", None)
     if close is not None:
         close()
-    echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
+    hint = f"; {end.hint}" if end.hint and flow.resumable else ""
+    echo(f"flamechase: run {end.run_id} {end.status}: {end.message}{hint}", err=True)
     return end.exit_code
 
 

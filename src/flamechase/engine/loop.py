@@ -67,6 +67,9 @@ class RunEnd:
     status: str  # finished | stopped | failed | held
     exit_code: int
     message: str
+    # What the user may do about it, for `exec` to say: not journaled, since it holds only
+    # for a run that can be resumed (a simulated run's state home is thrown away).
+    hint: str = ""
 
 
 class Engine:
@@ -266,7 +269,7 @@ class Engine:
 
     # ---- ending ----------------------------------------------------------------------------
 
-    def _end(self, status: str, message: str) -> RunEnd:
+    def _end(self, status: str, message: str, *, hint: str = "") -> RunEnd:
         """Record how the run ended; no process of this run survives it. A run whose counted
         turns all failed did not finish: it failed, and says so."""
         ledger, budget = self._ledger, self._budget
@@ -294,7 +297,7 @@ class Engine:
                         message=message, budget=budget.report() if budget else {}, valid_turns=valid
                     )
                 )
-        return RunEnd(self.run_id, status, code, message)
+        return RunEnd(self.run_id, status, code, message, hint)
 
     async def _cut_all(self) -> None:
         if self._jobs is None:
@@ -344,7 +347,8 @@ class Engine:
         if spent is not None:
             return self._end(
                 "finished",
-                f"budget {spent} is spent (to go on, resume with a larger -p budget.{spent}=…)",
+                f"budget {spent} is spent",
+                hint=f"to go on, resume with a larger -p budget.{spent}=…",
             )
         if not any(isinstance(c, cm.WaitUntil) for c in commands):
             raise FlowError(

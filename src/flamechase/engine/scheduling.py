@@ -216,6 +216,9 @@ class TurnBuilder:
             kill_grace=prep.params.kill_grace,
             jail=jail,
             result_schema=cmd.result.json_schema() if cmd.result.structured else None,
+            result=cmd.result,
+            # Only a simulated agent plays the flow's actor (it travels with the job).
+            actor=flow.simulator() if prep.backends[cmd.role].simulated else None,
         )
         agent = prep.agents[cmd.role].text
         job = TurnJob(

@@ -25,6 +25,9 @@ A flow that runs a Python program of its own with `Run` builds its argv with
 `runtime_module` (this interpreter, isolated: `python -I -m ...`), so that nothing in the place
 it runs in is on its import path; the engine refuses an unjailed `Run` of Python without it.
 
+A flow may ship a simulated actor (`Flow.simulator`, `flamechase.flow.sim`) that plays its
+turns for `sim/PROFILE` agents; without one, `sim` answers each turn's result schema itself.
+
 Must not import the engine, the store, agents or views: a flow sees the run only through
 events, and acts only through commands.
 """
@@ -60,6 +63,7 @@ from flamechase.flow.commands import (
     WaitUntil,
 )
 from flamechase.flow.outbox import Outbox
+from flamechase.flow.sim import SimActor, SimTurn
 from flamechase.flow.state import FlowState, FlowStateError
 from flamechase.interpreter import runtime_module, runtime_python, runtime_shell
 
@@ -90,6 +94,8 @@ __all__ = [
     "Role",
     "Run",
     "RunSetup",
+    "SimActor",
+    "SimTurn",
     "StartTurn",
     "TurnContext",
     "WaitUntil",

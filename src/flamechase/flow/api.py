@@ -13,13 +13,16 @@ import dataclasses
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeVar
 
 from flamechase.events import Event
-from flamechase.flow.commands import Command, StartTurn
+from flamechase.flow.commands import REPORT, Command, StartTurn
+
+if TYPE_CHECKING:
+    from flamechase.flow.sim import SimActor
 
 __all__ = [
     "REASON",
@@ -218,6 +221,13 @@ class Flow(abc.ABC, Generic[S, P]):
         """Params for a simulated run on the bundled sample (whose `evaluator` is given)."""
         return {}
 
+    def simulator(self) -> SimActor | None:
+        """The simulated actor `sim/PROFILE` agents play this flow's turns with
+        (`flamechase.flow.sim`); None: the `sim` backend's own answers (a valid instance of
+        each turn's result schema). Define it in the flow's module or import it at its top,
+        as the rest of the flow's code, so that the flow's code hash covers it."""
+        return None
+
     def start_notices(self, params: P) -> list[str]:
         """Lines said at the start of every session (after the engine's own, journaled as
         notices): what these params mean for the run that a user would not guess, such as a
@@ -243,14 +253,21 @@ class Flow(abc.ABC, Generic[S, P]):
         """The prompt of a turn `decide` asked for (`ctx.turn`), now that it starts."""
 
     def repair_prompt(self, state: S, ctx: TurnContext, reason: str) -> str:
-        """Ask the same session for a corrected result."""
+        """Ask the same session for a corrected result, of the schema the turn ends with."""
+        result = ctx.turn.result
+        if result.model is REPORT.model:
+            return (
+                f"Your turn report was rejected: {reason}\n"
+                f"Write a corrected JSON report for the work you just did to {ctx.report_path} "
+                "(do not start new work). Required: status (progress, deliverable_ready, "
+                "no_result or blocked) and a non-empty summary; optional lists changes, "
+                "evidence, tests, risks; next_step; deliverable only with status "
+                "deliverable_ready; submission only with a deliverable. No other keys."
+            )
         return (
-            f"Your turn report was rejected: {reason}\n"
-            f"Write a corrected JSON report for the work you just did to {ctx.report_path} "
-            "(do not start new work). Required: status (progress, deliverable_ready, "
-            "no_result or blocked) and a non-empty summary; optional lists changes, evidence, "
-            "tests, risks; next_step; deliverable only with status deliverable_ready; "
-            "submission only with a deliverable. No other keys."
+            f"Your {result.noun} was rejected: {reason}\n"
+            f"Write a corrected JSON {result.noun} for the work you just did to "
+            f"{ctx.report_path} (do not start new work). {result.describe()}"
         )
 
     def describe(self, state: S) -> dict[str, Any]:

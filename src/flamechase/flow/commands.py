@@ -20,6 +20,7 @@ is spent or the user stops it.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -68,6 +69,24 @@ class ResultSpec:
         schema: dict[str, Any] = self.model.model_json_schema()
         return schema
 
+    def describe(self) -> str:
+        """Its keys in a sentence, then its JSON schema: what an agent needs to write one."""
+        schema = self.json_schema()
+        props: dict[str, Any] = schema.get("properties") or {}
+        needed = set(schema.get("required") or ())
+        defs: dict[str, Any] = schema.get("$defs") or {}
+        required = [f"{k} ({_kind(v, defs)})" for k, v in props.items() if k in needed]
+        optional = [f"{k} ({_kind(v, defs)})" for k, v in props.items() if k not in needed]
+        words = []
+        if required:
+            words.append("Required: " + "; ".join(required) + ".")
+        if optional:
+            words.append("Optional: " + "; ".join(optional) + ".")
+        if schema.get("additionalProperties") is False:
+            words.append("No other keys.")
+        shown = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+        return " ".join([*words, f"Its JSON schema: {shown}"])
+
     def validate(self, data: Any) -> dict[str, Any]:
         """The normalised object, or ValueError with one line naming what is wrong."""
         if not isinstance(data, dict):
@@ -84,6 +103,37 @@ class ResultSpec:
         value = self.model.model_validate(dict(data), context=dict(self.context))
         declared = getattr(value, "declared_artifacts", None)
         return list(declared()) if callable(declared) else []
+
+
+def _kind(node: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> str:
+    """A JSON schema node in a few words ("list of string", "integer 1..5", "one of 'a', 'b'")."""
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        target = defs.get(name) or {}
+        if depth < 2 and "enum" in target:
+            return _kind(target, defs, depth + 1)
+        return f"object {name}"
+    if "const" in node:
+        return f"exactly {node['const']!r}"
+    if "enum" in node:
+        return "one of " + ", ".join(repr(v) for v in node["enum"])
+    options = node.get("anyOf") or node.get("oneOf")
+    if isinstance(options, list):
+        return " or ".join(_kind(o, defs, depth + 1) for o in options)
+    kind = node.get("type")
+    if kind == "array":
+        items = node.get("items")
+        inner = _kind(items, defs, depth + 1) if isinstance(items, Mapping) else "anything"
+        most = node.get("maxItems")
+        return f"list of {inner}" + (f", at most {most}" if most is not None else "")
+    if kind in ("integer", "number"):
+        low, high = node.get("minimum"), node.get("maximum")
+        if low is not None or high is not None:
+            return f"{kind} {'' if low is None else low}..{'' if high is None else high}"
+    if isinstance(kind, str):
+        return "null" if kind == "null" else kind
+    return "any JSON value"
 
 
 #: The turn report every lane turn of the built-in flows ends with.

@@ -24,9 +24,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flamechase import events as ev
-from flamechase.flow import Command, FinishRun, Flow, LaneDef, RunSetup, TurnContext
+from flamechase.flow import (
+    Command,
+    FinishRun,
+    Flow,
+    LaneDef,
+    RunSetup,
+    SimActor,
+    TurnContext,
+)
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr import jobs, planning, prompts, publication, pushes, review, setup
+from flamechase.flows.git_pr import sim as git_sim
 from flamechase.flows.git_pr.model import CENTRAL, GitState, lane_place
 from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_paths
 from flamechase.flows.parallel_flame_chase.planner import Planning
@@ -88,6 +97,9 @@ class GitPr(Flow[GitState, GitPrParams]):
             "metric": "steps",
             "direction": "minimize",
         }
+
+    def simulator(self) -> SimActor:
+        return git_sim.ACTOR
 
     def start_notices(self, params: GitPrParams) -> list[str]:
         return [UNJAILED] if params.sandbox == "off" else []

@@ -19,6 +19,7 @@ from flamechase.flow import (
     Outbox,
     Role,
     RunSetup,
+    SimActor,
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook, report_id
@@ -26,6 +27,7 @@ from flamechase.flows.parallel_flame_chase import candidates, planner
 from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase import measure as pfc_measure
 from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
+from flamechase.flows.parallel_flame_chase import sim as pfc_sim
 from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
 from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
 
@@ -122,6 +124,9 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             "metric": "steps",
             "direction": "minimize",
         }
+
+    def simulator(self) -> SimActor:
+        return pfc_sim.ACTOR
 
     # ---- folding ---------------------------------------------------------------------------
 

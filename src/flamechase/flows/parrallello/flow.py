@@ -26,12 +26,14 @@ from flamechase.flow import (
     MakePlace,
     ResultSpec,
     RunSetup,
+    SimActor,
     StartTurn,
     TurnContext,
 )
 from flamechase.flows.parrallello import briefs, closing, front, progress
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
+from flamechase.flows.parrallello import sim as fronts_sim
 from flamechase.flows.parrallello.params import ParrallelloParams
 from flamechase.flows.parrallello.plan import PlanSpec, lane_names
 from flamechase.flows.parrallello.rounds import Ctx, on_turn
@@ -130,6 +132,9 @@ class Parrallello(Flow[PState, ParrallelloParams]):
     def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
         # A planner, a prep per front and a few rounds each: more turns than the default 12.
         return {"budget.turns": "40"}
+
+    def simulator(self) -> SimActor:
+        return fronts_sim.ACTOR
 
     # ---- folding -------------------------------------------------------------------------------
 
