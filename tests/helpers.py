@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 FLAMECHASE = [sys.executable, "-m", "flamechase"]
+# As the `flamechase` command starts (no working directory on the path), and stricter: for a
+# test whose tree holds a `flamechase.py` an agent left there.
+ISOLATED = [sys.executable, "-I", "-m", "flamechase"]
 
 
 def cli(
@@ -20,13 +23,14 @@ def cli(
     timeout: float = 60,
     env: dict[str, str] | None = None,
     check: bool = False,
+    isolated: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Run `flamechase ARGS` in `cwd`; FLAMECHASE_HOME comes from the test's environment."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
     proc = subprocess.run(
-        [*FLAMECHASE, *args],
+        [*(ISOLATED if isolated else FLAMECHASE), *args],
         cwd=cwd,
         env=full_env,
         capture_output=True,
@@ -50,14 +54,14 @@ def actor(tmp: Path, name: str, body: str) -> Path:
 REPORT_OK = """echo '{"status":"progress","summary":"did a turn"}' > "$FLAMECHASE_REPORT"\n"""
 
 
-def status(cwd: Path, run: str = "last") -> dict[str, Any]:
-    out = cli("status", run, "--json", cwd=cwd, check=True)
+def status(cwd: Path, run: str = "last", isolated: bool = False) -> dict[str, Any]:
+    out = cli("status", run, "--json", cwd=cwd, check=True, isolated=isolated)
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
 
-def events(cwd: Path, run: str = "last") -> list[dict[str, Any]]:
-    out = cli("events", run, "--json", cwd=cwd, check=True)
+def events(cwd: Path, run: str = "last", isolated: bool = False) -> list[dict[str, Any]]:
+    out = cli("events", run, "--json", cwd=cwd, check=True, isolated=isolated)
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
 

@@ -1,8 +1,11 @@
-"""The engine, the views and the CLI know flows only through the public flow API and events.
+"""The engine, the views, the CLI and the backends know flows only through the public flow API
+and events.
 
-No module of `engine/`, `view/` or `cli/` may name a role or a flow-specific param of a
-built-in flow (a param that is not one of `FlowParams`/`CopyParams`, which every flow or every
-copying flow shares), and every built-in event kind is known to the views' fold.
+No module of `engine/`, `view/`, `cli/` or `agents/` may name a role or a flow-specific param
+of a built-in flow (a param that is not one of `FlowParams`/`CopyParams`, which every flow or
+every copying flow shares); no module of `agents/` names a built-in flow or one of its event
+kinds either (a flow's simulated actor lives in its own package); and every built-in event
+kind shows itself.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from flamechase.flows import builtin_names, load_flow
 from flamechase.view import state
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "flamechase"
-GENERIC = ("engine", "view", "cli")
+GENERIC = ("engine", "view", "cli", "agents")
+# Layers that name no built-in flow and none of its event kinds, not even in a docstring.
+UNNAMED = ("agents",)
 
 
 def _flow_words() -> tuple[set[str], set[str]]:
@@ -69,7 +74,16 @@ def _names_in(path: Path, params: set[str]) -> list[str]:
     ]
 
 
-def test_no_engine_view_or_cli_module_names_a_builtin_flows_roles_or_params() -> None:
+def _strings(path: Path) -> list[tuple[int, set[str]]]:
+    """(line, words) of every string constant in `path`, docstrings included."""
+    return [
+        (node.lineno, set(re.findall(r"[A-Za-z_0-9]+", node.value)))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+def test_no_generic_module_names_a_builtin_flows_roles_or_params() -> None:
     roles, params = _flow_words()
     assert {"coordinator", "first_chaser", "lane_1_actor_a"} <= roles
     assert {"lanes", "evaluator", "metric_pattern", "direction"} <= params
@@ -78,13 +92,34 @@ def test_no_engine_view_or_cli_module_names_a_builtin_flows_roles_or_params() ->
     for layer in GENERIC:
         for path in sorted((SRC / layer).rglob("*.py")):
             rel = path.relative_to(SRC)
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                    words = set(re.findall(r"[A-Za-z_0-9]+", node.value))
-                    named = sorted((words & roles) | {w for w in words if role_like.fullmatch(w)})
-                    if named:
-                        bad.append(f"{rel}:{node.lineno} names role(s) {named}")
+            for line, words in _strings(path):
+                named = sorted((words & roles) | {w for w in words if role_like.fullmatch(w)})
+                if named:
+                    bad.append(f"{rel}:{line} names role(s) {named}")
             bad += [f"{rel} reads param {x}" for x in _names_in(path, params)]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_backend_module_names_a_builtin_flow_or_its_event_kinds() -> None:
+    names: set[str] = set()
+    for name in builtin_names():
+        names |= set(re.findall(r"[A-Za-z_0-9]+", name))
+        load_flow(name)  # its kinds register with it
+    kinds = {k for k, cls in events.REGISTRY.items() if issubclass(cls, events.FlowEvent)}
+    assert {"parrallello", "git_pr", "flame_chase", "parallel_flame_chase"} <= names
+    assert {"front_started", "pr_opened", "planning_started"} <= kinds
+    bad = []
+    for layer in UNNAMED:
+        for path in sorted((SRC / layer).rglob("*.py")):
+            rel = path.relative_to(SRC)
+            for line, words in _strings(path):
+                named = sorted(words & (names | kinds))
+                if named:
+                    bad.append(f"{rel}:{line} names {named}")
+            # A module named for a flow, too.
+            module_words = set(re.findall(r"[A-Za-z_0-9]+", path.stem))
+            if module_words & (names | kinds):
+                bad.append(f"{rel} is named for {sorted(module_words & (names | kinds))}")
     assert not bad, "\n".join(bad)
 
 

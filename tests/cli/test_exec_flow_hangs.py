@@ -82,7 +82,12 @@ def arrived(mark: Path, p: subprocess.Popen[str]) -> str:
 
 
 def ended(p: subprocess.Popen[str]) -> str:
-    _, err = p.communicate(timeout=BOUND)
+    try:
+        _, err = p.communicate(timeout=BOUND)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGABRT)
+        _, err = p.communicate(timeout=BOUND)
+        raise AssertionError(err) from None
     return err
 
 

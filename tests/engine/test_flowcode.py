@@ -4,7 +4,9 @@ abandoned once the run must stop (a signal, budget.duration)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import signal
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from flamechase.engine.flowcode import FlowCode
+from flamechase.engine.flowcode import FlowCode, hear_signals
 from flamechase.errors import FlowCodeError
 from flamechase.flow import Command, Event, Flow, FlowParams, RunSetup, TurnContext
 from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine
@@ -163,3 +165,28 @@ def test_budget_duration_ends_a_run_whose_decide_never_returns(tmp_path: Path) -
     assert (end.status, end.exit_code) == ("failed", 1)
     assert "decide() did not return within 0.1s of budget.duration running out" in end.message
     assert "time.sleep(10**6)" in end.traceback and end.abandoned
+
+
+def test_a_signal_the_kernel_hands_another_thread_still_ends_the_wait() -> None:
+    # The kernel gives a process's signal to any thread that does not block it; before, one
+    # given to a thread other than the engine's left the wait on a looping decide() deaf.
+    code = FlowCode(Tiny())
+    code.grace = 0.1
+    code.deadline = lambda: 60.0  # only so that a deaf wait ends at all
+    stops: list[int] = []
+    loop = asyncio.new_event_loop()
+    restore = hear_signals(code, loop, lambda: stops.append(1))
+    forever = threading.Event()
+    other = threading.Thread(target=forever.wait, daemon=True)
+    other.start()
+    try:
+        assert other.ident is not None
+        threading.Timer(0.05, signal.pthread_kill, (other.ident, signal.SIGTERM)).start()
+        with pytest.raises(FlowCodeError, match=re.escape("within 0.1s of a stop (signal)")):
+            code.call("decide()", forever.wait)
+        loop.run_until_complete(asyncio.sleep(0))
+        assert stops == [1]  # and the loop was told to stop
+    finally:
+        restore()
+        loop.close()
+        forever.set()

@@ -79,6 +79,30 @@ def test_a_protected_path_inside_a_grant_is_never_writable(tmp_path: Path, mode:
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_protected_file_cannot_be_moved_aside_by_renaming_a_directory_above_it(
+    tmp_path: Path, mode: Mode
+) -> None:
+    place = tmp_path / "ws"
+    (place / "gates" / "metrics").mkdir(parents=True)
+    gate = place / "gates" / "metrics" / "check.py"
+    gate.write_text("frozen\n")
+    spec = JailSpec(mode=mode, place=place, tmp=tmp_path / "t", protected=(gate,))
+    ready(spec)
+    done = _sh(
+        spec,
+        "mv gates/metrics gates/old; mv gates g2; rm -rf gates;"
+        " mkdir -p gates/metrics; echo fake > gates/metrics/check.py; cat gates/metrics/check.py;"
+        " echo more > gates/new.txt",
+    )
+    assert gate.read_text() == "frozen\n", done.stdout + done.stderr
+    assert done.stdout.splitlines()[:1] == ["frozen"]
+    assert not (place / "g2").exists() and not (place / "gates" / "old").exists()
+    # Bubblewrap keeps the rest of the place writable; Landlock cannot carve a file out of a
+    # grant, so the whole place is read-only.
+    assert (place / "gates" / "new.txt").exists() == (mode == "bwrap"), done.stderr
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_cli_with_a_dotfile_in_home_rewrites_it_in_its_private_home(
     tmp_path: Path, mode: Mode, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -97,3 +97,16 @@ def tool(name: str, *args: str, cwd: Path, env: dict[str, str] | None = None) ->
     result: dict[str, Any] = json.loads(lines[-1])
     assert (proc.returncode == 0) == ("error" not in result), (proc.returncode, result)
     return result
+
+
+def python_in(tree: Path) -> tuple[Path, str]:
+    """A virtual environment made inside `tree` (as a user's project often has one) that runs
+    this flamechase: (its python, its site-packages relative to `tree`)."""
+    import flamechase
+
+    venv = tree / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    site = venv / "lib" / version / "site-packages"
+    (site / "flamechase-src.pth").write_text(str(Path(flamechase.__file__).parents[1]) + "\n")
+    return venv / "bin" / "python", str(site.relative_to(tree))

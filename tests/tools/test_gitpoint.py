@@ -4,6 +4,7 @@ front's files landing in the source as one commit. Real git."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,34 @@ def test_integrate_lands_only_owned_files_in_one_commit(repo: Path, tmp_path: Pa
         "lib/b.py",
     }
     assert "user.txt" in git(repo, "status", "--porcelain")  # left alone, uncommitted
+
+
+def test_an_integration_into_the_runtimes_own_python_is_refused(repo: Path, tmp_path: Path) -> None:
+    from tests.tools.conftest import python_in
+
+    python, site = python_in(repo)  # flamechase runs from a virtual environment in your tree
+    copy = tmp_path / "front"
+    shutil.copytree(repo, copy, symlinks=True)
+    (copy / site / "evil.pth").write_text("import x\n")  # a front's only change
+    proc = subprocess.run(
+        [
+            str(python),
+            "-I",
+            "-m",
+            "flamechase.tools.gitpoint",
+            "integrate",
+            "--from",
+            str(copy),
+            "--allow",
+            "**",
+            "--message",
+            "m",
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = json.loads(proc.stdout.strip().splitlines()[-1].removeprefix("GITPOINT "))
+    assert proc.returncode == 3 and "lies in the Python installation" in str(out["error"]), out
+    assert not (repo / site / "evil.pth").exists()

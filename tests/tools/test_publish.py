@@ -4,10 +4,11 @@ work untouched. Real git, real files."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
-from tests.tools.conftest import User, tool
+from tests.tools.conftest import User, python_in, tool
 from tests.tools.test_central import init
 from tests.tools.test_clones import central_commit
 
@@ -215,3 +216,36 @@ def test_a_replace_ref_in_the_central_repository_changes_nothing_published(
     got = publish(src, central, base, new)
     assert got["paths"] == ["a.txt"]
     assert (src / "a.txt").read_text() == "A\n"
+
+
+def test_a_merge_that_writes_into_the_runtimes_own_python_is_refused(
+    user: User, tmp_path: Path
+) -> None:
+    src, central, seeded = init(user, tmp_path, {"a.txt": "a\n"})
+    python, site = python_in(src)  # flamechase runs from a virtual environment in your tree
+    evil = f"{site}/evil.pth"
+    new = central_commit(user, tmp_path, central, "main", str(seeded["main"]), {evil: "import x\n"})
+    proc = subprocess.run(
+        [
+            str(python),
+            "-I",
+            "-m",
+            "flamechase.tools.publish",
+            "--central",
+            str(central),
+            "--from",
+            str(seeded["main"]),
+            "--to",
+            new,
+            "--message",
+            "m",
+        ],
+        cwd=src,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    refused = json.loads(proc.stdout.splitlines()[-1])["refused"]
+    assert refused.startswith(f"{evil} lies in the Python installation flamechase runs from")
+    assert not (src / evil).exists()

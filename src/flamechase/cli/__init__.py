@@ -14,7 +14,7 @@ import click
 
 from flamechase import __version__
 from flamechase.errors import EXIT_FAILED, EXIT_SIGNAL, EXIT_USAGE, FlamechaseError
-from flamechase.text import printable, printable_json
+from flamechase.text import echo
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -56,18 +56,6 @@ def _all_commands() -> dict[str, tuple[str, str]]:
 
     own = {name: (f"flamechase.cli.{module}", attr) for name, (module, attr) in COMMANDS.items()}
     return {**FLOW_COMMANDS, **own}
-
-
-def echo(text: str = "", *, err: bool = False, nl: bool = True, lines: bool = False) -> None:
-    """Print `text`, which may hold what an index, a flow, a report or an agent wrote: with
-    every terminal control sequence and character dropped (flamechase.text), and on one line
-    unless `lines`. Every command prints through here or `echo_json`."""
-    click.echo(printable(text, lines=lines), err=err, nl=nl)
-
-
-def echo_json(document: str, *, err: bool = False) -> None:
-    """Print a JSON document with the controls JSON leaves raw escaped (the same data)."""
-    click.echo(printable_json(document), err=err)
 
 
 class _LazyGroup(click.Group):

@@ -10,8 +10,9 @@ from typing import IO, TYPE_CHECKING, cast
 
 import click
 
-from flamechase.cli import EXIT_CODES_HELP, echo
+from flamechase.cli import EXIT_CODES_HELP
 from flamechase.errors import UsageError
+from flamechase.text import echo
 
 if TYPE_CHECKING:
     from flamechase.engine.loop import Observer
@@ -146,7 +147,8 @@ def command(
 
     if end.traceback and debugging():
         echo(end.traceback.rstrip("\n"), err=True, lines=True)
-    echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
+    hint = f"; {end.hint}" if end.hint and flow.resumable else ""
+    echo(f"flamechase: run {end.run_id} {end.status}: {end.message}{hint}", err=True)
     return end.exit_code
 
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from flamechase.cli import echo, echo_json
 from flamechase.errors import FlowIndexError
+from flamechase.text import echo, echo_json
 
 if TYPE_CHECKING:
     from flamechase.flow import Flow

@@ -15,8 +15,8 @@ import click
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from flamechase.cli import echo
 from flamechase.errors import ProfileError
+from flamechase.text import echo
 
 CONFIG_VAR = "FLAMECHASE_CONFIG"
 

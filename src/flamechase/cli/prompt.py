@@ -21,8 +21,8 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 
-from flamechase.cli import echo
 from flamechase.errors import FlamechaseError
+from flamechase.text import echo
 
 PROMPT = "❯ "
 HELP = (

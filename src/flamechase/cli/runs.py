@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from flamechase.cli import echo, echo_json
+from flamechase.text import echo, echo_json
 
 
 @click.command("runs")

@@ -12,7 +12,9 @@ cannot see.
 A lane's private parts are its private place, its TMPDIR and its private homes; the rest of a
 lane's directory (turn files, checkpoint) is read-only to others, like the run store and the
 blob store (lanes integrate frozen artifacts from blobs). Every jail writes its CLI's state;
-the source is read-only to all but turns whose place it is; the state home is never writable.
+the source is read-only to all but turns whose place it is; the state home is never writable,
+nor is flamechase's own installation (its site-packages, a virtual environment it runs from)
+where it lies inside a writable place: every runtime program imports from there.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from pathlib import Path
 
 from flamechase.agents.registry import state_paths
 from flamechase.engine.layout import SOURCE, RunLayout
+from flamechase.interpreter import installation
 from flamechase.jail import JailSpec, Mode, needs_home
+from flamechase.jail.spec import contains
 
 
 def turn_jail(
@@ -68,8 +72,19 @@ def turn_jail(
         # Only what exists can be hidden (bubblewrap mounts over it); a place being removed
         # has nothing left to see.
         hidden=tuple(p for p in dict.fromkeys(hidden) if p.exists()),
-        protected=(state_home,) if in_source else (source, state_home),
+        protected=(
+            *((state_home,) if in_source else (source, state_home)),
+            *installation_inside(place_path),
+        ),
     )
+
+
+def installation_inside(place: Path) -> tuple[Path, ...]:
+    """The directories of flamechase's own installation that lie inside `place`: a virtual
+    environment in the user's tree, say. `python -I` still imports from them, so a `.pth` an
+    agent wrote there would run in every program the runtime starts on its own behalf."""
+    root = place.resolve()
+    return tuple(d for d in installation() if contains(root, d))
 
 
 def private_parts(layout: RunLayout, lanes: Iterable[str]) -> tuple[Path, ...]:

@@ -46,6 +46,8 @@ from flamechase.flow.commands import ResultModelBroke
 __all__ = ["FlowCode", "hear_signals"]
 
 T = TypeVar("T")
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+STOPS = frozenset(int(sig) for sig in STOP_SIGNALS)  # their bytes on the wake-up descriptor
 _HERE = os.path.normcase(os.path.abspath(__file__))
 
 
@@ -62,6 +64,9 @@ class FlowCode:
         # Seconds left until the run must stop (budget.duration), or None: set by the engine.
         self.deadline: Callable[[], float | None] = lambda: None
         self.signalled = False
+        # The signal wake-up descriptor (`hear_signals`): readable when a signal arrived,
+        # whichever thread the kernel gave it to.
+        self.wake_fd: int | None = None
         self._r, self._w = os.pipe()
         os.set_blocking(self._r, False)
         os.set_blocking(self._w, False)
@@ -130,6 +135,9 @@ class FlowCode:
         raise self.broken
 
     def _work(self) -> None:
+        # Signals go to the engine's thread (or any other), never to the flow's code.
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         while True:
             fn, args = self._todo.get()
             if fn is _quit:
@@ -158,17 +166,20 @@ class FlowCode:
                 raise self._abandon(what, why)
             ends = [t for t in (stop_at if stop_at is not None else due,) if t is not None]
             timeout = max(0.0, min(ends) - now) if ends else None
-            ready, _, _ = select.select([self._r], [], [], timeout)
+            woken = [] if self.wake_fd is None else [self.wake_fd]
+            ready, _, _ = select.select([self._r, *woken], [], [], timeout)
             if not ready:
                 continue
-            try:
-                data = os.read(self._r, 4096)
-            except BlockingIOError:
-                data = b""
+            data = _drained(self._r) if self._r in ready else b""
             if b"d" in data:
                 self._busy = False
                 return self._outcome
-            if b"s" in data and stop_at is None:
+            # A signal handled on another thread reaches this thread only through the wake-up
+            # descriptor (one byte per signal, its number): the handler's "s" may never come.
+            stopped = b"s" in data or bool(
+                woken and self.wake_fd in ready and STOPS & set(_drained(woken[0]))
+            )
+            if stopped and stop_at is None:
                 stop_at, why = time.monotonic() + self.grace, "a stop (signal)"
 
     def _abandon(self, what: str, why: str) -> FlowCodeError:
@@ -275,26 +286,52 @@ def hear_signals(
     code: FlowCode, loop: asyncio.AbstractEventLoop, stop: Callable[[], None]
 ) -> Callable[[], None]:
     """SIGINT and SIGTERM call `stop` on the loop and end a wait on the flow's code that
-    never returns (`FlowCode.poke`). The handler only writes to pipes (the loop's, the
-    wait's), so it is safe whatever the thread was doing, and heard even while the loop's
-    thread waits on the flow. A function that puts the old handlers back."""
+    never returns. The kernel may hand a signal to any thread: its byte on the wake-up
+    descriptor wakes the loop (a reader) and the wait on the flow (`FlowCode.wake_fd`), and
+    the handler then runs in the engine's thread, where it only writes to pipes (safe
+    whatever that thread was doing). A function that puts everything back as it was."""
+    r, w = os.pipe()
+    for fd in (r, w):
+        os.set_blocking(fd, False)
+    try:
+        old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread: nobody to hear
+        os.close(r)
+        os.close(w)
+        return lambda: None
 
     def heard(_sig: int, _frame: object) -> None:
         code.poke()
         with contextlib.suppress(RuntimeError):  # the loop closed: the run is over
             loop.call_soon_threadsafe(stop)
 
-    before: dict[int, Any] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(ValueError):  # not the main thread: nobody to hear
-            before[sig] = signal.signal(sig, heard)
+    before = {sig: signal.signal(sig, heard) for sig in STOP_SIGNALS}
+    loop.add_reader(r, _drained, r)  # the handler does the work once the thread wakes
+    code.wake_fd = r
 
     def restore() -> None:
         for sig, handler in before.items():
             with contextlib.suppress(ValueError, TypeError):
                 signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        with contextlib.suppress(ValueError):
+            signal.set_wakeup_fd(old_fd)
+        with contextlib.suppress(Exception):
+            loop.remove_reader(r)
+        code.wake_fd = None
+        for fd in (r, w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     return restore
+
+
+def _drained(fd: int) -> bytes:
+    """What a non-blocking pipe holds now."""
+    out = b""
+    with contextlib.suppress(BlockingIOError, OSError):
+        while chunk := os.read(fd, 4096):
+            out += chunk
+    return out
 
 
 def _quit() -> None:

@@ -289,24 +289,51 @@ class Jobs:
         self._other[key] = asyncio.ensure_future(freeze())
         self._watch(self._other[key])
 
-    def measure(self, command: cm.Measure | cm.Run, job: MeasureJob) -> None:
+    def measure(self, command: cm.Measure | cm.Run, job: MeasureJob, dirs: RunDirs) -> None:
         key = f"measure:{command.key}"
         if key in self._other:
             return
 
         async def run() -> MeasureDone | RanDone:
-            if job.lock is None:
-                receipt = await self.executor.measure(job)
+            if isinstance(command, cm.Run) and command.frozen is not None:
+                receipt = await self._yardstick(command, job, dirs)
             else:
-                async with self.locks.hold(job.lock, f"runtime:{command.key}") as note:
-                    receipt = await self.executor.measure(job)
-                receipt = {**receipt, "lock": note}
+                receipt = await self._measured(command, job)
             if isinstance(command, cm.Run):
                 return RanDone(command, receipt)
             return MeasureDone(command, receipt)
 
         self._other[key] = asyncio.ensure_future(run())
         self._watch(self._other[key])
+
+    async def _measured(self, command: cm.Measure | cm.Run, job: MeasureJob) -> dict[str, Any]:
+        """The program run, under the run's measurement lock when it is exclusive."""
+        if job.lock is None:
+            return await self.executor.measure(job)
+        async with self.locks.hold(job.lock, f"runtime:{command.key}") as note:
+            receipt = await self.executor.measure(job)
+        return {**receipt, "lock": note}
+
+    async def _yardstick(self, command: cm.Run, job: MeasureJob, dirs: RunDirs) -> dict[str, Any]:
+        """A yardstick in its own copy of the place, made and checked first (before it waits
+        for the lock), removed after."""
+        try:
+            problem = await self.offload(dirs.yardstick, command)
+            if problem is None:
+                receipt = await self._measured(command, job)
+            else:
+                receipt = {
+                    "argv": list(job.argv),
+                    "cwd": str(job.cwd),
+                    "exit_code": None,
+                    "duration": 0.0,
+                    "output_sha256": None,
+                    "output": "",
+                    "error": problem,
+                }
+        finally:
+            await self.offload(dirs.yardstick_done, command)
+        return {**receipt, "frozen": dict(command.frozen or {})}
 
     # ---- looking ----------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 
 SOURCE = "source"  # the place that is the user's tree
@@ -39,6 +40,15 @@ class RunLayout:
 
     def place(self, name: str) -> Path:
         return self.place_dir(name) / "workspace"
+
+    @property
+    def yardsticks(self) -> Path:
+        return self.root / "yardsticks"
+
+    def yardstick(self, key: str) -> Path:
+        """The copy a yardstick `Run` (`Run.frozen`) runs in, by its key."""
+        name = hashlib.sha256(key.encode()).hexdigest()[:24]
+        return self.yardsticks / name / "workspace"
 
     def artifact_root(self, lane: str) -> Path:
         return self.lane_dir(lane) / "artifacts"

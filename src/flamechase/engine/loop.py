@@ -71,6 +71,9 @@ class RunEnd:
     status: str  # finished | stopped | failed | held
     exit_code: int
     message: str
+    # What the user may do about it, for `exec` to say: not journaled, since it holds only
+    # for a run that can be resumed (a simulated run's state home is thrown away).
+    hint: str = ""
     # The flow's own traceback when its code broke the run (also in the run directory).
     traceback: str = ""
     # The flow's code was left running in a worker thread (it never returned): the process
@@ -311,7 +314,7 @@ class Engine:
 
     # ---- ending ----------------------------------------------------------------------------
 
-    def _end(self, status: str, message: str) -> RunEnd:
+    def _end(self, status: str, message: str, *, hint: str = "") -> RunEnd:
         """Record how the run ended; no process of this run survives it. A run whose counted
         turns all failed did not finish: it failed, and says so."""
         ledger, budget = self._ledger, self._budget
@@ -340,7 +343,7 @@ class Engine:
                     ),
                     fold=self.code.broken is None,
                 )
-        return RunEnd(self.run_id, status, code, message)
+        return RunEnd(self.run_id, status, code, message, hint)
 
     async def _cut_all(self) -> None:
         if self._jobs is None:
@@ -395,7 +398,8 @@ class Engine:
         if spent is not None:
             return self._end(
                 "finished",
-                f"budget {spent} is spent (to go on, resume with a larger -p budget.{spent}=…)",
+                f"budget {spent} is spent",
+                hint=f"to go on, resume with a larger -p budget.{spent}=…",
             )
         if not any(isinstance(c, cm.WaitUntil) for c in commands):
             raise FlowError(
@@ -483,7 +487,7 @@ class Engine:
             elif isinstance(c, cm.MakePlace):
                 self.jobs.make_place(c, self.dirs)
             elif isinstance(c, cm.Measure | cm.Run):
-                self.jobs.measure(c, self.dirs.measure_job(c, self.builder))
+                self.jobs.measure(c, self.dirs.measure_job(c, self.builder), self.dirs)
             elif isinstance(c, cm.Freeze):
                 self.jobs.freeze(c, self.dirs)
             elif isinstance(c, cm.DropPlace) and self.dirs.has_place(c.name):

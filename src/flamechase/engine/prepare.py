@@ -30,6 +30,7 @@ from flamechase.errors import (
     LargeCopyRefused,
     NothingToResume,
     ParamError,
+    SandboxUnavailable,
     StoreError,
     TaskError,
     WorkspaceInvalid,
@@ -154,6 +155,7 @@ def _prepare(req: RunRequest, ws: Path, code: FlowCode) -> Prepared:
     _large_copies(req, code, params, ws, fresh=found.row is None, revised=found.revised)
     # Every role's agents run jailed to their own place (or, said explicitly, unconfined).
     choice = jails.choose(params.sandbox, jails.probe())
+    _installation_outside(ws, choice.mode)
     notices += [*choice.notices[:-1], f"every agent and measurement: {choice.notices[-1]}"]
     notices += code.call("start_notices()", flow.start_notices, params)
     return Prepared(
@@ -341,4 +343,19 @@ def _same_flow_code(row: Mapping[str, Any], flow_hash: str, refresh: bool) -> No
             f"run {row['id']} was made with other code of flow {row['flow']} "
             f"({stored[:12]}, now {flow_hash[:12]}); pass --refresh to resume "
             "it with the new code, or -p resume_mode=fresh to start anew"
+        )
+
+
+def _installation_outside(ws: Path, mode: str) -> None:
+    """Refuse a run whose agents would write flamechase's own installation and cannot be kept
+    out of it: Landlock cannot make a directory read-only inside the tree lane 1 writes (the
+    bubblewrap jail re-binds it read-only)."""
+    from flamechase.engine.confinement import installation_inside
+
+    inside = installation_inside(ws)
+    if inside and mode == "landlock":
+        raise SandboxUnavailable(
+            f"flamechase runs from {inside[0]}, inside the tree its agents write ({ws}), and "
+            "the Landlock jail cannot keep them out of it; install flamechase outside the tree "
+            "(pipx, or a virtual environment elsewhere) or install bubblewrap"
         )

@@ -74,9 +74,11 @@ class TurnBuilder:
         lanes: Sequence[str],
         places: Mapping[str, Path],
         reads: Sequence[str] = (),
+        at: Path | None = None,
     ) -> JailSpec | None:
         """The jail of a turn (or, with `cli` None, a measurement) in `place`; None when the
-        run's jail is off. `reads`: other places the command may read."""
+        run's jail is off. `reads`: other places the command may read; `at`: where it runs
+        instead of the place itself (a yardstick's copy of it)."""
         mode = self.prep.jail_mode
         if mode == "off":
             return None
@@ -85,7 +87,7 @@ class TurnBuilder:
             self.layout,
             lane=lane,
             place=place,
-            place_path=self.place_path(place),
+            place_path=at or self.place_path(place),
             turn_dir=turn_dir,
             cli=cli,
             role=role,
@@ -218,6 +220,13 @@ class TurnBuilder:
             kill_grace=prep.params.kill_grace,
             jail=jail,
             result_schema=code.result_schema(cmd.result.model) if cmd.result.structured else None,
+            result=cmd.result,
+            # Only a simulated agent plays the flow's actor (it travels with the job).
+            actor=(
+                code.call("simulator()", flow.simulator)
+                if prep.backends[cmd.role].simulated
+                else None
+            ),
         )
         agent = prep.agents[cmd.role].text
         job = TurnJob(

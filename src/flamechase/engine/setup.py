@@ -8,6 +8,7 @@ lane's turns and usage pauses, and what a measurement needs to run confined.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shlex
 import shutil
@@ -16,12 +17,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from flamechase import interpreter
+from flamechase.engine import yardstick
 from flamechase.engine.executor import MeasureJob, measurement_env
 from flamechase.engine.layout import SOURCE, RunLayout
 from flamechase.engine.ledger import LaneRow, Ledger
 from flamechase.engine.prepare import Prepared
 from flamechase.engine.scheduling import TurnBuilder
-from flamechase.errors import SnapshotFailed
+from flamechase.errors import FlowError, SnapshotFailed
 from flamechase.flow import commands as cm
 from flamechase.fsutil import atomic_write, private_dirs
 from flamechase.procs import Reaper
@@ -58,6 +61,7 @@ class RunDirs:
         # A claim on the measurement lock left by an engine that died: no gate runs now.
         locks.unclaim(lay.root)
         clean_partials(lay.lanes)
+        yardstick.remove(lay.yardsticks)  # copies a crash left behind
         self._lanes = self.reader.lanes()
         for row in self._lanes:
             name = row["lane"]
@@ -228,15 +232,26 @@ class RunDirs:
         return {name: Path(p["path"]) for name, p in self._places.items()}
 
     def measure_job(self, c: cm.Measure | cm.Run, builder: TurnBuilder) -> MeasureJob:
-        """It runs the place's code: jailed like that place's turns."""
-        cwd = builder.place_path(c.place)
+        """It runs the place's code: jailed like that place's turns. A yardstick (`Run.frozen`)
+        runs in its own copy of the place, its frozen files read-only (see `yardstick`)."""
+        run = c if isinstance(c, cm.Run) else None
+        unjailed = run is not None and not run.jailed
+        if run is not None and unjailed and interpreter.unisolated(run.argv):
+            raise FlowError(
+                f"flow {self.prep.flow.name} runs Python unjailed without isolation "
+                f"({shlex.join(run.argv[:4])} ...): a file in the place could shadow the "
+                "program; build its argv with flamechase.flow.runtime_module (python -I -m ...)"
+            )
+        copy = self.layout.yardstick(c.key) if run is not None and run.frozen is not None else None
+        cwd = copy or builder.place_path(c.place)
         env = measurement_env()
         jail = (
             None
-            if isinstance(c, cm.Run) and not c.jailed
+            if unjailed
             else builder.jail(
                 lane=c.lane,
                 place=c.place,
+                at=copy,
                 turn_dir=None,
                 cli=None,
                 role="evaluator",
@@ -245,6 +260,9 @@ class RunDirs:
                 reads=c.reads,
             )
         )
+        if jail is not None and copy is not None and run is not None and run.frozen:
+            frozen = tuple(copy / rel for rel in run.frozen)
+            jail = dataclasses.replace(jail, protected=(*jail.protected, *frozen))
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
         if isinstance(c, cm.Run):
@@ -252,12 +270,14 @@ class RunDirs:
             lock = self.layout.root if c.exclusive else None
             if lock is not None:  # the runtime holds it for the program: its own calls pass
                 env[locks.HELD_VAR] = str(lock.resolve())
+            env = {**env, **c.env}
             return MeasureJob(
                 key=c.key,
                 argv=c.argv,
                 cwd=cwd,
                 timeout=c.timeout,
-                env={**env, **c.env},
+                # Unjailed, nothing may add to its import path (nor to a Python it starts).
+                env=interpreter.scrubbed(env) if unjailed else env,
                 jail=jail,
                 lock=lock,
             )
@@ -271,6 +291,15 @@ class RunDirs:
             pattern=c.pattern,
             command=c.command,
         )
+
+    def yardstick(self, c: cm.Run) -> str | None:
+        """Make the copy yardstick `c` runs in (in a worker thread); why it must not run, or
+        None."""
+        copy = self.layout.yardstick(c.key)
+        return yardstick.make(self.place_path(c.place), copy, c.frozen or {}, self.layout.root)
+
+    def yardstick_done(self, c: cm.Run) -> None:
+        yardstick.remove(self.layout.yardstick(c.key).parent)
 
     # ---- processes -----------------------------------------------------------------------------
 

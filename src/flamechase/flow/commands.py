@@ -20,6 +20,7 @@ is spent or the user stops it.
 from __future__ import annotations
 
 import dataclasses
+import json
 import traceback
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -78,6 +79,24 @@ class ResultSpec:
         schema: dict[str, Any] = self.model.model_json_schema()
         return schema
 
+    def describe(self) -> str:
+        """Its keys in a sentence, then its JSON schema: what an agent needs to write one."""
+        schema = self.json_schema()
+        props: dict[str, Any] = schema.get("properties") or {}
+        needed = set(schema.get("required") or ())
+        defs: dict[str, Any] = schema.get("$defs") or {}
+        required = [f"{k} ({_kind(v, defs)})" for k, v in props.items() if k in needed]
+        optional = [f"{k} ({_kind(v, defs)})" for k, v in props.items() if k not in needed]
+        words = []
+        if required:
+            words.append("Required: " + "; ".join(required) + ".")
+        if optional:
+            words.append("Optional: " + "; ".join(optional) + ".")
+        if schema.get("additionalProperties") is False:
+            words.append("No other keys.")
+        shown = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+        return " ".join([*words, f"Its JSON schema: {shown}"])
+
     def validate(self, data: Any) -> dict[str, Any]:
         """The normalised object, or ValueError with one line naming what is wrong."""
         if not isinstance(data, dict):
@@ -116,6 +135,37 @@ class ResultModelBroke(Exception):
     def __init__(self, message: str, detail: str) -> None:
         super().__init__(message)
         self.detail = detail
+
+
+def _kind(node: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> str:
+    """A JSON schema node in a few words ("list of string", "integer 1..5", "one of 'a', 'b'")."""
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        target = defs.get(name) or {}
+        if depth < 2 and "enum" in target:
+            return _kind(target, defs, depth + 1)
+        return f"object {name}"
+    if "const" in node:
+        return f"exactly {node['const']!r}"
+    if "enum" in node:
+        return "one of " + ", ".join(repr(v) for v in node["enum"])
+    options = node.get("anyOf") or node.get("oneOf")
+    if isinstance(options, list):
+        return " or ".join(_kind(o, defs, depth + 1) for o in options)
+    kind = node.get("type")
+    if kind == "array":
+        items = node.get("items")
+        inner = _kind(items, defs, depth + 1) if isinstance(items, Mapping) else "anything"
+        most = node.get("maxItems")
+        return f"list of {inner}" + (f", at most {most}" if most is not None else "")
+    if kind in ("integer", "number"):
+        low, high = node.get("minimum"), node.get("maximum")
+        if low is not None or high is not None:
+            return f"{kind} {'' if low is None else low}..{'' if high is None else high}"
+    if isinstance(kind, str):
+        return "null" if kind == "null" else kind
+    return "any JSON value"
 
 
 #: The turn report every lane turn of the built-in flows ends with.
@@ -238,11 +288,19 @@ class Run(Command):
     `reads`: other private places it may read (hidden from a jailed program otherwise).
     `jailed` False: one of the runtime's own programs (`flamechase.tools`) that keeps a store
     no agent may write (a central repository, the source's git index); never a program that
-    runs code an agent wrote.
+    runs code an agent wrote. Unjailed, a Python program must be started isolated
+    (`runtime_module`: `python -I -m ...`; the engine refuses one that is not) and its
+    environment has no `PYTHON*` variables.
     `exclusive`: it measures alone. The runtime takes the run's measurement lock for it
     (`flamechase lock`) ahead of every agent: agents' holds are ended, new ones wait until it
     is done, and its `timeout` starts once it has the lock (`FLAMECHASE_LOCK_HELD` tells its
     own `flamechase lock run` calls so). Exclusive programs run one at a time.
+    `frozen` (path -> SHA-256 of the file's bytes): the program is a yardstick (a gate). It
+    runs in a fresh copy of `place` the runtime makes for it and removes afterwards, so that
+    nothing it writes reaches `place`; in that copy each of these files must be a regular
+    file with exactly that hash before it starts (else it never starts: its receipt's error
+    names the file) and stays read-only while it runs (bubblewrap; under Landlock the whole
+    copy is read-only, under `sandbox=off` nothing is). The receipt lists the hashes it ran.
     The program's environment names its run and lane (`FLAMECHASE_RUN_DIR`,
     `FLAMECHASE_LANE`), as a turn's does. `label`: what the views call it ("P1's gate",
     "the diff of builder core"); without one they name the program."""
@@ -257,6 +315,7 @@ class Run(Command):
     jailed: bool = True
     label: str = ""
     exclusive: bool = False
+    frozen: Mapping[str, str] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -29,6 +29,9 @@ BUILTIN: dict[str, str] = {
     "parrallello": "flamechase.flows.parrallello",
 }
 
+# The flow `flamechase demo` runs on the bundled sample.
+DEMO = "parallel_flame_chase"
+
 # Built-in variants, `NAME:VARIANT` -> module defining FLOW. A variant is a flow of its own
 # (its own name, roles and params) offered beside the flow it varies.
 VARIANTS: dict[str, str] = {

@@ -41,6 +41,9 @@ def _mounts(spec: JailSpec) -> list[tuple[Path, str]]:
     kinds: "hide" (an empty read-only tmpfs, or /dev/null over a file), "rw" (a writable
     bind), "ro" (a protected path re-bound read-only inside a grant, or a readable path
     beneath a hidden one). At one destination the later kind wins: "ro" beats "rw".
+    A protected path inside a grant also has every directory between it and the grant bound
+    onto itself (writable): a mount point cannot be renamed or removed, so the protected path
+    cannot be moved aside and replaced by renaming a directory above it.
     """
     order = {"hide": 0, "rw": 1, "ro": 2}
     out: list[tuple[Path, str]] = []
@@ -52,9 +55,13 @@ def _mounts(spec: JailSpec) -> list[tuple[Path, str]]:
     out += [(r, "rw") for r in outermost(rw)]
     for p in spec.protected:
         r = p.resolve()
-        if r.exists() and any(contains(g, r) for g in rw):
+        grants = [g for g in rw if contains(g, r)]
+        if r.exists() and grants:
             out.append((r, "ro"))
+            inner = max(grants, key=lambda g: len(g.parts))
+            out += [(a, "rw") for a in r.parents if a != inner and contains(inner, a)]
     out += [(p.resolve(), "ro") for p in spec.readable if p.resolve().exists()]
+    out = list(dict.fromkeys(out))
     out.sort(key=lambda m: (len(m[0].parts), order[m[1]]))
     return out
 

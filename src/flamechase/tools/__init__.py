@@ -1,10 +1,12 @@
 """Runtime programs: what the runtime runs as `Run` commands of a flow, in their own processes,
 and the machine-work helpers agents call from inside their jails (`flamechase job`, `lock`).
 
-Each module is a small program (`python -m flamechase.tools.<name> ...`) or the library behind
-one: it does one job on files and git repositories and prints one JSON line as its last line
-of stdout: the result (exit 0), or `{"error": "..."}` (exit 1). They never read or write run
-state: the engine keeps their receipts, and the flow that asked for them reads the JSON back.
+Each module is a small program (`python -I -m flamechase.tools.<name> ...`: always started
+isolated, `interpreter.runtime_module`, since it runs in places agents' files reach) or the
+library behind one: it does one job on files and git repositories and prints one JSON line as
+its last line of stdout: the result (exit 0), or `{"error": "..."}` (exit 1). They never read
+or write run state: the engine keeps their receipts, and the flow that asked for them reads
+the JSON back.
 
     gitpr     the git work of parallel_flame_chase:git_pr's runtime (central repository,
               clones, forwarding lane pushes through the hook, clean checkouts, merges)
@@ -16,5 +18,6 @@ state: the engine keeps their receipts, and the flow that asked for them reads t
 
 Every git command runs with its own configuration (`git.py`): the user's global and system
 config, hooks and identity never apply to the runtime's repositories. Imports `fsutil`,
-`errors` and `globs` at most (leaves): a program must start fast and depend on little.
+`errors`, `globs` and `interpreter` at most (leaves): a program must start fast and depend on
+little.
 """

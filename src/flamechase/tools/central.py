@@ -17,11 +17,11 @@ import json
 import os
 import re
 import stat
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from flamechase.interpreter import runtime_shell
 from flamechase.tools import hook
 from flamechase.tools.git import ZERO, Git, GitError, wipe, write_text
 
@@ -33,9 +33,8 @@ SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 def hook_script() -> str:
-    """The pre-receive hook: this Python, running `flamechase.tools.hook`."""
-    python = sys.executable.replace("'", "'\\''")
-    return f"#!/bin/sh\nexec '{python}' -m flamechase.tools.hook \"$@\"\n"
+    """The pre-receive hook: this Python, isolated, running `flamechase.tools.hook`."""
+    return f'#!/bin/sh\nexec {runtime_shell("flamechase.tools.hook")} "$@"\n'
 
 
 def init_central(central: Path, source: Path, run_id: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from flamechase.interpreter import installation_holding
 from flamechase.tools import treesync
 
 __all__ = ["main"]
@@ -34,6 +35,11 @@ _IDENTITY = {
     "GIT_COMMITTER_NAME": "flamechase",
     "GIT_COMMITTER_EMAIL": "flamechase@localhost",
 }
+
+
+# No hooks and no fsmonitor, whatever the repository's config says: a hooks path inside the
+# tree (`core.hooksPath=.githooks`) holds files a front's integration may have written.
+_GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 class GitFailed(RuntimeError):
@@ -53,7 +59,7 @@ def _git(
     if not probe.stdout.strip():
         env.update(_IDENTITY)
     proc = subprocess.run(
-        ["git", "-C", str(root), *args],
+        [*_GIT, "-C", str(root), *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -102,6 +108,13 @@ def checkpoint(root: Path, tag: str, message: str) -> dict[str, object]:
 def integrate(root: Path, other: Path, allow: Sequence[str], message: str) -> dict[str, object]:
     sorted_, ignored = treesync.judged(root, other, allow, (), treesync.DEFAULT_IGNORES)
     paths = sorted_["accepted"]
+    for p in paths:  # code there would run in every Python the runtime starts
+        held = installation_holding(root / p)
+        if held is not None:
+            raise GitFailed(
+                f"{p} lies in the Python installation flamechase runs from ({held}); "
+                "nothing was integrated"
+            )
     for p in paths:
         treesync.take(root, other, p)
     out: dict[str, object] = {

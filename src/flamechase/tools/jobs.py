@@ -31,6 +31,7 @@ from typing import Any
 
 from flamechase.errors import MachineWorkError
 from flamechase.fsutil import atomic_write
+from flamechase.interpreter import runtime_module
 
 __all__ = ["JobError", "jobs_dir", "kill", "listing", "logs", "reap", "start", "state", "wait"]
 
@@ -114,7 +115,7 @@ def start(
         },
     )
     subprocess.Popen(
-        [sys.executable, "-m", "flamechase.tools.jobs", "supervise", str(d)],
+        [*runtime_module("flamechase.tools.jobs", "supervise", str(d))],
         cwd=str(cwd or Path.cwd()),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

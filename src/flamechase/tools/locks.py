@@ -40,6 +40,7 @@ from typing import Any
 
 from flamechase.errors import MachineWorkError
 from flamechase.fsutil import atomic_write, read_regular_file
+from flamechase.interpreter import runtime_module
 
 __all__ = [
     "EXIT_PREEMPTED",
@@ -217,9 +218,7 @@ def acquire(
     stamp = _stamp_path(target, env)
     holder = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "flamechase.tools.locks",
+            *runtime_module("flamechase.tools.locks"),
             "hold",
             str(target),
             str(stamp),

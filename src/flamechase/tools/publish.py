@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from flamechase.interpreter import installation_holding
 from flamechase.tools.git import ZERO, Git, GitError, done, fail
 
 __all__ = ["Refused", "publish"]
@@ -102,9 +103,16 @@ def _current(source: Path, path: str) -> tuple[bytes | None, bool]:
 
 
 def _check(source: Path, changes: Sequence[Change]) -> dict[str, tuple[bytes | None, bool]]:
-    """The source's current version of each path, after checking it is OLD's or NEW's."""
+    """The source's current version of each path, after checking it is OLD's or NEW's, and
+    that it is no file of the Python installation the runtime runs from."""
     now: dict[str, tuple[bytes | None, bool]] = {}
     for c in changes:
+        held = installation_holding(source / c.path)
+        if held is not None:
+            raise Refused(
+                f"{c.path} lies in the Python installation flamechase runs from ({held}): "
+                "code there would run as the runtime; publication stops until main leaves it"
+            )
         content, link = _current(source, c.path)
         same_old = content == c.old and (content is None or link == c.old_link)
         same_new = content == c.new and (content is None or link == c.new_link)

@@ -22,6 +22,7 @@ class Summary:
     flow: str
     status: str
     lanes: tuple[tuple[str, int, int, int], ...]  # lane, turns, valid, failed
+    solo: tuple[tuple[str, int, int, int], ...]  # the same, per role of turns outside lanes
     reports: int
     exchanged: int  # reports another lane received and acknowledged with a valid turn
     artifacts: int  # artifacts published
@@ -37,11 +38,18 @@ class Summary:
             f"run {self.run_id} · {self.flow} · {self.status} · {self.turns} turns · "
             f"${self.cost:.4f} · {self.active_seconds:.1f} s active · {self.events} events"
         ]
-        per = ", ".join(
-            f"{name} {valid}" + (f"+{failed} failed" if failed else "")
-            for name, _, valid, failed in self.lanes
-        )
-        out.append(f"turns per lane: {per or 'none'}")
+
+        def counts(rows: tuple[tuple[str, int, int, int], ...]) -> str:
+            return ", ".join(
+                f"{name} {valid}" + (f"+{failed} failed" if failed else "")
+                for name, _, valid, failed in rows
+            )
+
+        # Turns outside lanes (a planner, a judge) are counted by role, never as lanes.
+        if self.lanes or not self.solo:
+            out.append(f"turns per lane: {counts(self.lanes) or 'none'}")
+        if self.solo:
+            out.append(f"turns outside lanes: {counts(self.solo)}")
         out.append(
             f"reports: {self.reports} published, {self.exchanged} received by "
             f"another lane · artifacts: {self.artifacts} published, "
@@ -66,7 +74,14 @@ def summarize_fold(fold: RunFold) -> Summary:
         flow=fold.flow,
         status=fold.status,
         lanes=tuple(
-            (s.name, s.turns, s.valid, s.failed) for s in (fold.lanes[n] for n in fold.order)
+            (s.name, s.turns, s.valid, s.failed)
+            for s in (fold.lanes[n] for n in fold.order)
+            if not s.solo
+        ),
+        solo=tuple(
+            (s.name, s.turns, s.valid, s.failed)
+            for s in (fold.lanes[n] for n in fold.order)
+            if s.solo
         ),
         reports=len(fold.reports),
         exchanged=fold.acknowledged(),

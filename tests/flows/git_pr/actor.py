@@ -61,7 +61,8 @@ class Ctx:
         return self.sh("git", *args, check=check, quiet=quiet)
 
     def pr(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return self.sh(sys.executable, "-m", "flamechase", "pr", *args, check=check)
+        # Isolated, as the prompt tells agents: a clone may hold a `flamechase.py`.
+        return self.sh(sys.executable, "-I", "-m", "flamechase", "pr", *args, check=check)
 
     def change(
         self,
@@ -74,6 +75,7 @@ class Ctx:
         self.git("fetch", "-q", "origin")
         self.git("checkout", "-q", "-f", "-B", branch, start)
         for name, text in files.items():
+            (self.ws / name).parent.mkdir(parents=True, exist_ok=True)
             (self.ws / name).write_text(text)
         self.git("add", "-A")
         self.git("commit", "-qm", message)

@@ -3,6 +3,7 @@ runtime runs), where main stands, and its own PRs."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def test_a_lane_prompt_says_how_work_lands_and_where_it_stands() -> None:
     d.push("lane-2", {"refs/heads/lane-2/x": sha(1)})
     text = _prompt(d, "lane-2")
     assert "git checkout -B lane-2/NAME origin/main" in text
-    assert f"`{sys.executable} -m flamechase pr`" in text
+    assert f"`{shlex.join([sys.executable, '-I', '-m', 'flamechase'])} pr`" in text
     assert "runs `python3 score.py` itself (score, minimize)" in text
     assert "PRs may change: src/**." in text
     assert "score = 50 (0 merge(s) so far)" in text

@@ -5,10 +5,10 @@ A repository has per front `src/<F>/core.py` (`VALUE = 1`) and a gate `gates/<F>
 passes when VALUE reaches the front's target; `mode` makes a gate misbehave in one of the ways
 the runtime must fail closed on. The builder (`exec:`) raises VALUE by one in its own file and
 can be told (a JSON config in $PLL_CONFIG, keyed by front) to also write outside its files,
-edit its gate, wait for other builders (to prove they run at once) or for a marker another
-left in its lane's directory (`LANE/NAME`), hang once, hold the run's measurement lock
-(`hog`: for up to that many seconds, leaving a `holding` marker) or leave a background job
-(`job`: its argv) running. The critic
+edit its gate, append to files (`write`: path -> text), wait for other builders (to prove
+they run at once) or for a marker another left in its lane's directory (`LANE/NAME`), hang
+once, hold the run's measurement lock (`hog`: for up to that many seconds, leaving a
+`holding` marker) or leave a background job (`job`: its argv) running. The critic
 returns findings of a given severity and says whatever `approve` it is told.
 """
 
@@ -88,6 +88,9 @@ if conf.get("outside"):
     open("README.md", "a").write("a builder was here\\n")
 if conf.get("gate_edit"):
     open(f"gates/{{front}}.py", "a").write("\\n# target moved\\n")
+for rel, extra in conf.get("write", {{}}).items():  # appended to (or new) files of its own
+    os.makedirs(os.path.dirname(rel) or ".", exist_ok=True)
+    open(rel, "a").write(extra)
 escapes = []
 for target in conf.get("escape", []):
     target = target.replace("RUN_DIR", os.environ["FLAMECHASE_RUN_DIR"])

@@ -282,8 +282,9 @@ def test_a_performance_gate_runs_under_the_lock_and_only_selects_items() -> None
     from flamechase.flows.parrallello.plan import PlanSpec
 
     spec = PlanSpec.model_validate(plan(front(only="T.P1.*", exclusive=True))).fronts[0]
-    gate = rt.gate_full("k", spec, "P1")
+    gate = rt.gate_full("k", spec, "P1", {"gates/P1.py": "0" * 64})
     assert gate.exclusive  # the runtime takes the lock for it, ahead of the builders
+    assert gate.frozen == {"gates/P1.py": "0" * 64}  # a yardstick: run from checked bytes
     assert gate.argv == ("/bin/sh", "-c", "python3 gates/P1.py --full --only 'T.P1.*'")
     assert "lock run" in rt.quick_command(spec, "P1.core")
 

@@ -16,9 +16,11 @@ from flamechase.flow import (
     Outbox,
     Role,
     RunSetup,
+    SimActor,
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook
+from flamechase.flows.sample_lanes.actor import LaneActor
 
 ROLES = ("first_chaser", "second_chaser")
 
@@ -48,6 +50,9 @@ class FlameChase(Flow[ChaseState]):
 
     def lanes(self, params: FlowParams) -> list[LaneDef]:
         return [LaneDef("lane-1", ROLES, "source")]
+
+    def simulator(self) -> SimActor:
+        return LaneActor()
 
     def start(self, setup: RunSetup) -> ChaseState:
         return ChaseState(

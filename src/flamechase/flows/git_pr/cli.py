@@ -18,8 +18,8 @@ from typing import Any
 
 import click
 
-from flamechase.cli import echo, echo_json
 from flamechase.errors import PrRefused
+from flamechase.text import echo, echo_json
 
 NOT_IN_TURN = (
     "flamechase pr {op} works inside a lane's turn of a pull-request flow "

@@ -8,9 +8,7 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from flamechase.flow import Measure, Outbox, Run
+from flamechase.flow import FlowState, Measure, Outbox, Run
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr.params import GitPrParams
 from flamechase.flows.parallel_flame_chase.planner import Planning
@@ -22,8 +20,8 @@ CENTRAL = "central"
 INTEGRATION = "integration"
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Frozen(FlowState):
+    """The base of the state's models: frozen, updated with checked `replace`."""
 
 
 class Job(Frozen):
@@ -194,7 +192,7 @@ class GitState(Frozen):
         return self.prs[pr_id]
 
     def with_pr(self, pr: PullRequest) -> GitState:
-        return self.model_copy(update={"prs": {**self.prs, pr.id: pr}})
+        return self.replace(prs={**self.prs, pr.id: pr})
 
 
 def waiting_key(lane: str) -> str:

@@ -4,21 +4,21 @@ command lines, and the policies the central repository's hook enforces for each 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 
+from flamechase.flow import runtime_module, runtime_shell
 from flamechase.flows.git_pr.model import FROZEN, GitState, PullRequest
 
-# This interpreter runs the programs: the one flamechase itself runs in.
-PYTHON = sys.executable
-GITPR = (PYTHON, "-m", "flamechase.tools.gitpr")
-PUBLISH = (PYTHON, "-m", "flamechase.tools.publish")
+# The interpreter flamechase runs in, isolated: they run in places lanes write (a checkout,
+# the user's tree), where a `flamechase.py` must never shadow the real package.
+GITPR = runtime_module("flamechase.tools.gitpr")
+PUBLISH = runtime_module("flamechase.tools.publish")
 BUNDLE = ".git/flamechase/outgoing.bundle"  # in a lane's clone, where its export writes
 
 
 def pr_cli() -> str:
     """How an agent calls `flamechase pr` (this installation, whatever PATH says)."""
-    return f"{PYTHON} -m flamechase pr"
+    return f"{runtime_shell()} pr"
 
 
 def init_central(source: str, run_id: str) -> tuple[str, ...]:

@@ -63,15 +63,12 @@ def commands(state: GitState, now: float) -> list[Command]:
 
 
 def on_result(state: GitState, receipt: dict[str, Any], at: str) -> GitState:
-    pub = state.publication.model_copy(update={"attempts": state.publication.attempts + 1})
+    pub = state.publication.replace(attempts=state.publication.attempts + 1)
     result = result_of(receipt)
     published = result.get("published")
     if published:
-        state = state.model_copy(
-            update={
-                "published": str(published),
-                "publication": pub.model_copy(update={"held": None, "retry_at": None}),
-            }
+        state = state.replace(
+            published=str(published), publication=pub.replace(held=None, retry_at=None)
         )
         return jobs.owe(
             state,
@@ -84,11 +81,7 @@ def on_result(state: GitState, receipt: dict[str, Any], at: str) -> GitState:
             ),
         )
     reason = str(result.get("refused") or result.get("error") or "publication failed")
-    state = state.model_copy(
-        update={
-            "publication": pub.model_copy(update={"held": reason, "retry_at": epoch(at) + RETRY})
-        }
-    )
+    state = state.replace(publication=pub.replace(held=reason, retry_at=epoch(at) + RETRY))
     if reason == pub.held:  # said already; not again every RETRY seconds
         return state
     return jobs.owe(state, Emit(gev.PublicationHeld(commit=pub.target or "", reason=reason)))

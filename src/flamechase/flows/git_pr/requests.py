@@ -48,9 +48,7 @@ def carry_out(state: GitState, lane: str, after: AfterTurn, at: str) -> GitState
         except Refusal as exc:
             state = _refused(state, lane, op, str(exc), at)
     rest = {k: v for k, v in state.after.items() if k != lane}
-    return state.model_copy(
-        update={"after": rest, "book": state.book.done_waiting(waiting_key(lane))}
-    )
+    return state.replace(after=rest, book=state.book.done_waiting(waiting_key(lane)))
 
 
 def _refused(state: GitState, lane: str, op: str, reason: str, at: str) -> GitState:
@@ -151,5 +149,5 @@ def _ready(state: GitState, lane: str, req: dict[str, Any], at: str) -> GitState
         p for p in state.prs.values() if p.lane == lane and p.status in ("evaluating", "ready")
     ]:
         state = review.reject(state, old.id, f"superseded by {pr.id}", at)
-    pr = pr.model_copy(update={"status": "evaluating", "head": head, "ready_at": at})
+    pr = pr.replace(status="evaluating", head=head, ready_at=at)
     return review.evaluate(state.with_pr(pr), pr.id)

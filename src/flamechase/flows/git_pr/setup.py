@@ -114,14 +114,12 @@ def on_result(state: GitState, key: str, receipt: dict[str, Any]) -> GitState:
         return _measured(state, receipt)
     result = result_of(receipt)
     if result.get("error"):
-        return state.model_copy(
-            update={
-                "setup_error": f"setting up the run's git layout ({step}) failed: {result['error']}"
-            }
+        return state.replace(
+            setup_error=f"setting up the run's git layout ({step}) failed: {result['error']}"
         )
     if step == "central":
-        state = state.model_copy(
-            update={"baseline": result["main"], "main": result["main"], "published": result["main"]}
+        state = state.replace(
+            baseline=result["main"], main=result["main"], published=result["main"]
         )
         return jobs.owe(
             state,
@@ -136,18 +134,16 @@ def on_result(state: GitState, key: str, receipt: dict[str, Any]) -> GitState:
     name = INTEGRATION if step == "clone/integration" else step.removeprefix("clone/")
     if step == "main-checkout":
         name = MAIN_CHECKOUT
-    return state.model_copy(update={"steps": (*state.steps, name)})
+    return state.replace(steps=(*state.steps, name))
 
 
 def _measured(state: GitState, receipt: dict[str, Any]) -> GitState:
     value = receipt.get("value")
     error = receipt.get("error")
-    state = state.model_copy(
-        update={
-            "main_measured": True,
-            "main_score": float(value) if isinstance(value, int | float) and not error else None,
-            "main_error": str(error) if error else None,
-        }
+    state = state.replace(
+        main_measured=True,
+        main_score=float(value) if isinstance(value, int | float) and not error else None,
+        main_error=str(error) if error else None,
     )
     p = state.params
     out: list[Command] = [

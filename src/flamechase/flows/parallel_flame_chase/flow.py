@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from flamechase import events as ev
 from flamechase.flow import (
@@ -13,12 +13,13 @@ from flamechase.flow import (
     Emit,
     FinishRun,
     Flow,
-    FlowParams,
+    FlowState,
     LaneDef,
     MakePlace,
     Outbox,
     Role,
     RunSetup,
+    SimActor,
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook, report_id
@@ -26,6 +27,7 @@ from flamechase.flows.parallel_flame_chase import candidates, planner
 from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase import measure as pfc_measure
 from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
+from flamechase.flows.parallel_flame_chase import sim as pfc_sim
 from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
 from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
 
@@ -50,9 +52,7 @@ class ParallelParams(MeasuredLaneParams):
     )
 
 
-class PfcState(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class PfcState(FlowState):
     params: ParallelParams
     book: LaneBook
     outbox: Outbox = Outbox()
@@ -72,7 +72,7 @@ def lane_place(n: int) -> str:
     return "source" if n == 1 else f"lanes/lane-{n}"
 
 
-class ParallelFlameChase(Flow[PfcState]):
+class ParallelFlameChase(Flow[PfcState, ParallelParams]):
     name = "parallel_flame_chase"
     summary = (
         "A coordinator plans N lanes and leaves; two actors alternate in each lane; "
@@ -85,17 +85,17 @@ class ParallelFlameChase(Flow[PfcState]):
 
     # ---- declarations ----------------------------------------------------------------------
 
-    def lanes(self, params: FlowParams) -> list[LaneDef]:
-        n = params.lanes if isinstance(params, ParallelParams) else 3
+    def lanes(self, params: ParallelParams) -> list[LaneDef]:
+        n = params.lanes
         return [
             LaneDef(f"lane-{i}", (f"lane_{i}_actor_a", f"lane_{i}_actor_b"), lane_place(i))
             for i in range(1, n + 1)
         ]
 
-    def roles(self, params: FlowParams) -> list[str]:
+    def roles(self, params: ParallelParams) -> list[str]:
         return [PLANNER, *(r for lane in self.lanes(params) for r in lane.roles)]
 
-    def describe_roles(self, params: FlowParams) -> list[Role]:
+    def describe_roles(self, params: ParallelParams) -> list[Role]:
         said = {PLANNER: "plans one mission per lane, once, and leaves the run"}
         for lane in self.lanes(params):
             where = (
@@ -107,10 +107,10 @@ class ParallelFlameChase(Flow[PfcState]):
                 said[role] = f"{lane.name}, taking turns, on {where}"
         return [Role(r, said.get(r, "")) for r in self.roles(params)]
 
-    def copies_needed(self, params: FlowParams, *, fresh: bool, revised: bool) -> int:
+    def copies_needed(self, params: ParallelParams, *, fresh: bool, revised: bool) -> int:
         return len(self.copy_names(params, fresh=fresh, revised=revised))
 
-    def copy_names(self, params: FlowParams, *, fresh: bool, revised: bool) -> list[str]:
+    def copy_names(self, params: ParallelParams, *, fresh: bool, revised: bool) -> list[str]:
         private = [ln.name for ln in self.lanes(params) if not ln.in_source]
         if fresh:
             return ["planning", *private]
@@ -125,57 +125,53 @@ class ParallelFlameChase(Flow[PfcState]):
             "direction": "minimize",
         }
 
+    def simulator(self) -> SimActor:
+        return pfc_sim.ACTOR
+
     # ---- folding ---------------------------------------------------------------------------
 
-    def start(self, setup: RunSetup) -> PfcState:
-        params = ParallelParams.model_validate(setup.params.model_dump())
+    def start(self, setup: RunSetup[ParallelParams]) -> PfcState:
+        params = setup.params
         book = LaneBook.open(
             setup.run_id, setup.lanes, holds=True, shares_reports=True, system_reports=True
         )
         state = PfcState(params=params, book=book)
         declared = candidates.declared(params.model_dump())
         if declared:
-            state = state.model_copy(
-                update={
-                    "outbox": state.outbox.add(
-                        Emit(
-                            pev.LeaderboardDeclared(
-                                metric=declared["metric"],
-                                direction=declared["direction"],
-                                measured_by_runtime=True,
-                                command=params.evaluator,
-                            )
+            state = state.replace(
+                outbox=state.outbox.add(
+                    Emit(
+                        pev.LeaderboardDeclared(
+                            metric=declared["metric"],
+                            direction=declared["direction"],
+                            measured_by_runtime=True,
+                            command=params.evaluator,
                         )
                     )
-                }
+                )
             )
         return state
 
     def evolve(self, state: PfcState, event: ev.Event) -> PfcState:
         book, owed = state.book.evolve(event)
         out = state.outbox.settle(event).add(*owed)
-        state = state.model_copy(update={"book": book, "outbox": out})
+        state = state.replace(book=book, outbox=out)
         if isinstance(event, ev.PlaceMade):
-            state = state.model_copy(update={"places": {**state.places, event.place: event.path}})
+            state = state.replace(places={**state.places, event.place: event.path})
             return self._measure_place(state, event)
         if isinstance(event, ev.PlaceDropped):
-            return state.model_copy(
-                update={
-                    "dropping": tuple(p for p in state.dropping if p != event.place),
-                    "places": {k: v for k, v in state.places.items() if k != event.place},
-                }
+            return state.replace(
+                dropping=tuple(p for p in state.dropping if p != event.place),
+                places={k: v for k, v in state.places.items() if k != event.place},
             )
         if isinstance(event, ev.Frozen) and event.key == pfc_measure.FROZEN:
-            return state.model_copy(update={"frozen": event.files, "freeze_error": event.error})
+            return state.replace(frozen=event.files, freeze_error=event.error)
         if isinstance(event, ev.RunResumed) and event.params:
             params = ParallelParams.model_validate(event.params)
-            return state.model_copy(update={"params": params})
+            return state.replace(params=params)
         if isinstance(event, ev.ObjectiveRevised):
-            return state.model_copy(
-                update={
-                    "planning": Planning(revision=state.revision + 1),
-                    "fingerprint": event.task_fingerprint,
-                }
+            return state.replace(
+                planning=Planning(revision=state.revision + 1), fingerprint=event.task_fingerprint
             )
         if event.lane is None and event.actor == PLANNER:
             return self._planning(state, event)
@@ -190,24 +186,22 @@ class ParallelFlameChase(Flow[PfcState]):
         step = None if p is None else planner.fold(p, event, state.book.lanes, state.fingerprint)
         if p is None or step is None:
             return state
-        update: dict[str, Any] = {"planning": step.planning, "outbox": state.outbox.add(*step.owed)}
+        state = state.replace(planning=step.planning, outbox=state.outbox.add(*step.owed))
         if step.plan is not None:
-            update.update(plan=step.plan, revision=p.revision)
-        return state.model_copy(update=update)
+            state = state.replace(plan=step.plan, revision=p.revision)
+        return state
 
     def _submitted(self, state: PfcState, event: ev.TurnValid) -> PfcState:
         lane = event.lane or ""
         rid = report_id(state.book.run_id, lane, event.turn, event.attempt)
         sub = dict(event.result["submission"])
         if state.params.evaluator:
-            return state.model_copy(
-                update={
-                    "book": state.book.wait_for(lane, rid),
-                    "measuring": {
-                        **state.measuring,
-                        rid: {"sub": sub, "role": event.actor, "lane": lane, "at": event.at},
-                    },
-                }
+            return state.replace(
+                book=state.book.wait_for(lane, rid),
+                measuring={
+                    **state.measuring,
+                    rid: {"sub": sub, "role": event.actor, "lane": lane, "at": event.at},
+                },
             )
         return self._add_candidate(state, rid, lane, event.actor, event.at, sub, None)
 
@@ -222,7 +216,7 @@ class ParallelFlameChase(Flow[PfcState]):
             return state
         state = self._done_measuring(state, rid)
         report = pfc_measure.system_report(rid, info["lane"], state.book.run_id, made.at, touched)
-        state = state.model_copy(update={"outbox": state.outbox.add(report)})
+        state = state.replace(outbox=state.outbox.add(report))
         receipt = {
             "error": "tampered: the submission changed the evaluator's files " + ", ".join(touched),
             "tampered": touched,
@@ -234,12 +228,10 @@ class ParallelFlameChase(Flow[PfcState]):
 
     def _done_measuring(self, state: PfcState, rid: str) -> PfcState:
         rest = {k: v for k, v in state.measuring.items() if k != rid}
-        return state.model_copy(
-            update={
-                "measuring": rest,
-                "book": state.book.done_waiting(rid),
-                "dropping": (*state.dropping, pfc_measure.place_of(rid)),
-            }
+        return state.replace(
+            measuring=rest,
+            book=state.book.done_waiting(rid),
+            dropping=(*state.dropping, pfc_measure.place_of(rid)),
         )
 
     def _measured(self, state: PfcState, event: ev.Measured) -> PfcState:
@@ -271,11 +263,9 @@ class ParallelFlameChase(Flow[PfcState]):
             sub=sub,
             receipt=receipt,
         )
-        return state.model_copy(
-            update={
-                "candidates": (*state.candidates, row),
-                "outbox": state.outbox.add(*(Emit(e) for e in announce)),
-            }
+        return state.replace(
+            candidates=(*state.candidates, row),
+            outbox=state.outbox.add(*(Emit(e) for e in announce)),
         )
 
     # ---- deciding --------------------------------------------------------------------------

@@ -12,10 +12,17 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from flamechase import events as ev
-from flamechase.flow import Command, Emit, FinishRun, MakePlace, ReleaseLane, ResultSpec, StartTurn
+from flamechase.flow import (
+    Command,
+    Emit,
+    FinishRun,
+    FlowState,
+    MakePlace,
+    ReleaseLane,
+    ResultSpec,
+    StartTurn,
+)
 from flamechase.flow.lanes import Lane
 from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase.plans import PlanResult
@@ -26,10 +33,8 @@ PLANNER = "coordinator"
 PLAN_ATTEMPTS = 3  # fresh planning sessions before the run fails
 
 
-class Planning(BaseModel):
+class Planning(FlowState):
     """A plan being made: revision n, in its own copy, up to PLAN_ATTEMPTS sessions."""
-
-    model_config = ConfigDict(frozen=True)
 
     revision: int = 1
     announced: bool = False
@@ -82,11 +87,11 @@ def commands(p: Planning, places: Mapping[str, str], lanes: Mapping[str, Lane]) 
 def fold(p: Planning, event: ev.Event, lanes: Mapping[str, Lane], fingerprint: str) -> Step | None:
     """A planner's turn event (lane None, actor PLANNER); None when it changes nothing."""
     if isinstance(event, pev.PlanningStarted):
-        return Step(p.model_copy(update={"announced": True}))
+        return Step(p.replace(announced=True))
     if isinstance(event, ev.TurnStarted):
-        return Step(p.model_copy(update={"busy": True}))
+        return Step(p.replace(busy=True))
     if isinstance(event, ev.TurnInterrupted | ev.LanePaused):
-        return Step(p.model_copy(update={"busy": False}))
+        return Step(p.replace(busy=False))
     if not isinstance(event, ev.TurnValid | ev.TurnFailed):
         return None
     attempt = pev.PlanAttempt(
@@ -100,7 +105,7 @@ def fold(p: Planning, event: ev.Event, lanes: Mapping[str, Lane], fingerprint: s
     )
     if isinstance(event, ev.TurnFailed):
         errors = (*p.errors, f"attempt {event.attempt}: {event.error or 'failed'}")
-        return Step(p.model_copy(update={"busy": False, "errors": errors}), (Emit(attempt),))
+        return Step(p.replace(busy=False, errors=errors), (Emit(attempt),))
     held = [n for n, ln in lanes.items() if ln.held]
     owed: list[Command] = [
         Emit(attempt),

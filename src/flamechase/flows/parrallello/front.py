@@ -136,7 +136,7 @@ def _opening(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]
         ]
     if not front.opened.get("freeze"):
         return [rt.freeze_hash(k(front.id, "freeze"), spec, lane)]
-    return [rt.gate_full(k(front.id, "baseline"), spec, lane)]
+    return [rt.gate_full(k(front.id, "baseline"), spec, lane, front.frozen or {})]
 
 
 # ---- folding ------------------------------------------------------------------------------------
@@ -144,12 +144,10 @@ def _opening(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]
 
 def on_place(front: FrontState, name: str) -> FrontState:
     if name == rt.front_place(front.lane) and front.status == "waiting":
-        return front.model_copy(update={"status": "opening"})
+        return front.replace(status="opening")
     if name == rt.stage_place(front.lane) and front.prep.status == "none":
         turn = front.lane_turns + 1
-        return front.model_copy(
-            update={"prep": PrepState(status="running", turn=turn), "lane_turns": turn}
-        )
+        return front.replace(prep=PrepState(status="running", turn=turn), lane_turns=turn)
     return front
 
 
@@ -162,8 +160,8 @@ def on_prep_turn(front: FrontState, event: ev.TurnEnded) -> tuple[FrontState, li
     ):
         return front, []
     if isinstance(event, ev.TurnValid):
-        prep = p.model_copy(update={"status": "done", "result": event.result})
-        return front.model_copy(update={"prep": prep}), [
+        prep = p.replace(status="done", result=event.result)
+        return front.replace(prep=prep), [
             Emit(
                 fev.FrontPrepped(
                     lane=front.lane,
@@ -174,12 +172,8 @@ def on_prep_turn(front: FrontState, event: ev.TurnEnded) -> tuple[FrontState, li
             )
         ]
     failures = p.failures + 1
-    prep = p.model_copy(
-        update={
-            "failures": failures,
-            "error": event.error[:500],
-            "status": "failed" if failures >= 2 else "running",
-        }
+    prep = p.replace(
+        failures=failures, error=event.error[:500], status="failed" if failures >= 2 else "running"
     )
     owed: list[Command] = []
     if failures >= 2:
@@ -188,7 +182,7 @@ def on_prep_turn(front: FrontState, event: ev.TurnEnded) -> tuple[FrontState, li
                 fev.FrontPrepped(lane=front.lane, front=front.id, ok=False, error=event.error[:300])
             )
         )
-    return front.model_copy(update={"prep": prep}), owed
+    return front.replace(prep=prep), owed
 
 
 # long: one branch per runtime program a front runs
@@ -198,13 +192,11 @@ def on_ran(
     """A receipt of the opening (stage, freeze, baseline) or of the integration."""
     out = rt.tool_output(dict(receipt), "TREESYNC")
     if key.what == "stage":
-        return front.model_copy(update={"opened": {**front.opened, "stage": True}}), []
+        return front.replace(opened={**front.opened, "stage": True}), []
     if key.what == "freeze":
         files = (out or {}).get("files")
         if not isinstance(files, dict) or not files:
-            front = front.model_copy(
-                update={"frozen": {}, "opened": {**front.opened, "freeze": True}}
-            )
+            front = front.replace(frozen={}, opened={**front.opened, "freeze": True})
             return end_front(
                 front,
                 ctx,
@@ -212,9 +204,7 @@ def on_ran(
                 "no gate: none of its freeze globs "
                 f"({', '.join(ctx.spec.freeze)}) names a file in its tree",
             )
-        return front.model_copy(
-            update={"frozen": files, "opened": {**front.opened, "freeze": True}}
-        ), []
+        return front.replace(frozen=files, opened={**front.opened, "freeze": True}), []
     if key.what == "baseline":
         return _baseline(front, receipt, ctx)
     if key.what == "integrate":
@@ -223,7 +213,7 @@ def on_ran(
         }
         if receipt.get("exit_code") != 0 and "error" not in done:
             done = {**done, "error": str(receipt.get("error"))}
-        return front.model_copy(update={"integrated": done}), [
+        return front.replace(integrated=done), [
             Emit(
                 fev.FrontIntegrated(
                     lane=front.lane,
@@ -275,15 +265,13 @@ def _baseline(
         ),
     ]
     open_tickets = tk.next_tickets((), given, gate)
-    front = front.model_copy(
-        update={
-            "status": "building",
-            "last_gate": gate,
-            "tickets": open_tickets,
-            "items": gate.m if gate.reason is None else None,
-            "block_started": ctx.at,
-            "opened": {**front.opened, "baseline": True},
-        }
+    front = front.replace(
+        status="building",
+        last_gate=gate,
+        tickets=open_tickets,
+        items=gate.m if gate.reason is None else None,
+        block_started=ctx.at,
+        opened={**front.opened, "baseline": True},
     )
     owed: list[Command] = [
         Emit(

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from flamechase.flow import Run
+from flamechase.flow import Run, runtime_module, runtime_shell
 from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
 
 __all__ = ["Key", "front_place", "parse_key", "tool_output"]
 
-PY = sys.executable  # the interpreter running flamechase runs its tools too
 SOURCE = "source"
 IGNORES = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", ".mypy_cache/**", ".ruff_cache/**")
 
@@ -72,7 +70,9 @@ def tool_output(receipt: dict[str, Any], prefix: str) -> dict[str, Any] | None:
 
 
 def _sync(*args: str) -> tuple[str, ...]:
-    return (PY, "-m", "flamechase.tools.treesync", *args)
+    # Isolated (`-I`): they run in trees builders' files reach, where a `flamechase.py` must
+    # never shadow the real package.
+    return runtime_module("flamechase.tools.treesync", *args)
 
 
 def owned(front: FrontSpec) -> list[str]:
@@ -129,7 +129,11 @@ def gate_command(front: FrontSpec, mode: str) -> str:
     return command + (f" --only {shlex.quote(front.only)}" if front.only else "")
 
 
-def gate_full(k: str, front: FrontSpec, lane: str) -> Run:
+def gate_full(k: str, front: FrontSpec, lane: str, frozen: Mapping[str, str]) -> Run:
+    """The gate's `--full` run: a yardstick, run in a copy of the front's tree the runtime
+    makes for it, with the `frozen` files (path -> SHA-256, as hashed at the freeze) checked
+    and read-only (`Run.frozen`): the gate that runs is the one that was hashed, and nothing
+    it (or the builders' code it runs) writes reaches the front's tree."""
     argv = ("/bin/sh", "-c", gate_command(front, "full"))
     # A performance gate measures alone: the runtime holds the run's lock for it, ahead of
     # any builder's hold (a builder sitting on the lock must not fail another front's gate).
@@ -140,19 +144,18 @@ def gate_full(k: str, front: FrontSpec, lane: str) -> Run:
         argv=argv,
         timeout=front.gate_timeout,
         exclusive=front.exclusive,
+        frozen=dict(frozen),
     )
 
 
 def reap(k: str, place: str, lane: str) -> Run:
     return Run(
-        key=k, place=place, lane=lane, argv=(PY, "-m", "flamechase", "job", "reap"), timeout=120
+        key=k, place=place, lane=lane, argv=runtime_module("flamechase", "job", "reap"), timeout=120
     )
 
 
 def checkpoint(tag: str, message: str, *, require: bool) -> Run:
-    argv = (
-        PY,
-        "-m",
+    argv = runtime_module(
         "flamechase.tools.gitpoint",
         "checkpoint",
         "--tag",
@@ -165,9 +168,7 @@ def checkpoint(tag: str, message: str, *, require: bool) -> Run:
 
 
 def integrate(front: FrontSpec, lane: str, path: str, message: str) -> Run:
-    argv = (
-        PY,
-        "-m",
+    argv = runtime_module(
         "flamechase.tools.gitpoint",
         "integrate",
         "--from",
@@ -192,14 +193,14 @@ def quick_command(front: FrontSpec, who: str) -> str:
     command = gate_command(front, "quick")
     if front.exclusive:
         return (
-            f"{shlex.quote(PY)} -m flamechase lock run --who {shlex.quote(who)} "
+            f"{runtime_shell()} lock run --who {shlex.quote(who)} "
             f"--max 900 -- /bin/sh -c {shlex.quote(command)}"
         )
     return command
 
 
 def machine_commands() -> dict[str, str]:
-    base = f"{shlex.quote(PY)} -m flamechase"
+    base = runtime_shell()
     return {"job": f"{base} job", "lock": f"{base} lock"}
 
 

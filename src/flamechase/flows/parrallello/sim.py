@@ -1,5 +1,5 @@
-"""What a `sim` actor does in a flow that runs fronts (the brief in `$FLAMECHASE_BRIEF`, roles
-planner, prep, builder and critic): real, small, deterministic work on the bundled sample.
+"""parrallello's simulated actor: real, small, deterministic work on the bundled sample, by
+role (the brief in `$FLAMECHASE_BRIEF`), every program run as the turn's own (in its jail).
 
 - planner: two fronts on the sample (P1: the solver under 20,000 STEPS with its tests green;
   P2, a wave later: the README states the STEPS the bench prints), one on any other tree
@@ -15,18 +15,18 @@ planner, prep, builder and critic): real, small, deterministic work on the bundl
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from flamechase.agents.sim_ladder import RUNGS, next_rung, rung_of
+from flamechase.flow.sim import SimActor, SimTurn
+from flamechase.flows.sample_lanes import is_sample
+from flamechase.flows.sample_lanes.ladder import RUNGS, next_rung, rung_of
 
-__all__ = ["wanted", "work"]
+__all__ = ["ACTOR", "FrontsActor"]
 
 STEPS_TARGET = 20_000
 _TIMEOUT = 60.0
@@ -83,29 +83,25 @@ items.append({"id": "T.N1.lines", "value": len(lines), "target": ">=2",
 }
 
 
-def wanted(env: Mapping[str, str]) -> bool:
-    """Whether a turn speaks this protocol (a brief, or a planner asked for fronts)."""
-    return "FLAMECHASE_BRIEF" in env or "FLAMECHASE_FRONTS_MAX" in env
+class FrontsActor(SimActor):
+    async def act(self, turn: SimTurn) -> dict[str, Any]:
+        """The result of one simulated turn of its role (it has done its work in the tree)."""
+        ws, env = turn.workspace, turn.env
+        if turn.role == "planner":
+            return _plan(ws, int(env.get("FLAMECHASE_FRONTS_MAX", "3") or 3))
+        brief = json.loads(env.get("FLAMECHASE_BRIEF") or "{}")
+        if turn.role == "prep":
+            return await _prep(turn, brief)
+        if turn.role == "critic":
+            return await _review(turn, brief)
+        return await _build(turn, brief)
 
 
-def work(role: str, workspace: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    """The result of one simulated turn of `role` (it has done its work in `workspace`)."""
-    if role == "planner":
-        return _plan(workspace, int(env.get("FLAMECHASE_FRONTS_MAX", "3") or 3))
-    brief = json.loads(env.get("FLAMECHASE_BRIEF") or "{}")
-    if role == "prep":
-        return _prep(workspace, brief)
-    if role == "critic":
-        return _review(workspace, brief)
-    return _build(workspace, brief)
-
-
-def _sample(ws: Path) -> bool:
-    return (ws / "bench.py").is_file() and (ws / "solver.py").is_file()
+ACTOR = FrontsActor()
 
 
 def _plan(ws: Path, limit: int) -> dict[str, Any]:
-    if not _sample(ws):
+    if not is_sample(ws):
         return {
             "fronts": [
                 {
@@ -143,7 +139,8 @@ def _plan(ws: Path, limit: int) -> dict[str, Any]:
     return {"fronts": fronts[: max(1, limit)], "blocks": 2, "rounds_per_block": 3}
 
 
-def _prep(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
+async def _prep(turn: SimTurn, brief: Mapping[str, Any]) -> dict[str, Any]:
+    ws = turn.workspace
     front = str(brief.get("front"))
     gate = ws / "gates" / f"{front}.py"
     if not gate.exists():
@@ -151,7 +148,7 @@ def _prep(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
         gate.write_text(
             GATE.format(front=front, goal=brief.get("goal"), checks=CHECKS.get(front, CHECKS["N1"]))
         )
-    code, out = _run(ws, [sys.executable, str(gate), "--full"])
+    code, out = await _run(turn, [sys.executable, str(gate), "--full"])
     summary = next((ln for ln in out.splitlines() if ln.startswith("SUMMARY")), "no SUMMARY")
     owner = next(iter(brief.get("files") or {"core": []}))
     tickets = [
@@ -172,17 +169,18 @@ def _prep(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _build(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
+async def _build(turn: SimTurn, brief: Mapping[str, Any]) -> dict[str, Any]:
+    ws = turn.workspace
     front = str(brief.get("front"))
-    if front == "P1" and _sample(ws):
+    if front == "P1" and is_sample(ws):
         text = (ws / "solver.py").read_text()
         target = next_rung(rung_of(text), 1)
         did = "already at the best rung"
         if target is not None:
             (ws / "solver.py").write_text(RUNGS[target].source)
             did = f"solver.py -> {RUNGS[target].approach}"
-    elif front == "P2" and _sample(ws):
-        _, out = _run(ws, [sys.executable, "-S", "-B", "bench.py"])
+    elif front == "P2" and is_sample(ws):
+        _, out = await _run(turn, [sys.executable, "-S", "-B", "bench.py"])
         steps = re.findall(r"^STEPS: (\d+)$", out, re.M)
         line = f"Measured with python bench.py: STEPS: {steps[-1] if steps else '?'}"
         readme = ws / "README.md"
@@ -195,7 +193,7 @@ def _build(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
             f.write(f"- round {brief.get('round')}: a simulated builder was here\n")
         did = "NOTES.md: one more line"
     quick = str((brief.get("gate") or {}).get("quick") or "")
-    _, out = _run(ws, ["/bin/sh", "-c", quick]) if quick else (0, "")
+    _, out = await _run(turn, ["/bin/sh", "-c", quick]) if quick else (0, "")
     summary = next((ln for ln in out.splitlines() if ln.startswith("SUMMARY")), "")
     return {
         "tickets": [
@@ -207,7 +205,8 @@ def _build(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _review(ws: Path, brief: Mapping[str, Any]) -> dict[str, Any]:
+async def _review(turn: SimTurn, brief: Mapping[str, Any]) -> dict[str, Any]:
+    ws = turn.workspace
     front, rnd = str(brief.get("front")), int(brief.get("round") or 1)
     run = (brief.get("gate") or {}).get("full_run") or {}
     owner = next(iter(brief.get("owners") or {"core": []}))
@@ -297,12 +296,6 @@ def _items(output: str) -> list[dict[str, Any]]:
     return []
 
 
-def _run(cwd: Path, argv: list[str]) -> tuple[int, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
-    try:
-        p = subprocess.run(
-            argv, cwd=cwd, capture_output=True, text=True, timeout=_TIMEOUT, env=env, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return 1, str(exc)
-    return p.returncode, p.stdout
+async def _run(turn: SimTurn, argv: list[str]) -> tuple[int, str]:
+    check = await turn.runner.run(argv, turn.workspace, timeout=_TIMEOUT)
+    return (1 if check.code is None else check.code), check.output

@@ -1,14 +1,15 @@
-"""`simulate` and `demo`: run a flow in-process with `sim` actors, then show what happened.
+"""How `simulate` and `demo` compose a simulated run: the copy, the settings, the engine.
 
 Both go through the engine's own entry points (`prepare` and `Engine`), exactly as `exec`
 does, only with a `sim/PROFILE` agent for every role, a short turn budget and no rest
-between turns: the run is real (database, events, lane copies, artifacts, the evaluator),
-only the actors are simulated. `simulate` works in a throw-away copy with a throw-away
-state home unless `--keep`; `demo` copies the sample into a directory the user can look at
-and records the run in the real state home, so `flamechase status last` finds it.
+between turns: the run is real (database, events, places, artifacts, the evaluator), only
+the agents are simulated (each plays the flow's own simulated actor, or answers the flow's
+result schemas itself). `simulate` works in a throw-away copy with a throw-away state home
+unless `--keep`; `demo` copies the sample into a directory the user can look at and records
+the run in the real state home, so `flamechase status last` finds it.
 
 This module writes only what a user's `exec` would write (the copy and the run); the views
-it produces read the run like any other view.
+drawn afterwards read the run like any other view.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ __all__ = [
     "sim_settings",
 ]
 
-# Enough turns for every lane of parallel_flame_chase's default three to take several, and
-# for lane 1 to integrate what the others published; short enough to finish in seconds.
+# Enough turns for each of three lanes to take several, and for one to integrate what the
+# others published; short enough to finish in seconds.
 DEFAULT_TURNS = 12
 DEFAULT_REST = 0.05  # the smallest rest_seconds a flow accepts
 # Never copied into a throw-away workspace: history and caches no simulated actor reads.

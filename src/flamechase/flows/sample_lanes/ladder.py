@@ -1,4 +1,4 @@
-"""The improvement ladder the `sim/PROFILE` actor climbs on the bundled sample repository.
+"""The improvement ladder the simulated lane actor climbs on the bundled sample repository.
 
 Owns the known versions of the sample's `solver.py`, from the naive one the sample ships with
 (rung 0) to the best one the simulator knows, each a complete file whose measured STEPS

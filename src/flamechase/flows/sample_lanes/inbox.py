@@ -1,5 +1,5 @@
-"""What a simulated lane 1 takes from its inbox: other lanes' solver.py artifacts whose
-blobs hash to what was recorded, and a scratch copy of the tree to measure one in."""
+"""What a simulated integrating lane takes from its inbox: other lanes' solver.py artifacts
+whose blobs hash to what was recorded, and a scratch copy of the tree to measure one in."""
 
 from __future__ import annotations
 
