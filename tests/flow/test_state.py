@@ -256,7 +256,10 @@ def test_a_misspelled_update_in_a_flow_stops_its_run_at_once(
     executor = ScriptedExecutor(
         clock, lambda job: FakeTurn(report={"status": "progress", "summary": "s"})
     )
-    with pytest.raises(FlowStateError, match="TallyState has no field 'cuont'") as raised:
-        run_engine(str(flow), ws, executor=executor, clock=clock, settings={"budget.turns": "10"})
-    assert any(Path(str(entry.path)) == flow for entry in raised.traceback)  # its own line
+    end = run_engine(str(flow), ws, executor=executor, clock=clock, settings={"budget.turns": "10"})
+    assert end.status == "failed"
+    assert "evolve() of turn_valid raised FlowStateError: TallyState has no field 'cuont'" in (
+        end.message
+    )
+    assert f'File "{flow}", line' in end.traceback  # its own line, kept in the run
     assert len(executor.jobs) == 1  # the first valid turn, and nothing after it

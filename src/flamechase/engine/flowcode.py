@@ -12,11 +12,11 @@ thread waits for it. So:
   where it was as its traceback. The worker is a daemon thread and is left where it is; every
   later call fails at once, so the engine records how the run ended without the flow.
 
-The engine's thread waits on a pipe: the worker writes to it when a call ends, and the
-engine's signal handler (`poke`) writes to it when a signal arrives, so the wait ends on
-either without polling. A call that holds the interpreter inside one C function (a runaway
-regular expression) is beyond any in-process answer: only SIGKILL ends it, and the run
-resumes as after a crash.
+The engine's thread waits on a pipe the worker writes to when a call ends, and on the
+signal wake-up descriptor (`hear_signals`), so the wait ends on either without polling,
+whichever thread the kernel handed the signal to (the worker blocks SIGINT and SIGTERM). A
+call that holds the interpreter inside one C function (a runaway regular expression) is
+beyond any in-process answer: only SIGKILL ends it, and the run resumes as after a crash.
 """
 
 from __future__ import annotations

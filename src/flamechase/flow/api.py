@@ -246,7 +246,9 @@ class Flow(abc.ABC, Generic[S, P]):
 
     @abc.abstractmethod
     def decide(self, state: S, now: float) -> Sequence[Command]:
-        """What should happen now (seconds since the epoch), given `state`."""
+        """What should happen now (seconds since the epoch), given `state`. The engine checks
+        each command against the flow's declarations and what the run did before acting
+        (docs/writing-a-flow.md, "Mistakes a flow can make")."""
 
     @abc.abstractmethod
     def prompt(self, state: S, ctx: TurnContext) -> str:
