@@ -10,14 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from flamechase import errors
 from flamechase.engine.executor import TurnJob
-from flamechase.errors import (
-    FlowCodeError,
-    FlowCommandError,
-    FlowError,
-    FlowNotFound,
-    FlowRefused,
-)
 from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine
 from tests.engine.mistakes import BY_NAME, MISTAKES, REPORT, VERDICT, Mistake, flow_file
 
@@ -79,7 +73,7 @@ def test_a_mistake_in_a_flow_fails_its_run_in_one_line(
 def test_a_mistake_in_a_flows_declarations_is_refused_before_any_run(
     m: Mistake, tmp_path: Path, state_home: Path
 ) -> None:
-    wanted = FlowNotFound if m.when == "load" else FlowRefused
+    wanted = errors.FlowNotFound if m.when == "load" else errors.FlowRefused
     with pytest.raises(wanted) as caught:
         run(tmp_path, m)
     line = str(caught.value)
@@ -143,4 +137,6 @@ def test_a_flow_whose_result_model_breaks_records_the_turn_then_stops(
 
 
 def test_the_errors_are_typed() -> None:
-    assert issubclass(FlowCommandError, FlowError) and issubclass(FlowCodeError, FlowError)
+    assert issubclass(errors.FlowCommandError, errors.FlowError)
+    assert issubclass(errors.FlowCodeError, errors.FlowError)
+    assert issubclass(errors.FlowRefused, errors.UsageError)  # refused before a run: exit 2
