@@ -16,6 +16,11 @@ def _who(e: Event, turn: int) -> str:
     return f"{e.actor or 'an actor'}'s turn {turn} (outside lanes)"
 
 
+def _source(lane: str) -> str:
+    """Who a delivered report is from: a lane, or the runtime (reports to `system:LANE`)."""
+    return "the runtime" if lane == "system" or lane.startswith("system:") else lane
+
+
 def _on(host: str | None) -> str:
     """Where a turn ran, when that was another machine (a Ray node)."""
     return f", on {clip(host, 80)}" if host else ""
@@ -44,12 +49,14 @@ class TurnStarted(Event):
 
     def show(self, seen: Seen) -> Shown:
         again = f", attempt {self.attempt}" if self.attempt > 1 else ""
+        place = self.place or "source"
         before = seen.last_actor(self.lane) if self.lane else None
-        if before and before != self.actor:
-            # The seeds' words: the actors of a lane hand each other the tree (or the copy).
-            where = f"{before} hands {self.actor} {seen.handed(self.place or 'source')}"
+        if before and before != self.actor and seen.last_place(self.lane or "") == place:
+            # The seeds' words: the actors of a lane hand each other the tree (or the copy),
+            # when the turn works where the last one did.
+            where = f"{before} hands {self.actor} {seen.handed(place)}"
         else:
-            where = f"in {seen.place_words(self.place) if self.place else 'its place'}"
+            where = f"in {seen.place_words(place)}"
         head = f"{_who(self, self.turn)}{again} starts, {where} ({self.backend})"
         if not self.delivered:
             return Shown(head + ".", "turn")
@@ -57,7 +64,7 @@ class TurnStarted(Event):
         artifacts = 0
         for rid in self.delivered:
             rep = seen.report(rid)
-            by_lane.setdefault(rep.lane if rep else rid.split(".", 1)[0], []).append(rid)
+            by_lane.setdefault(_source(rep.lane if rep else rid.split(".", 1)[0]), []).append(rid)
             artifacts += rep.artifacts if rep else 0
         parts = [f"{src} ({', '.join(ids)})" for src, ids in by_lane.items()]
         carried = f" carrying {plural(artifacts, 'artifact')}" if artifacts else ""

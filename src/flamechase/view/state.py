@@ -88,6 +88,7 @@ class RunFold:
         if budget:
             self._set_limits(budget)
         self.places: dict[str, tuple[str, str]] = {}  # place -> (how, words)
+        self._worked: dict[str, str] = {}  # track -> the place its last ended turn worked in
         self.board = Board()
         self.panels = Panels()
         self.alerts: list[str] = []
@@ -160,6 +161,9 @@ class RunFold:
     def last_actor(self, lane: str) -> str | None:
         row = self.lanes.get(lane)
         return row.last_actor if row else None
+
+    def last_place(self, lane: str) -> str | None:
+        return self._worked.get(lane)
 
     def report(self, report_id: str) -> ReportSeen | None:
         return self.inbox.report(report_id)
@@ -293,6 +297,7 @@ class RunFold:
         if name is None:
             return
         snap = self.lanes[name]
+        self._worked[name] = snap.place or _SOURCE
         self._set(
             name,
             ch,
@@ -320,6 +325,7 @@ class RunFold:
         if name is None:
             return
         snap = self.lanes[name]
+        self._worked[name] = snap.place or _SOURCE
         self._set(
             name,
             ch,
