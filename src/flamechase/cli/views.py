@@ -230,17 +230,17 @@ def simulate_command(
 def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path | None) -> int:
     """See flamechase work in seconds: three lanes of simulated agents on a sample repo.
 
-    Copies the bundled sample into a fresh directory, runs parallel_flame_chase on it with
-    `sim` actors under a short budget, and prints what happened: turns per lane, reports
-    exchanged, artifacts integrated, the best candidate, and the replay page.
+    Copies the bundled sample into a fresh directory, runs the built-in demo flow on it with
+    `sim` actors under a short budget, and prints what happened: the flow, turns per lane,
+    reports exchanged, artifacts integrated, the best candidate, and the replay page.
     """
     from flamechase.config import split_kv
-    from flamechase.flows import load_flow
+    from flamechase.flows import DEMO, load_flow
     from flamechase.view.replay import write_replay
     from flamechase.view.simulate import copy_sample, fresh_dir, run_sim, sim_settings
     from flamechase.view.summary import summarize
 
-    flow = load_flow("parallel_flame_chase")
+    flow = load_flow(DEMO)
     if dest is None:
         dest = fresh_dir(Path.cwd(), "flamechase-demo")
     elif dest.exists() and any(dest.iterdir()):
