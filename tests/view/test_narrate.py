@@ -105,3 +105,22 @@ def test_reports_the_runtime_files_are_said_to_come_from_the_runtime() -> None:
     ).shown.text
     assert "receives 1 report from the runtime (system.lane-1.00001)" in text
     assert "system:" not in text
+
+
+def test_parallel_flame_chase_names_its_places_and_measurements(sim_run: Run) -> None:
+    fold = RunFold.from_run(sim_run.run, sim_run.lanes)
+    said = [fold.apply(ev).shown.text for ev in sim_run.events]
+    text = "\n".join(said)
+    for words in (
+        "The runtime makes lane-2's private copy of your tree.",
+        "The runtime makes the baseline: your tree as the run found it.",
+        "The runtime makes the coordinator's snapshot of your tree.",
+        "The runtime makes a measurement copy of lane-",
+        "The runtime measures lane-",
+        "in the coordinator's snapshot of your tree",
+    ):
+        assert words in text, words
+    measured = [s for s in said if s.startswith("The runtime measures ")]
+    assert measured and all("'s candidate lane-" in s for s in measured)
+    for leak in ("(lanes/", "(baseline)", "(planning/", "(measure/", " as evaluator", ".0 from"):
+        assert leak not in text, leak
