@@ -124,3 +124,13 @@ def test_parallel_flame_chase_names_its_places_and_measurements(sim_run: Run) ->
     assert measured and all("'s candidate lane-" in s for s in measured)
     for leak in ("(lanes/", "(baseline)", "(planning/", "(measure/", " as evaluator", ".0 from"):
         assert leak not in text, leak
+
+
+def test_a_turn_taken_again_says_which_attempt_ends() -> None:
+    fold = RunFold(lanes=[("lane-1", ("critic",))])
+    fold.apply(_ev(1, "turn_started", "critic", turn=2, attempt=1, place="source"))
+    first = fold.apply(_ev(2, "turn_failed", "critic", turn=2, attempt=1, error="crash"))
+    fold.apply(_ev(3, "turn_started", "critic", turn=2, attempt=2, place="source"))
+    second = fold.apply(_ev(4, "turn_failed", "critic", turn=2, attempt=2, error="crash"))
+    assert first.shown.text.startswith("critic — turn 2 of lane-1 FAILED")
+    assert second.shown.text.startswith("critic — turn 2, attempt 2 of lane-1 FAILED")
