@@ -256,3 +256,23 @@ def test_the_replay_page_draws_a_flows_panel_and_alerts_at_each_point(
     # An alert leads to its point.
     page.click("#alerts-in .alert")
     assert "The baton falls" in page.inner_text("#now-x")
+
+
+def test_serve_streams_a_flows_panel_rows_and_alerts(
+    tournament: tuple[Path, str], state_home: Path
+) -> None:
+    from tests.view.test_serve import Server, _read_sse
+
+    server = Server(state_home)
+    try:
+        rid = _run_dir().name
+        _, points = _read_sse(server, f"/run/{rid}/events?after=0")
+    finally:
+        server.close()
+    rows = [row for p in points for row in p["d"].get("F", ())]
+    assert ["bracket", "solver-1", {"standing": "winner"}] in rows
+    assert [p["d"]["X"] for p in points if "X" in p["d"]] == [
+        "The judge picked solver-2, but solver-1 scored higher (7): the tournament goes to "
+        "solver-1."
+    ]
+    assert any(p["d"].get("N", [None])[0] == "judge" for p in points)
