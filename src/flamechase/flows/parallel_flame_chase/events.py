@@ -186,5 +186,7 @@ class CandidateBestUpdated(FlowEvent):
         return f"new best {self.metric} = {self.value} ({self.report_id})"
 
     def show(self, seen: Seen) -> Shown:
-        where = f"{self.lane}'s {self.report_id}" if self.lane else self.report_id
-        return Shown(f"New best: {self.metric} = {num(self.value)}, {where}.", "best")
+        where = f" from {self.lane}" if self.lane else ""
+        return Shown(
+            f"New best: {self.metric} = {num(self.value)}{where} ({self.report_id}).", "best"
+        )

@@ -108,8 +108,7 @@ def commands(front: FrontState, ctx: Ctx) -> list[Command]:
     if rs.phase == "sync":
         for b in rs.builders.values():
             if b.place not in ctx.places:
-                label = f"builder {b.owner}'s copy of front {fid}"
-                out.append(MakePlace(b.place, how="empty", label=label))
+                out.append(MakePlace(b.place, how="empty", label=rt.builder_label(b.owner, fid)))
             elif not b.synced:
                 out.append(
                     rt.mirror(

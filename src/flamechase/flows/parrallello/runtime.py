@@ -78,6 +78,10 @@ def front_label(front: str) -> str:
     return f"front {front}'s tree"
 
 
+def builder_label(owner: str, front: str) -> str:
+    return f"builder {owner}'s copy of front {front}"
+
+
 def front_place(lane: str) -> str:
     """The front's tree, named after its lane (its id, or a planner's slot)."""
     return f"fronts/{lane}"
