@@ -21,6 +21,7 @@ fold names no flow and no flow's kind.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -345,7 +346,7 @@ class RunFold:
     def _turn_cut(
         self, e: ev.TurnInterrupted | ev.LanePaused, ch: Change, before: str | None
     ) -> None:
-        self.cost += e.cost_usd
+        self.cost = _spend(self.cost, e.cost_usd)
         self.output_tokens += e.output_tokens
         ch.spend = True
         name = self._track(e)
@@ -406,7 +407,7 @@ class RunFold:
     def _count_spend(self, e: ev.TurnEnded, ch: Change, *, counted: bool) -> None:
         if counted:
             self.turns += 1
-        self.cost += e.cost_usd
+        self.cost = _spend(self.cost, e.cost_usd)
         self.output_tokens += e.output_tokens
         ch.spend = True
 
@@ -529,6 +530,12 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.RunFailed: RunFold._ended,
     ev.RunHeld: RunFold._ended,
 }
+
+
+def _spend(total: float, more: float) -> float:
+    """`total + more`, never past the largest float: agents report their own spend, and two
+    huge reports must not make the run's cost infinite (no view could write it as JSON)."""
+    return min(total + more, sys.float_info.max)
 
 
 def _int(value: Any) -> int:
