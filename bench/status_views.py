@@ -3,7 +3,7 @@
 On a synthetic 10,000-event run of parallel_flame_chase (900 of its events the flow's own):
 
 1. the whole `flamechase status RUN` command (interpreter start-up included), and the same
-   read without the panels (`run_status(run_dir)` in a fresh interpreter, as `status` read
+   without the panels (the CLI imported, `run_status` without `views`: what `status` did
    before it showed them);
 2. in one interpreter: folding only the flow's own events (`view.summary.fold_shown`, what
    `status` does) against folding every event (`fold_run`, what `show` does).
@@ -29,8 +29,11 @@ sys.path.insert(0, str(REPO))  # tests.view.synth builds the synthetic run
 
 from tests.view.synth import make_run  # noqa: E402
 
+# `status` as it was before it showed panels: the CLI imported, the tables read and printed.
 PLAIN = (
-    "from flamechase.cli.runs import run_status; from pathlib import Path; run_status(Path({!r}))"
+    "import flamechase.cli; from pathlib import Path; "
+    "from flamechase.cli.runs import run_status, status_lines; "
+    "print(status_lines(run_status(Path({!r}))))"
 )
 
 
@@ -67,23 +70,25 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=7, help="repetitions of each measurement")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     args = ap.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="fc-bench-status-"))
+    with tempfile.TemporaryDirectory(prefix="fc-bench-status-") as tmp:
+        return _measure(Path(tmp), args.n, args.json)
+
+
+def _measure(home: Path, n: int, out: Path | None) -> int:
     run_dir = make_run(home, 10_000)
     env = {**os.environ, "FLAMECHASE_HOME": str(home)}
     numbers: dict[str, Any] = {
-        "status": _wall([sys.executable, "-m", "flamechase", "status", run_dir.name], env, args.n),
-        "status without panels": _wall(
-            [sys.executable, "-c", PLAIN.format(str(run_dir))], env, args.n
-        ),
+        "status": _wall([sys.executable, "-m", "flamechase", "status", run_dir.name], env, n),
+        "status without panels": _wall([sys.executable, "-c", PLAIN.format(str(run_dir))], env, n),
     }
     os.environ["FLAMECHASE_HOME"] = str(home)
-    numbers.update(_folds(run_dir, args.n))
+    numbers.update(_folds(run_dir, n))
     for name, xs in numbers.items():
         print(_line(name, xs))
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} cores")
-    if args.json:
-        args.json.write_text(json.dumps({**numbers, "load": load}, indent=1))
+    if out:
+        out.write_text(json.dumps({**numbers, "load": load}, indent=1))
     return 0
 
 
