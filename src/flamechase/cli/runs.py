@@ -121,16 +121,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
             }
             for ln in lanes
         ],
-        "outside_lanes": [
-            {
-                "role": s["role"],
-                "turns": s["turns"],
-                "valid_turns": s["valid"],
-                "last_error": s["last_error"],
-                "in_flight": s["lane"] in inflight,
-            }
-            for s in solo
-        ],
+        "outside_lanes": [_outside(s, inflight) for s in solo],
         "last_error": run["last_error"],
         "ended": (
             ended["payload"].get("message")
@@ -145,6 +136,17 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
     for key, value in summary.items():
         out.setdefault(key, value)
     return out
+
+
+def _outside(solo: dict[str, Any], inflight: dict[str, Any]) -> dict[str, Any]:
+    """A role's turns outside lanes, as `status --json` gives them."""
+    return {
+        "role": solo["role"],
+        "turns": solo["turns"],
+        "valid_turns": solo["valid"],
+        "last_error": solo["last_error"],
+        "in_flight": solo["lane"] in inflight,
+    }
 
 
 def _shown(run_dir: Path) -> dict[str, Any]:
