@@ -276,3 +276,19 @@ def test_serve_streams_a_flows_panel_rows_and_alerts(
         "solver-1."
     ]
     assert any(p["d"].get("N", [None])[0] == "judge" for p in points)
+
+
+def test_a_panel_cell_of_any_name_is_drawn_as_text(tmp_path: Path, page: Any) -> None:
+    from flamechase.view.replay import render_html
+
+    row = ["odd", "<b>k</b>", {"__proto__": "<i>x</i>", "constructor": 1}]
+    point = {"q": 1, "t": 0, "k": "x", "l": -1, "a": None, "x": "x", "g": "info", "d": {"F": [row]}}
+    doc = {"v": 1, "run": {"flow": "f"}, "lanes": [], "t0": None, "points": [point]}
+    out = tmp_path / "odd.html"
+    out.write_text(render_html(doc))
+    _open(page, out)
+    cells = page.evaluate(
+        """() => [...document.querySelectorAll('#panels section[data-panel="odd"] tr')]
+        .map((tr) => [...tr.children].map((c) => c.textContent))"""
+    )
+    assert cells == [["", "__proto__", "constructor"], ["<b>k</b>", "<i>x</i>", "1"]]

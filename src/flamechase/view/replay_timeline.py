@@ -134,7 +134,8 @@ function panelRows(rowsIn, i) {
     }
     let h = pn.at[key];
     if (!h) { h = pn.at[key] = []; pn.keys.push(key); }
-    h.push([i, Object.assign({}, h.length ? h[h.length - 1][1] : {}, cells)]);
+    // Null-prototype rows: a cell named `__proto__` stays a cell.
+    h.push([i, Object.assign(Object.create(null), h.length ? h[h.length - 1][1] : {}, cells)]);
   }
 }
 const MARK_KEY = [["mk-info", "mark"], ["mk-good", "success"], ["mk-bad", "refused or failed"]];
