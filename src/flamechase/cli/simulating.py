@@ -41,8 +41,8 @@ __all__ = [
     "sim_settings",
 ]
 
-# Enough turns for each of three lanes to take several, and for one to integrate what the
-# others published; short enough to finish in seconds.
+# Enough turns for every lane of a three-lane flow to take several, and for lane 1 to
+# integrate what the others published; short enough to finish in seconds.
 DEFAULT_TURNS = 12
 DEFAULT_REST = 0.05  # the smallest rest_seconds a flow accepts
 # Never copied into a throw-away workspace: history and caches no simulated actor reads.

@@ -58,6 +58,7 @@ def commands(state: GitState, now: float) -> list[Command]:
             argv=programs.publish(
                 state.place(CENTRAL), state.published, target, _message(state, target)
             ),
+            label=f"the publication of main ({target[:12]}) into your tree",
         )
     ]
 
