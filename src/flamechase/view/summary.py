@@ -47,7 +47,7 @@ class Summary:
                 for name, _, valid, failed in rows
             )
 
-        # Turns outside lanes (a planner, a judge) are counted by role, never as lanes.
+        # Turns outside lanes (planning, judging) are counted by role, never as lanes.
         if self.lanes or not self.solo:
             out.append(f"turns per lane: {counts(self.lanes) or 'none'}")
         if self.solo:
