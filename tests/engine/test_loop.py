@@ -512,3 +512,58 @@ def test_a_structured_result_asks_the_cli_for_its_schema(
     [job] = ex.jobs
     schema = job.request.result_schema
     assert schema is not None and schema["properties"]["answer"]["type"] == "integer"
+
+
+DROPPING_FLOW = """
+from flamechase.flow import (DropPlace, FinishRun, Flow, FlowState, MakePlace, Measure,
+                             StartTurn, events)
+
+
+class S(FlowState):
+    places: dict[str, str] = {}
+    measured: bool = False
+
+
+class Drops(Flow[S]):
+    name = "drops"
+    summary = "measures in one place while it drops another"
+
+    def roles(self, params): return ["agent"]
+    def start(self, setup): return S()
+    def evolve(self, state, event):
+        if isinstance(event, events.PlaceMade):
+            return state.replace(places={**state.places, event.place: event.path})
+        if isinstance(event, events.PlaceDropped):
+            return state.replace(places={k: v for k, v in state.places.items() if k != event.place})
+        if isinstance(event, events.Measured):
+            return state.replace(measured=True)
+        return state
+    def decide(self, state, now):
+        if not state.places and not state.measured:
+            return [MakePlace("kept"), MakePlace("gone")]
+        if state.measured:
+            return [FinishRun("finished", "measured")]
+        out = [Measure(key="m", place="kept", command="true", pattern="(x)")]
+        return out + ([DropPlace("gone")] if "gone" in state.places else [])
+    def prompt(self, state, ctx): return ""
+
+
+FLOW = Drops()
+"""
+
+
+def test_a_place_dropped_in_the_same_round_is_not_in_a_new_jail(
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
+    # bubblewrap mounts over every place a jail hides: one removed as the jail is set up made
+    # the measurement fail ("exited with code 1", nothing printed), now and then.
+    flow = tmp_path / "drops.py"
+    flow.write_text(DROPPING_FLOW)
+    clock = FakeClock()
+    ex = ScriptedExecutor(clock, lambda job: ok(), measure=lambda job: {"value": 1.0})
+    end = run_engine(str(flow), ws, executor=ex, clock=clock, home=state_home)
+    assert end.status == "finished", end.message
+    [job] = ex.measured
+    assert job.jail is not None
+    gone = next(state_home.glob("runs/*/gone"))
+    assert not any(h.is_relative_to(gone) for h in job.jail.hidden)
