@@ -49,6 +49,7 @@ __all__ = [
     "ScriptedExecutor",
     "read_run",
     "run_engine",
+    "run_for_real",
 ]
 
 
@@ -208,6 +209,20 @@ class ScriptedExecutor(Executor):
         return {"command": job.command, "cwd": str(job.cwd), **self.measure_script(job)}
 
 
+def run_for_real(job: MeasureJob) -> dict[str, Any]:
+    """A measurement or a program (`Measure`, `Run`) run as the runtime runs it (in its place,
+    jailed as the place's turns are), to its end before the fake clock moves on: for
+    `ScriptedExecutor(clock, script, measure=run_for_real)`, when a test's turns write real
+    files and the flow's measurements should read them. Its duration is real time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from flamechase.engine.executor import LocalExecutor
+
+    # On a thread of its own: the engine's loop (and the fake clock) waits for it.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, LocalExecutor().measure(job)).result()
+
+
 class EngineRun:
     """What `run_engine` returns: how the run ended (`end`: `run_id`, `status`, `exit_code`,
     `message`), where it is stored (`home`, `run_dir`), and its record (`record()`, read afresh
@@ -305,7 +320,7 @@ def run_engine(
         raise
     result = EngineRun(end, where, temporary=temporary and not keep)
     kept = (
-        "a temporary state home, removed with the result (run_engine(keep=True) keeps it)"
+        "a temporary state home, removed with the result; run_engine(keep=True) keeps it"
         if result.temporary
         else ("kept" if temporary else "the state home given")
     )
