@@ -257,6 +257,13 @@ def test_a_misspelled_update_in_a_flow_stops_its_run_at_once(
         clock, lambda job: FakeTurn(report={"status": "progress", "summary": "s"})
     )
     with pytest.raises(FlowStateError, match="TallyState has no field 'cuont'") as raised:
-        run_engine(str(flow), ws, executor=executor, clock=clock, settings={"budget.turns": "10"})
+        run_engine(
+            str(flow),
+            ws,
+            executor=executor,
+            clock=clock,
+            settings={"budget.turns": "10"},
+            home=state_home,
+        )
     assert any(Path(str(entry.path)) == flow for entry in raised.traceback)  # its own line
     assert len(executor.jobs) == 1  # the first valid turn, and nothing after it
