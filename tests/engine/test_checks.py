@@ -27,6 +27,7 @@ def measured(job: object) -> dict[str, object]:
 
 
 def run(tmp_path: Path, m: Mistake, **settings: str):  # type: ignore[no-untyped-def]
+    """The flow `m` through `flamechase.testing`, stored in the test's state home."""
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     (ws / "README.md").write_text("sample\n")
@@ -38,6 +39,7 @@ def run(tmp_path: Path, m: Mistake, **settings: str):  # type: ignore[no-untyped
         executor=executor,
         clock=clock,
         settings={"budget.turns": "6", **settings},
+        home=tmp_path / "fc-home",
     )
     return end, executor
 

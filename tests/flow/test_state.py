@@ -256,7 +256,14 @@ def test_a_misspelled_update_in_a_flow_stops_its_run_at_once(
     executor = ScriptedExecutor(
         clock, lambda job: FakeTurn(report={"status": "progress", "summary": "s"})
     )
-    end = run_engine(str(flow), ws, executor=executor, clock=clock, settings={"budget.turns": "10"})
+    end = run_engine(
+        str(flow),
+        ws,
+        executor=executor,
+        clock=clock,
+        settings={"budget.turns": "10"},
+        home=state_home,
+    )
     assert end.status == "failed"
     assert "evolve() of turn_valid raised FlowStateError: TallyState has no field 'cuont'" in (
         end.message

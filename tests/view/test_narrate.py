@@ -77,3 +77,60 @@ def test_a_turn_on_another_machine_says_where_it_ran(sim_run: Run) -> None:
             return
         fold.apply(ev)
     raise AssertionError("no turn of lane-2 in the sample run")
+
+
+def test_a_turn_in_another_place_than_the_last_is_handed_nothing() -> None:
+    fold = RunFold(lanes=[("lane-1", ("prep", "critic"))])
+    for seq, (place, label) in enumerate(
+        [("stages/f1", "front P1's staging copy"), ("critics/f1", "the critic's copy")], 1
+    ):
+        fold.apply(_ev(seq, "place_made", "", place=place, how="empty", label=label))
+    fold.apply(_ev(3, "turn_started", "prep", turn=1, place="stages/f1"))
+    fold.apply(_ev(4, "turn_valid", "prep", turn=1, duration=1.0))
+    critic = fold.apply(_ev(5, "turn_started", "critic", turn=2, place="critics/f1")).shown.text
+    assert "hands" not in critic and "prep" not in critic
+    assert critic.startswith("critic — turn 2 of lane-1 starts, in the critic's copy")
+
+
+def test_reports_the_runtime_files_are_said_to_come_from_the_runtime() -> None:
+    fold = RunFold(lanes=[("lane-1", ("a", "b"))])
+    fold.apply(
+        {
+            **_ev(1, "report_published", "", report_id="system.lane-1.00001"),
+            "lane": "system:lane-1",
+        }
+    )
+    text = fold.apply(
+        _ev(2, "turn_started", "a", turn=1, place="source", delivered=["system.lane-1.00001"])
+    ).shown.text
+    assert "receives 1 report from the runtime (system.lane-1.00001)" in text
+    assert "system:" not in text
+
+
+def test_parallel_flame_chase_names_its_places_and_measurements(sim_run: Run) -> None:
+    fold = RunFold.from_run(sim_run.run, sim_run.lanes)
+    said = [fold.apply(ev).shown.text for ev in sim_run.events]
+    text = "\n".join(said)
+    for words in (
+        "The runtime makes lane-2's private copy of your tree.",
+        "The runtime makes the baseline: your tree as the run found it.",
+        "The runtime makes the coordinator's snapshot of your tree.",
+        "The runtime makes a measurement copy of lane-",
+        "The runtime measures lane-",
+        "in the coordinator's snapshot of your tree",
+    ):
+        assert words in text, words
+    measured = [s for s in said if s.startswith("The runtime measures ")]
+    assert measured and all("'s candidate lane-" in s for s in measured)
+    for leak in ("(lanes/", "(baseline)", "(planning/", "(measure/", " as evaluator", ".0 from"):
+        assert leak not in text, leak
+
+
+def test_a_turn_taken_again_says_which_attempt_ends() -> None:
+    fold = RunFold(lanes=[("lane-1", ("critic",))])
+    fold.apply(_ev(1, "turn_started", "critic", turn=2, attempt=1, place="source"))
+    first = fold.apply(_ev(2, "turn_failed", "critic", turn=2, attempt=1, error="crash"))
+    fold.apply(_ev(3, "turn_started", "critic", turn=2, attempt=2, place="source"))
+    second = fold.apply(_ev(4, "turn_failed", "critic", turn=2, attempt=2, error="crash"))
+    assert first.shown.text.startswith("critic — turn 2 of lane-1 FAILED")
+    assert second.shown.text.startswith("critic — turn 2, attempt 2 of lane-1 FAILED")

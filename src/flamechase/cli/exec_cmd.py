@@ -33,7 +33,7 @@ NO_ENVIRONMENTS = (
     "flow_ref",
     required=True,
     metavar="FLOW",
-    help="flow name (flame_chase, parallel_flame_chase) or path to a flow",
+    help="a built-in flow's name (`flamechase flows list`) or a path to a flow",
 )
 @click.option(
     "-a",

@@ -11,7 +11,7 @@ from flamechase.errors import FlowIndexError
 from flamechase.text import echo, echo_json
 
 if TYPE_CHECKING:
-    from flamechase.flow import Flow
+    from flamechase.flow import Flow, FlowParams
     from flamechase.flows.index import Entry
 
 INDEX_HELP = (
@@ -165,8 +165,9 @@ _LIMITS = (
 
 
 def describe(flow: Flow[Any], source: str) -> list[str]:
-    """A flow's declarations as lines: summary, roles, params."""
-    params = flow.Params()
+    """A flow's declarations as lines: summary, roles, params (a param without a usable
+    default is shown as required, and the roles are those of the defaults)."""
+    params, required = _defaults(flow)
     lines = [
         f"{flow.name} {flow.version}: {flow.summary}",
         f"source: {source}",
@@ -176,14 +177,9 @@ def describe(flow: Flow[Any], source: str) -> list[str]:
             if flow.resumable
             else "no (every start is a new run)"
         ),
-        "roles (-a, in order):",
+        *_roles(flow, params, required),
+        "params (-p" + (", required ones marked" if required else "") + "):",
     ]
-    for role in flow.describe_roles(params):
-        extra = f" (default effort {role.defaults.effort})" if role.defaults.effort else ""
-        lines.append(
-            f"  {role.name}{extra}" + (f": {role.description}" if role.description else "")
-        )
-    lines.append("params (-p):")
     for key, field in flow.Params.model_fields.items():
         limits = [
             f"{sym} {getattr(m, attr)}"
@@ -191,11 +187,52 @@ def describe(flow: Flow[Any], source: str) -> list[str]:
             for attr, sym in _LIMITS
             if getattr(m, attr, None) is not None
         ]
-        shown = f"  {key} = {getattr(params, key)!r}" + (
-            f" ({', '.join(limits)})" if limits else ""
-        )
+        if key in required:
+            shown = f"  {key} (required; {_type_words(field.annotation)}" + "".join(
+                f"; {limit}" for limit in limits
+            )
+            shown += ")"
+        else:
+            shown = f"  {key} = {getattr(params, key)!r}" + (
+                f" ({', '.join(limits)})" if limits else ""
+            )
         lines.append(shown + (f": {field.description}" if field.description else ""))
     return lines
+
+
+def _defaults(flow: Flow[Any]) -> tuple[FlowParams, set[str]]:
+    """The flow's params with every default, and the names of those a run must be given
+    (no default, or a default the params refuse: `-p evaluator=...`)."""
+    from pydantic import ValidationError
+
+    try:
+        return flow.Params(), set()
+    except ValidationError as exc:
+        required = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+    # The defaults that exist, unchecked: enough for the roles of flows whose roles do not
+    # depend on what is required.
+    return flow.Params.model_construct(), required
+
+
+def _roles(flow: Flow[Any], params: FlowParams, required: set[str]) -> list[str]:
+    try:
+        roles = flow.describe_roles(params)
+    except Exception:  # roles that depend on a required param: nothing to show them from
+        return [f"roles: depend on {', '.join(sorted(required))} (give them with -p)"]
+    lines = ["roles (-a, in order):"]
+    for role in roles:
+        extra = f" (default effort {role.defaults.effort})" if role.defaults.effort else ""
+        lines.append(
+            f"  {role.name}{extra}" + (f": {role.description}" if role.description else "")
+        )
+    return lines
+
+
+def _type_words(annotation: Any) -> str:
+    """A param's type as a user writes it after -p: `str`, `int`, `list[str]`."""
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
 
 
 def _show_entries(entries: list[Entry], source: str) -> None:

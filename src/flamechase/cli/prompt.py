@@ -1,6 +1,6 @@
 """The prompt `flamechase` opens on a terminal: `$FLOW TASK` starts a run with FLOW's profile.
 
-    ❯ $parallel_flame_chase get the solver under 10 s on every benchmark in bench/
+    ❯ $my_flow get the solver under 10 s on every benchmark in bench/
 
 The run shows its live view in the terminal and the prompt comes back when it ends or is
 stopped (Ctrl-C stops it as it stops `exec`). Lines are kept in a history file in the state

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -41,8 +40,8 @@ __all__ = [
     "sim_settings",
 ]
 
-# Enough turns for each of three lanes to take several, and for one to integrate what the
-# others published; short enough to finish in seconds.
+# Enough turns for every lane of a three-lane flow to take several, and for lane 1 to
+# integrate what the others published; short enough to finish in seconds.
 DEFAULT_TURNS = 12
 DEFAULT_REST = 0.05  # the smallest rest_seconds a flow accepts
 # Never copied into a throw-away workspace: history and caches no simulated actor reads.
@@ -90,23 +89,6 @@ def fresh_dir(base: Path, name: str) -> Path:
         if not candidate.exists():
             return candidate
     raise FileExistsError(f"no free name like {base / name}")
-
-
-@contextlib.contextmanager
-def state_home(path: Path | None) -> Iterator[None]:
-    """Point FLAMECHASE_HOME at `path` for the duration (None: leave it as it is)."""
-    if path is None:
-        yield
-        return
-    before = os.environ.get(home.HOME_VAR)
-    os.environ[home.HOME_VAR] = str(path)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(home.HOME_VAR, None)
-        else:
-            os.environ[home.HOME_VAR] = before
 
 
 def _python() -> str:
@@ -170,7 +152,7 @@ def run_sim(
     from flamechase.engine.loop import Engine
     from flamechase.engine.prepare import RunRequest, prepare
 
-    with state_home(state):
+    with home.pointed_at(state):
         _, params = parse_settings(dict(settings), flow.Params, flow.name)
         named = {role for role, _ in agents if role}
         roles = [r for r in dict.fromkeys(flow.roles(params)) if r not in named]

@@ -230,9 +230,9 @@ def simulate_command(
 def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path | None) -> int:
     """See flamechase work in seconds: lanes of simulated agents on a sample repository.
 
-    Copies the bundled sample into a fresh directory, runs the demo flow on it with `sim`
-    agents under a short budget, and prints what happened: turns per lane, reports
-    exchanged, artifacts integrated, the best candidate, and the replay page.
+    Copies the bundled sample into a fresh directory, runs the built-in demo flow on it with
+    `sim` actors under a short budget, and prints what happened: the flow, turns per lane,
+    reports exchanged, artifacts integrated, the best candidate, and the replay page.
     """
     from flamechase.cli.simulating import copy_sample, fresh_dir, run_sim, sim_settings
     from flamechase.config import split_kv

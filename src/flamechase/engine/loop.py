@@ -477,7 +477,9 @@ class Engine:
         """Start what is not under way; (whether an admissible turn waits, wake times)."""
         deferred = False
         wake_at: list[float] = []
-        for c in commands:
+        # Drops first: a program or turn started in the same round must not be jailed with
+        # the dropped place to hide, which is removed under it as its jail is set up.
+        for c in sorted(commands, key=lambda c: not isinstance(c, cm.DropPlace)):
             if isinstance(c, cm.FinishRun):
                 self._finish = self._finish or c
             elif isinstance(c, cm.WaitUntil):

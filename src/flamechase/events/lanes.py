@@ -143,11 +143,11 @@ class Ran(Event):
 
     def show(self, seen: Seen) -> Shown:
         what = self.label or program_words(self.receipt.get("argv"))
-        took = self.receipt.get("duration")
+        took = secs(self.receipt.get("duration"))
         error = self.receipt.get("error")
         if error:
-            return Shown(f"The runtime's {what} failed: {clip(error, 200)}.", "warn")
-        return Shown(f"The runtime runs {what} ({secs(took)}).", "info")
+            return Shown(f"The runtime runs {what} ({took}): {clip(error, 200)}.", "warn")
+        return Shown(f"The runtime runs {what} ({took}).", "info")
 
 
 def program_words(argv: Any) -> str:

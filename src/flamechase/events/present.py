@@ -12,7 +12,8 @@ flow's own words, with the marks, panel rows and scores the flow gives them:
   and a later row of the same key replaces the cells it names.
 - `score` and `ranking`: a candidate for the leaderboard, and what the run ranks by.
 - `phase`: the run's phase from here on (`planning`), shown in place of `running`.
-- `alert`: something a person should look at (an anomaly), kept in a list of its own.
+- `alert`: something a person should look at (the flow saw something wrong), kept in a list
+  of its own.
 
 A kind that says nothing of itself is shown by `Event.describe()`; a stored kind that nobody
 registered (its flow's code is not loaded) is shown plainly, with its payload's first fields.
@@ -36,6 +37,7 @@ __all__ = [
     "Shown",
     "Tag",
     "and_",
+    "cell_text",
     "clip",
     "money",
     "plural",
@@ -161,6 +163,12 @@ class Seen(Protocol):
         """Who ended `lane`'s last turn (before the one under way)."""
         ...
 
+    def last_place(self, lane: str) -> str | None:
+        """Where `lane`'s last turn (before the one under way) worked; None before its first.
+        Actors hand each other only what they work in: a turn in another place is handed
+        nothing."""
+        ...
+
     def report(self, report_id: str) -> ReportSeen | None: ...
 
 
@@ -195,6 +203,17 @@ def secs(value: object) -> str:
         return f"{float(value):.1f} s"  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return "? s"
+
+
+def cell_text(value: Cell) -> str:
+    """A panel's cell as every view writes it (the replay's script writes it the same way)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def num(value: object) -> str:

@@ -196,14 +196,15 @@ class Frozen(Event):
     def show(self, seen: Seen) -> Shown:
         if self.error:
             return Shown(
-                f"The runtime could not freeze {self.key}: {clip(self.error, 200)}.", "warn"
+                f"The runtime could not freeze files of {seen.place_words(self.place)}: "
+                f"{clip(self.error, 200)}.",
+                "warn",
             )
         names = sorted(self.files)
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
         return Shown(
-            f"The runtime freezes {plural(len(names), 'file')} of "
-            f"{seen.place_words(self.place)} as {self.key} ({shown or 'none'}): hashed and "
-            "kept where no agent writes.",
+            f"The runtime freezes {plural(len(names), 'file')} ({shown or 'none'}) of "
+            f"{seen.place_words(self.place)}, hashed and kept where no agent writes.",
             "info",
         )
 

@@ -9,11 +9,18 @@ from flamechase.events.base import Event, register
 from flamechase.events.present import Seen, Shown, and_, clip, money, plural, secs
 
 
-def _who(e: Event, turn: int) -> str:
-    """`actor — turn N of lane`, or `actor's turn N` for a turn outside lanes."""
+def _who(e: Event, turn: int, attempt: int = 1) -> str:
+    """`actor — turn N of lane`, or `actor's turn N` for a turn outside lanes; its attempt
+    when it is taken again (after a failure, a cut or a usage limit)."""
+    again = f", attempt {attempt}" if attempt > 1 else ""
     if e.lane:
-        return f"{e.actor} — turn {turn} of {e.lane}"
-    return f"{e.actor or 'an actor'}'s turn {turn} (outside lanes)"
+        return f"{e.actor} — turn {turn}{again} of {e.lane}"
+    return f"{e.actor or 'an actor'}'s turn {turn}{again} (outside lanes)"
+
+
+def _source(lane: str) -> str:
+    """Who a delivered report is from: a lane, or the runtime (reports to `system:LANE`)."""
+    return "the runtime" if lane == "system" or lane.startswith("system:") else lane
 
 
 def _on(host: str | None) -> str:
@@ -43,21 +50,22 @@ class TurnStarted(Event):
         return text
 
     def show(self, seen: Seen) -> Shown:
-        again = f", attempt {self.attempt}" if self.attempt > 1 else ""
+        place = self.place or "source"
         before = seen.last_actor(self.lane) if self.lane else None
-        if before and before != self.actor:
-            # The seeds' words: the actors of a lane hand each other the tree (or the copy).
-            where = f"{before} hands {self.actor} {seen.handed(self.place or 'source')}"
+        if before and before != self.actor and seen.last_place(self.lane or "") == place:
+            # The seeds' words: the actors of a lane hand each other the tree (or the copy),
+            # when the turn works where the last one did.
+            where = f"{before} hands {self.actor} {seen.handed(place)}"
         else:
-            where = f"in {seen.place_words(self.place) if self.place else 'its place'}"
-        head = f"{_who(self, self.turn)}{again} starts, {where} ({self.backend})"
+            where = f"in {seen.place_words(place)}"
+        head = f"{_who(self, self.turn, self.attempt)} starts, {where} ({self.backend})"
         if not self.delivered:
             return Shown(head + ".", "turn")
         by_lane: dict[str, list[str]] = {}
         artifacts = 0
         for rid in self.delivered:
             rep = seen.report(rid)
-            by_lane.setdefault(rep.lane if rep else rid.split(".", 1)[0], []).append(rid)
+            by_lane.setdefault(_source(rep.lane if rep else rid.split(".", 1)[0]), []).append(rid)
             artifacts += rep.artifacts if rep else 0
         parts = [f"{src} ({', '.join(ids)})" for src, ids in by_lane.items()]
         carried = f" carrying {plural(artifacts, 'artifact')}" if artifacts else ""
@@ -124,7 +132,7 @@ class TurnValid(TurnEnded):
     def show(self, seen: Seen) -> Shown:
         said = f": “{clip(self.summary)}”" if self.summary else ""
         return Shown(
-            f"{_who(self, self.turn)} ends {self.report_status or 'valid'} "
+            f"{_who(self, self.turn, self.attempt)} ends {self.report_status or 'valid'} "
             f"({secs(self.duration)}, {money(self.cost_usd)}{_on(self.host)}){said}.",
             "end",
         )
@@ -142,9 +150,9 @@ class TurnFailed(TurnEnded):
         return f"turn {self.turn} FAILED{where}: {self.error[:160]}"
 
     def show(self, seen: Seen) -> Shown:
+        who = _who(self, self.turn, self.attempt)
         return Shown(
-            f"{_who(self, self.turn)} FAILED ({secs(self.duration)}{_on(self.host)}): "
-            f"{clip(self.error, 200)}.",
+            f"{who} FAILED ({secs(self.duration)}{_on(self.host)}): {clip(self.error, 200)}.",
             "fail",
         )
 
@@ -164,9 +172,9 @@ class TurnInterrupted(TurnEnded):
         return f"turn {self.turn} cut: {self.reason}"
 
     def show(self, seen: Seen) -> Shown:
+        who = _who(self, self.turn, self.attempt)
         return Shown(
-            f"{_who(self, self.turn)} was cut ({clip(self.reason, 160)}); the same actor "
-            "takes it again.",
+            f"{who} was cut ({clip(self.reason, 160)}); the same actor takes it again.",
             "fail",
         )
 

@@ -34,6 +34,7 @@ events, and acts only through commands.
 
 from flamechase import events
 from flamechase.events import Event, FlowEvent
+from flamechase.events.present import Mark, Ranking, Row, Score, Seen, Shown
 from flamechase.flow.api import (
     REASON,
     AgentDefaults,
@@ -86,14 +87,20 @@ __all__ = [
     "HoldLane",
     "LaneDef",
     "MakePlace",
+    "Mark",
     "Measure",
     "Outbox",
     "PublishReport",
+    "Ranking",
     "ReleaseLane",
     "ResultSpec",
     "Role",
+    "Row",
     "Run",
     "RunSetup",
+    "Score",
+    "Seen",
+    "Shown",
     "SimActor",
     "SimTurn",
     "StartTurn",

@@ -23,6 +23,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pr": ("flamechase.flows.git_pr.cli", "command"),
 }
 
+# The flow `flamechase demo` runs on the bundled sample.
+DEMO = "parallel_flame_chase"
+
 BUILTIN: dict[str, str] = {
     "flame_chase": "flamechase.flows.flame_chase",
     "parallel_flame_chase": "flamechase.flows.parallel_flame_chase",

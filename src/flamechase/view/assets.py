@@ -49,6 +49,8 @@ SKELETON = """\
 <section id="lanes-box"><h2>Lanes</h2><table id="lanes"><thead><tr><th>Lane</th>
 <th>State</th><th>On turn</th><th>Elapsed</th><th>Last report</th><th>Turns</th>
 <th>Failures</th></tr></thead><tbody></tbody></table></section>
+<section id="alerts" hidden><h2>Alerts</h2><div id="alerts-in"></div></section>
+<div id="panels" hidden aria-label="the flow's panels"></div>
 <div id="grid">
 <section><h2>Pending reports</h2><div id="pending"></div></section>
 <section><h2>Leaderboard</h2><div id="board"></div></section>
@@ -157,6 +159,15 @@ white-space:nowrap;overflow:hidden;text-overflow:ellipsis;cursor:pointer}
 .row.g-report,.row.g-receive,.row.g-plan{color:#1864ab}.row.g-fail{color:#c92a2a}
 .row.g-best{color:#2b8a3e;font-weight:600}.row.g-run{font-weight:600}
 .tl-label.cur{color:var(--acc)}
+.tl-label.solo,#lanes tr.solo td:first-child{font-style:italic;color:var(--c-plan)}
+#panels{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:14px;
+margin:14px 0}
+.panel{border:1px solid var(--bd);border-radius:6px;padding:8px 10px;contain:content;
+overflow:auto;max-height:480px}
+.panel th{white-space:nowrap}
+#alerts{border:1px solid #ffc9c9;background:#fff5f5;border-radius:6px;padding:8px 10px;
+margin-top:14px}
+.alert{color:#c92a2a;cursor:pointer;margin:2px 0}
 """
 
 

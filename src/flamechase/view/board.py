@@ -89,11 +89,21 @@ class Board:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Panel:
-    """A flow's table at one point: its columns in the order first given, and its rows."""
+    """A flow's table at one point: its columns in the order first given, and its rows in
+    the order their keys were first given; `touched`: the keys, the row changed last last."""
 
     name: str
     columns: tuple[str, ...]
     rows: tuple[tuple[str, Mapping[str, Cell]], ...]
+    touched: tuple[str, ...] = ()
+
+    def recent(self, n: int) -> tuple[tuple[str, Mapping[str, Cell]], ...]:
+        """At most `n` rows: those changed last, in the panel's order (a long panel, every
+        pull request of a run, shows what is moving)."""
+        if len(self.rows) <= n:
+            return self.rows
+        keep = set(self.touched[-n:])
+        return tuple(r for r in self.rows if r[0] in keep)
 
 
 class Panels:
@@ -102,6 +112,7 @@ class Panels:
     def __init__(self) -> None:
         self._rows: dict[str, dict[str, dict[str, Cell]]] = {}
         self._columns: dict[str, dict[str, None]] = {}
+        self._touched: dict[str, dict[str, None]] = {}  # panel -> keys, changed last last
 
     def put(self, row: Row) -> None:
         cells = self._rows.setdefault(row.panel, {}).setdefault(row.key, {})
@@ -109,6 +120,9 @@ class Panels:
         cols = self._columns.setdefault(row.panel, {})
         for name in row.cells:
             cols.setdefault(name, None)
+        touched = self._touched.setdefault(row.panel, {})
+        touched.pop(row.key, None)
+        touched[row.key] = None
 
     def cells(self, panel: str, key: str) -> Mapping[str, Cell]:
         return self._rows.get(panel, {}).get(key, {})
@@ -119,6 +133,7 @@ class Panels:
                 name=name,
                 columns=tuple(self._columns[name]),
                 rows=tuple((key, dict(cells)) for key, cells in rows.items()),
+                touched=tuple(self._touched[name]),
             )
             for name, rows in self._rows.items()
         )

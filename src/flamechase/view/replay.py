@@ -30,7 +30,8 @@ Delta keys (lane and source indices are positions in "lanes"):
                                                 shows it (a pull request merged, a gate run):
                                                 tone info | good | bad
     F  [[panel, key, {cells}]]                  rows of the flow's panels (`Shown.rows`)
-    X  text                                     an alert (an anomaly), kept in a list
+    X  text                                     an alert (something wrong the flow saw),
+                                                kept in a list
     I  [lane, [source lanes]]                   the lanes whose reports `lane` reads, as its
                                                 turn said (journals that never say: the
                                                 header's `legacy`, every lane reads all)
@@ -106,7 +107,7 @@ class ReplayBuilder:
             "updated": run.get("updated"),
             "objective": str(run.get("task") or "")[:_OBJECTIVE],
             "agents": run.get("agents") or {},
-            # What the run ranks by, once its flow declared it (`leaderboard_declared`).
+            # What the run ranks by, once an event of its flow declared it (`Shown.ranking`).
             "metric": None,
             "direction": None,
             "evaluator": None,

@@ -21,6 +21,7 @@ fold names no flow and no flow's kind.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -88,6 +89,7 @@ class RunFold:
         if budget:
             self._set_limits(budget)
         self.places: dict[str, tuple[str, str]] = {}  # place -> (how, words)
+        self._worked: dict[str, str] = {}  # track -> the place its last ended turn worked in
         self.board = Board()
         self.panels = Panels()
         self.alerts: list[str] = []
@@ -160,6 +162,9 @@ class RunFold:
     def last_actor(self, lane: str) -> str | None:
         row = self.lanes.get(lane)
         return row.last_actor if row else None
+
+    def last_place(self, lane: str) -> str | None:
+        return self._worked.get(lane)
 
     def report(self, report_id: str) -> ReportSeen | None:
         return self.inbox.report(report_id)
@@ -293,6 +298,7 @@ class RunFold:
         if name is None:
             return
         snap = self.lanes[name]
+        self._worked[name] = snap.place or _SOURCE
         self._set(
             name,
             ch,
@@ -320,6 +326,7 @@ class RunFold:
         if name is None:
             return
         snap = self.lanes[name]
+        self._worked[name] = snap.place or _SOURCE
         self._set(
             name,
             ch,
@@ -339,7 +346,7 @@ class RunFold:
     def _turn_cut(
         self, e: ev.TurnInterrupted | ev.LanePaused, ch: Change, before: str | None
     ) -> None:
-        self.cost += e.cost_usd
+        self.cost = _spend(self.cost, e.cost_usd)
         self.output_tokens += e.output_tokens
         ch.spend = True
         name = self._track(e)
@@ -400,7 +407,7 @@ class RunFold:
     def _count_spend(self, e: ev.TurnEnded, ch: Change, *, counted: bool) -> None:
         if counted:
             self.turns += 1
-        self.cost += e.cost_usd
+        self.cost = _spend(self.cost, e.cost_usd)
         self.output_tokens += e.output_tokens
         ch.spend = True
 
@@ -523,6 +530,12 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.RunFailed: RunFold._ended,
     ev.RunHeld: RunFold._ended,
 }
+
+
+def _spend(total: float, more: float) -> float:
+    """`total + more`, never past the largest float: agents report their own spend, and two
+    huge reports must not make the run's cost infinite (no view could write it as JSON)."""
+    return min(total + more, sys.float_info.max)
 
 
 def _int(value: Any) -> int:

@@ -92,8 +92,10 @@ class _Trace:
             )
         elif ch.shown.mark is not None:
             self.instant(ch.shown.mark.label, "mark", ts, track, text=ch.shown.text)
-        elif ch.shown.tag in ("run", "warn", "plan", "best", "fail") and not track:
-            self.instant(e.kind, "run", ts, None, text=ch.shown.text)
+        elif ch.shown.tag in ("run", "warn", "plan", "best", "fail", "report"):
+            # What the run or a flow says of a lane (a hold, a flow's own kinds): an instant
+            # on the lane's track, or a run-wide one.
+            self.instant(e.kind, "run" if not track else "lane", ts, track, text=ch.shown.text)
         best = self.fold.best
         if ch.board and best is not None and best.value != self.best:
             self.best = best.value

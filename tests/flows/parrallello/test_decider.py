@@ -85,8 +85,10 @@ def test_a_block_over_its_share_of_the_budget_paces_the_next_one() -> None:
         pacing_share=0.05,
         paced_tickets=2,
     ).run()
-    first, _ = d.of(fev.BlockEnded)
+    first, last = d.of(fev.BlockEnded)
     assert first.spend["cost"] > 0 and first.share > 0.05 and first.paced_next
+    # The last block has no next block to pace, whatever it spent.
+    assert last.share > 0.05 and not last.paced_next
     rounds = d.of(fev.RoundStarted)
     assert not rounds[0].paced and sum(len(t) for t in rounds[0].builders.values()) == 6
     assert rounds[1].paced and rounds[1].ceiling == 40

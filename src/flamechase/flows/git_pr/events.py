@@ -46,9 +46,13 @@ class MainMeasured(FlowEvent):
         return f"main {self.commit[:12]} measured: {got}"
 
     def show(self, seen: Seen) -> Shown:
-        got = num(self.value) if self.error is None else f"no value ({clip(self.error, 160)})"
+        text = (
+            f"Main at {self.commit[:12]} measures {num(self.value)}: what candidates must beat."
+            if self.error is None
+            else f"Main at {self.commit[:12]} could not be measured: {clip(self.error, 160)}."
+        )
         return Shown(
-            f"The runtime measures main at {self.commit[:12]}: {got}; candidates must beat it.",
+            text,
             "info",
             rows=(Row("main", "main", {"commit": self.commit[:12], "value": self.value}),),
         )
@@ -132,9 +136,8 @@ class PrReady(FlowEvent):
 
     def show(self, seen: Seen) -> Shown:
         return Shown(
-            f"The runtime measures {self.pr} of {self.lane} in a clean checkout of "
-            f"{self.commit[:12]}: {num(self.value)} (main: {num(self.main_value)}); "
-            f"{self.pr} is ready.",
+            f"{self.pr} of {self.lane} is ready: it measures {num(self.value)} at "
+            f"{self.commit[:12]} (main: {num(self.main_value)}).",
             "info",
             mark=Mark(f"{self.pr} ready"),
             rows=(_pr(self.pr, state="ready", value=self.value),),

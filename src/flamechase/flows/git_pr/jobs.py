@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flamechase.flow import Command, MakePlace, PublishReport
-from flamechase.flows.git_pr.model import GitState, Job
+from flamechase.flows.git_pr.model import GitState, Job, place_label
 
 __all__ = ["add", "owe", "runnable", "system_report", "take"]
 
@@ -66,7 +66,7 @@ def runnable(state: GitState) -> list[Command]:
             continue
         busy.add(job.place)
         missing = [p for p in (job.place, *job.reads) if p != "source" and p not in state.places]
-        out += [MakePlace(p, how="empty") for p in missing]
+        out += [MakePlace(p, how="empty", label=place_label(p)) for p in missing]
         if not missing:
             out.append(job.command_of())
     return out

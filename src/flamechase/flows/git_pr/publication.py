@@ -1,6 +1,6 @@
 """Publication: the source tree follows main, one checked publication after each merge.
 
-The runtime program (`flamechase.tools.publish`) runs in the source: it writes only the paths
+The runtime program (`flamechase.tools.git_pr.publish`) runs in the source: it writes only the paths
 main changed since the last publication, each checked against what the source held, and in a
 git work tree commits them on the user's current branch. When it refuses (a path edited
 outside the run, or uncommitted changes to it), publication is held, the reason is journaled,
@@ -58,6 +58,7 @@ def commands(state: GitState, now: float) -> list[Command]:
             argv=programs.publish(
                 state.place(CENTRAL), state.published, target, _message(state, target)
             ),
+            label=f"the publication of main ({target[:12]}) into your tree",
         )
     ]
 

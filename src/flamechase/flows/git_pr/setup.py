@@ -22,6 +22,7 @@ from flamechase.flows.git_pr.model import (
     INTEGRATION,
     GitState,
     lane_place,
+    place_label,
     result_of,
 )
 from flamechase.flows.parallel_flame_chase import events as pev
@@ -42,7 +43,11 @@ def done(state: GitState, step: str) -> bool:
 
 def commands(state: GitState) -> list[Command]:
     """What the layout still needs (nothing once it is all there)."""
-    out: list[Command] = [MakePlace(p, how="empty") for p in places(state) if p not in state.places]
+    out: list[Command] = [
+        MakePlace(p, how="empty", label=place_label(p))
+        for p in places(state)
+        if p not in state.places
+    ]
     central = state.places.get(CENTRAL)
     if central is None:
         return out
@@ -55,6 +60,7 @@ def commands(state: GitState) -> list[Command]:
                 timeout=SETUP_TIMEOUT,
                 jailed=False,
                 argv=programs.init_central(state.source, state.book.run_id),
+                label="the seeding of the central repository from your tree",
             ),
         ]
     for lane in state.book.lanes:
@@ -67,6 +73,7 @@ def commands(state: GitState) -> list[Command]:
                     reads=(CENTRAL,),
                     timeout=SETUP_TIMEOUT,
                     argv=programs.clone(central, lane, outbox=True),
+                    label=f"the cloning of the central repository for {lane}",
                 )
             )
     if not done(state, INTEGRATION) and INTEGRATION in state.places:
@@ -78,6 +85,7 @@ def commands(state: GitState) -> list[Command]:
                 jailed=False,
                 timeout=SETUP_TIMEOUT,
                 argv=programs.clone(central, INTEGRATION, outbox=False),
+                label="the cloning of the central repository for the runtime's merges",
             )
         )
     if MAIN_CHECKOUT in state.places and not state.main_measured:
@@ -95,6 +103,7 @@ def _baseline(state: GitState, central: str) -> Command:
             jailed=False,
             timeout=SETUP_TIMEOUT,
             argv=programs.checkout(central, state.baseline or "", None, ()),
+            label="a clean checkout of main",
         )
     # The user's own code, jailed like the first lane's (no lane is more trusted).
     return Measure(
@@ -104,6 +113,7 @@ def _baseline(state: GitState, central: str) -> Command:
         pattern=p.metric_pattern,
         timeout=p.evaluator_timeout,
         lane=next(iter(state.book.lanes), None),
+        label="main in a clean checkout",
     )
 
 

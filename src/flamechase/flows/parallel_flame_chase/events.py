@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from flamechase.events import FlowEvent, register
-from flamechase.events.present import Ranking, Score, Seen, Shown, and_, clip, money, secs
+from flamechase.events.present import Ranking, Score, Seen, Shown, and_, clip, money, num, secs
 
 
 @register
@@ -152,7 +152,7 @@ class CandidateSubmitted(FlowEvent):
         if self.direction in ("minimize", "maximize"):
             score = Score(
                 ref=self.report_id,
-                lane=self.lane or "",
+                lane=self.lane or self.report_id,
                 metric=self.metric,
                 direction=self.direction,  # type: ignore[arg-type]
                 value=float(self.measured if self.measured is not None else self.claimed),
@@ -160,8 +160,14 @@ class CandidateSubmitted(FlowEvent):
                 verified=self.verified,
                 ranked=self.ranked,
             )
+        # A candidate of no lane is what the run started from (a flow's baseline, `main`).
+        who = (
+            f"{self.lane} submits a candidate"
+            if self.lane
+            else f"{self.report_id} enters the leaderboard"
+        )
         return Shown(
-            f"{self.lane} submits a candidate: {self.metric} = {self.claimed:g}{got} ({how}).",
+            f"{who}: {self.metric} = {self.claimed:g}{got} ({how}).",
             "info",
             score=score,
         )
@@ -180,7 +186,7 @@ class CandidateBestUpdated(FlowEvent):
         return f"new best {self.metric} = {self.value} ({self.report_id})"
 
     def show(self, seen: Seen) -> Shown:
+        where = f" from {self.lane}" if self.lane else ""
         return Shown(
-            f"New best: {self.metric} = {self.value} from {self.lane} (report {self.report_id}).",
-            "best",
+            f"New best: {self.metric} = {num(self.value)}{where} ({self.report_id}).", "best"
         )

@@ -275,7 +275,11 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         p = state.params
         out += [pfc_measure.drop(place) for place in state.dropping]
         private = [ln for ln in state.book.lanes.values() if not ln.in_source]
-        out += [MakePlace(ln.place) for ln in private if ln.place not in state.places]
+        out += [
+            MakePlace(ln.place, label=f"{ln.name}'s private copy of your tree")
+            for ln in private
+            if ln.place not in state.places
+        ]
         if p.evaluator:
             if state.freeze_error:
                 return [

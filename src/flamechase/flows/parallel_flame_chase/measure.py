@@ -32,7 +32,7 @@ def setup(
 ) -> list[Command]:
     """What must exist before any lane works: the baseline and the frozen evaluator."""
     if BASELINE not in places:
-        return [MakePlace(BASELINE)]
+        return [MakePlace(BASELINE, label="the baseline: your tree as the run found it")]
     if frozen is None:
         return [Freeze(FROZEN, place=BASELINE, paths=tuple(files), command=evaluator)]
     return []
@@ -49,8 +49,18 @@ def steps(
 ) -> list[Command]:
     """The next command for one submission under measurement."""
     place = place_of(rid)
+    candidate = f"{info['lane']}'s candidate {rid}"
     if place not in places:
-        return [MakePlace(place, how="overlay", base=BASELINE, over=lane_place, restore=FROZEN)]
+        return [
+            MakePlace(
+                place,
+                how="overlay",
+                base=BASELINE,
+                over=lane_place,
+                restore=FROZEN,
+                label=f"a measurement copy of {candidate}",
+            )
+        ]
     return [
         Measure(
             key=rid,
@@ -59,6 +69,7 @@ def steps(
             pattern=pattern,
             timeout=timeout,
             lane=info["lane"],
+            label=candidate,
         )
     ]
 

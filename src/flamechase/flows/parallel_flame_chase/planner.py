@@ -55,7 +55,8 @@ class Step:
 def commands(p: Planning, places: Mapping[str, str], lanes: Mapping[str, Lane]) -> list[Command]:
     place = f"planning/{p.revision}"
     if place not in places:
-        return [MakePlace(place)]
+        again = f" (plan revision {p.revision})" if p.revision > 1 else ""
+        return [MakePlace(place, label=f"the {PLANNER}'s snapshot of your tree{again}")]
     if len(p.errors) >= PLAN_ATTEMPTS:
         return [
             FinishRun(

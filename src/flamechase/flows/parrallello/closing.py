@@ -308,12 +308,18 @@ def _after(
         spend = front.block_spend.plus(seconds=_seconds(front.block_started, ctx.at))
         share = spend.share(limits)
         paced = share > ctx.knobs.pacing_share
+        # Whether a next block is paced is worth saying only when there is a next block.
+        last = (
+            front.status == "approved"
+            or rs.block >= ctx.plan.blocks
+            or run_share >= ctx.knobs.stop_share
+        )
         row = {
             "block": rs.block,
             "rounds": rs.in_block,
             "spend": spend.model_dump(),
             "share": round(share, 4),
-            "paced_next": paced,
+            "paced_next": paced and not last,
         }
         owed.append(
             Emit(
@@ -325,7 +331,7 @@ def _after(
                     approved=front.status == "approved",
                     spend=spend.model_dump(),
                     share=round(share, 4),
-                    paced_next=paced,
+                    paced_next=paced and not last,
                 )
             )
         )

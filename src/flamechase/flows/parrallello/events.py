@@ -28,8 +28,9 @@ class FrontsPlanned(FlowEvent):
     def show(self, seen: Seen) -> Shown:
         fronts = [f for f in self.fronts if isinstance(f, Mapping)]
         waves = sorted({int(f.get("wave", 1)) for f in fronts})
+        by = "The planner plans" if self.source == "planner" else "The plan file sets"
         return Shown(
-            f"Plan ({self.source}): {plural(len(fronts), 'front')} ({_ids(fronts, 8)}) in "
+            f"{by} {plural(len(fronts), 'front')} ({_ids(fronts, 8)}) in "
             f"{plural(len(waves), 'wave')}; at most {plural(self.blocks, 'block')} of "
             f"{plural(self.rounds_per_block, 'round')} each.",
             "plan",
@@ -163,7 +164,7 @@ class BuilderChecked(FlowEvent):
         if self.outside:
             text += f", {len(self.outside)} outside its files reverted"
         if self.frozen:
-            text += f", GATE TOUCHED ({', '.join(self.frozen[:3])})"
+            text += f", the frozen gate edited ({', '.join(self.frozen[:3])})"
         return text
 
     def show(self, seen: Seen) -> Shown:
@@ -270,7 +271,9 @@ class VerdictRecorded(FlowEvent):
 
     def show(self, seen: Seen) -> Shown:
         word = "APPROVED" if self.approved else "not approved"
-        why = f" ({'; '.join(self.reasons)})" if self.reasons else ""
+        # The counts follow; a reason that only restates them is not said twice.
+        said = [r for r in self.reasons if not r.endswith("finding(s)")]
+        why = f" ({'; '.join(said)})" if said else ""
         return Shown(
             f"Front {self.front}, round {self.round}: {word}{why} — {self.majors} major, "
             f"{self.mediums} medium, {self.minors} minor; gate {self.gate}; next tickets: "
@@ -335,9 +338,10 @@ class FrontEnded(FlowEvent):
     def show(self, seen: Seen) -> Shown:
         tail = f"; open: {_ids(self.open_tickets)}" if self.open_tickets else ""
         word = self.status.replace("_", " ")
+        why = "" if self.reason.startswith(self.status) else f": {self.reason}"
         return Shown(
-            f"Front {self.front} {word.upper()} after {plural(self.rounds, 'round')}: "
-            f"{self.reason}{tail}. {bar(self.progress)} this front · {bar(self.overall)} all",
+            f"Front {self.front} {word.upper()} after {plural(self.rounds, 'round')}"
+            f"{why}{tail}. {bar(self.progress)} this front · {bar(self.overall)} all",
             "best" if self.status == "approved" else "fail",
             mark=Mark(word, "good" if self.status == "approved" else "bad"),
             rows=(_front(self.front, state=word, progress=f"{self.progress:.0%}"),),

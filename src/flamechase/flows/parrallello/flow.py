@@ -369,7 +369,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
 
     def _plan_commands(self, state: PState) -> list[Command]:
         if "planning" not in state.places:
-            return [MakePlace("planning")]
+            return [MakePlace("planning", label="the planner's snapshot of your tree")]
         if len(state.planner_errors) >= PLAN_TRIES:
             return [
                 FinishRun(

@@ -69,7 +69,7 @@ def commands(state: PState, front: FrontState) -> list[Command]:
     if front.status == "waiting":
         out = _prep_commands(state, front, spec) if state.knobs.prep else []
         if startable(state, front, spec) and rt.front_place(front.lane) not in state.places:
-            out.append(MakePlace(rt.front_place(front.lane)))
+            out.append(MakePlace(rt.front_place(front.lane), label=rt.front_label(front.id)))
         return out
     if front.status == "opening":
         return _opening(state, front, spec)
@@ -99,7 +99,7 @@ def _prep_commands(state: PState, front: FrontState, spec: FrontSpec) -> list[Co
     assert state.plan is not None
     place = rt.stage_place(front.lane)
     if front.prep.status == "none" and prep_allowed(state, spec) and place not in state.places:
-        return [MakePlace(place)]
+        return [MakePlace(place, label=f"front {front.id}'s staging copy of your tree")]
     if front.prep.status != "running":
         return []
     busy = {f.id: _globs(f) for f in _earlier(state, spec) if not state.fronts[f.id].done}

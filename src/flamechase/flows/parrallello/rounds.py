@@ -107,7 +107,7 @@ def commands(front: FrontState, ctx: Ctx) -> list[Command]:
     if rs.phase == "sync":
         for b in rs.builders.values():
             if b.place not in ctx.places:
-                out.append(MakePlace(b.place, how="empty"))
+                out.append(MakePlace(b.place, how="empty", label=rt.builder_label(b.owner, fid)))
             elif not b.synced:
                 out.append(
                     rt.mirror(
@@ -163,7 +163,8 @@ def _critic_commands(front: FrontState, rs: RoundState, ctx: Ctx) -> list[Comman
     place = rt.critic_place(front.lane)
     if rs.phase == "critic_sync":
         if place not in ctx.places:
-            return [MakePlace(place, how="empty")]
+            label = f"the critic's copy of front {front.id}"
+            return [MakePlace(place, how="empty", label=label)]
         return [
             rt.mirror(
                 k(fid, "csync", n),

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from flamechase.tools.central import HOOK_PREFIX
-from flamechase.tools.git import NO_CONVERSION, Git, GitError, wipe, write_text
+from flamechase.tools.git_pr.central import HOOK_PREFIX
+from flamechase.tools.git_pr.git import NO_CONVERSION, Git, GitError, wipe, write_text
 
 __all__ = ["allowed", "checkout", "clone", "export", "merge"]
 

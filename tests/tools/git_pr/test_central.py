@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flamechase.tools import hook
+from flamechase.tools.git_pr import hook
 from tests.tools.conftest import User, source_repo, tool
 
 ZERO = "0" * 40

@@ -3,7 +3,7 @@
 `init_central` makes the bare repository from the source tree the program runs in: exactly
 the files the user's own `git add -A` would take when the source is a git work tree (tracked
 and untracked-but-not-ignored), every file but `.git` otherwise, each as its exact bytes, in
-one baseline commit on `main`; and installs the pre-receive hook (`tools.hook`).
+one baseline commit on `main`; and installs the pre-receive hook (`tools.git_pr.hook`).
 `forward` takes what a lane pushed (a bundle its own jailed export wrote) and pushes each
 update of the lane's own branches into the central repository, through the hook, as that lane;
 any other ref (a tag, a note, a replace ref, another lane's branch) is refused unread.
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from flamechase.interpreter import runtime_shell
-from flamechase.tools import hook
-from flamechase.tools.git import ZERO, Git, GitError, wipe, write_text
+from flamechase.tools.git_pr import hook
+from flamechase.tools.git_pr.git import ZERO, Git, GitError, wipe, write_text
 
 __all__ = ["forward", "init_central", "push_main"]
 
@@ -33,8 +33,8 @@ SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 def hook_script() -> str:
-    """The pre-receive hook: this Python, isolated, running `flamechase.tools.hook`."""
-    return f'#!/bin/sh\nexec {runtime_shell("flamechase.tools.hook")} "$@"\n'
+    """The pre-receive hook: this Python, isolated, running `flamechase.tools.git_pr.hook`."""
+    return f'#!/bin/sh\nexec {runtime_shell("flamechase.tools.git_pr.hook")} "$@"\n'
 
 
 def init_central(central: Path, source: Path, run_id: str) -> dict[str, Any]:

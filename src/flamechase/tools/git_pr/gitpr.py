@@ -16,7 +16,7 @@
     push-main --central DIR --merge SHA --main SHA
                                                 (in the central repository) main -> the merge
 
-Policies for the hook come in FLAMECHASE_GIT_POLICY (see `tools.hook`). Each prints one JSON
+Policies for the hook come in FLAMECHASE_GIT_POLICY (see `tools.git_pr.hook`). Each prints one JSON
 line: the result, or {"error": ...} with exit 1.
 """
 
@@ -28,12 +28,12 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from flamechase.tools import central, clones
-from flamechase.tools.git import GitError, done, fail
+from flamechase.tools.git_pr import central, clones
+from flamechase.tools.git_pr.git import GitError, done, fail
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="flamechase.tools.gitpr")
+    p = argparse.ArgumentParser(prog="flamechase.tools.git_pr.gitpr")
     sub = p.add_subparsers(dest="job", required=True)
     s = sub.add_parser("init-central")
     s.add_argument("--source", type=Path, required=True)

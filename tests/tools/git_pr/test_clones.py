@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from tests.tools.conftest import User, tool
-from tests.tools.test_central import init
+from tests.tools.git_pr.test_central import init
 
 RUNTIME = {"FLAMECHASE_GIT_POLICY": json.dumps({"pusher": "runtime", "merge": None})}
 

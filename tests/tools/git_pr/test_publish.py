@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 from tests.tools.conftest import User, python_in, tool
-from tests.tools.test_central import init
-from tests.tools.test_clones import central_commit
+from tests.tools.git_pr.test_central import init
+from tests.tools.git_pr.test_clones import central_commit
 
 
 def world(
@@ -230,7 +230,7 @@ def test_a_merge_that_writes_into_the_runtimes_own_python_is_refused(
             str(python),
             "-I",
             "-m",
-            "flamechase.tools.publish",
+            "flamechase.tools.git_pr.publish",
             "--central",
             str(central),
             "--from",

@@ -1,6 +1,6 @@
 """Publication: the paths a merge changed, copied into the source tree, each checked first.
 
-    python -m flamechase.tools.publish --central C --from OLD --to NEW --message M
+    python -m flamechase.tools.git_pr.publish --central C --from OLD --to NEW --message M
     (run in the source tree)
 
 For every path that differs between commits OLD (what the source held when the run last
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from flamechase.interpreter import installation_holding
-from flamechase.tools.git import ZERO, Git, GitError, done, fail
+from flamechase.tools.git_pr.git import ZERO, Git, GitError, done, fail
 
 __all__ = ["Refused", "publish"]
 
@@ -279,7 +279,7 @@ def publish(source: Path, central: Path, old: str, new: str, message: str) -> di
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="flamechase.tools.publish")
+    parser = argparse.ArgumentParser(prog="flamechase.tools.git_pr.publish")
     parser.add_argument("--central", required=True, type=Path)
     parser.add_argument("--from", dest="old", required=True)
     parser.add_argument("--to", dest="new", required=True)
