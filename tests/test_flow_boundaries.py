@@ -19,7 +19,8 @@ from pathlib import Path
 from flamechase import events
 from flamechase.events.present import TAGS
 from flamechase.flow import CopyParams, FlowParams
-from flamechase.flows import builtin_names, load_flow
+from flamechase.flows import builtin_names
+from flamechase.loader import load_flow
 from flamechase.view import state
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "flamechase"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from flamechase import events
-from flamechase.flows import load_flow
+from flamechase.loader import load_flow
 from flamechase.testing import (
     EngineRun,
     FakeClock,

@@ -146,7 +146,7 @@ def read_run(run_dir: Path | str, *, import_flow: bool = True) -> RunRecord:
     with Reader(path / DB_NAME) as reader:
         run = reader.run()
         if import_flow:
-            from flamechase.flows import load_recorded
+            from flamechase.loader import load_recorded
 
             load_recorded(str(run.get("flow_source") or ""))
         stored = reader.flow_state()

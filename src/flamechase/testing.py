@@ -364,7 +364,7 @@ def _run(
 ) -> RunEnd:
     from flamechase.config import parse_settings
     from flamechase.engine.prepare import RunRequest, prepare
-    from flamechase.flows import load_flow
+    from flamechase.loader import load_flow
 
     loaded = load_flow(flow)
     named = {role for role, _ in agents if role}

@@ -361,7 +361,7 @@ def _show(name: str) -> list[str]:
 
 @pytest.mark.parametrize("name", builtin_names())
 def test_show_works_for_every_built_in_flow_and_variant(name: str) -> None:
-    from flamechase.flows import load_flow
+    from flamechase.loader import load_flow
 
     flow = load_flow(name)
     lines = _show(name)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from flamechase.flow import REASON, ResultSpec, StartTurn, TurnContext
-from flamechase.flows import load_flow
+from flamechase.loader import load_flow
 
 
 def context(tmp: Path, turn: StartTurn) -> TurnContext:

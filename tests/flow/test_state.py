@@ -22,7 +22,8 @@ from flamechase.flow import (
     RunSetup,
     TurnContext,
 )
-from flamechase.flows import builtin_names, load_flow
+from flamechase.flows import builtin_names
+from flamechase.loader import load_flow
 from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "flamechase"

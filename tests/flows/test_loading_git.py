@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from flamechase.errors import FlowNotFound
-from flamechase.flows import flow_identity, load_flow
+from flamechase.loader import flow_identity, load_flow
 from tests.flows.loading_repos import change_flow, commit, flow_source, git, make_repo, worker
 from tests.helpers import cli, status
 
@@ -116,7 +116,7 @@ def test_one_commit_hashes_the_same_in_every_process(tmp_path: Path) -> None:
     _ws, repo, _sha = _setup(tmp_path)
     ref = f"git+file://{repo}@v1#once"
     code = (
-        "from flamechase.flows import load_flow, flow_identity as i; "
+        "from flamechase.loader import load_flow, flow_identity as i; "
         f"r = {ref!r}; print(*i(load_flow(r), r))"
     )
     seen = {

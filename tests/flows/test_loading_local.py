@@ -12,7 +12,7 @@ import pytest
 
 import flamechase.flows as flows
 from flamechase.errors import FlowNotFound
-from flamechase.flows import flow_identity, load_flow
+from flamechase.loader import flow_identity, load_flow
 from tests.engine.mistakes import Mistake, source
 from tests.flows.loading_repos import flow_source, install_distribution, worker, write_flow_package
 from tests.helpers import REPORT_OK, actor, cli, status
@@ -70,7 +70,7 @@ def test_a_path_flow_hashes_the_same_in_every_process(tmp_path: Path) -> None:
     path = tmp_path / "once.py"
     path.write_text(flow_source())
     code = (
-        f"from flamechase.flows import load_flow, flow_identity as i; "
+        f"from flamechase.loader import load_flow, flow_identity as i; "
         f"print(*i(load_flow({str(path)!r}), ''))"
     )
     seen = {

@@ -12,9 +12,9 @@ import pytest
 from flamechase.agents.sim import SimBackend, fate_of
 from flamechase.agents.spec import parse_spec
 from flamechase.flow import ResultSpec
-from flamechase.flows import load_flow
 from flamechase.flows.parallel_flame_chase.plans import PlanResult, validate_plan
 from flamechase.flows.sample_lanes.ladder import RUNGS
+from flamechase.loader import load_flow
 from tests.sim_turns import copy_sample, make_request, one_turn, read_report
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flamechase.flow import RunSetup, StartTurn, events
-from flamechase.flows import load_flow
+from flamechase.loader import load_flow
 from tests.helpers import actor, cli, status
 from tests.helpers import events as run_events
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from flamechase.flow.sim import SimActor
-from flamechase.flows import builtin_names, load_flow
+from flamechase.flows import builtin_names
+from flamechase.loader import load_flow
 from tests.sim_turns import make_request
 
 
@@ -27,8 +28,9 @@ def test_a_builtin_flows_actor_travels_with_the_turn(name: str, tmp_path: Path) 
 
 HASHES = """
 import json, sys
-from flamechase.flows import builtin_names, load_flow
-from flamechase.flows.identity import code_hash
+from flamechase.flows import builtin_names
+from flamechase.loader import load_flow
+from flamechase.loader.identity import code_hash
 first, names = sys.argv[1], sys.argv[2:]
 if first == "every-actor":  # as a long process would have: every flow and its actor loaded
     for name in builtin_names():

@@ -18,7 +18,7 @@ import pytest
 
 from flamechase import events
 from flamechase.engine.executor import TurnJob
-from flamechase.flows import load_flow
+from flamechase.loader import load_flow
 from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine, run_for_real
 from tests.helpers import actor, cli, status
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from flamechase.agents.spec import split_agent_args
 from flamechase.cli.simulating import copy_sample, sim_settings
 from flamechase.engine.prepare import RunRequest, prepare
-from flamechase.flows import load_flow
+from flamechase.loader import load_flow
 from flamechase.view.live import LiveObserver
 from flamechase.view.renderables import dashboard, fmt_duration, lanes_table, short_actor
 from flamechase.view.state import RunFold, parse_at

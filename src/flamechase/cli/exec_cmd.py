@@ -105,7 +105,7 @@ def command(
     from flamechase.engine.loop import Engine
     from flamechase.engine.prepare import RunRequest, prepare
     from flamechase.engine.remote import options as executors
-    from flamechase.flows import load_flow
+    from flamechase.loader import load_flow
 
     workspace = _preflight(task, [*agents, *params, flow_ref], allow_workspace)
     flow = load_flow(flow_ref, refresh=refresh)

@@ -12,7 +12,7 @@ from flamechase.text import echo, echo_json
 
 if TYPE_CHECKING:
     from flamechase.flow import Flow, FlowParams
-    from flamechase.flows.index import Entry
+    from flamechase.loader.index import Entry
 
 INDEX_HELP = (
     "a flow index: YAML/JSON file, directory of flow.yaml, or git+URL (default: "
@@ -30,7 +30,7 @@ def group() -> None:
 
 
 def _index_entries(source: str | None, refresh: bool = False) -> tuple[str | None, list[Entry]]:
-    from flamechase.flows import index
+    from flamechase.loader import index
 
     source = source or index.default_source()
     if source is None:
@@ -39,8 +39,9 @@ def _index_entries(source: str | None, refresh: bool = False) -> tuple[str | Non
 
 
 def _rows(index_source: str | None) -> tuple[list[dict[str, Any]], str | None]:
-    from flamechase.flows import BUILTIN, VARIANTS, installed, load_flow
-    from flamechase.flows.loader import entry_points
+    from flamechase.flows import BUILTIN, VARIANTS
+    from flamechase.loader import installed, load_flow
+    from flamechase.loader.resolve import entry_points
 
     rows: list[dict[str, Any]] = []
     for name in [*sorted(BUILTIN), *sorted(VARIANTS)]:
@@ -119,7 +120,7 @@ def show_command(name: str, index_source: str | None) -> int:
     """What a flow is: roles, params, where it comes from (loads it: runs its code), or an
     index's entry for a flow not installed."""
     from flamechase.errors import FlowNotFound
-    from flamechase.flows import flow_identity, load_flow
+    from flamechase.loader import flow_identity, load_flow
 
     try:
         flow = load_flow(name)
@@ -144,7 +145,7 @@ def _variants_of(ref: str, flow: Flow[Any]) -> list[str]:
     import sys
 
     from flamechase.flows import BUILTIN, VARIANTS
-    from flamechase.flows.modules import flows_in
+    from flamechase.loader.modules import flows_in
 
     if ref in BUILTIN:
         return sorted(k for k in VARIANTS if k.startswith(ref + ":"))
@@ -255,7 +256,7 @@ def _show_entries(entries: list[Entry], source: str) -> None:
 def install_command(spec: str, index_source: str | None, refresh: bool) -> int:
     """Install a flow from an index at the commit the index records (verified: its tag must
     still name that commit). Installing imports the flow: it runs its code."""
-    from flamechase.flows import index
+    from flamechase.loader import index
 
     source, entries = _index_entries(index_source, refresh)
     if source is None:
@@ -279,7 +280,7 @@ def install_command(spec: str, index_source: str | None, refresh: bool) -> int:
 @click.argument("name")
 def uninstall_command(name: str) -> int:
     """Forget an installed flow (its cached checkout stays for runs that used it)."""
-    from flamechase.flows import installed
+    from flamechase.loader import installed
 
     if not installed.remove(name):
         raise FlowIndexError(f"no installed flow called {name!r}; see flamechase flows list")

@@ -35,8 +35,9 @@ def flow_names() -> list[str]:
     """Names `$` completes: built-in flows and variants, installed flows, flows of installed
     packages, and every flow that has a profile."""
     from flamechase.cli import profile
-    from flamechase.flows import BUILTIN, VARIANTS, installed
-    from flamechase.flows.loader import entry_points
+    from flamechase.flows import BUILTIN, VARIANTS
+    from flamechase.loader import installed
+    from flamechase.loader.resolve import entry_points
 
     names = {
         *BUILTIN,

@@ -292,7 +292,7 @@ def events_command(run: str, as_json: bool, follow: bool) -> int:
     ended = {"run_finished", "run_stopped", "run_failed", "run_held"}
     over = False  # the run was seen over: one more read takes what it committed meanwhile
     with Reader(run_dir / "run.db") as r:
-        from flamechase.flows import load_recorded
+        from flamechase.loader import load_recorded
 
         load_recorded(str(r.run().get("flow_source") or ""))
         while True:

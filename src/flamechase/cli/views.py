@@ -158,7 +158,7 @@ def simulate_command(
         sim_settings,
     )
     from flamechase.config import split_kv
-    from flamechase.flows import load_flow
+    from flamechase.loader import load_flow
     from flamechase.view.replay import write_replay
     from flamechase.view.summary import summarize
 
@@ -236,7 +236,8 @@ def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path |
     """
     from flamechase.cli.simulating import copy_sample, fresh_dir, run_sim, sim_settings
     from flamechase.config import split_kv
-    from flamechase.flows import DEMO, load_flow
+    from flamechase.flows import DEMO
+    from flamechase.loader import load_flow
     from flamechase.view.replay import write_replay
     from flamechase.view.summary import summarize
 

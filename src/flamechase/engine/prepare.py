@@ -36,7 +36,7 @@ from flamechase.errors import (
     WorkspaceInvalid,
 )
 from flamechase.flow import CopyParams, Flow, FlowParams
-from flamechase.flows import flow_identity
+from flamechase.loader import flow_identity
 from flamechase.store import home
 from flamechase.store.db import Reader
 from flamechase.workspace.stats import large_copy_warning, measure

@@ -64,7 +64,7 @@ _PAGE = 5000  # events read per query
 def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """(run row, lanes rows, every event) of the run in `run_dir`, read-only; the run's flow
     imported where that needs no network, so that its event kinds speak its words."""
-    from flamechase.flows import load_recorded
+    from flamechase.loader import load_recorded
 
     with Reader(run_dir / DB_NAME) as r:
         run = r.run()

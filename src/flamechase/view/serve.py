@@ -231,7 +231,7 @@ async def _points(
     """
 
     def prime() -> tuple[Reader, ReplayBuilder]:
-        from flamechase.flows import load_recorded
+        from flamechase.loader import load_recorded
 
         reader = Reader(db)
         run = reader.run()

@@ -102,7 +102,7 @@ def summarize_fold(fold: RunFold) -> Summary:
 def fold_run(run_dir: Path) -> RunFold:
     """Every event of the run in `run_dir` folded, read-only, its flow's kinds speaking its
     words when its code is here (a fold of 10,000 events takes about 0.2 s)."""
-    from flamechase.flows import load_recorded
+    from flamechase.loader import load_recorded
 
     with Reader(run_dir / DB_NAME) as r:
         run = r.run()
@@ -128,7 +128,7 @@ def fold_shown(run_dir: Path) -> RunFold:
     The places stay in: a flow's sentences name them. A run of 10,000 events, 900 of them its
     flow's, folds in a tenth of the time all of them take."""
     from flamechase import events as ev
-    from flamechase.flows import load_recorded
+    from flamechase.loader import load_recorded
 
     with Reader(run_dir / DB_NAME) as r:
         run = r.run()

@@ -8,8 +8,8 @@ parallel_flame_chase:git_pr     NAME:VARIANT (built-ins: the VARIANTS table; ins
 package.module:FLOW             an importable module (`:FLOW` defaults to FLOW)
 NAME                            a flow installed from an index, or an installed package's
                                 entry point in the group `flamechase.flows`
-git+URL[@REV][#SUBDIR][:FLOW]   a git repository, pinned (flows/gitsource.py), its code read
-                                from the commit's objects (flows/pinned.py)
+git+URL[@REV][#SUBDIR][:FLOW]   a git repository, pinned (loader/gitsource.py), its code read
+                                from the commit's objects (loader/pinned.py)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from flamechase.errors import FlowNotFound
 from flamechase.flow import Flow
-from flamechase.flows import gitsource, installed, modules, pinned
+from flamechase.loader import gitsource, installed, modules, pinned
 
 ENTRY_POINT_GROUP = "flamechase.flows"
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -130,7 +130,7 @@ def load_git(ref: gitsource.GitRef, *, refresh: bool = False) -> Loaded:
 
 
 def _from_checkout(checkout: Path, ref: gitsource.GitRef, commit: str) -> Flow[Any]:
-    """The flow at `commit`, imported from the commit's own objects (flows/pinned.py)."""
+    """The flow at `commit`, imported from the commit's own objects (loader/pinned.py)."""
     shown = ref.source(commit)
     module = pinned.import_tree(pinned.read(checkout, commit, ref.subdir, shown), shown)
     return modules.flow_in(module, ref.attr, shown)

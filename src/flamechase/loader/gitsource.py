@@ -6,7 +6,7 @@ checkouts); when it later names another commit the load is refused unless `refre
 it, so a release that was re-tagged never runs silently. Branches and HEAD move by design:
 they are resolved afresh and the run records the commit it ran. Every load verifies that the
 checkout is still that commit with nothing changed in it; the flow's code is then read from
-the commit's objects, not from the checkout (flows/pinned.py).
+the commit's objects, not from the checkout (loader/pinned.py).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def parse(ref: str) -> GitRef:
 
 def subdir_problem(subdir: str) -> str | None:
     """Why `subdir` (`#SUBDIR`, an index entry's `subdir`) is not a plain path inside the
-    repository, or None. Symlinks on the way are the commit's to resolve (flows/pinned.py)."""
+    repository, or None. Symlinks on the way are the commit's to resolve (loader/pinned.py)."""
     if not subdir:
         return None
     if (

@@ -2,7 +2,7 @@
 
 A record says where the flow's code is (repository URL, the commit the index recorded, the
 subdirectory) and which index and version it came from. The code itself is the pinned git
-checkout in the cache (flows/gitsource.py), verified against the commit at every load.
+checkout in the cache (loader/gitsource.py), verified against the commit at every load.
 """
 
 from __future__ import annotations

@@ -21,19 +21,8 @@ from flamechase.flow import Flow
 
 # Built-in flows are also made of the public flow library they are written on.
 BUILTIN_PREFIXES = ("flamechase.flows", "flamechase.flow")
-# Loader modules are not flow code.
-_LOADER = frozenset(
-    {
-        "flamechase.flows",
-        "flamechase.flows.gitsource",
-        "flamechase.flows.modules",
-        "flamechase.flows.identity",
-        "flamechase.flows.loader",
-        "flamechase.flows.index",
-        "flamechase.flows.installed",
-        "flamechase.flows.pinned",
-    }
-)
+# The registry of built-in flows names them; it is not a flow's code.
+_LOADER = frozenset({"flamechase.flows"})
 
 
 def code_hash(flow: Flow[Any]) -> str:

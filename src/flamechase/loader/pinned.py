@@ -10,7 +10,7 @@ of the checkout, so nothing written into the checkout after it was cloned runs: 
 was told to ignore, a planted bytecode cache, a file swapped in after the checkout was
 verified. Modules keep `__file__` in the checkout (tracebacks, the files a flow reads next to
 its code); their loader's `get_data` serves the commit's bytes, and the code hash
-(flows/identity.py) hashes those.
+(loader/identity.py) hashes those.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from pathlib import Path
 from types import ModuleType
 
 from flamechase.errors import FlowNotFound, FlowUnsafe
-from flamechase.flows import gitsource
-from flamechase.flows.modules import IMPORT_FAILURES, USER_PREFIX, first_line
+from flamechase.loader import gitsource
+from flamechase.loader.modules import IMPORT_FAILURES, USER_PREFIX, first_line
 
 _LINK = "120000"
 _GITLINK = "160000"

@@ -7,7 +7,7 @@ name, version, description, repo (a URL, or OWNER/NAME on GitHub), ref (the tag)
 
 Installing resolves the entry's ref on its repository and refuses it unless it still names
 the recorded commit; the code is then checked out at that commit (and verified again at
-every load) and read from that commit's own objects (flows/pinned.py), so an index entry runs
+every load) and read from that commit's own objects (loader/pinned.py), so an index entry runs
 only the code it recorded; an entry whose `subdir` is not a plain path inside its repository
 is refused as `#SUBDIR` is.
 """
@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from flamechase.errors import FlowIndexError, FlowNotFound
-from flamechase.flows import gitsource, installed
+from flamechase.loader import gitsource, installed
 
 INDEX_VAR = "FLAMECHASE_FLOW_INDEX"
 MANIFESTS = ("flow.yaml", "flow.yml", "flow.json")
@@ -152,7 +152,7 @@ def pick(entries: list[Entry], spec: str, source: str) -> Entry:
 def install(entry: Entry, source: str) -> installed.Installed:
     """Fetch `entry` at its recorded commit, check that its ref still names that commit and
     that it defines a flow, then record it as installed."""
-    from flamechase.flows import loader
+    from flamechase.loader import resolve as loader
 
     url = entry.url
     if entry.ref:
