@@ -47,7 +47,14 @@ class LoopbackCluster:
     ) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="fcray-", dir="/tmp"))  # sockets: short path
         # The nodes' state home (lanes' copies live under it): never the real one.
-        nodes_env = {**env(), "FLAMECHASE_HOME": str(self.tmp / "home")}
+        # Ray's own default temp directory goes there too: since Ray 2.5x, `Cluster.add_node`
+        # writes the head's address to `<default temp>/ray/ray_current_cluster` whatever
+        # `temp_dir` says, and /tmp/ray need not exist (nor be shared with other clusters).
+        nodes_env = {
+            **env(),
+            "FLAMECHASE_HOME": str(self.tmp / "home"),
+            "RAY_TMPDIR": str(self.tmp),
+        }
         self.proc = subprocess.Popen(
             [sys.executable, __file__, str(self.tmp)],
             stdin=subprocess.PIPE,
@@ -92,6 +99,8 @@ class LoopbackCluster:
 
 def _serve(tmp: str) -> None:
     from ray.cluster_utils import Cluster
+
+    os.makedirs(os.path.join(tmp, "ray"), exist_ok=True)
 
     first = json.loads(sys.stdin.readline())
     cluster = Cluster(
