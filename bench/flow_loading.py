@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.flows.loading_repos import make_repo
 
 PROBE = (
-    "import time, sys; from flamechase.flows import load_flow, flow_identity; "
+    "import time, sys; from flamechase.loader import load_flow, flow_identity; "
     "t = time.perf_counter(); f = load_flow(sys.argv[1]); flow_identity(f, sys.argv[1]); "
     "print((time.perf_counter() - t) * 1000)"
 )

@@ -239,7 +239,7 @@ def breakdown(cluster: ray_cluster.LoopbackCluster, turns: int, work: Path) -> d
     from flamechase.engine.prepare import RunRequest, prepare
     from flamechase.engine.remote.options import LaneResources
     from flamechase.engine.remote.ray_executor import RayExecutor
-    from flamechase.flows import load_flow
+    from flamechase.loader import load_flow
 
     src = work / "src-breakdown"
     shutil.copytree(Path(__import__("flamechase").__file__).parent / "sample", src)

@@ -30,7 +30,7 @@ from flamechase.engine.invariants import check_run
 from flamechase.engine.turns import read_result_file
 from flamechase.errors import FlamechaseError
 from flamechase.flows.parallel_flame_chase import FLOW
-from flamechase.flows.plans import validate_plan
+from flamechase.flows.parallel_flame_chase.plans import validate_plan
 from flamechase.reports import parse_report
 from flamechase.view.replay import ReplayBuilder, embed_json
 from flamechase.workspace.checkpoints import read_checkpoint

@@ -14,7 +14,7 @@ PY = sys.executable
 @pytest.mark.parametrize(
     "argv",
     [
-        (PY, "-m", "flamechase.tools.gitpr"),
+        (PY, "-m", "flamechase.tools.git_pr.gitpr"),
         ("python3", "-m", "x"),
         ("/usr/bin/python3.11", "script.py"),
         (PY, "-P", "-m", "x"),  # the working directory is off the path; PYTHONPATH is not
@@ -29,7 +29,7 @@ def test_python_without_isolation_is_unisolated(argv: tuple[str, ...]) -> None:
 @pytest.mark.parametrize(
     "argv",
     [
-        runtime_module("flamechase.tools.gitpr", "checkout"),
+        runtime_module("flamechase.tools.git_pr.gitpr", "checkout"),
         (PY, "-Im", "x"),
         (PY, "-B", "-I", "script.py"),
         (PY, "-P", "-s", "-E", "-m", "x"),

@@ -18,6 +18,7 @@ from flamechase.flow import (
     FinishRun,
     Flow,
     FlowParams,
+    FlowState,
     ResultSpec,
     RunSetup,
     StartTurn,
@@ -40,10 +41,10 @@ class ReviewParams(FlowParams):
     rounds: int = Field(default=3, ge=1, le=20, description="drafts before the run gives up")
 
 
-class ReviewState(BaseModel):
-    """Everything the flow decides from: stored by the engine with every transaction."""
+class ReviewState(FlowState):
+    """Everything the flow decides from: stored by the engine with every transaction.
+    Frozen; `state.replace(...)` refuses a field it does not have or a value of another type."""
 
-    model_config = ConfigDict(frozen=True)
     rounds: int
     draft: int = 1  # the draft being written or reviewed
     drafted: bool = False  # the author's turn for this draft is done
@@ -51,17 +52,14 @@ class ReviewState(BaseModel):
     notes: tuple[str, ...] = ()  # what the reviewers asked for last time
 
 
-class Review(Flow[ReviewState]):
+class Review(Flow[ReviewState, ReviewParams]):
     name = "review"
     summary = "An author drafts, two reviewers read, until both approve."
-    Params = ReviewParams
-    State = ReviewState
 
-    def roles(self, params: FlowParams) -> list[str]:
+    def roles(self, params: ReviewParams) -> list[str]:
         return ["author", *REVIEWERS]
 
-    def start(self, setup: RunSetup) -> ReviewState:
-        assert isinstance(setup.params, ReviewParams)
+    def start(self, setup: RunSetup[ReviewParams]) -> ReviewState:
         return ReviewState(rounds=setup.params.rounds)
 
     def evolve(self, state: ReviewState, event: Event) -> ReviewState:
@@ -69,14 +67,12 @@ class Review(Flow[ReviewState]):
         if not isinstance(event, events.TurnValid):
             return state
         if event.actor == "author":
-            return state.model_copy(update={"drafted": True, "verdicts": {}})
+            return state.replace(drafted=True, verdicts={})
         verdicts = {**state.verdicts, event.actor or "": event.result}
         if len(verdicts) < len(REVIEWERS) or all(v["approve"] for v in verdicts.values()):
-            return state.model_copy(update={"verdicts": verdicts})
+            return state.replace(verdicts=verdicts)
         notes = tuple(c for v in verdicts.values() for c in v["comments"])
-        return state.model_copy(
-            update={"draft": state.draft + 1, "drafted": False, "verdicts": {}, "notes": notes}
-        )
+        return state.replace(draft=state.draft + 1, drafted=False, verdicts={}, notes=notes)
 
     def decide(self, state: ReviewState, now: float) -> Sequence[Command]:
         if len(state.verdicts) == len(REVIEWERS):  # all in, all approving (see evolve)

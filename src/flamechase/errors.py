@@ -23,6 +23,8 @@
     │   ├── StateHomeInvalid            FLAMECHASE_HOME is a file, or inside the workspace
     │   ├── RunNotFound                 RUN names no run
     │   ├── FlowChanged                 a resume would run other flow code than the run's
+    │   ├── FlowRefused                 the flow's declarations are wrong, or its code broke,
+    │   │                               before its run was made (roles(), lanes(), Params)
     │   ├── ExecutorUnavailable         --executor ray without Ray, or its cluster unreachable
     │   ├── PrRefused                   `flamechase pr` outside a lane's turn, off a lane
     │                                   branch, or before the branch was pushed
@@ -30,6 +32,11 @@
     ├── RunFailed                       the run ended as `failed` (planning failed, ...)
     │   ├── ControlPathViolation        a control path was replaced or linked
     │   ├── FlowError                   the flow broke its contract (a flow bug)
+    │   │   ├── FlowCommandError        a command contradicts the flow's declarations or what
+    │   │   │                           the run did (unknown role, lane or place, ...)
+    │   │   ├── FlowCodeError           the flow's own code raised, exited or never returned
+    │   │   │                           (its traceback is kept in the run directory)
+    │   │   └── FlowSpins               decide() asked again and again, and nothing happened
     │   └── DiskFull                    a file system the run writes is full
     ├── StoreError                      the run database is unreadable / wrong schema
     ├── ArtifactError                   an artifact failed verification on extraction
@@ -136,6 +143,15 @@ class FlowChanged(UsageError):
     """The run was made by other flow code; resume with --refresh to run the new code."""
 
 
+class FlowRefused(UsageError):
+    """Before its run was made, the flow declared what cannot run (a lane twice, a lane's
+    role it does not list) or its code broke (`roles()` raised); `traceback` is the flow's."""
+
+    def __init__(self, message: str, traceback: str = "") -> None:
+        super().__init__(message)
+        self.traceback = traceback
+
+
 class RunFailed(FlamechaseError):
     """The run ended with status `failed`; `flamechase status RUN` shows why."""
 
@@ -146,6 +162,29 @@ class ControlPathViolation(RunFailed):
 
 class FlowError(RunFailed):
     """The flow broke its contract (asked for nothing and did not end, or never settled)."""
+
+
+class FlowCommandError(FlowError):
+    """A command the flow returned contradicts its declarations (an unknown role, lane or
+    place, a lane option on a turn outside lanes, a bad `FinishRun` status) or what the run
+    already did (two roles on one turn of a lane, a measurement asked for after its answer)."""
+
+
+class FlowCodeError(FlowError):
+    """The flow's own code raised (SystemExit and KeyboardInterrupt included), returned what
+    its contract forbids, or did not return when the run had to stop. `traceback` is the
+    flow's own (or, for a call that never returned, where it was); `status` is how the run
+    ends: `failed`, or `stopped` when a signal ended a call that never returned."""
+
+    def __init__(self, message: str, traceback: str = "", status: str = "failed") -> None:
+        super().__init__(message)
+        self.traceback = traceback
+        self.status = status
+
+
+class FlowSpins(FlowError):
+    """The flow's `decide()` was asked again and again with nothing happening in between (no
+    event, no job started or ended): it waits for something it never asks for."""
 
 
 class DiskFull(RunFailed):

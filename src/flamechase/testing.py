@@ -9,8 +9,13 @@ takes milliseconds and never depends on how busy the machine is.
     clock = FakeClock()
     executor = ScriptedExecutor(clock, lambda job: FakeTurn(report={"status": "progress",
                                                                     "summary": "did it"}))
-    end = run_engine("flame_chase", workspace, settings={"budget.turns": "4"},
+    run = run_engine("flame_chase", workspace, settings={"budget.turns": "4"},
                      executor=executor, clock=clock)
+    assert run.status == "finished"
+    record = run.record()           # typed events, the flow's state, turns (flamechase.record)
+
+The run is stored in a temporary state home of its own, never the user's (`home=` names one,
+`keep=True` keeps the temporary one); `read_run(run_dir)` reads any stored run.
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ import asyncio
 import dataclasses
 import heapq
 import itertools
+import shutil
+import sys
+import tempfile
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,8 +38,20 @@ from flamechase.engine.executor import Executor, MeasureJob, TurnJob, TurnResult
 from flamechase.engine.jobs import inline
 from flamechase.engine.ledger import Observer
 from flamechase.engine.loop import Engine, RunEnd
+from flamechase.flow.commands import ResultModelBroke
+from flamechase.record import RunRecord, read_run
+from flamechase.store import home as state_home
 
-__all__ = ["FakeClock", "FakeTurn", "ScriptedExecutor", "run_engine"]
+__all__ = [
+    "EngineRun",
+    "FakeClock",
+    "FakeTurn",
+    "RunRecord",
+    "ScriptedExecutor",
+    "read_run",
+    "run_engine",
+    "run_for_real",
+]
 
 
 class FakeClock:
@@ -154,6 +175,13 @@ class ScriptedExecutor(Executor):
     @staticmethod
     def _validated(job: TurnJob, turn: FakeTurn, common: dict[str, Any]) -> TurnResult:
         try:
+            return ScriptedExecutor._checked(job, turn, common)
+        except ResultModelBroke as exc:  # the flow's model broke: as a real executor says
+            return TurnResult(status="failed", error=str(exc), flow_error=exc.detail, **common)
+
+    @staticmethod
+    def _checked(job: TurnJob, turn: FakeTurn, common: dict[str, Any]) -> TurnResult:
+        try:
             return TurnResult(
                 status="valid", result=job.result.validate(dict(turn.report or {})), **common
             )
@@ -189,6 +217,82 @@ class ScriptedExecutor(Executor):
         return {"command": job.command, "cwd": str(job.cwd), **self.measure_script(job)}
 
 
+def run_for_real(job: MeasureJob) -> dict[str, Any]:
+    """A measurement or a program (`Measure`, `Run`) run as the runtime runs it (in its place,
+    jailed as the place's turns are), to its end before the fake clock moves on: for
+    `ScriptedExecutor(clock, script, measure=run_for_real)`, when a test's turns write real
+    files and the flow's measurements should read them. Its duration is real time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from flamechase.engine.executor import LocalExecutor
+
+    # On a thread of its own: the engine's loop (and the fake clock) waits for it.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, LocalExecutor().measure(job)).result()
+
+
+class EngineRun:
+    """What `run_engine` returns: how the run ended (`end`: `run_id`, `status`, `exit_code`,
+    `message`), where it is stored (`home`, `run_dir`), and its record (`record()`, read afresh
+    at each call: `flamechase.record.RunRecord`).
+
+    A temporary state home (`run_engine` without `home`) is removed with this object, or by
+    `close()` (also at the end of a `with` block); `run_engine(keep=True)` leaves it.
+    """
+
+    def __init__(self, end: RunEnd, home: Path, *, temporary: bool) -> None:
+        self.end = end
+        self.home = home
+        self.run_dir = home / "runs" / end.run_id
+        self.temporary = temporary
+        self._remove = weakref.finalize(self, shutil.rmtree, home, True) if temporary else None
+
+    @property
+    def run_id(self) -> str:
+        return self.end.run_id
+
+    @property
+    def status(self) -> str:
+        return self.end.status
+
+    @property
+    def exit_code(self) -> int:
+        return self.end.exit_code
+
+    @property
+    def message(self) -> str:
+        return self.end.message
+
+    @property
+    def traceback(self) -> str:
+        """The flow's own traceback when its code broke the run (also in the run directory,
+        `flow-traceback.txt`); empty otherwise."""
+        return self.end.traceback
+
+    @property
+    def abandoned(self) -> bool:
+        """A call into the flow's code never returned: it was left running in its thread."""
+        return self.end.abandoned
+
+    def record(self) -> RunRecord:
+        """The run as stored now: typed events, the flow's state, turns, reports..."""
+        return read_run(self.run_dir)
+
+    def close(self) -> None:
+        """Remove the temporary state home now (nothing for a home that was given or kept)."""
+        if self._remove is not None:
+            self._remove()
+
+    def __enter__(self) -> EngineRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EngineRun({self.run_id!r}, {self.status!r}, run_dir={str(self.run_dir)!r})"
+
+
 def run_engine(
     flow: str,
     workspace: Path,
@@ -201,23 +305,77 @@ def run_engine(
     resume: bool = False,
     observer: Observer | None = None,
     engine_hook: Callable[[Engine], None] | None = None,
-) -> RunEnd:
+    home: Path | None = None,
+    keep: bool = False,
+) -> EngineRun:
     """Prepare and run `flow` on `workspace` as `exec` would, with `executor` and `clock`.
 
-    Roles without an agent in `agents` get `sim/steady` (never started: the executor answers).
-    `engine_hook` sees the engine before it runs (e.g. to schedule a stop on the clock).
+    The run is stored in `home`, a state home of the test's (for a resume, the `home` of the
+    run before); without one, in a temporary one of its own (never the user's state home,
+    whatever `FLAMECHASE_HOME` says), removed with the result unless `keep`. Where the run is
+    stored is said on stderr. Roles without an agent in `agents` get `sim/steady` (never
+    started: the executor answers). `engine_hook` sees the engine before it runs (e.g. to
+    schedule a stop on the clock).
     """
+    temporary = home is None
+    where = Path(tempfile.mkdtemp(prefix="flamechase-test-")) if home is None else Path(home)
+    try:
+        with state_home.pointed_at(where):
+            end = _run(
+                flow,
+                workspace,
+                executor,
+                clock,
+                settings,
+                agents,
+                task,
+                resume,
+                observer,
+                engine_hook,
+            )
+    except BaseException:
+        if temporary and not keep:
+            shutil.rmtree(where, ignore_errors=True)
+        raise
+    result = EngineRun(end, where, temporary=temporary and not keep)
+    kept = (
+        "a temporary state home, removed with the result; run_engine(keep=True) keeps it"
+        if result.temporary
+        else ("kept" if temporary else "the state home given")
+    )
+    print(
+        f"flamechase.testing: run {end.run_id} {end.status} in {result.run_dir} ({kept})",
+        file=sys.stderr,
+    )
+    return result
+
+
+def _run(
+    flow: str,
+    workspace: Path,
+    executor: Executor,
+    clock: FakeClock,
+    settings: Mapping[str, object] | None,
+    agents: Sequence[tuple[str | None, str]],
+    task: str,
+    resume: bool,
+    observer: Observer | None,
+    engine_hook: Callable[[Engine], None] | None,
+) -> RunEnd:
+    from flamechase.config import parse_settings
     from flamechase.engine.prepare import RunRequest, prepare
-    from flamechase.flows import load_flow
+    from flamechase.loader import load_flow
 
     loaded = load_flow(flow)
     named = {role for role, _ in agents if role}
     given = dict(settings or {})
     given.setdefault("rest_seconds", "0.05")
-    from flamechase.config import parse_settings
-
-    _, params = parse_settings(dict(given), loaded.Params, loaded.name)
-    items = [*agents, *((r, "sim/steady") for r in loaded.roles(params) if r not in named)]
+    try:
+        _, params = parse_settings(dict(given), loaded.Params, loaded.name)
+        roles = list(loaded.roles(params))
+    except Exception:  # a bad param or the flow's bug: prepare() says so, as `exec` would
+        roles = []
+    items = [*agents, *((r, "sim/steady") for r in roles if r not in named)]
     request = RunRequest(
         flow=loaded,
         agents=list(items),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable", "printable_json"]
+__all__ = ["echo", "echo_json", "printable", "printable_json"]
 
 # ESC or its C1 form opens a sequence. A string sequence (OSC, DCS, SOS, PM, APC) goes with
 # its payload up to ST (ESC \ or U+009C) or BEL; an unterminated one loses its opener only
@@ -53,3 +53,19 @@ def printable_json(document: str) -> str:
     overrides, line separators) as `\\uXXXX` escapes: the same data, nothing for a terminal
     to act on. (JSON escapes C0 itself; these can only be inside strings.)"""
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+
+
+def echo(text: str = "", *, err: bool = False, nl: bool = True, lines: bool = False) -> None:
+    """Print `text`, which may hold what an index, a flow, a report or an agent wrote: with
+    every terminal control sequence and character dropped, and on one line unless `lines`.
+    Every command (the CLI's own and those a flow adds) prints through here or `echo_json`."""
+    import click
+
+    click.echo(printable(text, lines=lines), err=err, nl=nl)
+
+
+def echo_json(document: str, *, err: bool = False) -> None:
+    """Print a JSON document with the controls JSON leaves raw escaped (the same data)."""
+    import click
+
+    click.echo(printable_json(document), err=err)

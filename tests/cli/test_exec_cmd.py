@@ -186,3 +186,41 @@ def test_the_environment_flag_says_what_flamechase_offers_instead(
     assert "in the directory you start in" in lines[0] and "drop -e" in lines[0]
     assert "No such option" not in proc.stderr
     assert not state_home.exists()
+
+
+def test_a_spent_budget_says_how_to_go_on_only_when_the_flow_can_resume(source_tree: Path) -> None:
+    given = ["-p", "budget.turns=1,rest_seconds=0.05"]
+    proc = cli(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        "sim/steady",
+        "-a",
+        "sim/steady",
+        *given,
+        "t",
+        cwd=source_tree,
+    )
+    assert proc.returncode == 0, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.endswith(
+        "finished: budget turns is spent; 1 of 1 turn valid; "
+        "to go on, resume with a larger -p budget.turns=…"
+    ), last
+    # A flow that never resumes gets no such advice.
+    relay = Path(__file__).parent / "simflows" / "relay.py"
+    proc = cli(
+        "exec",
+        "-f",
+        str(relay),
+        "-a",
+        "sim/steady",
+        "-a",
+        "sim/steady",
+        *given,
+        "t",
+        cwd=source_tree,
+    )
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.endswith("finished: budget turns is spent; 1 of 1 turn valid"), last

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from flamechase.flows import builtin_names
 from tests.flows.loading_repos import (
     change_flow,
     commit,
@@ -342,3 +343,94 @@ def test_an_installed_flow_edited_behind_gits_back_runs_its_commit(indexed) -> N
     assert run.returncode == 0, run.stderr
     assert "v2 ran" in run.stderr and not marker.exists()
     assert status(ws)["flow_hash"] == clean  # hashed from the commit, as it ran
+
+
+# ---- show: every flow, whatever its params ----------------------------------------------------
+
+
+def _show(name: str) -> list[str]:
+    from click.testing import CliRunner
+
+    from flamechase.cli.flows import show_command
+
+    result = CliRunner().invoke(show_command, [name])
+    assert result.exception is None, result.output
+    assert result.exit_code == 0, result.output
+    return result.output.splitlines()
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_show_works_for_every_built_in_flow_and_variant(name: str) -> None:
+    from flamechase.loader import load_flow
+
+    flow = load_flow(name)
+    lines = _show(name)
+    assert lines[0] == f"{flow.name} {flow.version}: {flow.summary}"
+    assert f"source: builtin:{name}" in lines
+    roles = lines.index("roles (-a, in order):")
+    first = flow.roles(flow.Params.model_construct())[0]
+    assert lines[roles + 1].split(":")[0].split(" (")[0].strip() == first
+    assert any(line.startswith("params (-p") for line in lines)
+
+
+def test_show_marks_what_git_pr_requires() -> None:
+    lines = _show("parallel_flame_chase:git_pr")
+    [evaluator] = [ln for ln in lines if ln.startswith("  evaluator ")]
+    assert evaluator.startswith("  evaluator (required; str; length <= 1000): ")
+    assert "  lane_3_actor_b" in lines
+
+
+REQUIRED = """
+from pydantic import Field
+from flamechase.flow import Flow, FlowParams, FlowState
+
+
+class Params(FlowParams):
+    target: str = Field(description="what to aim at")
+    solvers: int = Field(ge=2, le=8, description="how many compete")
+
+
+class State(FlowState):
+    n: int = 0
+
+
+class Needy(Flow[State, Params]):
+    name = "needy"
+    summary = "needs a target"
+
+    def roles(self, params):
+        return [f"solver_{i}" for i in range(1, params.solvers + 1)] if {roles} else ["judge"]
+
+    def start(self, setup):
+        return State()
+
+    def evolve(self, state, event):
+        return state
+
+    def decide(self, state, now):
+        return []
+
+    def prompt(self, state, ctx):
+        return ""
+
+
+FLOW = Needy()
+"""
+
+
+def test_show_marks_the_required_params_of_a_flow_file(tmp_path: Path) -> None:
+    path = tmp_path / "needy.py"
+    path.write_text(REQUIRED.replace("{roles}", "False"))
+    lines = cli("flows", "show", str(path), cwd=tmp_path, check=True).stdout.splitlines()
+    assert lines[0] == "needy 1: needs a target"
+    assert lines[lines.index("roles (-a, in order):") + 1] == "  judge"
+    assert "  target (required; str): what to aim at" in lines
+    assert "  solvers (required; int; >= 2; <= 8): how many compete" in lines
+
+
+def test_show_says_when_the_roles_depend_on_a_required_param(tmp_path: Path) -> None:
+    path = tmp_path / "needy.py"
+    path.write_text(REQUIRED.replace("{roles}", "True"))
+    proc = cli("flows", "show", str(path), cwd=tmp_path, check=True)
+    assert "roles: depend on solvers, target (give them with -p)" in proc.stdout.splitlines()
+    assert "Traceback" not in proc.stderr

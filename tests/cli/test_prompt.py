@@ -199,3 +199,46 @@ def test_the_prompt_reads_lines_from_a_pipe_and_keeps_them(
     assert said[3:] == ["flamechase: $flame_chase ended with exit code 0"]
     assert "$flame_chase make it better" in history.read_text()
     assert "budget turns is spent" in capsys.readouterr().out
+
+
+def test_a_flow_that_exits_leaves_the_prompt_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: sys.exit() in a flow's code closed the prompt, as if the user had left.
+    from tests.engine.mistakes import BY_NAME, Mistake, source
+
+    flow = tmp_path / "relay.py"
+    flow.write_text(source(Mistake("relay", {}, ())))
+    script = actor(tmp_path, "agent.sh", REPORT_OK)
+    agents = f"author=exec:{script},reviewer=exec:{script}"
+    cli(
+        "profile",
+        "set",
+        str(flow),
+        "-a",
+        agents,
+        "-p",
+        "rest_seconds=0.05",
+        cwd=tmp_path,
+        check=True,
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.chdir(ws)
+    said: list[str] = []
+    with create_pipe_input() as keys:
+        session: PromptSession[str] = PromptSession(input=keys, output=DummyOutput())
+        flow.write_text(source(BY_NAME["exits_at_import"]))
+        keys.send_text(f"${flow} one\r")
+        keys.send_text("exit\r")
+        assert prompt.repl(runner=start, session=session, say=said.append) == 0
+    assert "failed to import: it called sys.exit(0)" in said[1]
+    assert said[2] == f"flamechase: ${flow} ended with exit code 2"
+    flow.write_text(source(BY_NAME["decide_exits"]))
+    said.clear()
+    with create_pipe_input() as keys:
+        session = PromptSession(input=keys, output=DummyOutput())
+        keys.send_text(f"${flow} two\rexit\r")
+        assert prompt.repl(runner=start, session=session, say=said.append) == 0
+    assert said[1:] == [f"flamechase: ${flow} ended with exit code 1"]
+    assert "decide() called sys.exit(0)" in capsys.readouterr().err

@@ -81,7 +81,9 @@ def ws(tmp_path: Path) -> Path:
 def test_actors_alternate_and_number_their_turns(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
     ex = ScriptedExecutor(clock, lambda job: ok(f"turn {job.request.turn}"))
-    end = run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "5"})
+    end = run_engine(
+        "flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "5"}, home=state_home
+    )
     assert (end.status, end.exit_code) == ("finished", 0)
     assert [(j.request.role, j.request.turn, j.request.attempt) for j in ex.jobs] == [
         ("first_chaser", 1, 1),
@@ -98,7 +100,9 @@ def test_a_failed_turn_passes_the_baton_and_is_published(ws: Path, state_home: P
     ex = ScriptedExecutor(
         clock, lambda job: FakeTurn(error="crashed") if job.request.turn == 2 else ok()
     )
-    run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "3"})
+    run_engine(
+        "flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "3"}, home=state_home
+    )
     assert [j.request.role for j in ex.jobs] == ["first_chaser", "second_chaser", "first_chaser"]
     reports = rows(state_home, "SELECT kind FROM reports ORDER BY seq")
     assert [r["kind"] for r in reports] == ["report", "turn_failed", "report"]
@@ -113,7 +117,12 @@ def test_a_twelve_hour_budget_runs_in_simulated_time(ws: Path, state_home: Path)
     )
     start = clock.time()
     end = run_engine(
-        "flame_chase", ws, executor=ex, clock=clock, settings={"budget.duration": "12h"}
+        "flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        settings={"budget.duration": "12h"},
+        home=state_home,
     )
     assert end.message.startswith("budget duration is spent")
     # 600 s turns back to back with a 0.05 s rest: the 72nd starts before 12 h, ends after.
@@ -126,7 +135,9 @@ def test_a_cost_budget_stops_new_turns(ws: Path, state_home: Path) -> None:
     ex = ScriptedExecutor(
         clock, lambda job: FakeTurn(report={"status": "progress", "summary": "x"}, cost=0.4)
     )
-    end = run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.cost": "1"})
+    end = run_engine(
+        "flame_chase", ws, executor=ex, clock=clock, settings={"budget.cost": "1"}, home=state_home
+    )
     assert end.message.startswith("budget cost is spent")
     assert len(ex.jobs) == 3  # 0.4 + 0.4 = 0.8 leaves room; 1.2 does not
 
@@ -143,7 +154,9 @@ def test_a_usage_limit_pauses_the_lane_and_the_same_actor_retakes_the_turn(
             else ok()
         ),
     )
-    run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "3"})
+    run_engine(
+        "flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "3"}, home=state_home
+    )
     assert [(j.request.role, j.request.turn, j.request.attempt) for j in ex.jobs] == [
         ("first_chaser", 1, 1),
         ("second_chaser", 2, 1),
@@ -178,6 +191,7 @@ def test_a_stop_lets_the_turn_under_way_land(ws: Path, state_home: Path) -> None
         clock=clock,
         settings={"budget.turns": "10"},
         engine_hook=_stop_at(150),
+        home=state_home,
     )
     assert (end.status, end.exit_code) == ("stopped", 130)
     assert [r["status"] for r in lane_turns(state_home, "lane-1")] == ["valid", "valid"]
@@ -195,11 +209,18 @@ def test_a_second_stop_cuts_the_turn_and_a_resume_retakes_it(ws: Path, state_hom
         clock=clock,
         settings={"budget.turns": "4"},
         engine_hook=_stop_at(150, times=2),
+        home=state_home,
     )
     assert [r["status"] for r in lane_turns(state_home, "lane-1")] == ["valid", "interrupted"]
     again = ScriptedExecutor(clock, lambda job: ok())
     end = run_engine(
-        "flame_chase", ws, executor=again, clock=clock, resume=True, settings={"budget.turns": "4"}
+        "flame_chase",
+        ws,
+        executor=again,
+        clock=clock,
+        resume=True,
+        settings={"budget.turns": "4"},
+        home=state_home,
     )
     assert end.status == "finished"
     assert [(j.request.role, j.request.turn, j.request.attempt) for j in again.jobs] == [
@@ -218,7 +239,12 @@ def test_the_coordinator_plans_once_then_three_lanes_run(ws: Path, state_home: P
     clock = FakeClock()
     ex = ScriptedExecutor(clock, pfc(lambda job: ok()))
     end = run_engine(
-        "parallel_flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "6"}
+        "parallel_flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        settings={"budget.turns": "6"},
+        home=state_home,
     )
     assert end.status == "finished"
     roles = [j.request.role for j in ex.jobs]
@@ -246,6 +272,7 @@ def test_two_failures_hold_a_lane_and_all_held_ends_the_run(ws: Path, state_home
         executor=ex,
         clock=clock,
         settings={"budget.turns": "50", "lanes": "2"},
+        home=state_home,
     )
     assert (end.status, end.exit_code) == ("held", 3)
     assert "every lane is held" in end.message
@@ -264,6 +291,7 @@ def test_a_blocked_report_holds_its_lane_at_once(ws: Path, state_home: Path) -> 
         executor=ex,
         clock=clock,
         settings={"budget.turns": "50", "lanes": "1"},
+        home=state_home,
     )
     assert end.status == "held"
     assert "lane-1: blocked" in end.message
@@ -290,6 +318,7 @@ def test_a_failed_turn_leaves_its_inbox_for_the_partner(ws: Path, state_home: Pa
         executor=ex,
         clock=clock,
         settings={"budget.turns": "5", "lanes": "2"},
+        home=state_home,
     )
     first = rows(
         state_home, "SELECT report_id FROM reports WHERE lane = 'lane-2' ORDER BY seq LIMIT 1"
@@ -353,6 +382,7 @@ def test_a_cut_turn_keeps_its_budget_slot_across_a_crash(
         clock=clock,
         settings={"budget.turns": "6"},
         engine_hook=hook,
+        home=state_home,
     )
     assert saved.exists()
     copy_db(saved, next(state_home.glob("runs/*/run.db")))
@@ -365,6 +395,7 @@ def test_a_cut_turn_keeps_its_budget_slot_across_a_crash(
         clock=clock,
         resume=True,
         settings={"budget.turns": "6"},
+        home=state_home,
     )
     assert end.message.startswith("budget turns is spent")
     assert [
@@ -383,7 +414,14 @@ def test_without_a_budget_the_run_goes_on_until_stopped(ws: Path, state_home: Pa
     ex = ScriptedExecutor(
         clock, lambda job: FakeTurn(report={"status": "progress", "summary": "x"}, duration=3600)
     )
-    end = run_engine("flame_chase", ws, executor=ex, clock=clock, engine_hook=_stop_at(30 * 3600))
+    end = run_engine(
+        "flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        engine_hook=_stop_at(30 * 3600),
+        home=state_home,
+    )
     assert (end.status, end.exit_code) == ("stopped", 130)
     assert len(ex.jobs) == 30  # a day and more of turns, then the stop
     notices = rows(state_home, "SELECT payload FROM events WHERE kind = 'notice'")
@@ -402,6 +440,7 @@ def test_a_stop_is_answered_at_once_with_what_happens_next(ws: Path, state_home:
         clock=clock,
         settings={"budget.turns": "9"},
         engine_hook=_stop_at(150, times=2),
+        home=state_home,
     )
     said = rows(state_home, "SELECT payload FROM events WHERE kind = 'stopping' ORDER BY seq")
     assert [json.loads(s["payload"]) for s in said] == [
@@ -416,7 +455,9 @@ def test_a_stop_is_answered_at_once_with_what_happens_next(ws: Path, state_home:
 def test_a_run_whose_every_turn_failed_fails(ws: Path, state_home: Path) -> None:
     clock = FakeClock()
     ex = ScriptedExecutor(clock, lambda job: FakeTurn(error="no"))
-    end = run_engine("flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "3"})
+    end = run_engine(
+        "flame_chase", ws, executor=ex, clock=clock, settings={"budget.turns": "3"}, home=state_home
+    )
     assert (end.status, end.exit_code) == ("failed", 1)
     assert end.message.endswith("none of its 3 turns was valid")
 
@@ -464,8 +505,65 @@ def test_a_structured_result_asks_the_cli_for_its_schema(
     flow.write_text(STRUCTURED_FLOW)
     clock = FakeClock()
     ex = ScriptedExecutor(clock, lambda job: FakeTurn(report={"answer": 42}))
-    end = run_engine(str(flow), ws, executor=ex, clock=clock, settings={"budget.turns": "2"})
+    end = run_engine(
+        str(flow), ws, executor=ex, clock=clock, settings={"budget.turns": "2"}, home=state_home
+    )
     assert end.message.startswith("answered")
     [job] = ex.jobs
     schema = job.request.result_schema
     assert schema is not None and schema["properties"]["answer"]["type"] == "integer"
+
+
+DROPPING_FLOW = """
+from flamechase.flow import (DropPlace, FinishRun, Flow, FlowState, MakePlace, Measure,
+                             StartTurn, events)
+
+
+class S(FlowState):
+    places: dict[str, str] = {}
+    measured: bool = False
+
+
+class Drops(Flow[S]):
+    name = "drops"
+    summary = "measures in one place while it drops another"
+
+    def roles(self, params): return ["agent"]
+    def start(self, setup): return S()
+    def evolve(self, state, event):
+        if isinstance(event, events.PlaceMade):
+            return state.replace(places={**state.places, event.place: event.path})
+        if isinstance(event, events.PlaceDropped):
+            return state.replace(places={k: v for k, v in state.places.items() if k != event.place})
+        if isinstance(event, events.Measured):
+            return state.replace(measured=True)
+        return state
+    def decide(self, state, now):
+        if not state.places and not state.measured:
+            return [MakePlace("kept"), MakePlace("gone")]
+        if state.measured:
+            return [FinishRun("finished", "measured")]
+        out = [Measure(key="m", place="kept", command="true", pattern="(x)")]
+        return out + ([DropPlace("gone")] if "gone" in state.places else [])
+    def prompt(self, state, ctx): return ""
+
+
+FLOW = Drops()
+"""
+
+
+def test_a_place_dropped_in_the_same_round_is_not_in_a_new_jail(
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
+    # bubblewrap mounts over every place a jail hides: one removed as the jail is set up made
+    # the measurement fail ("exited with code 1", nothing printed), now and then.
+    flow = tmp_path / "drops.py"
+    flow.write_text(DROPPING_FLOW)
+    clock = FakeClock()
+    ex = ScriptedExecutor(clock, lambda job: ok(), measure=lambda job: {"value": 1.0})
+    end = run_engine(str(flow), ws, executor=ex, clock=clock, home=state_home)
+    assert end.status == "finished", end.message
+    [job] = ex.measured
+    assert job.jail is not None
+    gone = next(state_home.glob("runs/*/gone"))
+    assert not any(h.is_relative_to(gone) for h in job.jail.hidden)

@@ -17,7 +17,7 @@ from flamechase.engine.prepare import RunRequest, prepare
 from flamechase.engine.remote import head, shipping
 from flamechase.engine.remote.node import LaneHost
 from flamechase.engine.remote.paths import PathMap
-from flamechase.flows import load_flow
+from flamechase.loader import load_flow
 from tests.helpers import actor, cli, events
 
 PLAN = """\

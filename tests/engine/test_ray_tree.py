@@ -18,7 +18,7 @@ from flamechase.engine.loop import Engine
 from flamechase.engine.prepare import RunRequest, prepare
 from flamechase.engine.remote import gitsync, head
 from flamechase.engine.remote.node import LaneHost
-from flamechase.flows import load_flow
+from flamechase.loader import load_flow
 from tests.helpers import actor, cli, events
 
 LANE = """\

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from flamechase.flows import load_flow
+from flamechase.loader import load_flow
 from tests.flows.loading_repos import flow_source, worker
 from tests.helpers import cli
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from flamechase.errors import FlowNotFound
-from flamechase.flows import flow_identity, load_flow
+from flamechase.loader import flow_identity, load_flow
 from tests.flows.loading_repos import change_flow, commit, flow_source, git, make_repo, worker
 from tests.helpers import cli, status
 
@@ -116,7 +116,7 @@ def test_one_commit_hashes_the_same_in_every_process(tmp_path: Path) -> None:
     _ws, repo, _sha = _setup(tmp_path)
     ref = f"git+file://{repo}@v1#once"
     code = (
-        "from flamechase.flows import load_flow, flow_identity as i; "
+        "from flamechase.loader import load_flow, flow_identity as i; "
         f"r = {ref!r}; print(*i(load_flow(r), r))"
     )
     seen = {
@@ -228,3 +228,16 @@ def test_a_changed_cached_checkout_is_refused(tmp_path: Path, state_home: Path) 
         ws, tmp_path, f"git+file://{repo}@v1#once", params="budget.turns=5,resume_mode=fresh"
     )
     _one_line_refusal(proc, "was changed", "delete it")
+
+
+def test_a_pinned_flows_helper_it_never_imports_is_in_its_code_hash(tmp_path: Path) -> None:
+    repo, _ = make_repo(tmp_path / "repo")
+    (repo / "once" / "words.py").write_text("PROMPT = 'first'\n")
+    commit(repo, "words", "v2")
+    (repo / "once" / "words.py").write_text("PROMPT = 'second'\n")
+    commit(repo, "other words", "v3")
+    hashes = {
+        flow_identity(load_flow(f"git+file://{repo}@{tag}#once"), "")[1]
+        for tag in ("v1", "v2", "v3")
+    }
+    assert len(hashes) == 3

@@ -12,9 +12,10 @@ import pytest
 
 import flamechase.flows as flows
 from flamechase.errors import FlowNotFound
-from flamechase.flows import flow_identity, load_flow
+from flamechase.loader import flow_identity, load_flow
+from tests.engine.mistakes import Mistake, source
 from tests.flows.loading_repos import flow_source, install_distribution, worker, write_flow_package
-from tests.helpers import cli, status
+from tests.helpers import REPORT_OK, actor, cli, status
 
 
 def _exec(ws: Path, tmp: Path, ref: str, env: dict[str, str] | None = None):
@@ -69,7 +70,7 @@ def test_a_path_flow_hashes_the_same_in_every_process(tmp_path: Path) -> None:
     path = tmp_path / "once.py"
     path.write_text(flow_source())
     code = (
-        f"from flamechase.flows import load_flow, flow_identity as i; "
+        f"from flamechase.loader import load_flow, flow_identity as i; "
         f"print(*i(load_flow({str(path)!r}), ''))"
     )
     seen = {
@@ -185,3 +186,48 @@ def test_exec_refuses_them_with_exit_2_and_writes_nothing(
     (ws / "noflow.py").write_text("X = 1\n")
     _refused(_exec(ws, ws.parent, ref), words)
     assert not state_home.exists()
+
+
+def _relay_package(parent: Path, words: str) -> Path:
+    """A package flow whose prompt comes from a helper it loads with importlib, lazily."""
+    pkg = parent / "relay"
+    pkg.mkdir(parents=True, exist_ok=True)
+    m = Mistake(
+        "relay",
+        {"prompt": 'return importlib.import_module(__name__ + ".words").PROMPT'},
+        (),
+        extra="\nimport importlib\n",
+    )
+    (pkg / "__init__.py").write_text(source(m))
+    (pkg / "words.py").write_text(f"PROMPT = {words!r}\n")
+    return pkg
+
+
+def test_a_helper_loaded_with_importlib_is_in_the_code_hash(tmp_path: Path) -> None:
+    pkg = _relay_package(tmp_path, "first words")
+    before = flow_identity(load_flow(str(pkg)), "")[1]
+    (pkg / "words.py").write_text("PROMPT = 'other words'\n")
+    assert flow_identity(load_flow(str(pkg)), "")[1] != before
+    (pkg / "notes.py").write_text("# never imported, still the flow's code\n")
+    assert flow_identity(load_flow(str(pkg)), "")[1] != before
+
+
+def test_a_resume_after_editing_a_helper_needs_refresh(tmp_path: Path, ws: Path) -> None:
+    pkg = _relay_package(tmp_path / "flows", "first words")
+    agent = actor(
+        tmp_path, "agent.sh", 'cat "$FLAMECHASE_PROMPT" >> PROMPTS; echo >> PROMPTS\n' + REPORT_OK
+    )
+
+    def run(*extra: str, turns: int) -> subprocess.CompletedProcess[str]:
+        return cli(
+            "exec", "-f", str(pkg), "-a", f"author=exec:{agent}", "-a",
+            f"reviewer=exec:{agent}", "-p", f"budget.turns={turns},rest_seconds=0.05",
+            *extra, "do it", cwd=ws,
+        )  # fmt: skip
+
+    assert run(turns=1).returncode == 0  # the budget ends it after the first of two turns
+    (pkg / "words.py").write_text("PROMPT = 'second words'\n")
+    _refused(run(turns=2), "other code of flow mistake", "--refresh")
+    proc = run("--refresh", turns=2)
+    assert proc.returncode == 0, proc.stderr
+    assert (ws / "PROMPTS").read_text().split("\n")[:2] == ["first words", "second words"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flamechase.flow import RunSetup, StartTurn, events
-from flamechase.flows import load_flow
+from flamechase.loader import load_flow
 from tests.helpers import actor, cli, status
 from tests.helpers import events as run_events
 
@@ -27,19 +27,25 @@ PICKY = """
 """
 
 
+def _args(tmp_path: Path, *params: str) -> list[str]:
+    args = ["exec", "-f", str(EXAMPLE)]
+    for role in ("author", "reviewer_a", "reviewer_b"):
+        args += ["-a", f"{role}=exec:{tmp_path / role}.sh"]
+    return [
+        *args,
+        "-p",
+        ",".join(["budget.turns=20", "rest_seconds=0.05", *params]),
+        "Write DOC.md",
+    ]
+
+
 def _run(tmp_path: Path, reviewer_b: str, *params: str) -> tuple[int, Path, str]:
     ws = tmp_path / "ws"
     ws.mkdir()
-    agents = {
-        "author": actor(tmp_path, "author.sh", AUTHOR),
-        "reviewer_a": actor(tmp_path, "approve.sh", APPROVE),
-        "reviewer_b": actor(tmp_path, "b.sh", reviewer_b),
-    }
-    args = ["exec", "-f", str(EXAMPLE)]
-    for role, path in agents.items():
-        args += ["-a", f"{role}=exec:{path}"]
-    args += ["-p", ",".join(["budget.turns=20", "rest_seconds=0.05", *params]), "Write DOC.md"]
-    proc = cli(*args, cwd=ws, timeout=60)
+    actor(tmp_path, "author.sh", AUTHOR)
+    actor(tmp_path, "reviewer_a.sh", APPROVE)
+    actor(tmp_path, "reviewer_b.sh", reviewer_b)
+    proc = cli(*_args(tmp_path, *params), cwd=ws, timeout=60)
     return proc.returncode, ws, proc.stderr
 
 
@@ -105,3 +111,26 @@ def test_the_guide_shows_the_example_whole() -> None:
     guide = (ROOT / "docs" / "writing-a-flow.md").read_text()
     assert EXAMPLE.read_text() in guide
     assert len(EXAMPLE.read_text().splitlines()) < 150
+
+
+def test_the_same_command_again_resumes_the_finished_run_and_fresh_starts_anew(
+    tmp_path: Path,
+) -> None:
+    # What the guide's "Running the same command again" and the README say.
+    code, ws, _ = _run(tmp_path, APPROVE)
+    assert code == 0
+    first = status(ws)
+    again = cli(*_args(tmp_path), cwd=ws, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "Run resumed (session 2)" in again.stdout
+    assert "both reviewers approved draft 1" in again.stderr
+    assert status(ws)["id"] == first["id"]
+    assert status(ws)["budget"]["turns"]["used"] == 3  # no turn was taken again
+    fresh = cli(*_args(tmp_path, "resume_mode=fresh"), cwd=ws, timeout=60)
+    assert fresh.returncode == 0, fresh.stderr
+    assert status(ws)["id"] != first["id"]
+    guide = (ROOT / "docs" / "writing-a-flow.md").read_text()
+    section = guide.split("## Running the same command again", 1)[1]
+    for said in ("finishes again at once", "-p resume_mode=fresh", "--resume", "--refresh"):
+        assert said in section
+    assert "finishes again at once" in (ROOT / "README.md").read_text()

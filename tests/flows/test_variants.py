@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from flamechase.errors import FlowNotFound
-from flamechase.flows import builtin_names, flow_identity, load_flow
+from flamechase.flows import builtin_names
+from flamechase.loader import flow_identity, load_flow
 from tests.helpers import cli
 
 

@@ -81,11 +81,13 @@ def source_repo(user: User, root: Path, files: dict[str, str]) -> Path:
 
 
 def tool(name: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run `python -m flamechase.tools.NAME ARGS` in `cwd`; its last line, parsed."""
+    """Run `python -I -m flamechase.tools.NAME ARGS` in `cwd` (git_pr's programs by their
+    own names: `gitpr`, `publish`); its last line, parsed."""
     import json
 
+    group = "git_pr." if name in ("gitpr", "publish", "central", "clones", "hook") else ""
     proc = subprocess.run(
-        [sys.executable, "-m", f"flamechase.tools.{name}", *args],
+        [sys.executable, "-I", "-m", f"flamechase.tools.{group}{name}", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -16,7 +16,7 @@ import pytest
 from flamechase.flows.git_pr import programs
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello.plan import PlanSpec
-from flamechase.tools import central
+from flamechase.tools.git_pr import central
 from tests import plants
 
 SHADOWS = ["module", "package"]

@@ -45,6 +45,17 @@ def test_simulate_every_builtin_flow(flow: str, tmp_path: Path, state_home: Path
     assert kinds[0] == "run_created" and kinds[-1] == "run_finished"
     assert doc["run"]["flow"] == flow
     assert f"replay: {html.name}" in proc.stdout
+    # Every place, program and measurement is said as the flow labels it: never the words
+    # the engine falls back on (a place's name in brackets, a program's argv, a key).
+    said = [str(p["x"]) for p in doc["points"]]
+    for fallback in (
+        r"\ba private copy of your tree \(",
+        r"an empty place \(",
+        r" laid over \(",
+        r"The runtime runs [^ ]*(python|/bin/sh|gitpr|treesync)",
+        r"measures [a-z]+/",
+    ):
+        assert not [s for s in said if re.search(fallback, s)], fallback
     if fronts:
         assert kinds.count("verdict_recorded") >= 2 and "front_integrated" in kinds
         assert "turns per lane: f1 " in proc.stdout

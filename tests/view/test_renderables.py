@@ -15,11 +15,11 @@ from pathlib import Path
 from rich.console import Console
 
 from flamechase.agents.spec import split_agent_args
+from flamechase.cli.simulating import copy_sample, sim_settings
 from flamechase.engine.prepare import RunRequest, prepare
-from flamechase.flows import load_flow
+from flamechase.loader import load_flow
 from flamechase.view.live import LiveObserver
 from flamechase.view.renderables import dashboard, fmt_duration, lanes_table, short_actor
-from flamechase.view.simulate import copy_sample, sim_settings
 from flamechase.view.state import RunFold, parse_at
 from tests.helpers import FLAMECHASE
 from tests.view.conftest import Run
@@ -96,16 +96,17 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _rows(text: str) -> dict[str, str]:
-    """Each lane's row of the table, with its wrapped continuation lines joined on."""
+def _rows(text: str, names: tuple[str, ...] = ("lane-",)) -> dict[str, str]:
+    """Each track's row of the table (lanes, and roles' turns outside lanes), with its wrapped
+    continuation lines joined on."""
     rows: dict[str, str] = {}
     name = ""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("lane "))
     for line in lines[start + 1 :]:
-        if not line.strip() or (not line.startswith(" ") and not line.startswith("lane-")):
+        if not line.strip() or (not line.startswith(" ") and not line.startswith(names)):
             break
-        if line.startswith("lane-") and " HELD: " not in line and " failed: " not in line:
+        if line.startswith(names) and " HELD: " not in line and " failed: " not in line:
             name = line.split()[0]
             rows[name] = line
         elif line.startswith(" ") and name:
@@ -136,7 +137,7 @@ def test_at_80_columns_each_lane_says_its_state_and_why(rough_run: Run) -> None:
             line.rstrip().endswith(("output tokens", "duration", "cost", "turns"))
             for line in text.splitlines()
         )
-        rows = _rows(text)
+        rows = _rows(text, tuple(fold.order))
         assert set(rows) == set(fold.order)
         # Long words (paths) fold across lines: compare without any whitespace.
         bare = "".join(text.split())
@@ -281,3 +282,50 @@ def test_names_and_reasons_show_as_text_never_as_markup_or_controls() -> None:
     assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", own), repr(own)
     assert "[bold]lane[/]" in own and "[link=https://evil.example/]a[/link]" in own
     assert "[link=https://evil.example/]y[/link] [/]" in own
+
+
+def test_the_dashboard_draws_the_flows_panels_and_alerts() -> None:
+    import flamechase.flows.git_pr.events
+    import flamechase.flows.parrallello.events  # noqa: F401  (their kinds register)
+
+    fold = RunFold(lanes=[("lane-1", ("a", "b"))])
+    base = {"at": "2026-01-01T00:00:00Z", "lane": "lane-1", "actor": None}
+    rows = [
+        {"kind": "pr_opened", "payload": {"pr": f"PR{i:02d}", "branch": f"b{i}", "title": "t"}}
+        for i in range(12)  # more rows than the dashboard shows: those that changed last
+    ]
+    rows.append({"kind": "pr_merged", "payload": {"pr": "PR03", "merge": "abc", "value": 801}})
+    rows.append({"kind": "anomaly", "payload": {"what": "gate_vacuous", "detail": "no test ran"}})
+    for seq, row in enumerate(rows, 1):
+        fold.apply({**base, "seq": seq, **row})
+    text = _render(dashboard(fold.snapshot(), parse_at("2026-01-01T00:00:00Z")), width=80)
+    assert "pull requests · the 8 of 12 that changed last" in text
+    assert re.search(r"PR03 +lane-1 +b3 +merged +801", text) and "PR04" not in text
+    assert "PR11" in text and "alert: Anomaly in the run: gate_vacuous — no test ran." in text
+
+
+def test_a_track_outside_lanes_has_no_inbox_and_is_never_held() -> None:
+    fold = RunFold(lanes=[("lane-1", ("a", "b"))])
+    ev = {"at": "2026-01-01T00:00:00Z", "lane": None, "actor": "judge"}
+    fold.apply({**ev, "seq": 1, "kind": "report_published", "lane": "lane-1",
+                "payload": {"report_id": "lane-1.0001"}})  # fmt: skip
+    fold.apply({**ev, "seq": 2, "kind": "turn_started", "payload": {"turn": 1}})
+    now = parse_at("2026-01-01T00:00:05Z")
+    (row,) = [
+        ln for ln in _render(lanes_table(fold.snapshot(now), now)).splitlines() if "judge" in ln
+    ]
+    assert "turn 1" in row and "working" in row and "5.0s" in row
+    assert "judge ·" not in row and "inbox" not in row
+
+
+def test_a_panel_shows_what_flows_and_agents_wrote_as_text_only() -> None:
+    from flamechase.events.present import Row
+    from flamechase.view.board import Panels
+    from flamechase.view.renderables import panel_table
+
+    panels = Panels()
+    panels.put(Row("[bold]p[/]", "[link=https://evil.example/]k[/link]", {"[red]c[/]": "[/] v"}))
+    (panel,) = panels.freeze()
+    out = _render(panel_table(panel), width=120)
+    assert "[link=https://evil.example/]k[/link]" in out
+    assert "[red]c[/]" in out and "[/] v" in out

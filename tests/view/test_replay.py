@@ -108,3 +108,18 @@ def test_ten_thousand_events_make_one_page_that_says_how_long_it_took(
     assert re.search(r"in [0-9.]+ s", proc.stdout)
     assert "(10000 events)" in proc.stdout or "(10001 events)" in proc.stdout
     assert len(_embedded(out.read_text())["points"]) >= 10_000
+
+
+def test_a_replay_stays_writable_when_reported_spend_overflows() -> None:
+    # Agents report their own spend: two huge, finite reports must not make the cost
+    # infinite, which no JSON can hold (found by tests/test_fuzz_inputs.py).
+    from flamechase.view.replay import ReplayBuilder, embed_json
+
+    b = ReplayBuilder({"id": "r", "flow": "f", "budget": {}}, [{"lane": "lane-1", "roles": ["a"]}])
+    for seq in (1, 2):
+        b.add(
+            {"kind": "turn_valid", "lane": "lane-1", "actor": "a", "seq": seq,
+             "at": f"2026-01-01T00:00:0{seq}.000Z",
+             "payload": {"turn": seq, "cost_usd": 8.98846567431158e307}}
+        )  # fmt: skip
+    assert '"S":[1.797' in embed_json(b.document())

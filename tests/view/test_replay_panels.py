@@ -83,7 +83,7 @@ def test_every_point_of_a_rough_run_says_why_in_the_table(page: Any, rough_run: 
             page.click("#next")
         fold.apply(ev)
         rows = _panels(page)["lanes"]
-        for row, name in zip(rows, fold.order, strict=True):
+        for row, name in zip(rows[: len(fold.order)], fold.order, strict=True):
             lane = fold.lanes[name]
             assert row[1] == _state_cell(lane), (i, name)
             reasons += row[1] != {"turn": "on turn"}.get(lane.state, lane.state)

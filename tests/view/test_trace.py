@@ -22,22 +22,21 @@ def test_trace_command_writes_one_slice_per_turn(sim_run: Run, tmp_path: Path) -
         env={"FLAMECHASE_HOME": str(sim_run.home)},
         check=True,
     )
-    # Lane turns: planning sessions (turns outside lanes) are drawn on the planning row.
+    # Every turn, lanes' and the planner's (a turn outside lanes, on its role's thread).
     ends = [
         e
         for e in sim_run.events
         if e["kind"] in ("turn_valid", "turn_failed", "turn_interrupted", "lane_paused")
-        and e["lane"]
     ]
     assert f"wrote {len(ends)} turn slices" in proc.stdout
     trace = json.loads(out.read_text())
     events = trace["traceEvents"]
     threads = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
-    assert sorted(threads.values()) == ["lane-1", "lane-2", "lane-3", "planning"]
+    assert sorted(threads.values()) == ["coordinator", "lane-1", "lane-2", "lane-3", "run"]
     turns = [e for e in events if e.get("ph") == "X" and e.get("cat") == "turn"]
     assert len(turns) == len(ends)
     per_lane = Counter(threads[e["tid"]] for e in turns)
-    assert per_lane == Counter(e["lane"] for e in ends)
+    assert per_lane == Counter(e["lane"] or e["actor"] for e in ends)
     for slice_, end in zip(
         sorted(turns, key=lambda e: e["args"]["report_id"] or ""),
         sorted(ends, key=lambda e: e["payload"].get("report_id") or ""),
@@ -58,8 +57,8 @@ def test_trace_command_writes_one_slice_per_turn(sim_run: Run, tmp_path: Path) -
     starts = {e["id"] for e in events if e.get("ph") == "s"}
     finishes = [e["id"] for e in events if e.get("ph") == "f"]
     assert finishes and set(finishes) <= starts
-    planning = [e for e in events if e.get("cat") == "planning"]
-    assert len(planning) == sum(1 for e in sim_run.events if e["kind"] == "plan_attempt")
+    planning = [e for e in turns if e["args"]["outside_lanes"]]
+    assert len(planning) == sum(1 for e in ends if not e["lane"]) >= 1
 
 
 def test_trace_of_a_live_run_closes_open_turns(sim_run: Run) -> None:

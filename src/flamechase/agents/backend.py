@@ -12,9 +12,13 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from flamechase.jail import JailSpec
+
+if TYPE_CHECKING:
+    from flamechase.flow.commands import ResultSpec
+    from flamechase.flow.sim import SimActor
 
 AnswerStatus = Literal["finished", "failed", "timeout", "limited", "interrupted"]
 
@@ -50,7 +54,7 @@ class TurnRequest:
     run_dir: Path
     flow: str
     role: str
-    lane: str  # "lane-1" ...; "" for roles outside lanes (a coordinator)
+    lane: str  # "lane-1" ...; "" for turns outside lanes
     turn: int  # 1-based number of this turn in its lane (planning attempts: the attempt number)
     attempt: int  # 1-based; a turn taken again after a crash or a usage limit keeps `turn`
     workspace: Path  # cwd of the agent
@@ -67,6 +71,10 @@ class TurnRequest:
     result_schema: Mapping[str, Any] | None = None
     # The jail every process of this turn runs in; None = unconfined.
     jail: JailSpec | None = None
+    # The result the turn must end with (the engine validates it; a simulated agent builds it).
+    result: ResultSpec | None = None
+    # The flow's simulated actor, given only to a backend that is `simulated`.
+    actor: SimActor | None = None
 
     @property
     def writable(self) -> tuple[Path, ...] | None:
@@ -133,6 +141,8 @@ class Backend(abc.ABC):
 
     #: Spend reported by the agent itself rather than measured or priced by flamechase.
     self_reported: bool = False
+    #: Plays the flow's simulated actor (`TurnRequest.actor`) rather than running an agent.
+    simulated: bool = False
 
     @abc.abstractmethod
     def open(self, request: TurnRequest, on_spawn: SpawnHook) -> Session:

@@ -15,7 +15,7 @@ turn (and once more per repair of that turn's report). The program:
   ====================== ==================================================================
   FLAMECHASE_RUN_ID      id of the run
   FLAMECHASE_RUN_DIR     the run's state directory
-  FLAMECHASE_FLOW        flow name (``flame_chase``, ...)
+  FLAMECHASE_FLOW        the name of the run's flow
   FLAMECHASE_ROLE        role this turn plays
   FLAMECHASE_LANE        lane (``lane-1`` ...), empty for roles outside lanes
   FLAMECHASE_TURN        1-based turn number in the lane

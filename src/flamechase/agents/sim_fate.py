@@ -1,7 +1,7 @@
 """What a simulated turn will be, decided before any work: its seed, its fate, its usage.
 
 Everything is drawn from a seed made of run id, role, lane, turn and attempt, so a run can be
-replayed exactly. Imports nothing of the simulated actor itself.
+replayed exactly. Imports nothing of any flow's actor.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ def fate_of(profile: str, request: TurnRequest) -> Fate:
     """What a turn of `profile` will do, decided before any work (tests use it too)."""
     if profile == "silent":
         return "silent"
-    # The actor's own second turn: a lane's two actors alternate, actor a first, so actor a
-    # takes lane turns 1, 3, 5... and actor b 2, 4, 6...: its second is lane turn 3 or 4.
+    # Its own second turn where a lane alternates two agents: the first takes lane turns
+    # 1, 3, 5... and the second 2, 4, 6..., so either one's second is lane turn 3 or 4.
     if profile == "blocked" and request.lane and (request.turn + 1) // 2 == 2:
         return "blocked"
     if profile == "flaky":

@@ -14,7 +14,7 @@ import click
 
 from flamechase import __version__
 from flamechase.errors import EXIT_FAILED, EXIT_SIGNAL, EXIT_USAGE, FlamechaseError
-from flamechase.text import printable, printable_json
+from flamechase.text import echo
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -38,7 +38,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "artifacts": ("artifacts", "command"),
     "flows": ("flows", "group"),
     "profile": ("profile", "group"),
-    "pr": ("pr", "command"),
     "job": ("job", "command"),
     "lock": ("lock", "command"),
     "agents": ("agents", "command"),
@@ -51,27 +50,24 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def echo(text: str = "", *, err: bool = False, nl: bool = True, lines: bool = False) -> None:
-    """Print `text`, which may hold what an index, a flow, a report or an agent wrote: with
-    every terminal control sequence and character dropped (flamechase.text), and on one line
-    unless `lines`. Every command prints through here or `echo_json`."""
-    click.echo(printable(text, lines=lines), err=err, nl=nl)
+def _all_commands() -> dict[str, tuple[str, str]]:
+    """The CLI's own commands and those the built-in flows add: name -> (module, attribute)."""
+    from flamechase.flows import COMMANDS as FLOW_COMMANDS
 
-
-def echo_json(document: str, *, err: bool = False) -> None:
-    """Print a JSON document with the controls JSON leaves raw escaped (the same data)."""
-    click.echo(printable_json(document), err=err)
+    own = {name: (f"flamechase.cli.{module}", attr) for name, (module, attr) in COMMANDS.items()}
+    return {**FLOW_COMMANDS, **own}
 
 
 class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *COMMANDS})
+        return sorted({*self.commands, *_all_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            module, attr = COMMANDS[cmd_name]
+        known = _all_commands()
+        if cmd_name not in self.commands and cmd_name in known:
+            module, attr = known[cmd_name]
             try:
-                found = getattr(importlib.import_module(f"flamechase.cli.{module}"), attr)
+                found = getattr(importlib.import_module(module), attr)
             except ImportError:  # an optional extra's command (its library is missing)
                 return None
             self.add_command(found, cmd_name)
@@ -102,6 +98,15 @@ def _prompt_here() -> bool:
     return interactive(sys.stdin, sys.stdout)
 
 
+# `--debug` was given: errors raise with their tracebacks, and a run the flow's code broke
+# prints the flow's own traceback (commands ask `debugging()`).
+_DEBUG: list[bool] = [False]
+
+
+def debugging() -> bool:
+    return _DEBUG[0]
+
+
 def _error(prog: str, message: str) -> None:
     first = message.strip().splitlines()[0] if message.strip() else "error"
     echo(f"{prog}: error: {first}", err=True)
@@ -110,7 +115,7 @@ def _error(prog: str, message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `flamechase` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
+    debug = _DEBUG[0] = "--debug" in args
     if debug:
         args.remove("--debug")
     prog = "flamechase" + (f" {args[0]}" if args and not args[0].startswith("-") else "")
@@ -133,9 +138,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click.Abort:
         code = EXIT_SIGNAL
     except FlamechaseError as exc:
+        flow_tb = str(getattr(exc, "traceback", "") or "")
         if debug:
+            if flow_tb:
+                echo(flow_tb.rstrip("\n"), err=True, lines=True)
             raise
-        _error(prog, str(exc))
+        _error(prog, str(exc) + ("; --debug shows the flow's traceback" if flow_tb else ""))
         code = exc.exit_code
     except KeyboardInterrupt:
         echo(f"{prog}: stopped", err=True)

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from flamechase.cli import echo, echo_json
+from flamechase.text import echo, echo_json
 
 
 @click.command("agents")

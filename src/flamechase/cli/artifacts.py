@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from flamechase.cli import echo, echo_json
+from flamechase.text import echo, echo_json
 
 
 @click.command("artifacts")

@@ -10,8 +10,9 @@ from typing import IO, TYPE_CHECKING, cast
 
 import click
 
-from flamechase.cli import EXIT_CODES_HELP, echo
+from flamechase.cli import EXIT_CODES_HELP
 from flamechase.errors import UsageError
+from flamechase.text import echo
 
 if TYPE_CHECKING:
     from flamechase.engine.loop import Observer
@@ -32,7 +33,7 @@ NO_ENVIRONMENTS = (
     "flow_ref",
     required=True,
     metavar="FLOW",
-    help="flow name (flame_chase, parallel_flame_chase) or path to a flow",
+    help="a built-in flow's name (`flamechase flows list`) or a path to a flow",
 )
 @click.option(
     "-a",
@@ -104,7 +105,7 @@ def command(
     from flamechase.engine.loop import Engine
     from flamechase.engine.prepare import RunRequest, prepare
     from flamechase.engine.remote import options as executors
-    from flamechase.flows import load_flow
+    from flamechase.loader import load_flow
 
     workspace = _preflight(task, [*agents, *params, flow_ref], allow_workspace)
     flow = load_flow(flow_ref, refresh=refresh)
@@ -142,7 +143,12 @@ def command(
     close = getattr(observer, "close", None)
     if close is not None:
         close()
-    echo(f"flamechase: run {end.run_id} {end.status}: {end.message}", err=True)
+    from flamechase.cli import debugging
+
+    if end.traceback and debugging():
+        echo(end.traceback.rstrip("\n"), err=True, lines=True)
+    hint = f"; {end.hint}" if end.hint and flow.resumable else ""
+    echo(f"flamechase: run {end.run_id} {end.status}: {end.message}{hint}", err=True)
     return end.exit_code
 
 

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from flamechase.cli import echo, echo_json
 from flamechase.errors import FlowIndexError
+from flamechase.text import echo, echo_json
 
 if TYPE_CHECKING:
-    from flamechase.flow import Flow
-    from flamechase.flows.index import Entry
+    from flamechase.flow import Flow, FlowParams
+    from flamechase.loader.index import Entry
 
 INDEX_HELP = (
     "a flow index: YAML/JSON file, directory of flow.yaml, or git+URL (default: "
@@ -30,7 +30,7 @@ def group() -> None:
 
 
 def _index_entries(source: str | None, refresh: bool = False) -> tuple[str | None, list[Entry]]:
-    from flamechase.flows import index
+    from flamechase.loader import index
 
     source = source or index.default_source()
     if source is None:
@@ -39,8 +39,9 @@ def _index_entries(source: str | None, refresh: bool = False) -> tuple[str | Non
 
 
 def _rows(index_source: str | None) -> tuple[list[dict[str, Any]], str | None]:
-    from flamechase.flows import BUILTIN, VARIANTS, installed, load_flow
-    from flamechase.flows.loader import entry_points
+    from flamechase.flows import BUILTIN, VARIANTS
+    from flamechase.loader import installed, load_flow
+    from flamechase.loader.resolve import entry_points
 
     rows: list[dict[str, Any]] = []
     for name in [*sorted(BUILTIN), *sorted(VARIANTS)]:
@@ -119,7 +120,7 @@ def show_command(name: str, index_source: str | None) -> int:
     """What a flow is: roles, params, where it comes from (loads it: runs its code), or an
     index's entry for a flow not installed."""
     from flamechase.errors import FlowNotFound
-    from flamechase.flows import flow_identity, load_flow
+    from flamechase.loader import flow_identity, load_flow
 
     try:
         flow = load_flow(name)
@@ -144,7 +145,7 @@ def _variants_of(ref: str, flow: Flow[Any]) -> list[str]:
     import sys
 
     from flamechase.flows import BUILTIN, VARIANTS
-    from flamechase.flows.modules import flows_in
+    from flamechase.loader.modules import flows_in
 
     if ref in BUILTIN:
         return sorted(k for k in VARIANTS if k.startswith(ref + ":"))
@@ -165,8 +166,9 @@ _LIMITS = (
 
 
 def describe(flow: Flow[Any], source: str) -> list[str]:
-    """A flow's declarations as lines: summary, roles, params."""
-    params = flow.Params()
+    """A flow's declarations as lines: summary, roles, params (a param without a usable
+    default is shown as required, and the roles are those of the defaults)."""
+    params, required = _defaults(flow)
     lines = [
         f"{flow.name} {flow.version}: {flow.summary}",
         f"source: {source}",
@@ -176,14 +178,9 @@ def describe(flow: Flow[Any], source: str) -> list[str]:
             if flow.resumable
             else "no (every start is a new run)"
         ),
-        "roles (-a, in order):",
+        *_roles(flow, params, required),
+        "params (-p" + (", required ones marked" if required else "") + "):",
     ]
-    for role in flow.describe_roles(params):
-        extra = f" (default effort {role.defaults.effort})" if role.defaults.effort else ""
-        lines.append(
-            f"  {role.name}{extra}" + (f": {role.description}" if role.description else "")
-        )
-    lines.append("params (-p):")
     for key, field in flow.Params.model_fields.items():
         limits = [
             f"{sym} {getattr(m, attr)}"
@@ -191,11 +188,52 @@ def describe(flow: Flow[Any], source: str) -> list[str]:
             for attr, sym in _LIMITS
             if getattr(m, attr, None) is not None
         ]
-        shown = f"  {key} = {getattr(params, key)!r}" + (
-            f" ({', '.join(limits)})" if limits else ""
-        )
+        if key in required:
+            shown = f"  {key} (required; {_type_words(field.annotation)}" + "".join(
+                f"; {limit}" for limit in limits
+            )
+            shown += ")"
+        else:
+            shown = f"  {key} = {getattr(params, key)!r}" + (
+                f" ({', '.join(limits)})" if limits else ""
+            )
         lines.append(shown + (f": {field.description}" if field.description else ""))
     return lines
+
+
+def _defaults(flow: Flow[Any]) -> tuple[FlowParams, set[str]]:
+    """The flow's params with every default, and the names of those a run must be given
+    (no default, or a default the params refuse: `-p evaluator=...`)."""
+    from pydantic import ValidationError
+
+    try:
+        return flow.Params(), set()
+    except ValidationError as exc:
+        required = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+    # The defaults that exist, unchecked: enough for the roles of flows whose roles do not
+    # depend on what is required.
+    return flow.Params.model_construct(), required
+
+
+def _roles(flow: Flow[Any], params: FlowParams, required: set[str]) -> list[str]:
+    try:
+        roles = flow.describe_roles(params)
+    except Exception:  # roles that depend on a required param: nothing to show them from
+        return [f"roles: depend on {', '.join(sorted(required))} (give them with -p)"]
+    lines = ["roles (-a, in order):"]
+    for role in roles:
+        extra = f" (default effort {role.defaults.effort})" if role.defaults.effort else ""
+        lines.append(
+            f"  {role.name}{extra}" + (f": {role.description}" if role.description else "")
+        )
+    return lines
+
+
+def _type_words(annotation: Any) -> str:
+    """A param's type as a user writes it after -p: `str`, `int`, `list[str]`."""
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
 
 
 def _show_entries(entries: list[Entry], source: str) -> None:
@@ -218,7 +256,7 @@ def _show_entries(entries: list[Entry], source: str) -> None:
 def install_command(spec: str, index_source: str | None, refresh: bool) -> int:
     """Install a flow from an index at the commit the index records (verified: its tag must
     still name that commit). Installing imports the flow: it runs its code."""
-    from flamechase.flows import index
+    from flamechase.loader import index
 
     source, entries = _index_entries(index_source, refresh)
     if source is None:
@@ -242,7 +280,7 @@ def install_command(spec: str, index_source: str | None, refresh: bool) -> int:
 @click.argument("name")
 def uninstall_command(name: str) -> int:
     """Forget an installed flow (its cached checkout stays for runs that used it)."""
-    from flamechase.flows import installed
+    from flamechase.loader import installed
 
     if not installed.remove(name):
         raise FlowIndexError(f"no installed flow called {name!r}; see flamechase flows list")

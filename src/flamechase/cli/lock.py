@@ -18,7 +18,7 @@ import os
 
 import click
 
-from flamechase.cli import echo, echo_json
+from flamechase.text import echo, echo_json
 
 _DIR = click.option(
     "--dir", "lock_dir", metavar="DIR", help="the directory to lock (default: the run's directory)"

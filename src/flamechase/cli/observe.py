@@ -10,10 +10,12 @@ import errno
 import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from flamechase import events as ev
 from flamechase.text import printable, printable_json
+
+if TYPE_CHECKING:
+    from flamechase.view.state import Change
 
 # A reader that is gone: a closed pipe (EPIPE), a hung-up terminal (EIO, ENXIO).
 GONE = frozenset({errno.EPIPE, errno.EIO, errno.ENXIO})
@@ -72,17 +74,27 @@ class JsonObserver:
         self.out.flush()
 
 
-def describe(event: dict[str, Any]) -> str:
-    """One human line for an event: its time, lane and actor, and what the kind says."""
-    e = ev.parse(event)
-    who = " ".join(x for x in (e.lane, e.actor) if x)
-    return f"{e.at[11:19]} {who + ' ' if who else ''}{e.describe()}"
+class Narrator:
+    """One human line per event, `HH:MM:SS sentence`, as the event shows itself against the
+    views' fold (events/present.py): the same sentence the live view and the replay show."""
+
+    def __init__(self) -> None:
+        from flamechase.view.state import RunFold
+
+        self.fold = RunFold()
+
+    def change(self, event: dict[str, Any]) -> Change:
+        return self.fold.apply(event)
+
+    def line(self, event: dict[str, Any]) -> str:
+        return f"{str(event.get('at') or '')[11:19]} {self.change(event).shown.text}"
 
 
 class LineObserver:
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = QuietWhenGone(out or sys.stdout)
+        self.narrator = Narrator()
 
     def event(self, event: dict[str, Any]) -> None:
-        self.out.write(printable(describe(event)) + "\n")
+        self.out.write(printable(self.narrator.line(event)) + "\n")
         self.out.flush()

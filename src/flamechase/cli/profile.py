@@ -15,8 +15,8 @@ import click
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from flamechase.cli import echo
 from flamechase.errors import ProfileError
+from flamechase.text import echo
 
 CONFIG_VAR = "FLAMECHASE_CONFIG"
 
@@ -90,7 +90,7 @@ def check(flow_ref: str, profile: Profile) -> None:
     (loads the flow: runs its code). No budget is allowed, as for `exec`: the run says so."""
     from flamechase.agents.spec import assign_roles, split_agent_args
     from flamechase.config import parse_settings, split_kv
-    from flamechase.flows import load_flow
+    from flamechase.loader import load_flow
 
     flow = load_flow(flow_ref)
     _, params = parse_settings(dict(split_kv(profile.params)), flow.Params, flow.name)

@@ -1,6 +1,6 @@
 """The prompt `flamechase` opens on a terminal: `$FLOW TASK` starts a run with FLOW's profile.
 
-    ❯ $parallel_flame_chase get the solver under 10 s on every benchmark in bench/
+    ❯ $my_flow get the solver under 10 s on every benchmark in bench/
 
 The run shows its live view in the terminal and the prompt comes back when it ends or is
 stopped (Ctrl-C stops it as it stops `exec`). Lines are kept in a history file in the state
@@ -21,8 +21,8 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 
-from flamechase.cli import echo
 from flamechase.errors import FlamechaseError
+from flamechase.text import echo
 
 PROMPT = "❯ "
 HELP = (
@@ -35,8 +35,9 @@ def flow_names() -> list[str]:
     """Names `$` completes: built-in flows and variants, installed flows, flows of installed
     packages, and every flow that has a profile."""
     from flamechase.cli import profile
-    from flamechase.flows import BUILTIN, VARIANTS, installed
-    from flamechase.flows.loader import entry_points
+    from flamechase.flows import BUILTIN, VARIANTS
+    from flamechase.loader import installed
+    from flamechase.loader.resolve import entry_points
 
     names = {
         *BUILTIN,

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from flamechase.cli import echo, echo_json
+from flamechase.text import echo, echo_json
 
 
 @click.command("runs")
@@ -33,12 +33,15 @@ def runs_command(as_json: bool) -> int:
 
 
 # long: the `status --json` document, built field by field in one place.
-def run_status(run_dir: Path) -> dict[str, Any]:
+def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
     """What `status --json` prints for the run in `run_dir`.
 
     Generic rows (lanes, budget, spend) come from the engine's tables; what only the flow
     knows (a plan, a leaderboard, whose turn is next) from the summary the flow's `describe`
     left with its state: top-level keys as they are, `lanes` merged into each lane's row.
+    Turns outside lanes (planning, judging) are listed per role. `views`: also the
+    flow's panels and alerts, as its events show them (the views' fold over the flow's own
+    events, view/summary.fold_shown).
     """
     from flamechase.budgets import Budget
     from flamechase.store.db import Reader
@@ -50,6 +53,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         lanes = r.lanes()
         spend = r.spend()
         inflight = {row["lane"]: row for row in r.inflight()}
+        solo = r.solo_turns()
         try:
             stored = r.flow_state()
         except Exception:  # a run of an older flamechase: no flow state table
@@ -119,6 +123,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
             }
             for ln in lanes
         ],
+        "outside_lanes": [_outside(s, inflight) for s in solo],
         "last_error": run["last_error"],
         "ended": (
             ended["payload"].get("message")
@@ -128,9 +133,38 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         "stopping": bool(engine_alive and stop and opened and stop["seq"] > opened["seq"]),
         "notices": notices,
     }
+    if views:
+        out.update(_shown(run_dir))
     for key, value in summary.items():
         out.setdefault(key, value)
     return out
+
+
+def _outside(solo: dict[str, Any], inflight: dict[str, Any]) -> dict[str, Any]:
+    """A role's turns outside lanes, as `status --json` gives them."""
+    return {
+        "role": solo["role"],
+        "turns": solo["turns"],
+        "valid_turns": solo["valid"],
+        "last_error": solo["last_error"],
+        "in_flight": solo["lane"] in inflight,
+    }
+
+
+def _shown(run_dir: Path) -> dict[str, Any]:
+    """What the run's events show beyond the tables: the flow's panels and alerts."""
+    from flamechase import events as ev
+    from flamechase.store.db import Reader
+
+    with Reader(run_dir / "run.db") as r:
+        # A run whose flow journals no kind of its own shows no panel: no need to import the
+        # flow (and pydantic) and fold, which would double the time `status` takes.
+        if not r.events_except(tuple(ev.REGISTRY), limit=1):
+            return {"panels": [], "alerts": []}
+    from flamechase.view.summary import fold_shown, panels_json
+
+    fold = fold_shown(run_dir)
+    return {"panels": panels_json(fold.panels.freeze()), "alerts": list(fold.alerts)}
 
 
 @click.command("status")
@@ -140,7 +174,7 @@ def status_command(run: str, as_json: bool) -> int:
     """Where RUN stands (an id, a unique prefix, or `last`)."""
     from flamechase.store.catalog import resolve
 
-    st = run_status(resolve(run))
+    st = run_status(resolve(run), views=True)
     if as_json:
         echo_json(json.dumps(st, indent=1))
         return 0
@@ -187,8 +221,20 @@ def status_lines(st: dict[str, Any]) -> list[str]:
         why = ln["held_reason"] if ln["held"] else ln["last_error"]
         if why:
             out.append(f"      {'held' if ln['held'] else 'last error'}: {str(why)[:160]}")
+    for solo in st.get("outside_lanes") or ():
+        busy = ", working" if solo.get("in_flight") else ""
+        out.append(
+            f"  {solo['role']} (outside lanes): {_count(solo['turns'], 'turn')} "
+            f"({solo['valid_turns']} valid){busy}"
+        )
     for line in st.get("display") or ():  # what the flow wants shown, as it wrote it
         out.append(f"  {line}")
+    out += panel_lines(st.get("panels") or ())
+    alerts = st.get("alerts") or ()
+    for text in alerts[-ALERTS:]:
+        out.append(f"alert: {str(text)[:300]}")
+    if len(alerts) > ALERTS:
+        out.append(f"  ({len(alerts)} alerts in all; `status --json` lists every one)")
     best = (st.get("leaderboard") or {}).get("best")
     if best:
         out.append(
@@ -196,6 +242,33 @@ def status_lines(st: dict[str, Any]) -> list[str]:
         )
     if st["last_error"] and st["last_error"] != st.get("ended"):
         out.append(f"last error: {st['last_error']}")
+    return out
+
+
+ALERTS = 5  # the last alerts `status` prints
+PANEL_ROWS = 8  # rows of a panel `status` prints: those changed last
+
+
+def panel_lines(panels: Any) -> list[str]:
+    """Each of the flow's panels, a row a line (`key: column value · ...`); a long panel
+    shows the rows that changed last."""
+    from flamechase.events.present import cell_text
+
+    out = []
+    for panel in panels:
+        rows = {r["key"]: r["cells"] for r in panel["rows"]}
+        keep = set(panel.get("touched", list(rows))[-PANEL_ROWS:])
+        more = len(rows) - len(keep)
+        out.append(
+            f"{panel['name']}:"
+            + (f" (the {len(keep)} of {len(rows)} that changed last)" if more > 0 else "")
+        )
+        for key, cells in rows.items():
+            if key in keep:
+                said = " · ".join(
+                    f"{c} {cell_text(cells.get(c))}" for c in panel["columns"] if c in cells
+                )
+                out.append(f"  {key}: {said}")
     return out
 
 
@@ -209,15 +282,19 @@ def _count(n: int, word: str) -> str:
 @click.option("--follow", is_flag=True, help="keep printing new events until the run ends")
 def events_command(run: str, as_json: bool, follow: bool) -> int:
     """The event log of RUN."""
-    from flamechase.cli.observe import describe
+    from flamechase.cli.observe import Narrator
     from flamechase.store.catalog import resolve
     from flamechase.store.db import Reader
 
     run_dir = resolve(run)
+    narrator = Narrator()
     after = 0
     ended = {"run_finished", "run_stopped", "run_failed", "run_held"}
     over = False  # the run was seen over: one more read takes what it committed meanwhile
     with Reader(run_dir / "run.db") as r:
+        from flamechase.loader import load_recorded
+
+        load_recorded(str(r.run().get("flow_source") or ""))
         while True:
             batch = r.events(after=after, limit=1000)
             for ev in batch:
@@ -225,7 +302,7 @@ def events_command(run: str, as_json: bool, follow: bool) -> int:
                 if as_json:
                     echo_json(json.dumps(ev, ensure_ascii=False, separators=(",", ":")))
                 else:
-                    echo(describe(ev))
+                    echo(narrator.line(ev))
             if not follow:
                 return 0
             if batch and batch[-1]["kind"] in ended:

@@ -16,7 +16,8 @@ from typing import Any
 
 import click
 
-from flamechase.cli import EXIT_CODES_HELP, echo
+from flamechase.cli import EXIT_CODES_HELP
+from flamechase.text import echo
 
 
 def _say(text: str) -> None:
@@ -46,17 +47,20 @@ def _progress_observer(prepared: Any) -> Any:
 
 
 class _TurnLines:
-    """Progress without a terminal: turn ends and new bests, one line each, on stderr."""
+    """Progress without a terminal: turn ends, failures, holds, new bests and spent budgets,
+    one line each, on stderr (what each event is about is its own `tag`)."""
 
-    KINDS = frozenset(
-        {"turn_valid", "turn_failed", "candidate_best_updated", "lane_held", "budget_spent"}
-    )
+    TAGS = frozenset({"end", "fail", "best", "warn"})
+
+    def __init__(self) -> None:
+        from flamechase.cli.observe import Narrator
+
+        self.narrator = Narrator()
 
     def event(self, ev: dict[str, Any]) -> None:
-        from flamechase.cli.observe import describe
-
-        if ev.get("kind") in self.KINDS:
-            echo("  " + describe(ev), err=True)
+        change = self.narrator.change(ev)
+        if change.shown.tag in self.TAGS and ev.get("kind") != "notice":
+            echo("  " + change.shown.text, err=True)
 
 
 @click.command("show")
@@ -138,23 +142,24 @@ def simulate_command(
     task: str | None,
     keep: bool,
 ) -> int:
-    """Run FLOW with simulated actors on a throw-away copy and write its replay.
+    """Run FLOW with simulated agents on a throw-away copy and write its replay.
 
-    Every role gets a `sim/steady` actor: a real run (database, lane copies, reports,
-    artifacts, the evaluator), with simulated agents and no waiting, so you see the whole
-    shape of a flow's run before spending anything on it.
+    Every role gets a `sim/steady` agent, which plays the flow's own simulated actor or, for
+    a flow without one, answers each turn's result schema with a valid instance: a real run
+    (database, places, reports, artifacts, measurements), with simulated agents and no
+    waiting, so you see the whole shape of a flow's run before spending anything on it.
     """
     from flamechase.agents.spec import split_agent_args
-    from flamechase.config import split_kv
-    from flamechase.flows import load_flow
-    from flamechase.view.replay import write_replay
-    from flamechase.view.simulate import (
+    from flamechase.cli.simulating import (
         copy_sample,
         copy_workspace,
         run_sim,
         scratch,
         sim_settings,
     )
+    from flamechase.config import split_kv
+    from flamechase.loader import load_flow
+    from flamechase.view.replay import write_replay
     from flamechase.view.summary import summarize
 
     t0 = time.monotonic()
@@ -223,19 +228,20 @@ def simulate_command(
     help="where the replay goes (default DIR.html)",
 )
 def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path | None) -> int:
-    """See flamechase work in seconds: three lanes of simulated agents on a sample repo.
+    """See flamechase work in seconds: lanes of simulated agents on a sample repository.
 
-    Copies the bundled sample into a fresh directory, runs parallel_flame_chase on it with
-    `sim` actors under a short budget, and prints what happened: turns per lane, reports
-    exchanged, artifacts integrated, the best candidate, and the replay page.
+    Copies the bundled sample into a fresh directory, runs the built-in demo flow on it with
+    `sim` actors under a short budget, and prints what happened: the flow, turns per lane,
+    reports exchanged, artifacts integrated, the best candidate, and the replay page.
     """
+    from flamechase.cli.simulating import copy_sample, fresh_dir, run_sim, sim_settings
     from flamechase.config import split_kv
-    from flamechase.flows import load_flow
+    from flamechase.flows import DEMO
+    from flamechase.loader import load_flow
     from flamechase.view.replay import write_replay
-    from flamechase.view.simulate import copy_sample, fresh_dir, run_sim, sim_settings
     from flamechase.view.summary import summarize
 
-    flow = load_flow("parallel_flame_chase")
+    flow = load_flow(DEMO)
     if dest is None:
         dest = fresh_dir(Path.cwd(), "flamechase-demo")
     elif dest.exists() and any(dest.iterdir()):
@@ -253,7 +259,7 @@ def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path |
     for line in summarize(outcome.run_dir).lines():
         echo(line)
     echo(f"replay: {out} (open it in a browser)")
-    echo(f"the tree lane 1 improved: {dest}")
+    echo(f"the sample as the run left it: {dest}")
     echo("next: flamechase status last · flamechase events last · flamechase serve")
     return outcome.exit_code
 

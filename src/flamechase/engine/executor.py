@@ -76,6 +76,9 @@ class TurnResult:
     # Empty for a turn that ran here (the loop reads the artifact root itself).
     artifacts: tuple[ShippedFile, ...] = ()
     host: str | None = None  # the machine it ran on, when not this one ("HOST, node ID")
+    # The flow's result model broke while it checked the result (`ResultModelBroke`): its
+    # traceback. The turn is failed, and the run stops on it (a flow bug).
+    flow_error: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from flamechase import events as ev
 from flamechase.engine.executor import Executor, MeasureJob, TurnResult
+from flamechase.engine.flowcode import FlowCode
 from flamechase.engine.measurelock import MeasurementLock
 from flamechase.engine.remote import shipping
 from flamechase.engine.scheduling import Planned
@@ -97,7 +98,16 @@ class MeasureDone:
 
     def record(self, ledger: Ledger) -> None:
         with ledger.tx():
-            ledger.measured(self.command.key, self.command.lane, self.command.place, self.receipt)
+            c = self.command
+            ledger.measured(
+                c.key,
+                c.lane,
+                c.place,
+                self.receipt,
+                label=c.label,
+                metric=c.metric,
+                direction=c.direction,
+            )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -107,7 +117,8 @@ class RanDone:
 
     def record(self, ledger: Ledger) -> None:
         with ledger.tx():
-            ledger.ran(self.command.key, self.command.lane, self.command.place, self.receipt)
+            c = self.command
+            ledger.ran(c.key, c.lane, c.place, self.receipt, label=c.label)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -128,7 +139,17 @@ class PlaceDone:
                 self.dirs.lane_of_place(self.command.name),
                 changed=list(self.changed),
                 deleted=list(self.deleted),
+                label=self.command.label or _place_words(self.command),
             )
+
+
+def _place_words(c: cm.MakePlace) -> str:
+    """What the engine knows a place to be, when its flow did not say."""
+    if c.how == "snapshot":
+        return f"a private copy of your tree ({c.name})"
+    if c.how == "overlay":
+        return f"a copy of {c.base} with {c.over}'s changes laid over ({c.name})"
+    return f"an empty place ({c.name})"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -163,10 +184,18 @@ async def inline(fn: Callable[..., Any], *args: Any) -> Any:
 
 class Jobs:
     def __init__(
-        self, executor: Executor, wake: asyncio.Event, offload: Offload = asyncio.to_thread
+        self,
+        executor: Executor,
+        wake: asyncio.Event,
+        code: FlowCode,
+        offload: Offload = asyncio.to_thread,
     ) -> None:
         self.executor = executor
         self.wake = wake
+        self.code = code
+        # Jobs started and taken so far: whether a round of the loop saw anything happen.
+        self.started = 0
+        self.taken = 0
         # Where blocking file work runs (copies, freezing): a worker thread, or inline for
         # deterministic tests.
         self.offload = offload
@@ -177,6 +206,7 @@ class Jobs:
         self.locks = MeasurementLock()
 
     def _watch(self, task: asyncio.Task[Any]) -> None:
+        self.started += 1
         task.add_done_callback(lambda _t: self.wake.set())
 
     # ---- starting ----------------------------------------------------------------------------
@@ -193,7 +223,7 @@ class Jobs:
         try:
             if result.artifacts:  # the turn ran elsewhere: its files land first, hash-checked
                 await self.offload(shipping.land, planned.artifact_root, result.artifacts)
-            refs = command.result.declared_artifacts(result.result)
+            refs = self.code.declared_artifacts(command.result, result.result)
             frozen = await self.offload(dirs.blobs.freeze, planned.artifact_root, refs)
             if result.artifacts:
                 shipping.check_frozen(frozen, result.artifacts)
@@ -316,6 +346,10 @@ class Jobs:
     def has_turn(self, slot: str) -> bool:
         return slot in self._turns
 
+    def making(self, place: str) -> bool:
+        """Whether place `place` is being made (its `MakePlace` under way)."""
+        return f"place:{place}" in self._other
+
     def counted_turns(self) -> int:
         return sum(1 for _, _, c in self._turns.values() if c.counted)
 
@@ -330,10 +364,12 @@ class Jobs:
         for slot, (task, _, _) in list(self._turns.items()):
             if task.done():
                 del self._turns[slot]
+                self.taken += 1
                 out.append(task.result())
         for key, other in list(self._other.items()):
             if other.done():
                 del self._other[key]
+                self.taken += 1
                 out.append(other.result())
         return out
 

@@ -18,6 +18,11 @@ class RunLayout:
         return self.root / "run.db"
 
     @property
+    def flow_traceback(self) -> Path:
+        """The traceback of the flow's code when it broke the run (FlowCodeError)."""
+        return self.root / "flow-traceback.txt"
+
+    @property
     def blobs(self) -> Path:
         return self.root / "blobs"
 

@@ -22,7 +22,8 @@ from pydantic import BaseModel
 
 from flamechase import events as ev
 from flamechase.engine.clock import Clock, iso
-from flamechase.flow.api import Flow
+from flamechase.engine.flowcode import FlowCode
+from flamechase.errors import FlowCodeError
 from flamechase.store.db import Reader, Writer
 
 
@@ -49,14 +50,17 @@ class Ledger:
     def __init__(
         self,
         writer: Writer,
-        flow: Flow[Any],
+        code: FlowCode,
         clock: Clock,
         observer: Observer | None,
         fault: Callable[[str], None],
     ) -> None:
         self.writer = writer
         self.reader: Reader | None = None
-        self.flow = flow
+        self.code = code
+        self.flow = code.flow
+        # Told of every committed event, after the observer (the engine's command checks).
+        self.seen: Callable[[ev.Event], None] | None = None
         self.clock = clock
         self.observer = observer
         self.fault = fault
@@ -71,7 +75,7 @@ class Ledger:
     def open(
         cls,
         db: Path,
-        flow: Flow[Any],
+        code: FlowCode,
         clock: Clock,
         observer: Observer | None,
         fault: Callable[[str], None],
@@ -79,7 +83,7 @@ class Ledger:
         """The run database at `db` (created and migrated if need be), private to its owner."""
         writer = Writer(db)
         os.chmod(db, 0o600)
-        return cls(writer, flow, clock, observer, fault)
+        return cls(writer, code, clock, observer, fault)
 
     def close(self) -> None:
         self.writer.close()
@@ -118,12 +122,14 @@ class Ledger:
         try:
             with self.writer.transaction(durable=durable):
                 yield
-                if self.state is not self._stored and self.state is not None:
+                if (
+                    self.state is not self._stored
+                    and self.state is not None
+                    and self.code.broken is None
+                ):
+                    text, summary = self.code.stored(self.state)
                     self.writer.save_flow_state(
-                        flow=self.flow.name,
-                        state=self.state.model_dump_json(),
-                        summary=self.flow.describe(self.state),
-                        seq=self.last_seq,
+                        flow=self.flow.name, state=text, summary=summary, seq=self.last_seq
                     )
         except BaseException:
             self.state, self.lanes, self.last_seq = state, lanes, seq
@@ -135,9 +141,20 @@ class Ledger:
         if self.observer is not None:
             for e in pending:
                 self.observer.event(e.row())
+        if self.seen is not None:
+            for e in pending:
+                self.seen(e)
 
-    def journal(self, event: ev.Event) -> ev.Event:
-        """Append `event` (inside a transaction) and fold it into the flow state."""
+    def journal(self, event: ev.Event, *, fold: bool = True) -> ev.Event:
+        """Append `event` (inside a transaction) and fold it into the flow state.
+
+        Once the flow's code broke (FlowCodeError), nothing is folded and only what the
+        engine journals unfolded (`fold=False`: the run's end) is written: the stored state
+        stays the last one the flow made, and a turn the engine could not tell the flow of
+        stays under way, to be taken again on resume."""
+        broken = self.code.broken
+        if broken is not None and fold:
+            raise FlowCodeError(str(broken), broken.traceback, broken.status)
         at = iso(self.clock.time())
         seq = self.writer.event(
             event.kind,
@@ -150,8 +167,8 @@ class Ledger:
         event = dataclasses.replace(event, seq=seq, at=at)
         self.last_seq = seq
         self._pending.append(event)
-        if self.state is not None:
-            self.state = self.flow.evolve(self.state, event)
+        if self.state is not None and fold:
+            self.state = self.code.evolve(self.state, event)
         return event
 
     def say(self, event: ev.Event) -> ev.Event:
@@ -373,6 +390,7 @@ class Ledger:
         *,
         changed: list[str] | None = None,
         deleted: list[str] | None = None,
+        label: str = "",
     ) -> None:
         self.writer.add_place(name, path, how)
         self.journal(
@@ -383,6 +401,7 @@ class Ledger:
                 how=how,
                 changed=changed or [],
                 deleted=deleted or [],
+                label=label,
             )
         )
 
@@ -400,14 +419,43 @@ class Ledger:
         )
         self.journal(ev.Frozen(key=key, place=place, files=dict(files), error=error))
 
-    def ran(self, key: str, lane: str | None, place: str, receipt: Mapping[str, Any]) -> None:
+    def ran(
+        self,
+        key: str,
+        lane: str | None,
+        place: str,
+        receipt: Mapping[str, Any],
+        *,
+        label: str = "",
+    ) -> None:
         self.writer.add_measurement(
             key=key, lane=lane, at=iso(self.clock.time()), place=place, receipt=dict(receipt)
         )
-        self.journal(ev.Ran(lane=lane, key=key, receipt=json.loads(json.dumps(receipt))))
+        stored = json.loads(json.dumps(receipt))
+        self.journal(ev.Ran(lane=lane, key=key, receipt=stored, label=label))
 
-    def measured(self, key: str, lane: str | None, place: str, receipt: Mapping[str, Any]) -> None:
+    def measured(
+        self,
+        key: str,
+        lane: str | None,
+        place: str,
+        receipt: Mapping[str, Any],
+        *,
+        label: str = "",
+        metric: str | None = None,
+        direction: str | None = None,
+    ) -> None:
         self.writer.add_measurement(
             key=key, lane=lane, at=iso(self.clock.time()), place=place, receipt=dict(receipt)
         )
-        self.journal(ev.Measured(lane=lane, key=key, receipt=json.loads(json.dumps(receipt))))
+        stored = json.loads(json.dumps(receipt))
+        self.journal(
+            ev.Measured(
+                lane=lane,
+                key=key,
+                receipt=stored,
+                label=label,
+                metric=metric,
+                direction=direction,
+            )
+        )

@@ -26,8 +26,10 @@ from typing import Any
 from flamechase import events as ev
 from flamechase.engine import diskfull, opening
 from flamechase.engine.admission import BudgetTracker
+from flamechase.engine.checks import Checks, Progress
 from flamechase.engine.clock import Clock, RealClock
 from flamechase.engine.executor import Executor, LocalExecutor, TurnResult
+from flamechase.engine.flowcode import FlowCode, hear_signals
 from flamechase.engine.jobs import Done, Jobs, Offload, TurnDone
 from flamechase.engine.ledger import Ledger, Observer
 from flamechase.engine.prepare import Prepared
@@ -42,9 +44,11 @@ from flamechase.errors import (
     ControlPathViolation,
     DiskFull,
     FlamechaseError,
+    FlowCodeError,
     FlowError,
 )
 from flamechase.flow import commands as cm
+from flamechase.fsutil import atomic_write
 from flamechase.procs import Reaper
 from flamechase.store import home
 
@@ -67,6 +71,14 @@ class RunEnd:
     status: str  # finished | stopped | failed | held
     exit_code: int
     message: str
+    # What the user may do about it, for `exec` to say: not journaled, since it holds only
+    # for a run that can be resumed (a simulated run's state home is thrown away).
+    hint: str = ""
+    # The flow's own traceback when its code broke the run (also in the run directory).
+    traceback: str = ""
+    # The flow's code was left running in a worker thread (it never returned): the process
+    # should exit rather than go on beside it.
+    abandoned: bool = False
 
 
 class Engine:
@@ -91,6 +103,11 @@ class Engine:
         self.fault_hook = fault_hook or _env_fault_hook()
         self.offload = offload or asyncio.to_thread
         self.stopping = 0  # 1 after the first signal, 2 after the second
+        # Every call into the flow's code: in a worker thread, so a signal is still heard.
+        self.code = FlowCode(prep.flow)
+        self.code.grace = prep.params.kill_grace
+        self.checks = Checks(prep.flow.name, prep.agents, ())
+        self.progress = Progress(prep.flow.name)
         self.wake = asyncio.Event()
         self.reaper = Reaper()
         self.run_id = ""
@@ -119,24 +136,23 @@ class Engine:
 
     async def run(self) -> RunEnd:
         try:
-            opened = opening.open_run(self.prep, self.clock, self.observer, self._fault)
+            opened = opening.open_run(self.prep, self.code, self.clock, self.observer, self._fault)
         except Exception as exc:
+            self.code.close()
             if diskfull.is_disk_full(exc):
                 raise DiskFull(diskfull.message(home.runs_dir())) from exc
             raise
         self.run_id = opened.run_id
-        loop = asyncio.get_running_loop()
-        installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self.stop)
-                installed.append(sig)
+        restore = hear_signals(self.code, asyncio.get_running_loop(), self.stop)
         session = 0
         try:
             session = opened.ledger.writer.open_session(
                 os.getpid(), {r: s.text for r, s in self.prep.agents.items()}
             )
             return await self._session(opened, session)
+        except FlowCodeError as exc:
+            await self._cut_all()
+            return self._flow_broke(exc, opened)
         except ControlPathViolation as exc:
             await self._cut_all()
             return self._end("failed", str(exc))
@@ -158,8 +174,7 @@ class Engine:
                 self._end("failed", "internal error; see the traceback")
             raise
         finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+            restore()
             with contextlib.suppress(Exception):
                 await self.executor.close()
             with contextlib.suppress(Exception):
@@ -170,6 +185,19 @@ class Engine:
             with contextlib.suppress(Exception):
                 opened.ledger.close()
             opened.lock.release()
+            self.code.close()
+
+    def _flow_broke(self, exc: FlowCodeError, opened: opening.Opened) -> RunEnd:
+        """The flow's code raised, or never returned: the run ends as the error says, with
+        the flow's traceback kept in the run directory and named in the one line."""
+        message = str(exc)
+        if exc.traceback:
+            path = opened.layout.flow_traceback
+            with contextlib.suppress(OSError):
+                atomic_write(path, exc.traceback.encode("utf-8", "replace"))
+                message += f"; its traceback: {path}"
+        end = self._end(exc.status, message)
+        return dataclasses.replace(end, traceback=exc.traceback, abandoned=self.code.abandoned)
 
     async def _disk_full(self, opened: opening.Opened) -> RunEnd:
         """End the run on a full disk: cut what runs, record `failed` if there is room to."""
@@ -185,13 +213,18 @@ class Engine:
         prep = self.prep
         self._ledger = opened.ledger
         if opened.fresh:
-            opening.create(self.ledger, prep, opened)
+            try:
+                opening.create(self.ledger, prep, opened)
+            except FlowCodeError:  # the flow broke before its run was made: made without it
+                opening.create(self.ledger, prep, opened, flow=False)
+                raise
         else:
             opening.load(self.ledger, prep, opened.reader)
         self._budget = opening.budget_of(prep, opened.reader, self.clock)
-        self.builder = TurnBuilder(prep, opened.layout, opened.reader, opened.run_id)
+        self.builder = TurnBuilder(prep, opened.layout, opened.reader, opened.run_id, self.code)
         self.dirs = RunDirs(prep, opened.layout, opened.reader, self.ledger)
-        self._jobs = Jobs(self.executor, self.wake, self.offload)
+        self._jobs = Jobs(self.executor, self.wake, self.code, self.offload)
+        self._watch_flow(opened)
         if not opened.fresh:
             opening.recover(self.ledger, opened.reader, self.budget)
             self._resumed(opened, session)
@@ -213,6 +246,21 @@ class Engine:
         end = await self._drive()
         await self.reaper.settle()
         return end
+
+    def _watch_flow(self, opened: opening.Opened) -> None:
+        """What the flow's commands are checked against (its lanes, what the run did), and
+        when a call into its code must give up (budget.duration)."""
+        self.checks = Checks.of_run(
+            self.flow.name, self.prep.agents, self.ledger.lanes, opened.reader
+        )
+        self.ledger.seen = self.checks.see
+        clock, budget = self.clock, self.budget
+
+        def left() -> float | None:
+            deadline = budget.duration_deadline()
+            return None if deadline is None else deadline - clock.monotonic()
+
+        self.code.deadline = left
 
     def _resumed(self, opened: opening.Opened, session: int) -> None:
         prep = self.prep
@@ -266,7 +314,7 @@ class Engine:
 
     # ---- ending ----------------------------------------------------------------------------
 
-    def _end(self, status: str, message: str) -> RunEnd:
+    def _end(self, status: str, message: str, *, hint: str = "") -> RunEnd:
         """Record how the run ended; no process of this run survives it. A run whose counted
         turns all failed did not finish: it failed, and says so."""
         ledger, budget = self._ledger, self._budget
@@ -292,9 +340,10 @@ class Engine:
                 ledger.journal(
                     kind(
                         message=message, budget=budget.report() if budget else {}, valid_turns=valid
-                    )
+                    ),
+                    fold=self.code.broken is None,
                 )
-        return RunEnd(self.run_id, status, code, message)
+        return RunEnd(self.run_id, status, code, message, hint)
 
     async def _cut_all(self) -> None:
         if self._jobs is None:
@@ -319,6 +368,11 @@ class Engine:
             await self._hard_stops()
             commands = self._settle()
             deferred, wake_at = self._dispatch(commands)
+            self.progress.round(
+                (self.ledger.last_seq, self.jobs.started + self.jobs.taken),
+                commands,
+                self.clock.time(),
+            )
             spent = self.budget.spent(self.jobs.counted_turns())
             if spent and not self._budget_said:
                 self._budget_said = True
@@ -344,7 +398,8 @@ class Engine:
         if spent is not None:
             return self._end(
                 "finished",
-                f"budget {spent} is spent (to go on, resume with a larger -p budget.{spent}=…)",
+                f"budget {spent} is spent",
+                hint=f"to go on, resume with a larger -p budget.{spent}=…",
             )
         if not any(isinstance(c, cm.WaitUntil) for c in commands):
             raise FlowError(
@@ -371,11 +426,24 @@ class Engine:
 
     # ---- asking the flow -------------------------------------------------------------------
 
+    def _decide(self) -> list[cm.Command]:
+        """`decide`, its commands checked against the flow's declarations and the run."""
+        assert self.ledger.state is not None
+        commands = self.code.decide(self.ledger.state, self.clock.time())
+        self.checks.check(commands, self._standing)
+        return commands
+
+    def _standing(self, place: str) -> str:
+        if self.dirs.has_place(place):
+            return "made"
+        if self.jobs.making(place):
+            return "making"
+        return "dropped" if place in self.checks.dropped else "unknown"
+
     def _settle(self) -> list[cm.Command]:
         """Ask `decide` until it wants nothing done at once; its last answer."""
         for _ in range(SETTLE_ROUNDS):
-            assert self.ledger.state is not None
-            commands = list(self.flow.decide(self.ledger.state, self.clock.time()))
+            commands = self._decide()
             instant = [c for c in commands if isinstance(c, cm.INSTANT)]
             if not instant:
                 return commands
@@ -409,11 +477,15 @@ class Engine:
         """Start what is not under way; (whether an admissible turn waits, wake times)."""
         deferred = False
         wake_at: list[float] = []
-        for c in commands:
+        # Drops first: a program or turn started in the same round must not be jailed with
+        # the dropped place to hide, which is removed under it as its jail is set up.
+        for c in sorted(commands, key=lambda c: not isinstance(c, cm.DropPlace)):
             if isinstance(c, cm.FinishRun):
                 self._finish = self._finish or c
             elif isinstance(c, cm.WaitUntil):
                 wake_at.append(c.at)
+            elif not self.dirs.ready(c):
+                continue  # a place it uses is still being made: asked again once it is
             elif isinstance(c, cm.MakePlace):
                 self.jobs.make_place(c, self.dirs)
             elif isinstance(c, cm.Measure | cm.Run):
@@ -431,7 +503,7 @@ class Engine:
         if self.stopping or self._finish is not None:
             return deferred, wake_at
         for c in commands:
-            if isinstance(c, cm.StartTurn):
+            if isinstance(c, cm.StartTurn) and self.dirs.ready(c):
                 waiting = self._admit(c)
                 if waiting is None:
                     self._start(c)
@@ -530,16 +602,14 @@ class Engine:
             if forget:
                 self.ledger.writer.forget_procs(forget)
             self._instants_in_tx()
+        if r.flow_error:  # recorded as failed, and the run stops on the flow's bug
+            raise FlowCodeError(f"flow {self.flow.name}'s {r.error}", r.flow_error)
 
     def _instants_in_tx(self) -> None:
         """Inside the turn's transaction: what the flow owes for it lands with it."""
         for _ in range(SETTLE_ROUNDS):
             assert self.ledger.state is not None
-            instant = [
-                c
-                for c in self.flow.decide(self.ledger.state, self.clock.time())
-                if isinstance(c, cm.INSTANT)
-            ]
+            instant = [c for c in self._decide() if isinstance(c, cm.INSTANT)]
             before = self.ledger.last_seq
             for c in instant:
                 self._do_instant(c)

@@ -14,6 +14,7 @@ from typing import Any
 from flamechase import events as ev
 from flamechase.engine.admission import BudgetTracker, Spend
 from flamechase.engine.clock import Clock
+from flamechase.engine.flowcode import FlowCode
 from flamechase.engine.layout import RunLayout
 from flamechase.engine.ledger import LaneRow, Ledger, Observer
 from flamechase.engine.prepare import Prepared
@@ -41,7 +42,11 @@ class Opened:
 
 
 def open_run(
-    prep: Prepared, clock: Clock, observer: Observer | None, fault: Callable[[str], None]
+    prep: Prepared,
+    code: FlowCode,
+    clock: Clock,
+    observer: Observer | None,
+    fault: Callable[[str], None],
 ) -> Opened:
     """Take the source lock and open (or create) the run's directory and database."""
     fresh = prep.resume_from is None
@@ -59,7 +64,7 @@ def open_run(
                 f"run directory {root} was replaced or linked; the run cannot be resumed safely"
             )
         layout = RunLayout(root)
-        ledger = Ledger.open(layout.db, prep.flow, clock, observer, fault)
+        ledger = Ledger.open(layout.db, code, clock, observer, fault)
         reader = Reader(layout.db)
         ledger.reader = reader
     except BaseException:
@@ -68,24 +73,27 @@ def open_run(
     return Opened(run_id, layout, ledger, reader, lock, fresh)
 
 
-def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
-    """A new run: its row, its lanes, its first event and the flow's first state."""
-    flow, params = prep.flow, prep.params
-    lanes = flow.lanes(params)
+def create(ledger: Ledger, prep: Prepared, opened: Opened, *, flow: bool = True) -> None:
+    """A new run: its row, its lanes, its first event and the flow's first state. `flow`
+    False: the flow's code broke on the way (its lanes, start, evolve or describe), and the
+    run is recorded without its state or lanes, so that its failure can be."""
+    params = prep.params
+    lanes = ledger.code.lanes(params) if flow else []
     agents = {r: s.text for r, s in prep.agents.items()}
-    ledger.state = flow.start(
-        RunSetup(
-            run_id=opened.run_id,
-            objective=prep.objective,
-            params=params,
-            lanes=lanes,
-            source=str(prep.workspace),
+    if flow:
+        ledger.state = ledger.code.start(
+            RunSetup(
+                run_id=opened.run_id,
+                objective=prep.objective,
+                params=params,
+                lanes=lanes,
+                source=str(prep.workspace),
+            )
         )
-    )
     with ledger.tx():
         ledger.writer.create_run(
             run_id=opened.run_id,
-            flow=flow.name,
+            flow=prep.flow.name,
             workspace=str(prep.workspace),
             task=prep.objective,
             fingerprint=prep.task_fingerprint,
@@ -95,7 +103,7 @@ def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
             run_dir=str(opened.layout.root),
             flow_source=prep.flow_source,
             flow_hash=prep.flow_hash,
-            flow_version=flow.version,
+            flow_version=prep.flow.version,
         )
         for pos, lane in enumerate(lanes):
             ws = prep.workspace if lane.in_source else opened.layout.place(lane.place)
@@ -103,7 +111,7 @@ def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
             ledger.lanes[lane.name] = LaneRow(lane.name)
         ledger.journal(
             ev.RunCreated(
-                flow=flow.name,
+                flow=prep.flow.name,
                 flow_source=prep.flow_source,
                 flow_hash=prep.flow_hash,
                 workspace=str(prep.workspace),
@@ -112,7 +120,8 @@ def create(ledger: Ledger, prep: Prepared, opened: Opened) -> None:
                 agents=agents,
                 budget=prep.budget.to_json(),
                 budget_from=dict(prep.budget_from),
-            )
+            ),
+            fold=flow,
         )
 
 
@@ -125,7 +134,7 @@ def load(ledger: Ledger, prep: Prepared, reader: Reader) -> None:
             f"run {run['id']} was made by an older flamechase and has no flow "
             "state this one can resume; start fresh with -p resume_mode=fresh"
         )
-    ledger.state = prep.flow.load_state(stored["state"])
+    ledger.state = ledger.code.load_state(stored["state"])
     ledger.last_seq = int(stored["seq"])
     for row in reader.lanes():
         ledger.lanes[row["lane"]] = LaneRow(

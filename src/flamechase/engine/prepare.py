@@ -18,10 +18,15 @@ from flamechase.agents.spec import AgentSpec, assign_roles
 from flamechase.budgets import NO_BUDGET, Budget
 from flamechase.config import parse_settings
 from flamechase.engine import objective as obj
+from flamechase.engine.checks import check_declarations
+from flamechase.engine.flowcode import FlowCode
 from flamechase.engine.roles import with_role_defaults
 from flamechase.errors import (
     BackendUnavailable,
+    FlamechaseError,
     FlowChanged,
+    FlowError,
+    FlowRefused,
     LargeCopyRefused,
     NothingToResume,
     ParamError,
@@ -31,7 +36,7 @@ from flamechase.errors import (
     WorkspaceInvalid,
 )
 from flamechase.flow import CopyParams, Flow, FlowParams
-from flamechase.flows import flow_identity
+from flamechase.loader import flow_identity
 from flamechase.store import home
 from flamechase.store.db import Reader
 from flamechase.workspace.stats import large_copy_warning, measure
@@ -105,12 +110,37 @@ def prepare(req: RunRequest) -> Prepared:
         )
     ws = ws.resolve()
     flow = req.flow
+    # The flow's declarations are its code too: run where an exception or an exit is a
+    # flow error (one line), not a traceback or the end of the process.
+    code = FlowCode(flow)
+    try:
+        return _prepare(req, ws, code)
+    except FlowError as exc:  # no run was made: a refusal, as for any bad input
+        raise FlowRefused(str(exc), getattr(exc, "traceback", "")) from exc
+    finally:
+        code.close()
+
+
+def _prepare(req: RunRequest, ws: Path, code: FlowCode) -> Prepared:
+    flow = req.flow
     flow_source, flow_hash = flow_identity(flow, req.flow_ref or flow.name)
-    budget_given, given = parse_settings(dict(req.settings), flow.Params, flow.name)
+    # Params are validated by the flow's model (its validators are its code); the
+    # engine's own refusals (ParamError) pass through as they are.
+    mine = (FlamechaseError,)
+    budget_given, given = code.call(
+        "Params", parse_settings, dict(req.settings), flow.Params, flow.name, passthrough=mine
+    )
     found = _resume_decision(req, ws, given)
     if found.row is not None:
         _same_flow_code(found.row, flow_hash, req.refresh)
-    params, budget = _params_and_budget(flow, given, budget_given, found.row)
+    params, budget = code.call(
+        "Params", _params_and_budget, flow, given, budget_given, found.row, passthrough=mine
+    )
+    check_declarations(
+        flow.name,
+        code.call("roles()", flow.roles, params),
+        code.lanes(params),
+    )
     # Where each bound in force came from: this command line, or the run's earlier sessions.
     budget_from = {
         key: ("given now" if key in budget_given else "set earlier")
@@ -121,13 +151,13 @@ def prepare(req: RunRequest) -> Prepared:
     if budget.is_empty():
         # The seeds: a run ends "when the budget runs out, or you stop it".
         notices.append(NO_BUDGET)
-    agents, backends = _agents(req, flow, params, budget, notices)
-    _large_copies(req, params, ws, fresh=found.row is None, revised=found.revised)
+    agents, backends = _agents(req, code, params, budget, notices)
+    _large_copies(req, code, params, ws, fresh=found.row is None, revised=found.revised)
     # Every role's agents run jailed to their own place (or, said explicitly, unconfined).
     choice = jails.choose(params.sandbox, jails.probe())
     _installation_outside(ws, choice.mode)
     notices += [*choice.notices[:-1], f"every agent and measurement: {choice.notices[-1]}"]
-    notices += flow.start_notices(params)
+    notices += code.call("start_notices()", flow.start_notices, params)
     return Prepared(
         flow=flow,
         params=params,
@@ -228,12 +258,13 @@ def _params_and_budget(
 
 
 def _agents(
-    req: RunRequest, flow: Flow[Any], params: FlowParams, budget: Budget, notices: list[str]
+    req: RunRequest, code: FlowCode, params: FlowParams, budget: Budget, notices: list[str]
 ) -> tuple[dict[str, AgentSpec], dict[str, Backend]]:
     """Every role's agent, checked here (installed, priced), with what to say at start."""
+    flow = code.flow
     agents = with_role_defaults(
-        assign_roles(req.agents, flow.roles(params), flow.name),
-        flow.describe_roles(params),
+        assign_roles(req.agents, code.call("roles()", flow.roles, params), flow.name),
+        code.call("describe_roles()", flow.describe_roles, params),
         flow.name,
     )
     backends: dict[str, Backend] = {}
@@ -265,15 +296,17 @@ def _agents(
 
 
 def _large_copies(
-    req: RunRequest, params: FlowParams, ws: Path, *, fresh: bool, revised: bool
+    req: RunRequest, code: FlowCode, params: FlowParams, ws: Path, *, fresh: bool, revised: bool
 ) -> None:
     """Copies of a large tree: measured before anything exists, confirmed if asked to."""
     flow = req.flow
-    copies = flow.copies_needed(params, fresh=fresh, revised=revised)
+    copies = code.call(
+        "copies_needed()", lambda: flow.copies_needed(params, fresh=fresh, revised=revised)
+    )
     if not copies:
         return
     limits = params if isinstance(params, CopyParams) else CopyParams()
-    what = flow.copy_names(params, fresh=fresh, revised=revised)
+    what = code.call("copy_names()", lambda: flow.copy_names(params, fresh=fresh, revised=revised))
     warning = large_copy_warning(
         measure(ws),
         copies,

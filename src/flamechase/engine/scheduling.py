@@ -20,6 +20,7 @@ from flamechase.agents.backend import TurnRequest
 from flamechase.engine import inbox as inbox_mod
 from flamechase.engine.confinement import turn_jail
 from flamechase.engine.executor import TurnJob
+from flamechase.engine.flowcode import FlowCode
 from flamechase.engine.layout import SOURCE, RunLayout
 from flamechase.engine.prepare import Prepared
 from flamechase.flow.api import REASON, TurnContext
@@ -50,11 +51,14 @@ class Planned:
 
 
 class TurnBuilder:
-    def __init__(self, prep: Prepared, layout: RunLayout, reader: Reader, run_id: str) -> None:
+    def __init__(
+        self, prep: Prepared, layout: RunLayout, reader: Reader, run_id: str, code: FlowCode
+    ) -> None:
         self.prep = prep
         self.layout = layout
         self.reader = reader
         self.run_id = run_id
+        self.code = code
 
     def place_path(self, place: str) -> Path:
         return self.prep.workspace if place == SOURCE else self.layout.place(place)
@@ -196,8 +200,8 @@ class TurnBuilder:
         )
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
-        flow = prep.flow
-        repair = flow.repair_prompt(flow_state, ctx, REASON)
+        flow, code = prep.flow, self.code
+        repair = code.repair_prompt(flow_state, ctx, REASON)
         before, _, after = repair.partition(REASON)
         request = TurnRequest(
             run_id=self.run_id,
@@ -209,13 +213,20 @@ class TurnBuilder:
             attempt=attempt,
             workspace=workspace,
             io_dir=io_dir,
-            prompt=flow.prompt(flow_state, ctx),
+            prompt=code.prompt(flow_state, ctx),
             env=env,
             turn_timeout=prep.params.turn_timeout,
             silence_timeout=prep.params.silence_timeout,
             kill_grace=prep.params.kill_grace,
             jail=jail,
-            result_schema=cmd.result.json_schema() if cmd.result.structured else None,
+            result_schema=code.result_schema(cmd.result.model) if cmd.result.structured else None,
+            result=cmd.result,
+            # Only a simulated agent plays the flow's actor (it travels with the job).
+            actor=(
+                code.call("simulator()", flow.simulator)
+                if prep.backends[cmd.role].simulated
+                else None
+            ),
         )
         agent = prep.agents[cmd.role].text
         job = TurnJob(
@@ -236,6 +247,7 @@ class TurnBuilder:
             backend=agent,
             place=cmd.place,
             delivered=[d["report_id"] for d in batch.deliveries],
+            reads=list(cmd.inbox_from) if lane else [],
         )
         return Planned(
             slot=slot,

@@ -87,6 +87,19 @@ class RunDirs:
     def has_place(self, name: str) -> bool:
         return name == SOURCE or name in self._places
 
+    def ready(self, c: cm.Command) -> bool:
+        """Whether every place `c` works in or reads exists (a command whose place is still
+        being made waits for it: the flow asks again once `PlaceMade` arrives)."""
+        if isinstance(c, cm.StartTurn | cm.Measure | cm.Run):
+            used = (c.place, *c.reads)
+        elif isinstance(c, cm.Freeze):
+            used = (c.place,)
+        elif isinstance(c, cm.MakePlace):
+            used = tuple(p for p in (c.base, c.over) if p is not None)
+        else:
+            return True
+        return all(self.has_place(p) for p in used)
+
     def make_place(
         self,
         name: str,

@@ -17,6 +17,7 @@ from typing import Any
 from flamechase.agents.backend import Answer, Backend, Usage
 from flamechase.engine.clock import iso
 from flamechase.engine.executor import TurnJob, TurnResult
+from flamechase.flow.commands import ResultModelBroke
 from flamechase.fsutil import FileRefused, read_regular_file
 from flamechase.procs import boot_ticks
 from flamechase.workspace.checkpoints import read_checkpoint
@@ -166,6 +167,8 @@ async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnRes
                 fields["error"] = problem or "the agent returned no report"
             else:
                 fields["error"] = answer.error or f"the agent {answer.status}"
+    except ResultModelBroke as exc:
+        fields.update(status="failed", error=str(exc), flow_error=exc.detail)
     finally:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -7,56 +7,20 @@ view. A stored event is a row `{seq, at, kind, v, lane, actor, payload}`; `parse
 back into its class, ignoring payload keys it does not know (newer writers) and filling the
 ones it lacks with defaults (older writers). A kind nobody registered comes back as `Unknown`.
 
-Flows outside flamechase register their own kinds with `register` (a subclass of
-`FlowEvent`); views show those with `Event.describe()`.
+This package holds the engine's own vocabulary only. Every flow, built-in or not, registers
+its kinds with `register` (a subclass of `FlowEvent`) in its own package, where they are
+imported with the flow; views show any kind through what the event says of itself.
 """
 
 from __future__ import annotations
 
 from flamechase.events.base import REGISTRY, Event, FlowEvent, Unknown, parse, register
-from flamechase.events.git_pr import (
-    CentralReady,
-    MainMeasured,
-    MainPublished,
-    PrMerged,
-    PrOpened,
-    PrReady,
-    PrRejected,
-    PrRequestRefused,
-    PrReviewing,
-    PublicationHeld,
-    PushRefused,
-)
 from flamechase.events.lanes import (
     LaneHeld,
     LaneReleased,
     Measured,
     Ran,
     ReportPublished,
-)
-from flamechase.events.parrallello import (
-    Anomaly,
-    BlockEnded,
-    BuilderChecked,
-    CheckpointMade,
-    FrontEnded,
-    FrontIntegrated,
-    FrontPrepped,
-    FrontsPlanned,
-    FrontStarted,
-    GateRan,
-    GateRefrozen,
-    RoundStarted,
-    VerdictRecorded,
-)
-from flamechase.events.pfc import (
-    CandidateBestUpdated,
-    CandidateSubmitted,
-    LeaderboardDeclared,
-    ObjectiveReplanned,
-    PlanAttempt,
-    Planned,
-    PlanningStarted,
 )
 from flamechase.events.run import (
     BudgetSpent,
@@ -88,50 +52,20 @@ from flamechase.events.turns import (
 
 __all__ = [
     "REGISTRY",
-    "Anomaly",
-    "BlockEnded",
     "BudgetSpent",
-    "BuilderChecked",
-    "CandidateBestUpdated",
-    "CandidateSubmitted",
-    "CentralReady",
-    "CheckpointMade",
     "Event",
     "FlowEvent",
-    "FrontEnded",
-    "FrontIntegrated",
-    "FrontPrepped",
-    "FrontStarted",
-    "FrontsPlanned",
     "Frozen",
-    "GateRan",
-    "GateRefrozen",
     "LaneHeld",
     "LanePaused",
     "LaneReleased",
-    "LeaderboardDeclared",
-    "MainMeasured",
-    "MainPublished",
     "Measured",
     "Notice",
-    "ObjectiveReplanned",
     "ObjectiveRevised",
     "PlaceDropped",
     "PlaceMade",
-    "PlanAttempt",
-    "Planned",
-    "PlanningStarted",
-    "PrMerged",
-    "PrOpened",
-    "PrReady",
-    "PrRejected",
-    "PrRequestRefused",
-    "PrReviewing",
-    "PublicationHeld",
-    "PushRefused",
     "Ran",
     "ReportPublished",
-    "RoundStarted",
     "RunCreated",
     "RunEnded",
     "RunFailed",
@@ -147,7 +81,6 @@ __all__ = [
     "TurnStarted",
     "TurnValid",
     "Unknown",
-    "VerdictRecorded",
     "budget_words",
     "human_seconds",
     "parse",

@@ -1,14 +1,17 @@
 """The event machinery: `Event`, `FlowEvent`, `Unknown`, the registry and `parse`.
 
-Every kind module (`run`, `turns`, `lanes`, `pfc`, `git_pr`, `parrallello`) registers its
-classes here on import; `flamechase.events` imports them all, so the views know every kind.
+The engine's kind modules (`run`, `turns`, `lanes`) register their classes here on import, and
+`flamechase.events` imports them all; a flow's kinds register when the flow is imported.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+if TYPE_CHECKING:
+    from flamechase.events.present import Seen, Shown
 
 REGISTRY: dict[str, type[Event]] = {}
 _BASE_FIELDS = frozenset({"lane", "actor", "seq", "at"})
@@ -65,8 +68,16 @@ class Event:
         }
 
     def describe(self) -> str:
-        """One human line (without time or lane); kinds with more to say override it."""
-        return self.kind.replace("_", " ")
+        """One human line, without the time: what happened, in the flow's own words."""
+        return self.kind.replace("_", " ").capitalize() + "."
+
+    def show(self, seen: Seen) -> Shown:
+        """How the views draw this event, given what they have seen so far (the event
+        already folded). The default is `describe()`, about nothing in particular; kinds
+        that add a mark, a panel row or a score override this (events/present.py)."""
+        from flamechase.events.present import Shown
+
+        return Shown(self.describe())
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,7 +104,17 @@ class Unknown(Event):
         }
 
     def describe(self) -> str:
-        return self.unknown_kind.replace("_", " ")
+        """The kind in words and its payload's first fields: what is known without its flow."""
+        from flamechase.events.present import clip
+
+        fields = [
+            f"{k}={clip(v, 40)}"
+            for k, v in list(self.data.items())[:4]
+            if isinstance(v, str | int | float | bool) or v is None
+        ]
+        who = " ".join(x for x in (self.lane, self.actor) if x)
+        head = (f"{who}: " if who else "") + self.unknown_kind.replace("_", " ")
+        return head + (f" ({', '.join(fields)})" if fields else "") + "."
 
 
 def parse(row: Mapping[str, Any]) -> Event:

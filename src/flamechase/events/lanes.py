@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from flamechase.events.base import Event, register
+from flamechase.events.present import Score, Seen, Shown, and_, clip, plural, secs
 
 
 @register
@@ -17,6 +18,9 @@ class LaneHeld(Event):
     def describe(self) -> str:
         return f"HELD: {self.reason[:160]}"
 
+    def show(self, seen: Seen) -> Shown:
+        return Shown(f"{self.lane} is HELD: {clip(self.reason, 200)}.", "fail")
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,6 +30,9 @@ class LaneReleased(Event):
 
     def describe(self) -> str:
         return f"released: {self.reason[:160]}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(f"{self.lane} goes on: {clip(self.reason, 200)}.", "plan")
 
 
 @register
@@ -44,6 +51,23 @@ class ReportPublished(Event):
         n = len(self.artifacts)
         return f"report {self.report_id} published" + (f" with {n} frozen artifact(s)" if n else "")
 
+    def show(self, seen: Seen) -> Shown:
+        lane = self.lane or ""
+        rid = self.report_id
+        if lane.startswith("system:"):
+            return Shown(
+                f"The runtime reports to {lane.removeprefix('system:')}: "
+                f"{self.report_kind.replace('_', ' ')} [{rid}].",
+                "info",
+            )
+        what = f"a report ({self.report_status})"
+        if self.artifacts:
+            names = ", ".join(str(a.get("path")) for a in self.artifacts[:3])
+            more = ", …" if len(self.artifacts) > 3 else ""
+            what += f" and {plural(len(self.artifacts), 'artifact')} ({names}{more})"
+        who = self.actor or lane
+        return Shown(f"{who} files {what} in {lane}'s reports [{rid}].", "report")
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +77,11 @@ class Measured(Event):
     kind: ClassVar[str] = "measured"
     key: str = ""
     receipt: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # What the flow called it, and, when the flow ranks it (`Measure(metric=...)`), the metric
+    # and its direction: the measurement is then a candidate on the leaderboard.
+    label: str = ""
+    metric: str | None = None
+    direction: str | None = None
 
     @property
     def value(self) -> float | None:
@@ -73,6 +102,22 @@ class Measured(Event):
             else (f"measured {self.key}")
         )
 
+    def show(self, seen: Seen) -> Shown:
+        what = self.label or self.key
+        got = f"{self.value:g}" if self.value is not None else "no value"
+        err = f" ({clip(self.error, 160)})" if self.error else ""
+        name = f"{self.metric} " if self.metric else ""
+        score = None
+        if self.metric and self.value is not None and self.direction in ("minimize", "maximize"):
+            score = Score(
+                ref=self.key,
+                lane=self.lane or "",
+                metric=self.metric,
+                direction=self.direction,  # type: ignore[arg-type]
+                value=self.value,
+            )
+        return Shown(f"The runtime measures {what}: {name}{got}{err}.", "info", score=score)
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +127,7 @@ class Ran(Event):
     kind: ClassVar[str] = "ran"
     key: str = ""
     receipt: dict[str, Any] = dataclasses.field(default_factory=dict)
+    label: str = ""  # what the flow called the program (`Run(label=...)`)
 
     @property
     def ok(self) -> bool:
@@ -94,3 +140,24 @@ class Ran(Event):
     def describe(self) -> str:
         error = self.receipt.get("error")
         return f"ran {self.key}" + (f": {str(error)[:160]}" if error else "")
+
+    def show(self, seen: Seen) -> Shown:
+        what = self.label or program_words(self.receipt.get("argv"))
+        took = secs(self.receipt.get("duration"))
+        error = self.receipt.get("error")
+        if error:
+            return Shown(f"The runtime runs {what} ({took}): {clip(error, 200)}.", "warn")
+        return Shown(f"The runtime runs {what} ({took}).", "info")
+
+
+def program_words(argv: Any) -> str:
+    """A program as a reader knows it: `treesync diff`, not an interpreter's path and flags."""
+    if not isinstance(argv, list | tuple) or not argv:
+        return "a program"
+    words = [str(a) for a in argv]
+    if "-m" in words:
+        i = words.index("-m")
+        module = words[i + 1].rsplit(".", 1)[-1] if i + 1 < len(words) else "python"
+        rest = [w for w in words[i + 2 : i + 3] if not w.startswith("-")]
+        return and_([" ".join([module, *rest])])
+    return clip(" ".join(words[:3]), 60)

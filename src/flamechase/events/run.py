@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from flamechase.events.base import Event, register
+from flamechase.events.present import Seen, Shown, and_, clip, money, plural
 
 
 @register
@@ -25,6 +26,13 @@ class RunCreated(Event):
 
     def describe(self) -> str:
         return f"run of {self.flow} created on {self.workspace}; {budget_words(self.budget)}"
+
+    def show(self, seen: Seen) -> Shown:
+        lanes = list(self.lanes) or list(seen.lane_names())
+        count = f" with {plural(len(lanes), 'lane')} ({', '.join(lanes)})" if lanes else ""
+        return Shown(
+            f"Run created: {self.flow or seen.flow}{count}; {budget_words(self.budget)}.", "run"
+        )
 
 
 @register
@@ -45,6 +53,11 @@ class RunResumed(Event):
             f"run resumed (session {self.session}); "
             f"{budget_words(self.budget, self.budget_from, self.spent)}"
         )
+
+    def show(self, seen: Seen) -> Shown:
+        changed = self.changed_agents or {}
+        extra = f"; new agents for {and_(sorted(changed))}" if changed else ""
+        return Shown(f"Run resumed (session {self.session}){extra}.", "run")
 
 
 def budget_words(
@@ -100,6 +113,9 @@ class Notice(Event):
     def describe(self) -> str:
         return self.message
 
+    def show(self, seen: Seen) -> Shown:
+        return Shown(f"Notice: {clip(self.message, 400)}", "warn")
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +128,11 @@ class ObjectiveRevised(Event):
 
     def describe(self) -> str:
         return "the objective was revised (TASK.md changed)"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            "The objective changed (TASK.md was revised); the run goes on toward it.", "plan"
+        )
 
 
 @register
@@ -126,12 +147,21 @@ class PlaceMade(Event):
     # An overlay's differences from its base (paths relative to the place).
     changed: list[str] = dataclasses.field(default_factory=list)
     deleted: list[str] = dataclasses.field(default_factory=list)
+    # What the place is, in the flow's words (`MakePlace(label=...)`): "lane-2's private copy".
+    label: str = ""
 
     def describe(self) -> str:
         text = f"{self.how} {self.place} made at {self.path}"
         if self.how == "overlay":
             text += f" ({len(self.changed)} changed, {len(self.deleted)} deleted)"
         return text
+
+    def show(self, seen: Seen) -> Shown:
+        what = seen.place_words(self.place)
+        text = f"The runtime makes {what}"
+        if self.how == "overlay":
+            text += f" ({len(self.changed)} file(s) laid over, {len(self.deleted)} deleted)"
+        return Shown(text + ".", "info")
 
 
 @register
@@ -142,6 +172,9 @@ class PlaceDropped(Event):
 
     def describe(self) -> str:
         return f"{self.place} removed"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(f"The runtime removes {seen.place_words(self.place)}.", "info")
 
 
 @register
@@ -160,12 +193,34 @@ class Frozen(Event):
             return f"freezing {self.key} failed: {self.error}"
         return f"froze {self.key}: {', '.join(sorted(self.files)) or 'no files'}"
 
+    def show(self, seen: Seen) -> Shown:
+        if self.error:
+            return Shown(
+                f"The runtime could not freeze files of {seen.place_words(self.place)}: "
+                f"{clip(self.error, 200)}.",
+                "warn",
+            )
+        names = sorted(self.files)
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        return Shown(
+            f"The runtime freezes {plural(len(names), 'file')} ({shown or 'none'}) of "
+            f"{seen.place_words(self.place)}, hashed and kept where no agent writes.",
+            "info",
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RunRunning(Event):
     kind: ClassVar[str] = "run_running"
     lanes: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        return "running"
+
+    def show(self, seen: Seen) -> Shown:
+        lanes = [str(x) for x in self.lanes] or list(seen.lane_names())
+        return Shown(f"Lanes start: {and_(lanes)}." if lanes else "The run starts.", "run")
 
 
 @register
@@ -186,6 +241,9 @@ class Stopping(Event):
             return "stopping: nothing is under way"
         return f"stopping: {turns} will finish and be recorded; Ctrl-C again to cut them"
 
+    def show(self, seen: Seen) -> Shown:
+        return Shown(self.describe()[0].upper() + self.describe()[1:] + ".", "warn")
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -196,6 +254,9 @@ class BudgetSpent(Event):
 
     def describe(self) -> str:
         return f"budget {self.key} spent; no new turns"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(f"Budget {self.key} is spent: no new turns start.", "warn")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -212,6 +273,13 @@ class RunEnded(Event):
 
     def describe(self) -> str:
         return f"run {self.status}: {self.message}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"Run {self.status}: {clip(self.message, 300)}. Spent {money(seen.cost)} over "
+            f"{plural(seen.turns, 'turn')}.",
+            "run",
+        )
 
 
 @register

@@ -6,6 +6,26 @@ import dataclasses
 from typing import Any, ClassVar
 
 from flamechase.events.base import Event, register
+from flamechase.events.present import Seen, Shown, and_, clip, money, plural, secs
+
+
+def _who(e: Event, turn: int, attempt: int = 1) -> str:
+    """`actor — turn N of lane`, or `actor's turn N` for a turn outside lanes; its attempt
+    when it is taken again (after a failure, a cut or a usage limit)."""
+    again = f", attempt {attempt}" if attempt > 1 else ""
+    if e.lane:
+        return f"{e.actor} — turn {turn}{again} of {e.lane}"
+    return f"{e.actor or 'an actor'}'s turn {turn}{again} (outside lanes)"
+
+
+def _source(lane: str) -> str:
+    """Who a delivered report is from: a lane, or the runtime (reports to `system:LANE`)."""
+    return "the runtime" if lane == "system" or lane.startswith("system:") else lane
+
+
+def _on(host: str | None) -> str:
+    """Where a turn ran, when that was another machine (a Ray node)."""
+    return f", on {clip(host, 80)}" if host else ""
 
 
 @register
@@ -19,12 +39,41 @@ class TurnStarted(Event):
     backend: str = ""
     place: str = ""
     delivered: list[str] = dataclasses.field(default_factory=list)
+    # The lanes whose reports this turn reads (`StartTurn.inbox_from`); None in journals
+    # written before flamechase 0.2 said so.
+    reads: list[str] | None = None
 
     def describe(self) -> str:
         text = f"turn {self.turn} starts ({self.backend})"
         if self.delivered:
             text += f" · with {len(self.delivered)} report(s) in its inbox"
         return text
+
+    def show(self, seen: Seen) -> Shown:
+        place = self.place or "source"
+        before = seen.last_actor(self.lane) if self.lane else None
+        if before and before != self.actor and seen.last_place(self.lane or "") == place:
+            # The seeds' words: the actors of a lane hand each other the tree (or the copy),
+            # when the turn works where the last one did.
+            where = f"{before} hands {self.actor} {seen.handed(place)}"
+        else:
+            where = f"in {seen.place_words(place)}"
+        head = f"{_who(self, self.turn, self.attempt)} starts, {where} ({self.backend})"
+        if not self.delivered:
+            return Shown(head + ".", "turn")
+        by_lane: dict[str, list[str]] = {}
+        artifacts = 0
+        for rid in self.delivered:
+            rep = seen.report(rid)
+            by_lane.setdefault(_source(rep.lane if rep else rid.split(".", 1)[0]), []).append(rid)
+            artifacts += rep.artifacts if rep else 0
+        parts = [f"{src} ({', '.join(ids)})" for src, ids in by_lane.items()]
+        carried = f" carrying {plural(artifacts, 'artifact')}" if artifacts else ""
+        return Shown(
+            f"{head}; receives {plural(len(self.delivered), 'report')}{carried} "
+            f"from {and_(parts)}.",
+            "receive",
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +129,14 @@ class TurnValid(TurnEnded):
             text += f" · ${self.cost_usd:.4f}"
         return text + f" · {self.duration:.1f}s" + (f" · on {self.host}" if self.host else "")
 
+    def show(self, seen: Seen) -> Shown:
+        said = f": “{clip(self.summary)}”" if self.summary else ""
+        return Shown(
+            f"{_who(self, self.turn, self.attempt)} ends {self.report_status or 'valid'} "
+            f"({secs(self.duration)}, {money(self.cost_usd)}{_on(self.host)}){said}.",
+            "end",
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +148,13 @@ class TurnFailed(TurnEnded):
     def describe(self) -> str:
         where = f" (on {self.host})" if self.host else ""
         return f"turn {self.turn} FAILED{where}: {self.error[:160]}"
+
+    def show(self, seen: Seen) -> Shown:
+        who = _who(self, self.turn, self.attempt)
+        return Shown(
+            f"{who} FAILED ({secs(self.duration)}{_on(self.host)}): {clip(self.error, 200)}.",
+            "fail",
+        )
 
 
 @register
@@ -107,6 +171,13 @@ class TurnInterrupted(TurnEnded):
     def describe(self) -> str:
         return f"turn {self.turn} cut: {self.reason}"
 
+    def show(self, seen: Seen) -> Shown:
+        who = _who(self, self.turn, self.attempt)
+        return Shown(
+            f"{who} was cut ({clip(self.reason, 160)}); the same actor takes it again.",
+            "fail",
+        )
+
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,3 +191,11 @@ class LanePaused(TurnEnded):
 
     def describe(self) -> str:
         return f"paused until {self.until}: {self.reason}"
+
+    def show(self, seen: Seen) -> Shown:
+        where = self.lane or f"{self.actor}'s turns"
+        return Shown(
+            f"{where} pauses until {self.until}: {clip(self.reason, 160)} (a usage window "
+            f"closed for {self.actor}); the same actor takes turn {self.turn} again then.",
+            "warn",
+        )

@@ -6,14 +6,16 @@ commands), and writes the prompts of the turns it asked for (`prompt`). It never
 never reads a clock and never writes run state; the engine does all of that and stores the
 flow's state with every transaction. docs/writing-a-flow.md walks through a complete flow.
 
-    class MyFlow(Flow[MyState]):
+    class MyState(FlowState):          # frozen; `state.replace(drafts=2)` checks name and type
+        drafts: int = 0
+
+    class MyFlow(Flow[MyState, MyParams]):   # MyParams: a FlowParams subclass (optional)
         name = "my_flow"
         summary = "..."
-        State = MyState
 
         def roles(self, params): return ["author", "reviewer"]
         def start(self, setup): return MyState()
-        def evolve(self, state, event): ...
+        def evolve(self, state, event): return state.replace(drafts=state.drafts + 1)
         def decide(self, state, now): return [StartTurn(role="author", lane=None, number=1)]
         def prompt(self, state, ctx): return f"Objective: {ctx.objective} ..."
 
@@ -23,12 +25,16 @@ A flow that runs a Python program of its own with `Run` builds its argv with
 `runtime_module` (this interpreter, isolated: `python -I -m ...`), so that nothing in the place
 it runs in is on its import path; the engine refuses an unjailed `Run` of Python without it.
 
+A flow may ship a simulated actor (`Flow.simulator`, `flamechase.flow.sim`) that plays its
+turns for `sim/PROFILE` agents; without one, `sim` answers each turn's result schema itself.
+
 Must not import the engine, the store, agents or views: a flow sees the run only through
 events, and acts only through commands.
 """
 
 from flamechase import events
 from flamechase.events import Event, FlowEvent
+from flamechase.events.present import Mark, Ranking, Row, Score, Seen, Shown
 from flamechase.flow.api import (
     REASON,
     AgentDefaults,
@@ -58,6 +64,8 @@ from flamechase.flow.commands import (
     WaitUntil,
 )
 from flamechase.flow.outbox import Outbox
+from flamechase.flow.sim import SimActor, SimTurn
+from flamechase.flow.state import FlowState, FlowStateError
 from flamechase.interpreter import runtime_module, runtime_python, runtime_shell
 
 __all__ = [
@@ -73,18 +81,28 @@ __all__ = [
     "Flow",
     "FlowEvent",
     "FlowParams",
+    "FlowState",
+    "FlowStateError",
     "Freeze",
     "HoldLane",
     "LaneDef",
     "MakePlace",
+    "Mark",
     "Measure",
     "Outbox",
     "PublishReport",
+    "Ranking",
     "ReleaseLane",
     "ResultSpec",
     "Role",
+    "Row",
     "Run",
     "RunSetup",
+    "Score",
+    "Seen",
+    "Shown",
+    "SimActor",
+    "SimTurn",
     "StartTurn",
     "TurnContext",
     "WaitUntil",

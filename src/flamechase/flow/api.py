@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypeVar
 
 from flamechase.events import Event
-from flamechase.flow.commands import Command, StartTurn
+from flamechase.flow.commands import REPORT, Command, StartTurn
+
+if TYPE_CHECKING:
+    from flamechase.flow.sim import SimActor
 
 __all__ = [
     "REASON",
@@ -121,14 +126,20 @@ class LaneDef:
         return self.place == "source"
 
 
+# A flow's params type: what `roles`, `lanes`, `RunSetup.params`... are given (the engine
+# validates `-p` against the flow's `Params`, so they are always of it). Flows that declare
+# no params of their own (`Flow[State]`) take plain `FlowParams`.
+P = TypeVar("P", bound=FlowParams, default=FlowParams)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
-class RunSetup:
+class RunSetup(Generic[P]):
     """What a flow's first state may depend on. `source`: the path of the user's tree (the
     place "source"), for programs a flow runs in another place that read it."""
 
     run_id: str
     objective: str
-    params: FlowParams
+    params: P
     lanes: Sequence[LaneDef]
     source: str = ""
 
@@ -161,8 +172,13 @@ class TurnContext:
 S = TypeVar("S", bound=BaseModel)
 
 
-class Flow(abc.ABC, Generic[S]):
-    """A flow: declarations plus a pure decider. Subclass and instantiate once as `FLOW`."""
+class Flow(abc.ABC, Generic[S, P]):
+    """A flow: declarations plus a pure decider. Subclass and instantiate once as `FLOW`.
+
+    `Flow[MyState, MyParams]` types what the flow is given: `evolve` folds a `MyState`, and
+    `roles`, `lanes`... and `RunSetup.params` get `MyParams` (`Flow[MyState]`: `FlowParams`).
+    `State` and `Params` default to these arguments; given as well, they must be of them.
+    """
 
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -175,25 +191,29 @@ class Flow(abc.ABC, Generic[S]):
     #: refused). Its state is still stored with every transaction.
     resumable: ClassVar[bool] = True
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _take_type_arguments(cls)
+
     # ---- declarations (read before anything runs) --------------------------------------------
 
     @abc.abstractmethod
-    def roles(self, params: FlowParams) -> list[str]:
+    def roles(self, params: P) -> list[str]:
         """Every role, in the order positional `-a` fills them."""
 
-    def describe_roles(self, params: FlowParams) -> list[Role]:
+    def describe_roles(self, params: P) -> list[Role]:
         """`roles(params)` with what each is for and its agent defaults (override to say)."""
         return [Role(name) for name in self.roles(params)]
 
-    def lanes(self, params: FlowParams) -> list[LaneDef]:
+    def lanes(self, params: P) -> list[LaneDef]:
         """Lanes opened when the run is created (their places are made by the flow)."""
         return []
 
-    def copies_needed(self, params: FlowParams, *, fresh: bool, revised: bool) -> int:
+    def copies_needed(self, params: P, *, fresh: bool, revised: bool) -> int:
         """How many copies of the source a start makes (for the large-copy warning)."""
         return 0 if not fresh else sum(1 for ln in self.lanes(params) if not ln.in_source)
 
-    def copy_names(self, params: FlowParams, *, fresh: bool, revised: bool) -> list[str]:
+    def copy_names(self, params: P, *, fresh: bool, revised: bool) -> list[str]:
         """What those copies are for, named for the warning."""
         return [ln.name for ln in self.lanes(params) if not ln.in_source] if fresh else []
 
@@ -201,7 +221,14 @@ class Flow(abc.ABC, Generic[S]):
         """Params for a simulated run on the bundled sample (whose `evaluator` is given)."""
         return {}
 
-    def start_notices(self, params: FlowParams) -> list[str]:
+    def simulator(self) -> SimActor | None:
+        """The simulated actor `sim/PROFILE` agents play this flow's turns with
+        (`flamechase.flow.sim`); None: the `sim` backend's own answers (a valid instance of
+        each turn's result schema). Define it in the flow's module or import it at its top,
+        as the rest of the flow's code, so that the flow's code hash covers it."""
+        return None
+
+    def start_notices(self, params: P) -> list[str]:
         """Lines said at the start of every session (after the engine's own, journaled as
         notices): what these params mean for the run that a user would not guess, such as a
         guarantee of the flow that they turn off."""
@@ -210,7 +237,7 @@ class Flow(abc.ABC, Generic[S]):
     # ---- the decider (pure) -------------------------------------------------------------------
 
     @abc.abstractmethod
-    def start(self, setup: RunSetup) -> S:
+    def start(self, setup: RunSetup[P]) -> S:
         """The state of a new run."""
 
     @abc.abstractmethod
@@ -219,21 +246,30 @@ class Flow(abc.ABC, Generic[S]):
 
     @abc.abstractmethod
     def decide(self, state: S, now: float) -> Sequence[Command]:
-        """What should happen now (seconds since the epoch), given `state`."""
+        """What should happen now (seconds since the epoch), given `state`. The engine checks
+        each command against the flow's declarations and what the run did before acting
+        (docs/writing-a-flow.md, "Mistakes a flow can make")."""
 
     @abc.abstractmethod
     def prompt(self, state: S, ctx: TurnContext) -> str:
         """The prompt of a turn `decide` asked for (`ctx.turn`), now that it starts."""
 
     def repair_prompt(self, state: S, ctx: TurnContext, reason: str) -> str:
-        """Ask the same session for a corrected result."""
+        """Ask the same session for a corrected result, of the schema the turn ends with."""
+        result = ctx.turn.result
+        if result.model is REPORT.model:
+            return (
+                f"Your turn report was rejected: {reason}\n"
+                f"Write a corrected JSON report for the work you just did to {ctx.report_path} "
+                "(do not start new work). Required: status (progress, deliverable_ready, "
+                "no_result or blocked) and a non-empty summary; optional lists changes, "
+                "evidence, tests, risks; next_step; deliverable only with status "
+                "deliverable_ready; submission only with a deliverable. No other keys."
+            )
         return (
-            f"Your turn report was rejected: {reason}\n"
-            f"Write a corrected JSON report for the work you just did to {ctx.report_path} "
-            "(do not start new work). Required: status (progress, deliverable_ready, "
-            "no_result or blocked) and a non-empty summary; optional lists changes, evidence, "
-            "tests, risks; next_step; deliverable only with status deliverable_ready; "
-            "submission only with a deliverable. No other keys."
+            f"Your {result.noun} was rejected: {reason}\n"
+            f"Write a corrected JSON {result.noun} for the work you just did to "
+            f"{ctx.report_path} (do not start new work). {result.describe()}"
         )
 
     def describe(self, state: S) -> dict[str, Any]:
@@ -244,3 +280,23 @@ class Flow(abc.ABC, Generic[S]):
     def load_state(self, text: str) -> S:
         """A stored state back (the engine stores `state.model_dump_json()`)."""
         return self.State.model_validate_json(text)  # type: ignore[return-value]
+
+
+def _take_type_arguments(cls: type[Flow[Any, Any]]) -> None:
+    """`State` and `Params` from a subclass's `Flow[State, Params]` when it does not set
+    them; refused when it sets them to what the arguments are not (its typed methods would
+    be given something else)."""
+    for base in cls.__dict__.get("__orig_bases__", ()):
+        if typing.get_origin(base) is not Flow:
+            continue
+        for attr, arg in zip(("State", "Params"), typing.get_args(base), strict=False):
+            if not (isinstance(arg, type) and issubclass(arg, BaseModel)):
+                continue  # a type variable (a generic base of flows), Any
+            given = cls.__dict__.get(attr, getattr(cls, attr, None))
+            if given is None or (attr not in cls.__dict__ and given is getattr(Flow, attr, 0)):
+                setattr(cls, attr, arg)
+            elif not (isinstance(given, type) and issubclass(given, arg)):
+                raise TypeError(
+                    f"flow {cls.__qualname__}: {attr} = {getattr(given, '__name__', given)} "
+                    f"is not a {arg.__name__}, the {attr.lower()} of its Flow[...] base"
+                )

@@ -20,6 +20,8 @@ is spent or the user stops it.
 from __future__ import annotations
 
 import dataclasses
+import json
+import traceback
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -40,6 +42,7 @@ __all__ = [
     "Measure",
     "PublishReport",
     "ReleaseLane",
+    "ResultModelBroke",
     "ResultSpec",
     "Run",
     "StartTurn",
@@ -64,9 +67,35 @@ class ResultSpec:
     # default: the file works with every agent, and strict schema modes reject optional keys.
     structured: bool = False
 
+    def __post_init__(self) -> None:
+        # Refused where the flow builds it (at import, or in decide), not after an agent ran.
+        if not (isinstance(self.model, type) and issubclass(self.model, BaseModel)):
+            raise TypeError(
+                f"ResultSpec takes a pydantic model class (a subclass of pydantic.BaseModel), "
+                f"not {self.model!r}"
+            )
+
     def json_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = self.model.model_json_schema()
         return schema
+
+    def describe(self) -> str:
+        """Its keys in a sentence, then its JSON schema: what an agent needs to write one."""
+        schema = self.json_schema()
+        props: dict[str, Any] = schema.get("properties") or {}
+        needed = set(schema.get("required") or ())
+        defs: dict[str, Any] = schema.get("$defs") or {}
+        required = [f"{k} ({_kind(v, defs)})" for k, v in props.items() if k in needed]
+        optional = [f"{k} ({_kind(v, defs)})" for k, v in props.items() if k not in needed]
+        words = []
+        if required:
+            words.append("Required: " + "; ".join(required) + ".")
+        if optional:
+            words.append("Optional: " + "; ".join(optional) + ".")
+        if schema.get("additionalProperties") is False:
+            words.append("No other keys.")
+        shown = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+        return " ".join([*words, f"Its JSON schema: {shown}"])
 
     def validate(self, data: Any) -> dict[str, Any]:
         """The normalised object, or ValueError with one line naming what is wrong."""
@@ -74,16 +103,69 @@ class ResultSpec:
             raise ValueError(f"{self.noun} must be a JSON object, got {type(data).__name__}")
         try:
             value = self.model.model_validate(data, context=dict(self.context))
+            dumped: dict[str, Any] = value.model_dump(mode="json")
         except ValidationError as exc:
             raise ValueError(one_line(exc, self.noun)) from None
-        dumped: dict[str, Any] = value.model_dump(mode="json")
+        except Exception as exc:  # a validator that breaks is the flow's bug, not the agent's
+            raise ResultModelBroke(
+                f"result model {self.model.__name__} raised {type(exc).__name__}: "
+                f"{str(exc).strip()[:300]} while it checked a {self.noun} (a flow bug)",
+                traceback.format_exc(),
+            ) from exc
         return dumped
 
     def declared_artifacts(self, data: Mapping[str, Any]) -> list[tuple[str, str]]:
         """(path, description) of the files a valid result asks the runtime to freeze."""
         value = self.model.model_validate(dict(data), context=dict(self.context))
         declared = getattr(value, "declared_artifacts", None)
-        return list(declared()) if callable(declared) else []
+        try:
+            return list(declared()) if callable(declared) else []
+        except Exception as exc:
+            raise ResultModelBroke(
+                f"result model {self.model.__name__}'s declared_artifacts() raised "
+                f"{type(exc).__name__}: {str(exc).strip()[:300]} (a flow bug)",
+                traceback.format_exc(),
+            ) from exc
+
+
+class ResultModelBroke(Exception):
+    """A result model raised something other than a validation error: the flow's bug (the
+    turn fails, and the run stops with the model's traceback, `detail`)."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+def _kind(node: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> str:
+    """A JSON schema node in a few words ("list of string", "integer 1..5", "one of 'a', 'b'")."""
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        target = defs.get(name) or {}
+        if depth < 2 and "enum" in target:
+            return _kind(target, defs, depth + 1)
+        return f"object {name}"
+    if "const" in node:
+        return f"exactly {node['const']!r}"
+    if "enum" in node:
+        return "one of " + ", ".join(repr(v) for v in node["enum"])
+    options = node.get("anyOf") or node.get("oneOf")
+    if isinstance(options, list):
+        return " or ".join(_kind(o, defs, depth + 1) for o in options)
+    kind = node.get("type")
+    if kind == "array":
+        items = node.get("items")
+        inner = _kind(items, defs, depth + 1) if isinstance(items, Mapping) else "anything"
+        most = node.get("maxItems")
+        return f"list of {inner}" + (f", at most {most}" if most is not None else "")
+    if kind in ("integer", "number"):
+        low, high = node.get("minimum"), node.get("maximum")
+        if low is not None or high is not None:
+            return f"{kind} {'' if low is None else low}..{'' if high is None else high}"
+    if isinstance(kind, str):
+        return "null" if kind == "null" else kind
+    return "any JSON value"
 
 
 #: The turn report every lane turn of the built-in flows ends with.
@@ -150,6 +232,9 @@ class MakePlace(Command):
     base: str | None = None
     over: str | None = None
     restore: str | None = None
+    # What the place is, for the views ("lane-2's private copy of your tree", "the review
+    # snapshot"); empty: the engine says what it knows (a private copy, an empty place).
+    label: str = ""
 
     @property
     def key(self) -> str:
@@ -179,7 +264,9 @@ class Freeze(Command):
 class Measure(Command):
     """Run `command` (with /bin/sh) in `place`, confined like the place's turns; the value is
     the last match of `pattern`'s one group in its output. Answered by `Measured(key)`.
-    `reads`: other private places it may read."""
+    `reads`: other private places it may read. `label`: what the views call it. `metric` and
+    `direction`: the measured value is a candidate on the run's leaderboard (the views rank
+    it with every other score of that metric)."""
 
     key: str
     place: str
@@ -188,6 +275,9 @@ class Measure(Command):
     timeout: float = 600.0
     lane: str | None = None
     reads: tuple[str, ...] = ()
+    label: str = ""
+    metric: str | None = None
+    direction: Literal["minimize", "maximize"] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -212,7 +302,8 @@ class Run(Command):
     names the file) and stays read-only while it runs (bubblewrap; under Landlock the whole
     copy is read-only, under `sandbox=off` nothing is). The receipt lists the hashes it ran.
     The program's environment names its run and lane (`FLAMECHASE_RUN_DIR`,
-    `FLAMECHASE_LANE`), as a turn's does."""
+    `FLAMECHASE_LANE`), as a turn's does. `label`: what the views call it ("P1's gate",
+    "the diff of builder core"); without one they name the program."""
 
     key: str
     place: str
@@ -222,6 +313,7 @@ class Run(Command):
     reads: tuple[str, ...] = ()
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     jailed: bool = True
+    label: str = ""
     exclusive: bool = False
     frozen: Mapping[str, str] | None = None
 

@@ -21,11 +21,10 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from flamechase import events as ev
 from flamechase.flow.api import LaneDef
 from flamechase.flow.commands import REPORT, Command, HoldLane, PublishReport, StartTurn
+from flamechase.flow.state import FlowState
 from flamechase.reports import failed_turn_record, turn_record
 
 __all__ = ["Lane", "LaneBook", "report_id"]
@@ -37,9 +36,7 @@ def report_id(run_id: str, lane: str, number: int, attempt: int) -> str:
     return f"{lane}.{number:04d}.{digest[:6]}"
 
 
-class Lane(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class Lane(FlowState):
     name: str
     actors: tuple[str, str]
     place: str
@@ -63,9 +60,7 @@ class Lane(BaseModel):
         return self.place == "source"
 
 
-class LaneBook(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class LaneBook(FlowState):
     run_id: str
     lanes: dict[str, Lane]
     holds: bool = False
@@ -95,7 +90,7 @@ class LaneBook(BaseModel):
         )
 
     def _with(self, lane: Lane) -> LaneBook:
-        return self.model_copy(update={"lanes": {**self.lanes, lane.name: lane}})
+        return self.replace(lanes={**self.lanes, lane.name: lane})
 
     def get(self, name: str) -> Lane:
         return self.lanes[name]
@@ -108,22 +103,18 @@ class LaneBook(BaseModel):
         if lane is None:
             return self, []
         if isinstance(event, ev.TurnStarted):
-            return self._with(lane.model_copy(update={"busy": True})), []
+            return self._with(lane.replace(busy=True)), []
         if isinstance(event, ev.TurnValid):
             return self._valid(lane, event)
         if isinstance(event, ev.TurnFailed):
             return self._failed(lane, event)
         if isinstance(event, ev.TurnInterrupted | ev.LanePaused):
-            return self._with(lane.model_copy(update={"busy": False})), []
+            return self._with(lane.replace(busy=False)), []
         if isinstance(event, ev.LaneHeld):
-            return self._with(
-                lane.model_copy(update={"held": True, "held_reason": event.reason})
-            ), []
+            return self._with(lane.replace(held=True, held_reason=event.reason)), []
         if isinstance(event, ev.LaneReleased):
             return self._with(
-                lane.model_copy(
-                    update={"held": False, "held_reason": None, "consecutive_failures": 0}
-                )
+                lane.replace(held=False, held_reason=None, consecutive_failures=0)
             ), []
         return self, []
 
@@ -150,16 +141,14 @@ class LaneBook(BaseModel):
         status = e.report_status
         if self.holds and status == "blocked":
             owed.append(HoldLane(lane.name, f"reported blocked: {e.summary[:300]}"))
-        lane = lane.model_copy(
-            update={
-                "turns": lane.turns + 1,
-                "valid_turns": lane.valid_turns + 1,
-                "next_actor": 1 - lane.next_actor % 2,
-                "consecutive_failures": 0,
-                "last_error": None,
-                "last_status": status,
-                "busy": False,
-            }
+        lane = lane.replace(
+            turns=lane.turns + 1,
+            valid_turns=lane.valid_turns + 1,
+            next_actor=1 - lane.next_actor % 2,
+            consecutive_failures=0,
+            last_error=None,
+            last_status=status,
+            busy=False,
         )
         return self._with(lane), owed
 
@@ -183,15 +172,13 @@ class LaneBook(BaseModel):
         failures = lane.consecutive_failures + 1
         if self.holds and failures >= 2 and not lane.held:
             owed.append(HoldLane(lane.name, f"{failures} failed turns in a row: {error}"))
-        lane = lane.model_copy(
-            update={
-                "turns": lane.turns + 1,
-                "next_actor": 1 - lane.next_actor % 2,
-                "consecutive_failures": failures,
-                "last_error": error,
-                "last_status": "turn_failed",
-                "busy": False,
-            }
+        lane = lane.replace(
+            turns=lane.turns + 1,
+            next_actor=1 - lane.next_actor % 2,
+            consecutive_failures=failures,
+            last_error=error,
+            last_status="turn_failed",
+            busy=False,
         )
         return self._with(lane), owed
 
@@ -199,15 +186,13 @@ class LaneBook(BaseModel):
 
     def wait_for(self, name: str, key: str) -> LaneBook:
         lane = self.lanes[name]
-        return self._with(lane.model_copy(update={"waiting": (*lane.waiting, key)}))
+        return self._with(lane.replace(waiting=(*lane.waiting, key)))
 
     def done_waiting(self, key: str) -> LaneBook:
         book = self
         for lane in self.lanes.values():
             if key in lane.waiting:
-                book = book._with(
-                    lane.model_copy(update={"waiting": tuple(k for k in lane.waiting if k != key)})
-                )
+                book = book._with(lane.replace(waiting=tuple(k for k in lane.waiting if k != key)))
         return book
 
     # ---- deciding ----------------------------------------------------------------------------

@@ -1,20 +1,17 @@
-"""Flows: the built-in flows and how `-f` finds a flow.
-
-Each built-in flow is a module using only the public API in `flamechase.flow`, exactly as a
-user's flow would: a pure decider over events. `-f` takes a built-in name, `NAME:VARIANT`, a
-path, `package.module:FLOW`, an installed flow or entry point, or `git+URL[@REV][#SUBDIR]
-[:FLOW]` (flows/loader.py says how each is found). `flow_identity` names a loaded flow's
-source and hashes its code, so a resume can refuse to run other code than the run's own.
-Loading a flow runs its code. Must not import the engine.
+"""Flows: the built-in flows, each a package of its own holding everything of it (its decider,
+params, prompts, event kinds and how they show, simulated actor, the commands it adds to the
+CLI), written on the public API in `flamechase.flow` exactly as a user's flow is: a pure
+decider over events. This module is their registry; how `-f` finds a flow (a built-in, a
+path, a module, git, an index) is `flamechase.loader`'s job. Must not import the engine.
 """
 
 from __future__ import annotations
 
-import weakref
-from pathlib import Path
-from typing import Any
-
-from flamechase.flow import Flow
+# The commands a built-in flow adds to the CLI: name -> (module, attribute). Loaded only when
+# the command runs, as the CLI's own are.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "pr": ("flamechase.flows.git_pr.cli", "command"),
+}
 
 BUILTIN: dict[str, str] = {
     "flame_chase": "flamechase.flows.flame_chase",
@@ -28,10 +25,8 @@ VARIANTS: dict[str, str] = {
     "parallel_flame_chase:git_pr": "flamechase.flows.git_pr",
 }
 
-# Where each loaded flow came from and the hash of the code it was imported from, for
-# flow_identity (hashed at load: the files may change on disk while the flow runs). A flow
-# object is a module-level singleton; a weak key lets a reloaded module's old flow go.
-_SOURCES: weakref.WeakKeyDictionary[Flow[Any], tuple[str, str]] = weakref.WeakKeyDictionary()
+# The flow `flamechase demo` runs on the bundled sample.
+DEMO = "parallel_flame_chase"
 
 
 def builtin_names() -> list[str]:
@@ -41,32 +36,3 @@ def builtin_names() -> list[str]:
 
 def variant_names() -> list[str]:
     return sorted(VARIANTS)
-
-
-def load_flow(ref: str, *, refresh: bool = False) -> Flow[Any]:
-    """The flow `ref` names (FlowNotFound, one line, if none). `refresh` trusts a git tag
-    that moved since it was pinned."""
-    from flamechase.flows.identity import code_hash
-    from flamechase.flows.loader import resolve
-
-    loaded = resolve(ref, builtin=BUILTIN, variants=VARIANTS, refresh=refresh)
-    _SOURCES[loaded.flow] = (loaded.source, code_hash(loaded.flow))
-    return loaded.flow
-
-
-def flow_identity(flow: Flow[Any], ref: str) -> tuple[str, str]:
-    """(source, code hash) of a loaded flow: where it came from (a git flow names its commit:
-    `git+URL@<commit>#SUBDIR:FLOW`), and a SHA-256 over its module and every module of its own
-    package it imports, so a resume can tell whether it would run the same flow code."""
-    from flamechase.flows.identity import code_hash
-
-    known = _SOURCES.get(flow)
-    if known is not None:
-        return known
-    # A flow that did not come through load_flow.
-    source = (
-        f"builtin:{ref}"
-        if ref in BUILTIN or ref in VARIANTS
-        else f"path:{Path(ref).expanduser().resolve()}"
-    )
-    return source, code_hash(flow)

@@ -440,6 +440,19 @@ class Reader:
             out.append(d)
         return out
 
+    def solo_turns(self) -> list[dict[str, Any]]:
+        """Per role that takes turns outside lanes (slot `@role`): its turns (valid and
+        failed), valid ones, and the error of its last turn, in the order they first ran."""
+        rows = self._q(
+            "SELECT lane, role, min(id) AS first,"
+            " count(*) FILTER (WHERE status IN ('valid','failed')) AS turns,"
+            " count(*) FILTER (WHERE status = 'valid') AS valid,"
+            " (SELECT error FROM turns t WHERE t.lane = turns.lane ORDER BY id DESC LIMIT 1)"
+            " AS last_error"
+            " FROM turns WHERE lane LIKE '@%' GROUP BY lane ORDER BY first"
+        )
+        return [dict(r) for r in rows]
+
     def spend(self) -> dict[str, float]:
         r = self._q(
             "SELECT count(*) FILTER (WHERE status IN ('valid','failed') AND counted = 1)"
@@ -534,6 +547,22 @@ class Reader:
         d = dict(rows[0])
         d["payload"] = json.loads(d["payload"])
         return d
+
+    def events_except(
+        self, kinds: tuple[str, ...], after: int = 0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Events after seq `after` of kinds other than `kinds`, oldest first, at most `limit`."""
+        marks = ",".join("?" for _ in kinds)
+        out = []
+        for r in self._q(
+            f"SELECT * FROM events WHERE seq > ? AND kind NOT IN ({marks}) "  # noqa: S608
+            "ORDER BY seq LIMIT ?",
+            (after, *kinds, limit),
+        ):
+            d = dict(r)
+            d["payload"] = json.loads(d["payload"])
+            out.append(d)
+        return out
 
     def events_of(self, kind: str, after: int = 0) -> list[dict[str, Any]]:
         """Every event of `kind` after seq `after`, oldest first."""

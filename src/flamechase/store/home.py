@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 HOME_VAR = "FLAMECHASE_HOME"
@@ -32,3 +34,20 @@ def ensure_private_dir(path: Path) -> Path:
     if path.stat().st_mode & 0o077:
         path.chmod(0o700)
     return path
+
+
+@contextlib.contextmanager
+def pointed_at(path: Path | None) -> Iterator[None]:
+    """The state home is `path` for the duration (None: leave it as it is); restored after."""
+    if path is None:
+        yield
+        return
+    before = os.environ.get(HOME_VAR)
+    os.environ[HOME_VAR] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(HOME_VAR, None)
+        else:
+            os.environ[HOME_VAR] = before

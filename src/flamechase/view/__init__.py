@@ -5,8 +5,11 @@ over the run's append-only `events` table (`state.RunFold`), so a finished run, 
 and a run being replayed all go through the same code, and what a view shows can always be
 checked against the events it was built from.
 
-    state.py        the fold: events -> frozen `RunSnapshot`s
-    narrate.py      one numbered sentence per event: turns and hand-offs
+    state.py        the fold: events -> frozen `RunSnapshot`s; each event shows itself
+                    against it (events/present.py)
+    rows.py         what the fold keeps and hands out (lane rows, snapshots, changes)
+    inbox.py        reports and inboxes: published, delivered, acknowledged, pending
+    board.py        the leaderboard and the flows' panels, from what events show
     replay.py       the replay document (points with deltas) and the self-contained HTML page
     assets.py       the page's hand-written CSS and JS
     trace.py        Chrome trace-event JSON (Perfetto)

@@ -44,11 +44,13 @@ SKELETON = """\
 <span><i class="sw s-interrupted"></i>cut</span>
 <span><i class="sw s-limited"></i>usage limit</span>
 <span><i class="sw s-open"></i>under way</span>
-<span><i class="sw r-plan"></i>planning</span>
+<span><i class="sw s-valid"></i>valid (a result other than a report)</span>
 <span><i class="sw brk-sw"></i>run stopped or idle (not to scale)</span></div>
 <section id="lanes-box"><h2>Lanes</h2><table id="lanes"><thead><tr><th>Lane</th>
 <th>State</th><th>On turn</th><th>Elapsed</th><th>Last report</th><th>Turns</th>
 <th>Failures</th></tr></thead><tbody></tbody></table></section>
+<section id="alerts" hidden><h2>Alerts</h2><div id="alerts-in"></div></section>
+<div id="panels" hidden aria-label="the flow's panels"></div>
 <div id="grid">
 <section><h2>Pending reports</h2><div id="pending"></div></section>
 <section><h2>Leaderboard</h2><div id="board"></div></section>
@@ -93,14 +95,14 @@ text-overflow:ellipsis;font-weight:600}
 .trow{position:relative;height:26px;border-bottom:1px dashed #e3e7ec}
 .trow svg{position:absolute;left:0;top:0;width:100%;height:26px;overflow:hidden}
 .blk{fill:var(--c-done);stroke:rgba(0,0,0,.2);stroke-width:1;cursor:pointer}
+.blk.s-valid{fill:var(--c-plan)}
 .blk.r-progress{fill:var(--c-progress)}.blk.r-deliverable_ready{fill:var(--c-deliverable)}
 .blk.r-no_result{fill:var(--c-done)}.blk.r-blocked{fill:var(--c-blocked)}
 .blk.s-failed{fill:var(--c-failed)}.blk.s-interrupted{fill:var(--c-cut)}
 .blk.s-limited{fill:var(--c-limited)}.blk.s-open{fill:var(--c-open)}
-.blk.r-plan{fill:var(--c-plan)}
-.mk{stroke:#fff;stroke-width:1.5;cursor:pointer}.mk-pr{fill:#7048e8}.mk-merge{fill:#2b8a3e}
-.mk-reject{fill:#c92a2a}.sw.mk-sw{border-radius:50%}.sw.mk-pr{background:#7048e8}
-.sw.mk-merge{background:#2b8a3e}.sw.mk-reject{background:#c92a2a}
+.mk{stroke:#fff;stroke-width:1.5;cursor:pointer}.mk-info{fill:#7048e8}.mk-good{fill:#2b8a3e}
+.mk-bad{fill:#c92a2a}.sw.mk-sw{border-radius:50%}.sw.mk-info{background:#7048e8}
+.sw.mk-good{background:#2b8a3e}.sw.mk-bad{background:#c92a2a}
 #tl-key{display:flex;flex-wrap:wrap;gap:4px 14px;margin:6px 2px 0;font-size:12px;
 color:var(--mut)}
 .sw{display:inline-block;width:12px;height:12px;border-radius:3px;margin-right:5px;
@@ -108,7 +110,7 @@ vertical-align:-2px;background:var(--c-done);border:1px solid rgba(0,0,0,.2)}
 .sw.r-progress{background:var(--c-progress)}.sw.r-deliverable_ready{background:var(--c-deliverable)}
 .sw.r-blocked{background:var(--c-blocked)}.sw.s-failed{background:var(--c-failed)}
 .sw.s-interrupted{background:var(--c-cut)}.sw.s-limited{background:var(--c-limited)}
-.sw.s-open{background:var(--c-open)}.sw.r-plan{background:var(--c-plan)}
+.sw.s-open{background:var(--c-open)}.sw.s-valid{background:var(--c-plan)}
 .sw.brk-sw{background:var(--brk)}
 #tl-brk{position:absolute;top:0;bottom:0;left:0;right:0;pointer-events:none;z-index:2}
 .brk{position:absolute;top:0;bottom:0;background:var(--brk);border-left:2px solid #adb5bd;
@@ -157,6 +159,15 @@ white-space:nowrap;overflow:hidden;text-overflow:ellipsis;cursor:pointer}
 .row.g-report,.row.g-receive,.row.g-plan{color:#1864ab}.row.g-fail{color:#c92a2a}
 .row.g-best{color:#2b8a3e;font-weight:600}.row.g-run{font-weight:600}
 .tl-label.cur{color:var(--acc)}
+.tl-label.solo,#lanes tr.solo td:first-child{font-style:italic;color:var(--c-plan)}
+#panels{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:14px;
+margin:14px 0}
+.panel{border:1px solid var(--bd);border-radius:6px;padding:8px 10px;contain:content;
+overflow:auto;max-height:480px}
+.panel th{white-space:nowrap}
+#alerts{border:1px solid #ffc9c9;background:#fff5f5;border-radius:6px;padding:8px 10px;
+margin-top:14px}
+.alert{color:#c92a2a;cursor:pointer;margin:2px 0}
 """
 
 

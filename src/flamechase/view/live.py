@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,16 +23,15 @@ from rich.console import Console, RenderableType
 from rich.live import Live
 
 from flamechase.errors import StoreError
-from flamechase.view.narrate import narrate
 from flamechase.view.renderables import dashboard
-from flamechase.view.state import RunFold
+from flamechase.view.state import Change, RunFold
 
 __all__ = ["LiveObserver", "event_line", "fold_for"]
 
 
-def event_line(ev: dict[str, Any], fold: RunFold) -> str:
-    """`HH:MM:SS sentence`: the replay's narration of `ev`, already folded into `fold`."""
-    return f"{str(ev.get('at') or '')[11:19]} {narrate(ev, fold)[0]}"
+def event_line(ev: Mapping[str, Any], change: Change) -> str:
+    """`HH:MM:SS sentence`: how `ev` shows itself (`change`: what folding it gave)."""
+    return f"{str(ev.get('at') or '')[11:19]} {change.shown.text}"
 
 
 def fold_for(prepared: Any) -> RunFold:
@@ -106,9 +106,9 @@ class LiveObserver:
         if seq and seq <= self._seen:
             return
         with self._lock:
-            self.fold.apply(ev)
+            change = self.fold.apply(ev)
             self._seen = max(self._seen, seq)
-            self.recent.append(event_line(ev, self.fold))
+            self.recent.append(event_line(ev, change))
             if not self.fold.run_id and ev.get("kind") == "run_created":
                 self.fold.run_id = self._run_id()
         if self._started and ev.get("kind") != "turn_started":

@@ -17,12 +17,15 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from flamechase.events.present import cell_text
 from flamechase.text import printable
+from flamechase.view.board import Panel
 from flamechase.view.state import BudgetLine, LaneSnap, RunSnapshot, parse_at
 
 __all__ = [
     "Flow",
     "Printable",
+    "alerts_text",
     "best_text",
     "budget_text",
     "dashboard",
@@ -30,10 +33,13 @@ __all__ = [
     "header",
     "lane_notes",
     "lanes_table",
+    "panel_table",
 ]
 
 _STATE_STYLE = {"turn": "bold yellow", "held": "bold red", "paused": "magenta", "idle": "dim"}
 _REASON = 400  # characters of a hold's or failure's reason shown (agents write some of them)
+PANEL_ROWS = 8  # rows of a flow's panel the dashboard shows: those that changed last
+ALERTS = 3  # the last alerts the dashboard shows
 _REPORT_STYLE = {
     "progress": "green",
     "deliverable_ready": "bold blue",
@@ -176,7 +182,11 @@ def _elapsed(lane: LaneSnap, now: datetime) -> str:
 
 
 def _state(lane: LaneSnap, pending: int) -> Text:
-    """The lane's state word first (never cut: the column wraps), then its inbox."""
+    """The lane's state word first (never cut: the column wraps), then its inbox. A track
+    of turns outside lanes has no inbox and is never held: it works, waits, or is done."""
+    if lane.solo:
+        word = "working" if lane.actor else ("paused" if lane.paused_until else "idle")
+        return Text(word, style=_STATE_STYLE["turn" if lane.actor else "idle"])
     word = {"turn": "working", "held": "HELD", "paused": "paused", "idle": "idle"}[lane.state]
     if lane.state == "paused" and lane.paused_until:
         word += f" until {lane.paused_until[11:16]}Z"
@@ -205,13 +215,15 @@ def lanes_table(snap: RunSnapshot, now: datetime) -> Table:
     for lane in snap.lanes:
         on_turn = ""
         if lane.actor:
-            on_turn = f"{short_actor(lane.actor, lane.roles)} · turn {lane.turn}"
+            # A track outside lanes is its role's: the row names it already.
+            who = "" if lane.solo else f"{short_actor(lane.actor, lane.roles)} · "
+            on_turn = f"{who}turn {lane.turn}"
             if lane.attempt > 1:
                 on_turn += f" (attempt {lane.attempt})"
         last = Text(lane.last_status or "—", style=_REPORT_STYLE.get(lane.last_status or "", ""))
         fails = Text(str(lane.failures), style="bold red" if lane.failures else "dim")
         table.add_row(
-            Text(lane.name),
+            Text(lane.name, style="italic" if lane.solo else ""),
             Text(on_turn),
             Text(_elapsed(lane, now)),
             last,
@@ -243,16 +255,59 @@ def lane_notes(snap: RunSnapshot) -> list[Text]:
     return notes
 
 
+def panel_table(panel: Panel, rows: int = PANEL_ROWS) -> Group:
+    """A flow's panel as the flow named it (`fronts`, `pull requests`): one row per key, the
+    rows that changed last when there are more than `rows`; cells wrap rather than cut."""
+    shown = panel.recent(rows)
+    title = Text(panel.name, style="bold")
+    if len(shown) < len(panel.rows):
+        title.append(f" · the {len(shown)} of {len(panel.rows)} that changed last", style="dim")
+    table = Table(
+        expand=False,
+        box=None,
+        pad_edge=False,
+        collapse_padding=True,
+        header_style="bold dim",
+    )
+    table.add_column("", no_wrap=True, style="bold")
+    # Keys, columns and cells are what flows and agents wrote: Text, never rich markup.
+    for column in panel.columns:
+        table.add_column(Text(column), overflow="fold")
+    for key, cells in shown:
+        table.add_row(Text(key), *(Text(cell_text(cells.get(c))) for c in panel.columns))
+    return Group(title, table)
+
+
+def alerts_text(snap: RunSnapshot, n: int = ALERTS) -> list[Text]:
+    """The last `n` alerts the run raised (anomalies a flow saw), each on its own lines."""
+    alerts = snap.alerts[-n:]
+    out = []
+    if len(snap.alerts) > n:
+        out.append(Text(f"alerts: {len(snap.alerts)}, the last {n}:", style="bold red"))
+    for alert in alerts:
+        why = " ".join(alert.split())
+        if len(why) > _REASON:
+            why = why[: _REASON - 1] + "…"
+        out.append(Text(f"alert: {why}", style="red", overflow="fold"))
+    return out
+
+
 def dashboard(
     snap: RunSnapshot, now: datetime, recent: Sequence[str] = (), *, workspace: str | None = None
 ) -> RenderableType:
-    """The whole live view: header, lanes, and the last few events, as text only."""
+    """The whole live view: header, lanes (and tracks of turns outside lanes), the flow's
+    panels and alerts, and the last few events, as text only."""
     parts: list[RenderableType] = [
         header(snap, workspace=workspace),
         Text(""),
         lanes_table(snap, now),
         *lane_notes(snap),
     ]
+    for panel in snap.panels:
+        parts += [Text(""), panel_table(panel)]
+    alerts = alerts_text(snap)
+    if alerts:
+        parts += [Text(""), *alerts]
     if recent:
         parts.append(Text(""))
         for line in recent:

@@ -14,7 +14,8 @@ streams further points from the same `ReplayBuilder`, so a live page and a file 
 
 Delta keys (lane and source indices are positions in "lanes"):
     L  [[lane, row]]      a lane's whole row (see `_lane_row` for the fields)
-    N  [name, roles]      a lane first seen mid-run (appended to "lanes")
+    N  [name, roles, solo] a track first seen mid-run (appended to "lanes"); solo: the turns
+                          of a role outside lanes (planning, judging)
     S  [cost, turns, output_tokens, active_seconds, session_open]
     B  [duration, cost, turns, output_tokens]   budget limits (null: unbounded)
     P  [lane, report_id, artifacts]             a report published
@@ -25,10 +26,18 @@ Delta keys (lane and source indices are positions in "lanes"):
     st status                                   the run's status from here on
     o  [turn, attempt]                          a turn block opens on the point's lane
     e  [status, cost, duration, report_status]  the lane's open turn block closes
-    pa [status, duration, cost]                 a planning session (a block on its own track)
-    m  [label, kind]                            a mark on the point's lane (a pull request
-                                                opened, ready, merged or rejected; a push
-                                                refused): kind pr | merge | reject
+    m  [label, tone]                            a mark on the point's track, as the event
+                                                shows it (a pull request merged, a gate run):
+                                                tone info | good | bad
+    F  [[panel, key, {cells}]]                  rows of the flow's panels (`Shown.rows`)
+    X  text                                     an alert (something wrong the flow saw),
+                                                kept in a list
+    I  [lane, [source lanes]]                   the lanes whose reports `lane` reads, as its
+                                                turn said (journals that never say: the
+                                                header's `legacy`, every lane reads all)
+
+Every sentence, mark, panel row and score comes from the event itself (`Event.show`), so a
+flow's own kinds are drawn in its own words; nothing here names a kind of any flow.
 """
 
 from __future__ import annotations
@@ -43,19 +52,23 @@ from pathlib import Path
 from typing import Any
 
 from flamechase.store.db import DB_NAME, Reader
-from flamechase.view.narrate import narrate
 from flamechase.view.state import BUDGET_KEYS, Entry, LaneRow, RunFold, parse_at
 
 __all__ = ["ReplayBuilder", "build_document", "load_run", "render_html", "write_replay"]
 
 _OBJECTIVE = 2000  # characters of the objective kept in the page header
+_TURN_ENDS = frozenset({"turn_valid", "turn_failed", "turn_interrupted", "lane_paused"})
 _PAGE = 5000  # events read per query
 
 
 def load_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """(run row, lanes rows, every event) of the run in `run_dir`, read-only."""
+    """(run row, lanes rows, every event) of the run in `run_dir`, read-only; the run's flow
+    imported where that needs no network, so that its event kinds speak its words."""
+    from flamechase.loader import load_recorded
+
     with Reader(run_dir / DB_NAME) as r:
         run = r.run()
+        load_recorded(str(run.get("flow_source") or ""))
         lanes = r.lanes()
         events: list[dict[str, Any]] = []
         while True:
@@ -94,7 +107,7 @@ class ReplayBuilder:
             "updated": run.get("updated"),
             "objective": str(run.get("task") or "")[:_OBJECTIVE],
             "agents": run.get("agents") or {},
-            # What the run ranks by, once its flow declared it (`leaderboard_declared`).
+            # What the run ranks by, once an event of its flow declared it (`Shown.ranking`).
             "metric": None,
             "direction": None,
             "evaluator": None,
@@ -144,13 +157,14 @@ class ReplayBuilder:
         fold = self.fold
         t = self._ms(str(ev.get("at") or ""))
         ch = fold.apply(ev)
-        text, tag = narrate(ev, fold)
+        text, tag = ch.shown.text, ch.shown.tag
         d: dict[str, Any] = {}
         if len(fold.order) != len(self.names):
             for name in fold.order[len(self.names) :]:
                 self.index[name] = len(self.names)
                 self.names.append(name)
-                d["N"] = [name, list(fold.lanes[name].roles)]
+                row = fold.lanes[name]
+                d["N"] = [name, list(row.roles), int(row.solo)]
         if ch.lanes:
             d["L"] = [[self.index[n], self._lane_row(fold.lanes[n])] for n in ch.lanes]
         if ch.spend or ch.status:
@@ -185,25 +199,29 @@ class ReplayBuilder:
             d["st"] = fold.status
         if ch.mark is not None:
             d["m"] = list(ch.mark)
+        if ch.shown.rows:
+            d["F"] = [[r.panel, r.key, dict(r.cells)] for r in ch.shown.rows]
+        if ch.shown.alert:
+            d["X"] = ch.shown.alert
+        if ch.reads is not None and ch.track in self.index:
+            d["I"] = [self.index[ch.track], [self.index[n] for n in ch.reads if n in self.index]]
         kind = str(ev.get("kind") or "")
         p: Mapping[str, Any] = ev.get("payload") or {}
-        if kind == "turn_started":
+        if ch.track is not None and kind == "turn_started":
             d["o"] = [p.get("turn"), p.get("attempt")]
-        elif kind in ("turn_valid", "turn_failed", "turn_interrupted", "lane_paused"):
+        elif ch.track is not None and kind in _TURN_ENDS:
             d["e"] = [
                 str(p.get("status") or kind.removeprefix("turn_")),
                 p.get("cost_usd") or 0,
                 p.get("duration") or 0,
                 p.get("report_status"),
             ]
-        elif kind == "plan_attempt":
-            d["pa"] = [p.get("status"), p.get("duration") or 0, p.get("cost_usd") or 0]
-        lane = ev.get("lane")
+        track = ch.track
         point = {
             "q": ev.get("seq"),
             "t": t,
             "k": kind,
-            "l": self.index.get(lane, -1) if lane else -1,
+            "l": self.index.get(track, -1) if track else -1,
             "a": ev.get("actor"),
             "x": text,
             "g": tag,
@@ -216,6 +234,8 @@ class ReplayBuilder:
     def document(self) -> dict[str, Any]:
         header = dict(self.header)
         header["final"] = self.fold.status
+        # Turns of this journal never said which lanes they read (flamechase 0.1).
+        header["legacy"] = not self.fold.inbox.said
         if self.fold.measured_by is not None and self.fold.primary is not None:
             header["metric"], header["direction"] = self.fold.primary
             header["evaluator"] = self.fold.measured_by
@@ -223,7 +243,11 @@ class ReplayBuilder:
             "v": 1,
             "run": header,
             "lanes": [
-                {"name": n, "roles": list(self.fold.lanes[n].roles)}
+                {
+                    "name": n,
+                    "roles": list(self.fold.lanes[n].roles),
+                    "solo": bool(self.fold.lanes[n].solo),
+                }
                 for n in self.names[: self.initial]
             ],
             "t0": self.t0_text,

@@ -74,18 +74,86 @@ function render() {
     cell(tr, 2, r[0] ? r[0] + " · turn " + r[1] + (r[2] > 1 ? " (attempt " + r[2] + ")" : "") : "",
       undefined, r[13] || "");
     cell(tr, 3, r[0] && r[3] !== null ? dur((p.t - r[3]) / 1000) : "");
-    cell(tr, 4, r[8] ? r[8] + (r[12] ? " · " + short(r[12]) : "") : "—");
+    cell(tr, 4, r[8] ? r[8] + (r[12] ? " · " + short(r[12], li) : "") : "—");
     cell(tr, 5, r[4], "num", r[5] + " valid, " + r[6] + " failed");
     cell(tr, 6, r[7], "num");
     labels[li].className = "tl-label" + (p.l === li ? " cur" : "");
   });
   // States share unchanged parts, so identity says whether a panel needs redrawing.
-  if (s.pub !== shown.pub || s.cur !== shown.cur) {
-    pending(s); shown.pub = s.pub; shown.cur = s.cur;
+  if (s.pub !== shown.pub || s.cur !== shown.cur || s.rd !== shown.rd) {
+    pending(s); shown.pub = s.pub; shown.cur = s.cur; shown.rd = s.rd;
   }
   if (s.bd !== shown.bd) { board(s); shown.bd = s.bd; }
+  if (s.pv !== shown.pv) { panels(i); shown.pv = s.pv; }
+  if (s.al !== shown.al) { alerts(s); shown.al = s.al; }
   spend(s, p);
   story();
+}
+
+// The flow's panels at point i: each row as it stood then, at most PANEL_ROWS of them (those
+// that changed last) in the panel's own order; a panel not yet named is not shown.
+const PANEL_ROWS = 40;
+function panels(i) {
+  const box = $("panels");
+  box.replaceChildren();
+  for (const pn of PN) {
+    const rows = [];
+    for (const key of pn.keys) {
+      const h = pn.at[key];
+      if (h[0][0] > i) break;  // keys are kept in the order they were first given
+      let lo = 0, up = h.length - 1;
+      while (lo < up) {
+        const mid = (lo + up + 1) >> 1;
+        if (h[mid][0] <= i) lo = mid; else up = mid - 1;
+      }
+      rows.push([key, h[lo][0], h[lo][1]]);
+    }
+    if (!rows.length) continue;
+    const cols = pn.cols.filter((c) => pn.colAt[c] <= i);
+    let keep = rows;
+    if (rows.length > PANEL_ROWS) {
+      const last = rows.map((r) => r[1]).sort((a, b) => b - a)[PANEL_ROWS - 1];
+      keep = rows.filter((r) => r[1] >= last).slice(-PANEL_ROWS);
+    }
+    const sec = el("section", "panel");
+    sec.dataset.panel = pn.name;
+    sec.appendChild(el("h2", "", pn.name));
+    const t = el("table"), h = el("tr");
+    h.appendChild(el("th", "", ""));
+    cols.forEach((c) => h.appendChild(el("th", "", c)));
+    t.appendChild(h);
+    for (const [key, , cells] of keep) {
+      const tr = el("tr");
+      tr.dataset.key = key;
+      tr.appendChild(el("th", "", key));
+      cols.forEach((c) => tr.appendChild(el("td", "", cellText(cells[c]))));
+      t.appendChild(tr);
+    }
+    sec.appendChild(t);
+    if (keep.length < rows.length) {
+      sec.appendChild(el("div", "none", "the " + keep.length + " of " + rows.length
+        + " rows that changed last"));
+    }
+    box.appendChild(sec);
+  }
+  box.hidden = !box.children.length;
+}
+const cellText = (v) => v === null || v === undefined ? "—" : v === true ? "yes"
+  : v === false ? "no" : String(v);
+
+// Alerts (anomalies a flow raised) up to the point, the last ALERTS of them.
+const ALERTS = 20;
+function alerts(s) {
+  const box = $("alerts"), list = $("alerts-in");
+  box.hidden = !AL.length;
+  list.replaceChildren();
+  if (!s.al) { list.appendChild(el("div", "none", "No alerts yet.")); return; }
+  for (const [k, text] of AL.slice(Math.max(0, s.al - ALERTS), s.al)) {
+    const a = el("div", "alert", text);
+    a.dataset.p = String(k);
+    list.appendChild(a);
+  }
+  if (s.al > ALERTS) list.appendChild(el("div", "none", "+" + (s.al - ALERTS) + " earlier"));
 }
 
 function pending(s) {
@@ -96,9 +164,12 @@ function pending(s) {
     return;
   }
   lanes.forEach((l, c) => {
+    // What a lane reads is what its turns said; journals that never say: every other lane.
+    const reads = s.rd[c] || (run.legacy ? null : []);
+    if (l.solo || (reads && !reads.length)) return;
     const ids = [];
     lanes.forEach((_, src) => {
-      if (src === c) return;
+      if (src === c || (reads && !reads.includes(src)) || lanes[src].solo) return;
       const from = (s.cur[c] || [])[src] || 0, to = s.pub[src] || 0;
       for (let k = from; k < to; k++) ids.push(R[src][k]);
     });
@@ -111,6 +182,7 @@ function pending(s) {
       + (ids.length - 6) + " more" : "")));
     box.appendChild(line);
   });
+  if (!box.children.length) box.appendChild(el("div", "none", "No reports pending."));
 }
 
 function board(s) {
@@ -221,6 +293,10 @@ $("tl-rows").addEventListener("click", (e) => {
   if (t) { const b = B[+t.dataset.i]; go(b.i1 >= 0 ? b.i1 : b.i0); }
   const m = e.target.closest(".mk");
   if (m) { play(false); go(+m.dataset.p); }
+});
+$("alerts-in").addEventListener("click", (e) => {
+  const a = e.target.closest(".alert");
+  if (a) { play(false); go(+a.dataset.p); }
 });
 $("story-in").addEventListener("click", (e) => {
   const r = e.target.closest(".row");

@@ -15,7 +15,8 @@ JS_TIMELINE = r"""
 const $ = (id) => document.getElementById(id);
 const doc = JSON.parse($("fc-data").textContent);
 const run = doc.run || {};
-const lanes = (doc.lanes || []).map((l) => ({name: l.name, roles: l.roles || []}));
+const lanes = (doc.lanes || []).map((l) => ({name: l.name, roles: l.roles || [],
+  solo: !!l.solo}));
 const live = document.body.dataset.stream || "";
 const t0 = doc.t0 ? Date.parse(doc.t0) : 0;
 const ROW = 22;  // narration row height: fixed so the list can be virtual
@@ -23,9 +24,9 @@ const LANE0 = [null, null, 0, null, 0, 0, 0, 0, null, 0, null, null, null, null,
 const P = [], S = [], B = [], PB = [], R = [], RA = Object.create(null), open = [];
 const rows = [], labels = [], laneRows = [];
 let cur = 0, timer = null, queued = false, hi = null, planRow = null, lastTs = 0;
-const shown = {pub: null, cur: null, bd: undefined};
-const S0 = {ln: [], pub: [], cur: [], sp: [0, 0, 0, 0, 0], spT: 0,
-  lim: [null, null, null, null], bd: null, st: "starting"};
+const shown = {pub: null, cur: null, rd: null, bd: undefined, pv: -1, al: -1};
+const S0 = {ln: [], pub: [], cur: [], rd: [], sp: [0, 0, 0, 0, 0], spT: 0,
+  lim: [null, null, null, null], bd: null, st: "starting", pv: 0, al: 0};
 const el = (tag, cls, text) => {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -43,7 +44,16 @@ function dur(s) {
 }
 const rel = (ms) => "+" + dur(ms / 1000);
 const clock = (ms) => t0 ? new Date(t0 + ms).toISOString().slice(11, 19) : "";
-const short = (a) => a ? String(a).replace(/^.*_actor_/, "") : "";
+// What tells an actor apart from its lane's other roles (the track names the lane already):
+// what follows the prefix the roles share; roles with nothing in common stay whole.
+function short(a, li) {
+  if (!a) return "";
+  const roles = (lanes[li] || {}).roles || [];
+  if (roles.length < 2 || !roles.includes(a)) return String(a);
+  let n = 0;
+  while (roles.every((r) => r[n] !== undefined && r[n] === roles[0][n])) n++;
+  return a.slice(n) || a;
+}
 const SVG = "http://www.w3.org/2000/svg";
 const svgEl = (tag, attrs) => {
   const e = document.createElementNS(SVG, tag);
@@ -59,21 +69,24 @@ function track(name) {
   row.appendChild(svg);
   return row;
 }
-function addLane(name, roles) {
-  lanes.push({name, roles: roles || []});
+function addLane(name, roles, solo) {
+  lanes.push({name, roles: roles || [], solo: !!solo});
   R.push([]); open.push(null);
-  const li = lanes.length - 1, lab = el("div", "tl-label", name), row = track(name);
-  lab.title = (roles || []).join(" ⇄ ");
+  const li = lanes.length - 1, row = track(name);
+  const lab = el("div", "tl-label" + (solo ? " solo" : ""), name);
+  // A track of a role's turns outside lanes (planning, judging) is not a lane: it says so.
+  lab.title = solo ? name + ": turns outside lanes" : (roles || []).join(" ⇄ ");
   $("tl-labels").appendChild(lab); $("tl-rows").appendChild(row);
   labels[li] = lab; laneRows[li] = row;
   const tr = el("tr");
   for (let k = 0; k < 7; k++) tr.appendChild(el("td", k >= 5 ? "num" : ""));
   tr.firstChild.textContent = name;
+  if (solo) { tr.className = "solo"; tr.firstChild.title = name + ": turns outside lanes"; }
   $("lanes").tBodies[0].appendChild(tr); rows[li] = tr;
 }
 // addLane() appends to `lanes` as it builds each lane's DOM: start it from empty.
-lanes.splice(0).forEach((l) => addLane(l.name, l.roles));
-S0.ln = lanes.map(() => LANE0); S0.pub = lanes.map(() => 0);
+lanes.splice(0).forEach((l) => addLane(l.name, l.roles, l.solo));
+S0.ln = lanes.map(() => LANE0); S0.pub = lanes.map(() => 0); S0.rd = lanes.map(() => null);
 S0.cur = lanes.map(() => lanes.map(() => 0));
 
 function planningRow() {
@@ -99,11 +112,33 @@ function dress(b) {
     + (b.rs || b.st) + (b.t1 === null ? "" : " · " + (+b.du).toFixed(1) + " s · " + money(b.c));
 }
 
-// A mark on a lane's track: a pull request opened, ready, merged or rejected, a push refused.
-// Their key joins the timeline's key with the first mark (runs without marks do not show it).
+// A mark on a track, as the event shows it (a pull request merged, a gate run): its tone is
+// info, good or bad. Their key joins the timeline's key with the first mark (runs without
+// marks do not show it); a mark's own words are its tooltip.
 const M = [];
-const MARK_KEY = [["mk-pr", "pull request"], ["mk-merge", "merged"],
-  ["mk-reject", "rejected or refused"]];
+
+// A flow's panels (`F` deltas: rows of tables the flow names). Each row's history is kept once
+// (`at`: [point, cells so far]); a state holds only how many rows were given by then (`pv`),
+// so a point's table is each row's last version at or before it. Alerts (`X`) likewise.
+const PN = [], PNI = Object.create(null), AL = [];
+function panelRows(rowsIn, i) {
+  for (const [name, key, cells] of rowsIn) {
+    let pn = PNI[name];
+    if (!pn) {
+      pn = PNI[name] = {name, cols: [], colAt: Object.create(null), keys: [],
+        at: Object.create(null)};
+      PN.push(pn);
+    }
+    for (const c of Object.keys(cells)) {
+      if (!(c in pn.colAt)) { pn.colAt[c] = i; pn.cols.push(c); }
+    }
+    let h = pn.at[key];
+    if (!h) { h = pn.at[key] = []; pn.keys.push(key); }
+    // Null-prototype rows: a cell named `__proto__` stays a cell.
+    h.push([i, Object.assign(Object.create(null), h.length ? h[h.length - 1][1] : {}, cells)]);
+  }
+}
+const MARK_KEY = [["mk-info", "mark"], ["mk-good", "success"], ["mk-bad", "refused or failed"]];
 function mark(li, t, m, i) {
   if (!M.length) {
     for (const [cls, label] of MARK_KEY) {
@@ -124,11 +159,13 @@ function mark(li, t, m, i) {
 
 function fold(p) {
   const i = P.length, d = p.d || {}, prev = i ? S[i - 1] : S0;
-  const s = {ln: prev.ln, pub: prev.pub, cur: prev.cur, sp: prev.sp, spT: prev.spT,
-    lim: prev.lim, bd: prev.bd, st: prev.st};
+  const s = {ln: prev.ln, pub: prev.pub, cur: prev.cur, rd: prev.rd, sp: prev.sp,
+    spT: prev.spT, lim: prev.lim, bd: prev.bd, st: prev.st, pv: prev.pv, al: prev.al};
+  if (d.F) { panelRows(d.F, i); s.pv = prev.pv + d.F.length; }
+  if (d.X) { AL.push([i, d.X]); s.al = AL.length; }
   if (d.N) {
-    addLane(d.N[0], d.N[1]);
-    s.ln = s.ln.concat([LANE0]); s.pub = s.pub.concat([0]);
+    addLane(d.N[0], d.N[1], d.N[2]);
+    s.ln = s.ln.concat([LANE0]); s.pub = s.pub.concat([0]); s.rd = s.rd.concat([null]);
     s.cur = s.cur.map((r) => r.concat([0])).concat([lanes.map(() => 0)]);
   }
   if (d.L) { s.ln = s.ln.slice(); for (const [li, row] of d.L) s.ln[li] = row; }
@@ -144,6 +181,7 @@ function fold(p) {
     for (const [c, src, n] of d.A) { s.cur[c] = s.cur[c].slice(); s.cur[c][src] = n; }
   }
   if (d.W) s.bd = d.W;
+  if (d.I) { s.rd = s.rd.slice(); s.rd[d.I[0]] = d.I[1]; }
   if (d.st) s.st = d.st;
   PB[i] = -1;
   if (d.o && p.l >= 0) {
@@ -161,10 +199,6 @@ function fold(p) {
     dress(b); open[p.l] = null; PB[i] = k;
   }
   if (d.m && p.l >= 0) mark(p.l, p.t, d.m, i);
-  if (d.pa) {
-    PB[i] = block({l: -1, a: p.a, n: 0, t0: Math.max(0, p.t - d.pa[1] * 1000), t1: p.t, i0: i,
-      i1: i, st: d.pa[0] === "valid" ? "valid" : "failed", rs: "plan", c: d.pa[2], du: d.pa[1]});
-  }
   P.push(p); S.push(s);
 }
 
@@ -230,7 +264,7 @@ function layout() {
     const fits = f * px >= 30;
     if (fits && !b.label) {
       b.label = svgEl("text", {"class": "bl", y: 17});
-      b.label.textContent = b.l < 0 ? "plan" : short(b.a) + " " + b.n;
+      b.label.textContent = b.l < 0 ? "plan" : short(b.a, b.l) + " " + b.n;
       b.el.parentNode.appendChild(b.label);
     }
     if (b.label) {

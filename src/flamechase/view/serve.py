@@ -231,8 +231,12 @@ async def _points(
     """
 
     def prime() -> tuple[Reader, ReplayBuilder]:
+        from flamechase.loader import load_recorded
+
         reader = Reader(db)
-        builder = ReplayBuilder(reader.run(), reader.lanes())
+        run = reader.run()
+        load_recorded(str(run.get("flow_source") or ""))
+        builder = ReplayBuilder(run, reader.lanes())
         # Point numbers continue the page's: fold everything the page already has.
         while builder.last_seq < after:
             batch = reader.events(

@@ -5,40 +5,50 @@ what it changed; `snapshot()` freezes the state for a renderer. Nothing here rea
 or the clock, so the HTML replay, the live terminal view, `serve` and `trace` agree by
 construction, and tests can check a fold against the tables the engine wrote.
 
-Two things are derived rather than read, because no event carries them directly:
+Reports and inboxes are folded in `inbox.py`. Spend is derived rather than read between
+budget reports: Turn events carry their cost and output tokens. Whenever an
+  event carries the engine's own budget report (`budget_spent`, `run_*`), the fold takes those
+  figures as they are.
 
-- Report sequence numbers. `turn_valid.acknowledged` holds {source lane: seq in the `reports`
-  table}. Each valid or failed turn publishes exactly one report in the same transaction as
-  its event, and the table's AUTOINCREMENT rolls back with a failed transaction, so the n-th
-  report event is report seq n. From that, the reports a lane has not acknowledged yet
-  (its pending inbox) are a slice per source lane.
-- Spend between budget reports. Turn events carry their cost and output tokens; planning
-  sessions carry only their cost. Whenever an event carries the engine's own budget report
-  (`budget_spent`, `run_*`), the fold takes those figures as they are.
+The engine's own kinds have a handler here; every kind, the engine's and any flow's, is then
+asked to show itself (`Event.show`, events/present.py) against the fold, and what it shows
+(a mark, panel rows, a score, a phase, an alert) is folded the same way for every flow. The
+fold names no flow and no flow's kind.
 """
 
-# long file: the fold and the frozen snapshot it produces share their field lists (LaneRow/LaneSnap)
-# by position.
+# long file: one handler per engine kind and the fold's reading side; reports, the board and
+# the rows it hands out are modules of their own (inbox, board, rows).
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
-import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from flamechase import events as ev
-from flamechase.flow.leaderboard import better, metric_key
+from flamechase.events.present import ReportSeen, Shown
+from flamechase.view.board import Board, Entry, Panel, Panels
+from flamechase.view.inbox import Inboxes
+from flamechase.view.rows import (
+    BudgetLine,
+    Change,
+    LaneRow,
+    LaneSnap,
+    Report,
+    RunSnapshot,
+    parse_at,
+)
 
 __all__ = [
     "BUDGET_KEYS",
     "END_KINDS",
+    "BudgetLine",
     "Change",
     "Entry",
     "LaneRow",
     "LaneSnap",
+    "Panel",
     "Report",
     "RunFold",
     "RunSnapshot",
@@ -48,177 +58,14 @@ __all__ = [
 BUDGET_KEYS = ("duration", "cost", "turns", "output_tokens")
 END_KINDS = frozenset({"run_finished", "run_stopped", "run_failed", "run_held"})
 TURN_END_KINDS = frozenset({"turn_valid", "turn_failed", "turn_interrupted", "lane_paused"})
-# The leaderboard views show this many ranked entries; the rest only count.
-TOP_N = 5
-# Words of a summary that could be a report id (`lane-3.0002.2075cf`).
-_WORD = re.compile(r"[\w.-]+")
 
 
-def parse_at(text: str) -> datetime:
-    """An event's `at` (ISO 8601, UTC, `Z` suffix) as an aware datetime."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-class _LaneLogic:
-    """What a lane's fields mean; shared by the fold's mutable row and the frozen snapshot."""
-
-    __slots__ = ()
-    name: str
-    roles: tuple[str, ...]
-    actor: str | None
-    held: bool
-    paused_until: str | None
-
-    @property
-    def state(self) -> str:
-        if self.actor is not None:
-            return "turn"
-        if self.held:
-            return "held"
-        if self.paused_until is not None:
-            return "paused"
-        return "idle"
-
-    def partner(self, actor: str | None) -> str | None:
-        """The lane's other actor: who takes the tree after `actor`."""
-        if len(self.roles) < 2 or actor is None:
-            return None
-        return self.roles[1] if actor == self.roles[0] else self.roles[0]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class LaneSnap(_LaneLogic):
-    """One lane at one point."""
-
-    name: str
-    roles: tuple[str, ...]
-    actor: str | None = None  # the actor on turn now, if a turn is under way
-    turn: int | None = None
-    attempt: int = 0
-    since: str | None = None  # when the turn under way started
-    backend: str | None = None
-    turns: int = 0  # counted turns: valid + failed
-    valid: int = 0
-    failed: int = 0
-    failures: int = 0  # consecutive failed turns
-    last_status: str | None = None  # report status of the last counted turn, or turn_failed
-    last_actor: str | None = None
-    held: bool = False
-    held_reason: str | None = None
-    paused_until: str | None = None
-    last_error: str | None = None  # why the last counted turn failed, if it did
-
-
-@dataclasses.dataclass(slots=True)
-class LaneRow(_LaneLogic):
-    """The fold's own, mutable copy of a lane (a `dataclasses.replace` per event is slow)."""
-
-    name: str
-    roles: tuple[str, ...]
-    actor: str | None = None
-    turn: int | None = None
-    attempt: int = 0
-    since: str | None = None
-    backend: str | None = None
-    turns: int = 0
-    valid: int = 0
-    failed: int = 0
-    failures: int = 0
-    last_status: str | None = None
-    last_actor: str | None = None
-    held: bool = False
-    held_reason: str | None = None
-    paused_until: str | None = None
-    last_error: str | None = None  # why the last counted turn failed, if it did
-
-    def freeze(self) -> LaneSnap:
-        return LaneSnap(*(getattr(self, f) for f in _LANE_FIELDS))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class BudgetLine:
-    key: str
-    limit: float | None
-    used: float
-
-    @property
-    def left(self) -> float | None:
-        return None if self.limit is None else max(0.0, self.limit - self.used)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Entry:
-    """A ranked (or rankable) submission."""
-
-    report_id: str
-    lane: str
-    metric: str
-    direction: str
-    value: float
-    claimed: float
-    verified: bool
-    ranked: bool
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Report:
-    """A published report: `seq` in the `reports` table, `index` within its source lane."""
-
-    report_id: str
-    lane: str
-    actor: str | None
-    status: str | None
-    seq: int
-    index: int
-    artifacts: int = 0
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RunSnapshot:
-    """A run at one point, frozen: what renderers take."""
-
-    run_id: str
-    flow: str
-    status: str
-    at: str | None  # time of the last event folded
-    started: str | None
-    lanes: tuple[LaneSnap, ...]
-    budget: tuple[BudgetLine, ...]
-    cost: float
-    turns: int
-    output_tokens: int
-    active_seconds: float
-    best: Entry | None
-    top: tuple[Entry, ...]
-    submissions: int
-    pending: Mapping[str, tuple[str, ...]]  # consumer lane -> report ids not yet acknowledged
-    reports: int
-    acknowledged: int  # reports received and acknowledged by a valid turn, over all lanes
-    events: int
-
-
-@dataclasses.dataclass(slots=True)
-class Change:
-    """What one event changed; the replay turns it into a point's deltas."""
-
-    lanes: list[str] = dataclasses.field(default_factory=list)
-    spend: bool = False
-    budget: bool = False
-    board: bool = False
-    published: Report | None = None
-    artifacts: Report | None = None  # a published report whose artifact count became known
-    acks: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
-    status: bool = False
-    # A mark on the event's lane in the timeline: (label, kind: pr | merge | reject).
-    mark: tuple[str, str] | None = None
-
-
-# LaneRow.freeze() passes fields by position: both classes list them in this order.
-_LANE_FIELDS = tuple(f.name for f in dataclasses.fields(LaneSnap))
+_SOURCE = "source"
 
 
 class RunFold:
-    """Mutable state folded from events; `snapshot()` freezes it."""
+    """Mutable state folded from events; `snapshot()` freezes it. It is the `Seen` every
+    event shows itself against (events/present.py)."""
 
     def __init__(
         self,
@@ -233,30 +80,20 @@ class RunFold:
         self.run_id = run_id
         self.flow = flow
         self.status = status
-        self.order: list[str] = []
+        self.order: list[str] = []  # lanes, then tracks of turns outside lanes
         self.lanes: dict[str, LaneRow] = {}
-        self.by_source: dict[str, list[str]] = {}  # source lane -> its report ids, in order
-        self.copies: set[str] = set()  # lanes working on a private copy, not the source tree
+        self.inbox = Inboxes(shares_reports=shares_reports)
         for name, roles in lanes:
             self._lane(name, roles)
         self.limits: dict[str, float | None] = dict.fromkeys(BUDGET_KEYS)
         if budget:
             self._set_limits(budget)
-        self.shares_reports = shares_reports
-        # Mirrors `flow.leaderboard.board`: a declared metric when the run measures (the flow
-        # says so with `leaderboard_declared`), else the first ranked submission fixes it.
-        self.evaluator = False
-        self.measured_by: str | None = None  # the command the runtime measures with
-        self.primary: tuple[str, str] | None = None
-        self.leaders: dict[tuple[str, str], Entry] = {}
-        self._top: list[tuple[float, int, Entry]] = []
-        self.submissions = 0
-        self.reports: list[Report] = []  # by seq - 1
-        self.by_id: dict[str, Report] = {}
-        self.cursors: dict[str, dict[str, int]] = {}  # consumer -> source -> reports acked
-        self.received: dict[str, dict[str, None]] = {}  # lane -> delivered ids with artifacts
-        self.integrated: list[tuple[str, str, str | None]] = []  # (lane, report id, actor)
-        self.delivered = 0
+        self.places: dict[str, tuple[str, str]] = {}  # place -> (how, words)
+        self._worked: dict[str, str] = {}  # track -> the place its last ended turn worked in
+        self.board = Board()
+        self.panels = Panels()
+        self.alerts: list[str] = []
+        self.phase: str | None = None  # a flow's phase (`planning`) while the run is running
         self.cost = 0.0
         self.turns = 0
         self.output_tokens = 0
@@ -266,7 +103,6 @@ class RunFold:
         self.at: str | None = None
         self._alive_at: str | None = None  # the last event a running session recorded
         self.events = 0
-        self._solo_turns = 0  # turns outside lanes (planning) seen
 
     # ---- construction ----------------------------------------------------------------------
 
@@ -278,12 +114,7 @@ class RunFold:
         *,
         shares_reports: bool = True,
     ) -> RunFold:
-        """A fold for a stored run: its run row and `lanes` rows (names and roles).
-
-        A stored run does not say whether its flow passes reports between lanes; every
-        built-in flow with more than one lane does, and importing a user's flow file to draw
-        a picture of a finished run would run its code, so the default is that it does.
-        """
+        """A fold for a stored run: its run row and `lanes` rows (names and roles)."""
         return cls(
             run_id=str(run.get("id", "")),
             flow=str(run.get("flow", "")),
@@ -292,13 +123,12 @@ class RunFold:
             shares_reports=shares_reports,
         )
 
-    def _lane(self, name: str, roles: Sequence[str] = ()) -> LaneRow:
+    def _lane(self, name: str, roles: Sequence[str] = (), *, solo: bool = False) -> LaneRow:
         snap = self.lanes.get(name)
         if snap is None:
-            snap = LaneRow(name=name, roles=tuple(roles))
+            snap = LaneRow(name=name, roles=tuple(roles), solo=solo)
             self.lanes[name] = snap
             self.order.append(name)
-            self.by_source.setdefault(name, [])
         return snap
 
     def _set_limits(self, budget: Mapping[str, Any]) -> None:
@@ -306,10 +136,65 @@ class RunFold:
             value = budget.get(key)
             self.limits[key] = float(value) if isinstance(value, int | float) else None
 
+    # ---- what events are shown against (events.present.Seen) -------------------------------
+
+    def lane_names(self) -> Sequence[str]:
+        return [n for n in self.order if not self.lanes[n].solo]
+
+    def place_words(self, place: str) -> str:
+        if place == _SOURCE:
+            return "your tree"
+        known = self.places.get(place)
+        return known[1] if known else f"place {place}"
+
+    def lane_place(self, lane: str) -> str:
+        row = self.lanes.get(lane)
+        return self.place_words(row.place) if row and row.place else f"{lane}'s place"
+
+    def handed(self, place: str) -> str:
+        """What a lane's actors hand each other: the tree (the user's), the copy (a private
+        snapshot), or the place as the flow named it."""
+        if place == _SOURCE:
+            return "the tree"
+        how, words = self.places.get(place, ("", ""))
+        return "the copy" if how == "snapshot" else (words or "the place")
+
+    def last_actor(self, lane: str) -> str | None:
+        row = self.lanes.get(lane)
+        return row.last_actor if row else None
+
+    def last_place(self, lane: str) -> str | None:
+        return self._worked.get(lane)
+
+    def report(self, report_id: str) -> ReportSeen | None:
+        return self.inbox.report(report_id)
+
+    # What the fold's readers knew before reports had a module of their own.
+    @property
+    def reports(self) -> list[Report]:
+        return self.inbox.reports
+
+    @property
+    def by_id(self) -> dict[str, Report]:
+        return self.inbox.by_id
+
+    @property
+    def cursors(self) -> dict[str, dict[str, int]]:
+        return self.inbox.cursors
+
+    @property
+    def integrated(self) -> list[tuple[str, str, str | None]]:
+        return self.inbox.integrated
+
+    @property
+    def shares_reports(self) -> bool:
+        return self.inbox.shares_reports
+
     # ---- folding ---------------------------------------------------------------------------
 
     def apply(self, event: Mapping[str, Any] | ev.Event) -> Change:
-        """Fold one event (a stored row or an `events.Event`); what it changed."""
+        """Fold one event (a stored row or an `events.Event`); what it changed, with how it
+        shows itself."""
         e = event if isinstance(event, ev.Event) else ev.parse(event)
         ch = Change()
         self.events += 1
@@ -327,12 +212,34 @@ class RunFold:
             self.at = at
             if self.started is None:
                 self.started = at
+        ch.track = e.lane or (e.actor if isinstance(e, _TURN_KINDS) else None)
         handler = _HANDLERS.get(type(e))
         if handler is not None:
             handler(self, e, ch, before)
+        try:
+            shown = e.show(self)
+        except Exception as exc:  # a flow's own `show` must never break a view
+            shown = Shown(f"{e.describe()} (not shown: {type(exc).__name__})")
+        self._shown(shown, ch)
         return ch
 
-    # ---- one handler per kind (the table `_HANDLERS` below maps kinds to them) -------------
+    def _shown(self, shown: Shown, ch: Change) -> None:
+        ch.shown = shown
+        for row in shown.rows:
+            self.panels.put(row)
+        if shown.ranking is not None:
+            self.board.declare(shown.ranking)
+            ch.board = True
+        if shown.score is not None:
+            self.board.add(shown.score)
+            ch.board = True
+        if shown.phase is not None and self.status in ("starting", "resumed", "running"):
+            self.phase = shown.phase
+            self._status(shown.phase, ch)
+        if shown.alert:
+            self.alerts.append(shown.alert)
+
+    # ---- one handler per engine kind (the table `_HANDLERS` below) -------------------------
 
     def _opened(self, e: ev.RunCreated | ev.RunResumed, ch: Change, before: str | None) -> None:
         if isinstance(e, ev.RunCreated):
@@ -350,30 +257,26 @@ class RunFold:
             self._open_at = parse_at(e.at)
         self._status("starting" if isinstance(e, ev.RunCreated) else "resumed", ch)
 
-    def _planning(self, e: ev.PlanningStarted, ch: Change, before: str | None) -> None:
-        self._status("planning", ch)
-
-    def _plan_attempt(self, e: ev.PlanAttempt, ch: Change, before: str | None) -> None:
-        # flamechase 0.1 journaled planning sessions only as plan_attempt; later journals
-        # count their spend from the session's own turn event.
-        if not self._solo_turns:
-            self.cost += e.cost_usd
-            ch.spend = True
-
-    def _planned(self, e: ev.Planned, ch: Change, before: str | None) -> None:
-        for name in e.released:
-            if name in self.lanes:
-                self._set(str(name), ch, held=False, held_reason=None, failures=0)
-
     def _running(self, e: ev.RunRunning, ch: Change, before: str | None) -> None:
+        self.phase = None
         self._status("running", ch)
 
+    def _track(self, e: ev.Event) -> str | None:
+        """The row of a turn event: its lane, or a track of its role outside lanes."""
+        if e.lane:
+            self._lane(e.lane)
+            return e.lane
+        if not e.actor:
+            return None
+        self._lane(e.actor, (e.actor,), solo=True)
+        return e.actor
+
     def _turn_started(self, e: ev.TurnStarted, ch: Change, before: str | None) -> None:
-        if not e.lane:
+        name = self._track(e)
+        if name is None:
             return
-        self._lane(e.lane)
         self._set(
-            e.lane,
+            name,
             ch,
             actor=e.actor,
             turn=e.turn,
@@ -381,23 +284,23 @@ class RunFold:
             since=e.at or None,
             backend=e.backend,
             paused_until=None,
+            place=e.place or None,
         )
-        self.delivered += len(e.delivered)
-        box = self.received.setdefault(e.lane, {})
-        for rid in e.delivered:
-            rep = self.by_id.get(rid)
-            if rep is not None and rep.artifacts:
-                box[rid] = None
+        had = self.inbox.reads.get(name)
+        self.inbox.started(name, e.reads if e.lane else None, e.delivered)
+        after = self.inbox.reads.get(name)
+        if after is not None and after != had:
+            ch.reads = tuple(n for n in self.order if n in after)
 
     def _turn_valid(self, e: ev.TurnValid, ch: Change, before: str | None) -> None:
-        if not e.lane:
-            self._solo_turns += 1
-            self._count_spend(e, ch, counted=False)
-            return
-        snap = self._lane(e.lane)
+        name = self._track(e)
         self._count_spend(e, ch, counted=e.counted)
+        if name is None:
+            return
+        snap = self.lanes[name]
+        self._worked[name] = snap.place or _SOURCE
         self._set(
-            e.lane,
+            name,
             ch,
             actor=None,
             turn=None,
@@ -405,25 +308,27 @@ class RunFold:
             turns=snap.turns + 1,
             valid=snap.valid + 1,
             failures=0,
-            last_status=e.report_status,
+            last_status=e.report_status or "valid",
             last_actor=e.actor,
             last_error=None,
         )
-        if e.report_id:  # journals of flamechase 0.1 published the report with the turn
+        if e.report_id and e.lane:  # journals of flamechase 0.1 published with the turn
             self._publish(e.report_id, e.lane, e.actor, e.report_status, ch)
         for source, seq in e.acknowledged.items():
-            self._ack(e.lane, str(source), _int(seq), ch)
-        self._note_integration(e.lane, e.actor, e.summary)
+            count = self.inbox.ack(name, str(source), _int(seq))
+            if count is not None:
+                ch.acks.append((name, str(source), count))
+        self.inbox.note_integration(name, e.actor, e.summary)
 
     def _turn_failed(self, e: ev.TurnFailed, ch: Change, before: str | None) -> None:
-        if not e.lane:
-            self._solo_turns += 1
-            self._count_spend(e, ch, counted=False)
-            return
-        snap = self._lane(e.lane)
+        name = self._track(e)
         self._count_spend(e, ch, counted=e.counted)
+        if name is None:
+            return
+        snap = self.lanes[name]
+        self._worked[name] = snap.place or _SOURCE
         self._set(
-            e.lane,
+            name,
             ch,
             actor=None,
             turn=None,
@@ -435,22 +340,22 @@ class RunFold:
             last_actor=e.actor,
             last_error=e.error or "no reason recorded",
         )
-        if e.report_id:
+        if e.report_id and e.lane:
             self._publish(e.report_id, e.lane, e.actor, "turn_failed", ch)
 
     def _turn_cut(
         self, e: ev.TurnInterrupted | ev.LanePaused, ch: Change, before: str | None
     ) -> None:
-        self.cost += e.cost_usd
+        self.cost = _spend(self.cost, e.cost_usd)
         self.output_tokens += e.output_tokens
         ch.spend = True
-        if not e.lane:
+        name = self._track(e)
+        if name is None:
             return
-        self._lane(e.lane)
         extra: dict[str, Any] = {}
         if isinstance(e, ev.LanePaused):
             extra["paused_until"] = e.until
-        self._set(e.lane, ch, actor=None, turn=None, since=None, **extra)
+        self._set(name, ch, actor=None, turn=None, since=None, **extra)
 
     def _held(self, e: ev.LaneHeld, ch: Change, before: str | None) -> None:
         if e.lane:
@@ -465,23 +370,10 @@ class RunFold:
         if not e.lane:
             return
         self._publish(e.report_id, e.lane, e.actor, e.report_status, ch)
-        rep = self.by_id.get(e.report_id)
-        n = len(e.artifacts)
-        if rep is not None and n != rep.artifacts:
-            rep = dataclasses.replace(rep, artifacts=n)
-            self.by_id[e.report_id] = rep
-            self.reports[rep.seq - 1] = rep
-            ch.artifacts = rep
+        ch.artifacts = self.inbox.count_artifacts(e.report_id, len(e.artifacts))
 
-    def _declared(self, e: ev.LeaderboardDeclared, ch: Change, before: str | None) -> None:
-        self.evaluator = e.measured_by_runtime
-        self.measured_by = e.command
-        if e.metric and e.direction:
-            self.primary = (metric_key(e.metric), e.direction)
-        ch.board = True
-
-    def _submitted(self, e: ev.CandidateSubmitted, ch: Change, before: str | None) -> None:
-        self._submit(e, ch)
+    def _place(self, e: ev.PlaceMade, ch: Change, before: str | None) -> None:
+        self.places[e.place] = (e.how, e.label or f"{e.how} {e.place}")
 
     def _stopping(self, e: ev.Stopping, ch: Change, before: str | None) -> None:
         self._status("stopping", ch)
@@ -497,23 +389,8 @@ class RunFold:
         for name, snap in self.lanes.items():
             if snap.actor is not None:
                 self._set(name, ch, actor=None, turn=None, since=None)
+        self.phase = None
         self._status(e.status, ch)
-
-    def _marked(self, e: ev.Event, ch: Change, before: str | None) -> None:
-        """A pull request or a push: a mark on its lane's track, and nothing else."""
-        if not e.lane:
-            return
-        self._lane(e.lane)
-        pr = str(getattr(e, "pr", "") or "")
-        label, kind = _MARKS[type(e)]
-        ch.mark = (f"{pr} {label}".strip(), kind)
-
-    def _place(self, e: ev.PlaceMade, ch: Change, before: str | None) -> None:
-        if e.lane:
-            self.copies.add(e.lane)
-
-    def _nothing(self, e: ev.Event, ch: Change, before: str | None) -> None:
-        """Kinds that change nothing a view draws (they are narrated, not folded)."""
 
     def _status(self, status: str, ch: Change) -> None:
         if status != self.status:
@@ -530,82 +407,14 @@ class RunFold:
     def _count_spend(self, e: ev.TurnEnded, ch: Change, *, counted: bool) -> None:
         if counted:
             self.turns += 1
-        self.cost += e.cost_usd
+        self.cost = _spend(self.cost, e.cost_usd)
         self.output_tokens += e.output_tokens
         ch.spend = True
 
-    def _publish(self, rid: str, lane: str, actor: str | None, status: Any, ch: Change) -> None:
-        if not rid or rid in self.by_id:
-            return
-        source = self.by_source.setdefault(lane, [])
-        rep = Report(
-            report_id=rid,
-            lane=lane,
-            actor=actor,
-            status=None if status is None else str(status),
-            seq=len(self.reports) + 1,
-            index=len(source),
-        )
-        self.reports.append(rep)
-        self.by_id[rid] = rep
-        source.append(rid)
-        ch.published = rep
-
-    def _ack(self, consumer: str, source: str, seq: int, ch: Change) -> None:
-        if not 1 <= seq <= len(self.reports):
-            return
-        rep = self.reports[seq - 1]
-        if rep.lane != source:
-            return
-        have = self.cursors.setdefault(consumer, {})
-        count = rep.index + 1
-        if count > have.get(source, 0):
-            have[source] = count
-            ch.acks.append((consumer, source, count))
-
-    def _note_integration(self, lane: str, actor: str | None, summary: str) -> None:
-        """A valid turn whose summary names a package it was delivered integrated it."""
-        box = self.received.get(lane)
-        if not box:
-            return
-        # Look the summary's words up in the box, not the box's ids in the summary: the box
-        # keeps every package never integrated, so it grows with the run.
-        for word in _WORD.findall(summary):
-            if word in box:
-                del box[word]
-                self.integrated.append((lane, word, actor))
-
-    def _submit(self, e: ev.CandidateSubmitted, ch: Change) -> None:
-        self.submissions += 1
-        ch.board = True
-        value = e.measured if e.measured is not None else e.claimed
-        # `ranked` says whether this run ranks the entry (measured by the runtime, or claims
-        # when it has no evaluator); journals of flamechase 0.1 did not say: a verified entry
-        # ranks, and so does any entry of a run that declared no measurement.
-        ranked = e.ranked and (e.verified or not self.evaluator)
-        entry = Entry(
-            report_id=e.report_id,
-            lane=e.lane or "",
-            metric=e.metric,
-            direction=e.direction,
-            value=float(value),
-            claimed=float(e.claimed),
-            verified=e.verified,
-            ranked=ranked,
-        )
-        if not ranked:
-            return
-        ident = (metric_key(entry.metric), entry.direction)
-        if self.primary is None:
-            self.primary = ident
-        cur = self.leaders.get(ident)
-        if cur is None or better(entry.value, cur.value, entry.direction):
-            self.leaders[ident] = entry
-        if ident == self.primary:
-            key = entry.value if entry.direction == "minimize" else -entry.value
-            # Ties keep the earlier entry first, as the leaderboard keeps the incumbent.
-            bisect.insort(self._top, (key, self.submissions, entry), key=lambda t: t[:2])
-            del self._top[TOP_N:]
+    def _publish(self, rid: str, lane: str, actor: str | None, status: object, ch: Change) -> None:
+        rep = self.inbox.publish(rid, lane, actor, status)
+        if rep is not None:
+            ch.published = rep
 
     def _sync_budget(self, report: Any, at: str, ch: Change) -> None:
         if not isinstance(report, Mapping):
@@ -634,11 +443,23 @@ class RunFold:
 
     @property
     def best(self) -> Entry | None:
-        return self.leaders.get(self.primary) if self.primary else None
+        return self.board.best
 
     @property
     def top(self) -> tuple[Entry, ...]:
-        return tuple(e for _, _, e in self._top)
+        return self.board.top
+
+    @property
+    def submissions(self) -> int:
+        return self.board.submissions
+
+    @property
+    def measured_by(self) -> str | None:
+        return self.board.measured_by
+
+    @property
+    def primary(self) -> tuple[str, str] | None:
+        return self.board.primary
 
     def active_seconds(self, now: datetime | None = None) -> float:
         """Active run time at `now` (default: the last event's time)."""
@@ -649,18 +470,11 @@ class RunFold:
         return self._active_closed + max(0.0, (now - self._open_at).total_seconds())
 
     def pending(self, consumer: str) -> list[str]:
-        """Reports from other lanes that `consumer` has not acknowledged, oldest first."""
-        if not self.shares_reports:
-            return []
-        have = self.cursors.get(consumer, {})
-        out: list[str] = []
-        for source in self.order:
-            if source != consumer:
-                out.extend(self.by_source.get(source, [])[have.get(source, 0) :])
-        return out
+        """Reports of the lanes `consumer` reads that it has not acknowledged, oldest first."""
+        return self.inbox.pending(consumer, self.lane_names())
 
     def acknowledged(self) -> int:
-        return sum(sum(c.values()) for c in self.cursors.values())
+        return self.inbox.acknowledged()
 
     def snapshot(self, now: datetime | None = None) -> RunSnapshot:
         active = self.active_seconds(now)
@@ -686,19 +500,19 @@ class RunFold:
             top=self.top,
             submissions=self.submissions,
             pending={n: tuple(self.pending(n)) for n in self.order},
-            reports=len(self.reports),
+            reports=len(self.inbox.reports),
             acknowledged=self.acknowledged(),
             events=self.events,
+            panels=self.panels.freeze(),
+            alerts=tuple(self.alerts),
         )
 
 
+_TURN_KINDS = (ev.TurnStarted, ev.TurnEnded)
 _Handler = Any  # RunFold method taking (event, change, time of the previous event)
 _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.RunCreated: RunFold._opened,
     ev.RunResumed: RunFold._opened,
-    ev.PlanningStarted: RunFold._planning,
-    ev.PlanAttempt: RunFold._plan_attempt,
-    ev.Planned: RunFold._planned,
     ev.RunRunning: RunFold._running,
     ev.TurnStarted: RunFold._turn_started,
     ev.TurnValid: RunFold._turn_valid,
@@ -708,64 +522,20 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.LaneHeld: RunFold._held,
     ev.LaneReleased: RunFold._released,
     ev.ReportPublished: RunFold._published,
-    ev.LeaderboardDeclared: RunFold._declared,
-    ev.CandidateSubmitted: RunFold._submitted,
+    ev.PlaceMade: RunFold._place,
     ev.BudgetSpent: RunFold._budget_spent,
     ev.Stopping: RunFold._stopping,
     ev.RunFinished: RunFold._ended,
     ev.RunStopped: RunFold._ended,
     ev.RunFailed: RunFold._ended,
     ev.RunHeld: RunFold._ended,
-    # Narrated, not folded:
-    ev.Notice: RunFold._nothing,
-    ev.ObjectiveRevised: RunFold._nothing,
-    ev.ObjectiveReplanned: RunFold._nothing,
-    ev.PlaceMade: RunFold._place,
-    ev.Measured: RunFold._nothing,
-    ev.Ran: RunFold._nothing,
-    ev.Frozen: RunFold._nothing,
-    ev.PlaceDropped: RunFold._nothing,
-    ev.CandidateBestUpdated: RunFold._nothing,
-    ev.CentralReady: RunFold._nothing,
-    ev.MainMeasured: RunFold._nothing,
-    ev.PrReviewing: RunFold._nothing,
-    ev.MainPublished: RunFold._nothing,
-    ev.PublicationHeld: RunFold._nothing,
-    # Marks on a lane's track:
-    ev.PrOpened: RunFold._marked,
-    ev.PrReady: RunFold._marked,
-    ev.PrMerged: RunFold._marked,
-    ev.PrRejected: RunFold._marked,
-    ev.PushRefused: RunFold._marked,
-    ev.PrRequestRefused: RunFold._marked,
-    # parrallello's decisions: narrated (with their progress figures), not folded.
-    ev.FrontsPlanned: RunFold._nothing,
-    ev.CheckpointMade: RunFold._nothing,
-    ev.FrontPrepped: RunFold._nothing,
-    ev.FrontStarted: RunFold._nothing,
-    ev.RoundStarted: RunFold._nothing,
-    ev.BuilderChecked: RunFold._nothing,
-    ev.GateRan: RunFold._nothing,
-    ev.GateRefrozen: RunFold._nothing,
-    ev.VerdictRecorded: RunFold._nothing,
-    ev.BlockEnded: RunFold._nothing,
-    ev.FrontEnded: RunFold._nothing,
-    ev.FrontIntegrated: RunFold._nothing,
-    ev.Anomaly: RunFold._nothing,
-}
-_MARKS: dict[type[ev.Event], tuple[str, str]] = {
-    ev.PrOpened: ("opened", "pr"),
-    ev.PrReady: ("ready", "pr"),
-    ev.PrMerged: ("merged", "merge"),
-    ev.PrRejected: ("rejected", "reject"),
-    ev.PushRefused: ("push refused", "reject"),
-    ev.PrRequestRefused: ("PR request refused", "reject"),
 }
 
 
-def handles(kind: type[ev.Event]) -> bool:
-    """Whether the fold knows `kind` (every built-in kind must be known)."""
-    return kind in _HANDLERS
+def _spend(total: float, more: float) -> float:
+    """`total + more`, never past the largest float: agents report their own spend, and two
+    huge reports must not make the run's cost infinite (no view could write it as JSON)."""
+    return min(total + more, sys.float_info.max)
 
 
 def _int(value: Any) -> int:

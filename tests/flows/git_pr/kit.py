@@ -27,9 +27,9 @@ from flamechase.flow import (
     StartTurn,
     WaitUntil,
 )
-from flamechase.flows import load_flow
 from flamechase.flows.git_pr.model import GitState
 from flamechase.flows.git_pr.params import GitPrParams
+from flamechase.loader import load_flow
 
 FLOW = load_flow("parallel_flame_chase:git_pr")
 BASE = "b" * 40  # the baseline commit

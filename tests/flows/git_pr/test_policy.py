@@ -9,6 +9,7 @@ import pytest
 
 from flamechase import events as ev
 from flamechase.flow import Measure, Run
+from flamechase.flows.git_pr import events as gev
 from tests.flows.git_pr.kit import BASE, Driver, sha
 
 
@@ -129,7 +130,7 @@ def test_a_head_that_descends_from_main_merges_with_exactly_its_tree_through_the
         entry.score,
         entry.fast,
     ) == (pr, BASE, sha(100), 50, 30, True)
-    merged = d.of(ev.PrMerged)[-1]
+    merged = d.of(gev.PrMerged)[-1]
     assert (merged.pr, merged.value, merged.prior, merged.remeasured) == (pr, 30, 50, False)
     # Every lane hears of it; the source is then brought up to main.
     assert "was merged into main" in d.reports_to("lane-2")[-1]
@@ -170,7 +171,7 @@ def test_a_better_candidate_on_an_old_main_is_merged_only_after_measuring_the_re
     assert d.state.pr(first).status == "merged" and d.state.pr(second).status == "merged"
     assert d.state.main == sha(200) and d.state.main_score == 15
     assert d.state.ledger[-1].prior_main == sha(100)  # the first merge stays under the second
-    assert d.of(ev.PrMerged)[-1].remeasured is True
+    assert d.of(gev.PrMerged)[-1].remeasured is True
     assert d.state.pr(second).merge_receipt is not None
     assert d.state.pr(second).merge_receipt.value == 15
 
@@ -241,7 +242,7 @@ def test_ties_go_to_the_candidate_that_was_ready_first() -> None:
 def test_a_baseline_the_evaluator_cannot_measure_lets_any_measured_candidate_win() -> None:
     d = Driver()
     d.set_up(main_score=None, main_error="evaluator exited with code 1")
-    assert d.of(ev.MainMeasured)[-1].error == "evaluator exited with code 1"
+    assert d.of(gev.MainMeasured)[-1].error == "evaluator exited with code 1"
     pr = ready(d, "lane-1", 1, 900)
     assert d.state.pr(pr).status == "reviewing"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from flamechase import events as ev
 from flamechase.flow import FinishRun, Run
+from flamechase.flows.git_pr import events as gev
 from tests.flows.git_pr.kit import BASE, FLOW, Driver, sha, waits
 
 
@@ -41,7 +42,7 @@ def test_a_refused_publication_is_held_said_once_and_tried_again() -> None:
     assert "Flamechase-Main: " + main in job.argv[job.argv.index("--message") + 1]
     why = "solver.py was changed in the source outside the run; publication stops ..."
     d.ran("publish/", {"refused": why})
-    assert d.of(ev.PublicationHeld)[-1].reason == why
+    assert d.of(gev.PublicationHeld)[-1].reason == why
     assert d.state.published == BASE and d.state.publication.held == why
     retry = d.state.publication.retry_at
     assert retry is not None and waits(d.decide())[0].at == retry
@@ -49,11 +50,11 @@ def test_a_refused_publication_is_held_said_once_and_tried_again() -> None:
     assert list(d.jobs(now=retry)) == ["publish/2"]
     d.t = retry
     d.ran("publish/", {"refused": why})
-    assert len(d.of(ev.PublicationHeld)) == 1  # the same reason is not journaled again
+    assert len(d.of(gev.PublicationHeld)) == 1  # the same reason is not journaled again
     d.t = d.state.publication.retry_at or 0.0
     d.ran("publish/", {"published": main, "changed": 1, "commit": "c" * 40})
     assert d.state.published == main and d.state.publication.held is None
-    done = d.of(ev.MainPublished)[-1]
+    done = d.of(gev.MainPublished)[-1]
     assert (done.commit, done.paths, done.source_commit) == (main, 1, "c" * 40)
     assert not [k for k in d.jobs() if k.startswith("publish/")]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from flamechase import events as ev
 from flamechase.flow import Run
+from flamechase.flows.git_pr import events as gev
 from tests.flows.git_pr.kit import BASE, Driver, sha, starts
 
 
@@ -59,7 +59,7 @@ def test_pushes_are_forwarded_as_the_lane_with_ready_heads_frozen() -> None:
         "pusher": "lane-1",
         "frozen": {"refs/heads/lane-1/x": {"sha": sha(1), "pr": pr}},
     }
-    refused = {e.ref: e.reason for e in d.of(ev.PushRefused)}
+    refused = {e.ref: e.reason for e in d.of(gev.PushRefused)}
     assert refused["refs/heads/main"] == "main accepts only the runtime's merges"
     report = d.reports_to("lane-1")[-1]
     assert report.startswith("The central repository refused your push: ")
@@ -92,7 +92,7 @@ def test_open_takes_only_the_lanes_own_pushed_branches() -> None:
         ],
     )
     d.push("lane-1", {"refs/heads/lane-1/x": sha(1)})
-    reasons = [e.reason for e in d.of(ev.PrRequestRefused)]
+    reasons = [e.reason for e in d.of(gev.PrRequestRefused)]
     assert reasons == [
         "a PR comes from one of your own branches, lane-1/NAME, not lane-2/x",
         "branch lane-1/never-pushed is not in the central repository; push it first "
@@ -115,7 +115,7 @@ def test_a_lane_acts_only_on_its_own_prs() -> None:
         [{"op": "ready", "pr": pr}, {"op": "ready", "pr": "PR000099"}, {"op": "merge", "pr": pr}],
     )
     d.push("lane-2", {})
-    assert [e.reason for e in d.of(ev.PrRequestRefused)] == [
+    assert [e.reason for e in d.of(gev.PrRequestRefused)] == [
         f"{pr} belongs to lane-1; a lane acts only on its own PRs",
         "there is no PR000099",
         "unknown request 'merge'; flamechase pr asks open or ready",
@@ -128,7 +128,7 @@ def test_lines_that_are_not_requests_are_refused_with_their_line() -> None:
     d.set_up()
     d.turn("lane-1", refused=["line 2: not JSON"])
     d.push("lane-1", {})
-    assert d.of(ev.PrRequestRefused)[-1].reason == "not a request: line 2: not JSON"
+    assert d.of(gev.PrRequestRefused)[-1].reason == "not a request: line 2: not JSON"
 
 
 def test_ready_follows_the_pushed_branch_and_supersedes_the_lanes_older_ready_pr() -> None:
@@ -184,7 +184,7 @@ def test_no_new_ready_pr_while_the_lanes_pr_is_being_integrated() -> None:
     assert d.state.pr(first).status == "reviewing"
     d.turn("lane-1", [{"op": "ready", "branch": "lane-1/b"}])
     d.push("lane-1", {"refs/heads/lane-1/a": sha(1), "refs/heads/lane-1/b": sha(2)})
-    assert d.of(ev.PrRequestRefused)[-1].reason == (
+    assert d.of(gev.PrRequestRefused)[-1].reason == (
         f"{first} is being integrated; make another PR ready once it is merged or rejected"
     )
 
@@ -203,5 +203,5 @@ def test_an_outbox_the_runtime_cannot_read_is_reported_and_the_lane_goes_on() ->
     d.turn("lane-1", [{"op": "open", "branch": "lane-1/x", "title": "t"}])
     d.ran("export/", {"error": "export: fatal: not a git repository"}, code=1)
     assert d.reports_to("lane-1")[0].startswith("The runtime could not read your pushes: ")
-    assert d.of(ev.PrRequestRefused)[-1].reason.startswith("branch lane-1/x is not in")
+    assert d.of(gev.PrRequestRefused)[-1].reason.startswith("branch lane-1/x is not in")
     assert "lane-1" in {t.lane for t in starts(d.decide())}

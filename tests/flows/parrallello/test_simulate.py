@@ -16,15 +16,33 @@ def test_simulate_runs_the_protocol_on_the_sample_and_writes_its_replay(tmp_path
     assert "P1 approved" in proc.stderr and "P2 approved" in proc.stderr
     page = html.read_text()
     for sentence in (
-        "Plan (planner): 2 front(s)",
-        "P1 is staged in one pass",
-        "P1 round 1: not approved",
-        "P1 round 2: APPROVED",
-        "gate changed in review and frozen again",
-        "P1 lands in the source",
-        "P2 opens (wave 2)",
+        "The planner plans 2 fronts",
+        "Front P1 is staged in one pass",
+        "Front P1, round 1: not approved",
+        "Front P1, round 2: APPROVED",
+        "gate changed in review and is frozen again",
+        "Front P1 lands in your tree",
+        "Front P2 opens (wave 2)",
+        # What the runtime does, in the flow's words: places and programs by their labels.
+        "The runtime makes front P1's tree.",
+        "builder solver's copy of front P1",
+        "The runtime runs front P1's gate on its baseline, `python3 gates/P1.py --full`",
+        "The runtime runs the check of builder solver's changes against its files in front P1",
     ):
         assert sentence in page, sentence
+    # No internal key of the flow (`pll:P1:diff:1:core`) reaches the page, and no program is
+    # named by its argv.
+    assert "pll:" not in page and "treesync" not in page and "Ran." not in page
+    doc = json.loads(page.split('id="fc-data">', 1)[1].split("</script>", 1)[0])
+    fronts = {}
+    for point in doc["points"]:
+        for panel, key, cells in point["d"].get("F", ()):
+            if panel == "fronts":
+                fronts.setdefault(key, {}).update(cells)
+    assert fronts["P1"]["verdict"].startswith("APPROVED") and fronts["P1"]["gate"] == "3/3 PASS"
+    assert fronts["P2"]["state"] == "integrated" and fronts["P1"]["round"] == 2
+    status = cli("status", "last", cwd=tmp_path, check=True).stdout
+    assert "fronts:" in status and "  P1: wave 1 · state integrated" in status
     events = [
         json.loads(line)
         for line in cli("events", "last", "--json", cwd=tmp_path, check=True).stdout.splitlines()

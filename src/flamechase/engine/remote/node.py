@@ -37,6 +37,7 @@ from flamechase.engine.remote import gitsync, shipping
 from flamechase.engine.remote.paths import PathMap
 from flamechase.engine.turns import run_job
 from flamechase.errors import FlamechaseError, SandboxUnavailable
+from flamechase.flow.commands import ResultModelBroke
 from flamechase.procs import TOKEN_VAR, Reaper
 from flamechase.store import home
 from flamechase.store.blobs import ArtifactRefused, BlobStore
@@ -300,6 +301,10 @@ class LaneHost:
             frozen = store.freeze(Path(root), refs)
         except ArtifactRefused as exc:
             return dataclasses.replace(result, status="failed", error=f"invalid deliverable: {exc}")
+        except ResultModelBroke as exc:
+            return dataclasses.replace(
+                result, status="failed", error=str(exc), flow_error=exc.detail
+            )
         except ValueError as exc:
             return dataclasses.replace(result, status="failed", error=f"invalid result: {exc}")
         files = [

@@ -24,12 +24,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flamechase import events as ev
-from flamechase.flow import Command, FinishRun, Flow, FlowParams, LaneDef, RunSetup, TurnContext
+from flamechase.flow import (
+    Command,
+    FinishRun,
+    Flow,
+    LaneDef,
+    RunSetup,
+    SimActor,
+    TurnContext,
+)
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr import jobs, planning, prompts, publication, pushes, review, setup
+from flamechase.flows.git_pr import sim as git_sim
 from flamechase.flows.git_pr.model import CENTRAL, GitState, lane_place
 from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_paths
-from flamechase.flows.planner import Planning
+from flamechase.flows.parallel_flame_chase.planner import Planning
 
 __all__ = ["FLOW", "GitPr"]
 
@@ -43,7 +52,7 @@ UNJAILED = (
 )
 
 
-class GitPr(Flow[GitState]):
+class GitPr(Flow[GitState, GitPrParams]):
     name = "parallel_flame_chase:git_pr"
     summary = (
         "A coordinator plans N lanes; each lane, a git clone, competes through pull "
@@ -56,8 +65,8 @@ class GitPr(Flow[GitState]):
 
     # ---- declarations ----------------------------------------------------------------------
 
-    def lanes(self, params: FlowParams) -> list[LaneDef]:
-        n = params.lanes if isinstance(params, GitPrParams) else 3
+    def lanes(self, params: GitPrParams) -> list[LaneDef]:
+        n = params.lanes
         return [
             LaneDef(
                 f"lane-{i}", (f"lane_{i}_actor_a", f"lane_{i}_actor_b"), lane_place(f"lane-{i}")
@@ -65,13 +74,13 @@ class GitPr(Flow[GitState]):
             for i in range(1, n + 1)
         ]
 
-    def roles(self, params: FlowParams) -> list[str]:
+    def roles(self, params: GitPrParams) -> list[str]:
         return [planning.PLANNER, *(r for lane in self.lanes(params) for r in lane.roles)]
 
-    def copies_needed(self, params: FlowParams, *, fresh: bool, revised: bool) -> int:
+    def copies_needed(self, params: GitPrParams, *, fresh: bool, revised: bool) -> int:
         return len(self.copy_names(params, fresh=fresh, revised=revised))
 
-    def copy_names(self, params: FlowParams, *, fresh: bool, revised: bool) -> list[str]:
+    def copy_names(self, params: GitPrParams, *, fresh: bool, revised: bool) -> list[str]:
         if fresh:
             return [
                 "planning",
@@ -89,13 +98,16 @@ class GitPr(Flow[GitState]):
             "direction": "minimize",
         }
 
-    def start_notices(self, params: FlowParams) -> list[str]:
+    def simulator(self) -> SimActor:
+        return git_sim.ACTOR
+
+    def start_notices(self, params: GitPrParams) -> list[str]:
         return [UNJAILED] if params.sandbox == "off" else []
 
     # ---- folding ---------------------------------------------------------------------------
 
-    def start(self, run: RunSetup) -> GitState:
-        params = GitPrParams.model_validate(run.params.model_dump())
+    def start(self, run: RunSetup[GitPrParams]) -> GitState:
+        params = run.params
         book = LaneBook.open(run.run_id, run.lanes, holds=True, shares_reports=True)
         return GitState(
             params=params,
@@ -107,27 +119,21 @@ class GitPr(Flow[GitState]):
 
     def evolve(self, state: GitState, event: ev.Event) -> GitState:
         book, owed = state.book.evolve(event)
-        state = state.model_copy(
-            update={"book": book, "outbox": state.outbox.settle(event).add(*owed)}
-        )
+        state = state.replace(book=book, outbox=state.outbox.settle(event).add(*owed))
         if isinstance(event, ev.PlaceMade):
-            return state.model_copy(update={"places": {**state.places, event.place: event.path}})
+            return state.replace(places={**state.places, event.place: event.path})
         if isinstance(event, ev.RunResumed) and event.params:
             # The params in force now (the stored ones, with what this command line gave).
             params = GitPrParams.model_validate(event.params)
             task = state.allowed if state.task_allowed is None else state.task_allowed
-            return state.model_copy(
-                update={"params": params, "allowed": tuple(params.allowed_paths) or task}
-            )
+            return state.replace(params=params, allowed=tuple(params.allowed_paths) or task)
         if isinstance(event, ev.ObjectiveRevised):
             task = tuple(task_paths(event.objective))
-            return state.model_copy(
-                update={
-                    "planning": Planning(revision=state.revision + 1),
-                    "fingerprint": event.task_fingerprint,
-                    "task_allowed": task,
-                    "allowed": tuple(state.params.allowed_paths) or task,
-                }
+            return state.replace(
+                planning=Planning(revision=state.revision + 1),
+                fingerprint=event.task_fingerprint,
+                task_allowed=task,
+                allowed=tuple(state.params.allowed_paths) or task,
             )
         if event.lane is None and event.actor == planning.PLANNER:
             return planning.fold(state, event)

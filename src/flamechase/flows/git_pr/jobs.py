@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flamechase.flow import Command, MakePlace, PublishReport
-from flamechase.flows.git_pr.model import GitState, Job
+from flamechase.flows.git_pr.model import GitState, Job, place_label
 
 __all__ = ["add", "owe", "runnable", "system_report", "take"]
 
@@ -46,7 +46,7 @@ def add(
         pattern=pattern,
         timeout=timeout,
     )
-    return state.model_copy(update={"ops": n, "jobs": {**state.jobs, job.key: job}})
+    return state.replace(ops=n, jobs={**state.jobs, job.key: job})
 
 
 def take(state: GitState, key: str) -> tuple[GitState, Job | None]:
@@ -54,7 +54,7 @@ def take(state: GitState, key: str) -> tuple[GitState, Job | None]:
     if job is None:
         return state, None
     rest = {k: v for k, v in state.jobs.items() if k != key}
-    return state.model_copy(update={"jobs": rest}), job
+    return state.replace(jobs=rest), job
 
 
 def runnable(state: GitState) -> list[Command]:
@@ -66,14 +66,14 @@ def runnable(state: GitState) -> list[Command]:
             continue
         busy.add(job.place)
         missing = [p for p in (job.place, *job.reads) if p != "source" and p not in state.places]
-        out += [MakePlace(p, how="empty") for p in missing]
+        out += [MakePlace(p, how="empty", label=place_label(p)) for p in missing]
         if not missing:
             out.append(job.command_of())
     return out
 
 
 def owe(state: GitState, *commands: Command) -> GitState:
-    return state.model_copy(update={"outbox": state.outbox.add(*commands)})
+    return state.replace(outbox=state.outbox.add(*commands))
 
 
 def system_report(
@@ -105,4 +105,4 @@ def system_report(
         commands.append(
             PublishReport(lane=f"system:{lane}", report_id=rid, record=record, kind=kind)
         )
-    return owe(state, *commands).model_copy(update={"system_reports": n})
+    return owe(state, *commands).replace(system_reports=n)

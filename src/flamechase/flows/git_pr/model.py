@@ -8,12 +8,10 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from flamechase.flow import Measure, Outbox, Run
+from flamechase.flow import FlowState, Measure, Outbox, Run
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr.params import GitPrParams
-from flamechase.flows.planner import Planning
+from flamechase.flows.parallel_flame_chase.planner import Planning
 
 PrStatus = Literal["draft", "evaluating", "ready", "reviewing", "merged", "rejected"]
 OPEN: tuple[str, ...] = ("draft", "evaluating", "ready", "reviewing")
@@ -22,8 +20,8 @@ CENTRAL = "central"
 INTEGRATION = "integration"
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Frozen(FlowState):
+    """The base of the state's models: frozen, updated with checked `replace`."""
 
 
 class Job(Frozen):
@@ -42,6 +40,12 @@ class Job(Frozen):
     pattern: str = ""
     timeout: float = 600.0
 
+    @property
+    def label(self) -> str:
+        """What the views call the job (never its key)."""
+        words = _JOB_WORDS.get(self.purpose, "the runtime's {what} of {subject}")
+        return words.format(what=self.purpose.replace("-", " "), subject=self.subject or "main")
+
     def command_of(self) -> Run | Measure:
         if self.command:
             return Measure(
@@ -52,6 +56,7 @@ class Job(Frozen):
                 timeout=self.timeout,
                 lane=self.lane,
                 reads=self.reads,
+                label=self.label,
             )
         # The runtime's own git programs: in a lane's clone, jailed like the lane; on the
         # run's stores (central, integration, checkouts), which no lane may write, not.
@@ -64,7 +69,21 @@ class Job(Frozen):
             reads=self.reads,
             env=self.env,
             jailed=self.lane is not None,
+            label=self.label,
         )
+
+
+# What each purpose of a job is, in words (`subject`: the lane or PR it is about).
+_JOB_WORDS = {
+    "export": "the bundling of {subject}'s pushes in its clone",
+    "forward": "the forwarding of {subject}'s pushes into the central repository",
+    "checkout": "a clean checkout of {subject}",
+    "measure": "{subject} in a clean checkout",
+    "merge": "the merge of {subject} into main, in the integration clone",
+    "merge-checkout": "a clean checkout of {subject} merged into main",
+    "merge-measure": "{subject} merged into main, in a clean checkout",
+    "push-main": "the push of {subject}'s merge to main in the central repository",
+}
 
 
 class Receipt(Frozen):
@@ -194,7 +213,7 @@ class GitState(Frozen):
         return self.prs[pr_id]
 
     def with_pr(self, pr: PullRequest) -> GitState:
-        return self.model_copy(update={"prs": {**self.prs, pr.id: pr}})
+        return self.replace(prs={**self.prs, pr.id: pr})
 
 
 def waiting_key(lane: str) -> str:
@@ -208,6 +227,24 @@ def lane_place(lane: str) -> str:
 
 def checkout_place(lane: str) -> str:
     return f"checkouts/{lane}"
+
+
+def place_label(place: str) -> str:
+    """What a place of the run's git layout is, in words (`MakePlace.label`)."""
+    fixed = {
+        CENTRAL: "the central repository",
+        INTEGRATION: "the integration clone",
+        "checkouts/main": "a clean checkout of main",
+        "checkouts/merge": "a clean checkout of merges into main",
+    }
+    if place in fixed:
+        return fixed[place]
+    kind, _, name = place.partition("/")
+    if kind == "lanes":
+        return f"{name}'s clone"
+    if kind == "checkouts":
+        return f"a clean checkout of {name}'s pull requests"
+    return f"the place {place}"
 
 
 def epoch(at: str) -> float:

@@ -7,7 +7,7 @@ import re
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from flamechase.flows.lane_params import MeasuredLaneParams
+from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
 
 NEEDS_EVALUATOR = (
     "parallel_flame_chase:git_pr needs -p evaluator='COMMAND': the runtime "

@@ -1,15 +1,13 @@
-"""The coordinator's plan, as parallel_flame_chase makes it (`flows.planner`), on GitState."""
+"""The coordinator's plan, as parallel_flame_chase makes it (its `planner`), on GitState."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flamechase import events as ev
 from flamechase.flow import Command
-from flamechase.flows import planner
 from flamechase.flows.git_pr import jobs
 from flamechase.flows.git_pr.model import GitState
-from flamechase.flows.planner import PLANNER, Planning
+from flamechase.flows.parallel_flame_chase import planner
+from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
 
 __all__ = ["PLANNER", "Planning", "commands", "fold"]
 
@@ -24,7 +22,7 @@ def fold(state: GitState, event: ev.Event) -> GitState:
     step = None if p is None else planner.fold(p, event, state.book.lanes, state.fingerprint)
     if p is None or step is None:
         return state
-    update: dict[str, Any] = {"planning": step.planning}
+    state = state.replace(planning=step.planning)
     if step.plan is not None:
-        update.update(plan=step.plan, revision=p.revision)
-    return jobs.owe(state.model_copy(update=update), *step.owed)
+        state = state.replace(plan=step.plan, revision=p.revision)
+    return jobs.owe(state, *step.owed)

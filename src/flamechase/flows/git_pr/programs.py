@@ -1,4 +1,4 @@
-"""The runtime programs the flow asks for (`flamechase.tools.gitpr`, `.publish`): their
+"""The runtime programs the flow asks for (`flamechase.tools.git_pr.gitpr`, `.publish`): their
 command lines, and the policies the central repository's hook enforces for each push."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from flamechase.flows.git_pr.model import FROZEN, GitState, PullRequest
 
 # The interpreter flamechase runs in, isolated: they run in places lanes write (a checkout,
 # the user's tree), where a `flamechase.py` must never shadow the real package.
-GITPR = runtime_module("flamechase.tools.gitpr")
-PUBLISH = runtime_module("flamechase.tools.publish")
+GITPR = runtime_module("flamechase.tools.git_pr.gitpr")
+PUBLISH = runtime_module("flamechase.tools.git_pr.publish")
 BUNDLE = ".git/flamechase/outgoing.bundle"  # in a lane's clone, where its export writes
 
 

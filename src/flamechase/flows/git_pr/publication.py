@@ -1,6 +1,6 @@
 """Publication: the source tree follows main, one checked publication after each merge.
 
-The runtime program (`flamechase.tools.publish`) runs in the source: it writes only the paths
+The runtime program (`flamechase.tools.git_pr.publish`) runs in the source: it writes only the paths
 main changed since the last publication, each checked against what the source held, and in a
 git work tree commits them on the user's current branch. When it refuses (a path edited
 outside the run, or uncommitted changes to it), publication is held, the reason is journaled,
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flamechase import events as ev
 from flamechase.flow import Command, Emit, Run, WaitUntil
+from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, programs
 from flamechase.flows.git_pr.model import CENTRAL, GitState, LedgerEntry, epoch, result_of
 
@@ -58,25 +58,23 @@ def commands(state: GitState, now: float) -> list[Command]:
             argv=programs.publish(
                 state.place(CENTRAL), state.published, target, _message(state, target)
             ),
+            label=f"the publication of main ({target[:12]}) into your tree",
         )
     ]
 
 
 def on_result(state: GitState, receipt: dict[str, Any], at: str) -> GitState:
-    pub = state.publication.model_copy(update={"attempts": state.publication.attempts + 1})
+    pub = state.publication.replace(attempts=state.publication.attempts + 1)
     result = result_of(receipt)
     published = result.get("published")
     if published:
-        state = state.model_copy(
-            update={
-                "published": str(published),
-                "publication": pub.model_copy(update={"held": None, "retry_at": None}),
-            }
+        state = state.replace(
+            published=str(published), publication=pub.replace(held=None, retry_at=None)
         )
         return jobs.owe(
             state,
             Emit(
-                ev.MainPublished(
+                gev.MainPublished(
                     commit=str(published),
                     paths=int(result.get("changed") or 0),
                     source_commit=result.get("commit"),
@@ -84,11 +82,7 @@ def on_result(state: GitState, receipt: dict[str, Any], at: str) -> GitState:
             ),
         )
     reason = str(result.get("refused") or result.get("error") or "publication failed")
-    state = state.model_copy(
-        update={
-            "publication": pub.model_copy(update={"held": reason, "retry_at": epoch(at) + RETRY})
-        }
-    )
+    state = state.replace(publication=pub.replace(held=reason, retry_at=epoch(at) + RETRY))
     if reason == pub.held:  # said already; not again every RETRY seconds
         return state
-    return jobs.owe(state, Emit(ev.PublicationHeld(commit=pub.target or "", reason=reason)))
+    return jobs.owe(state, Emit(gev.PublicationHeld(commit=pub.target or "", reason=reason)))

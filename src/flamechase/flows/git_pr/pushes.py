@@ -18,6 +18,7 @@ from typing import Any
 
 from flamechase import events as ev
 from flamechase.flow import Emit
+from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, programs, requests
 from flamechase.flows.git_pr.model import (
     CENTRAL,
@@ -42,11 +43,8 @@ def after_turn(state: GitState, event: ev.TurnEnded) -> GitState:
     after = AfterTurn(
         turn=event.turn, requests=tuple(event.requests), refused_lines=tuple(event.requests_refused)
     )
-    state = state.model_copy(
-        update={
-            "after": {**state.after, lane: after},
-            "book": state.book.wait_for(lane, waiting_key(lane)),
-        }
+    state = state.replace(
+        after={**state.after, lane: after}, book=state.book.wait_for(lane, waiting_key(lane))
     )
     central = state.place(CENTRAL)
     seen = json.dumps(state.seen.get(lane, {}), sort_keys=True)
@@ -82,8 +80,8 @@ def on_export(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> Gi
     # The outbox's refs as the runtime will have seen them once it forwarded these.
     seen = state.seen.get(lane, {})
     pushed = {**{r: s for r, s in seen.items() if r not in deletes}, **updates}
-    after = after.model_copy(update={"pushed": pushed})
-    state = state.model_copy(update={"after": {**state.after, lane: after}})
+    after = after.replace(pushed=pushed)
+    state = state.replace(after={**state.after, lane: after})
     if not updates and not deletes:
         return requests.carry_out(state, lane, after, at)
     bundle = bundle_path(state, lane) if result.get("bundle") else None
@@ -121,10 +119,10 @@ def on_forward(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> G
     touched = {str(k): v for k, v in (result.get("refs") or {}).items()}
     mine = {r: s for r, s in state.refs.get(lane, {}).items() if r not in touched}
     mine |= {r: str(s) for r, s in touched.items() if s and r.startswith(f"refs/heads/{lane}/")}
-    state = state.model_copy(update={"seen": seen, "refs": {**state.refs, lane: mine}})
+    state = state.replace(seen=seen, refs={**state.refs, lane: mine})
     refused = {ref: why for ref, why in (result.get("results") or {}).items() if why != "ok"}
     for ref, why in sorted(refused.items()):
-        state = jobs.owe(state, Emit(ev.PushRefused(lane=lane, ref=ref, reason=str(why))))
+        state = jobs.owe(state, Emit(gev.PushRefused(lane=lane, ref=ref, reason=str(why))))
     if refused:
         lines = "; ".join(
             f"{ref.removeprefix('refs/heads/')}: {why}" for ref, why in sorted(refused.items())

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flamechase import events as ev
 from flamechase.flow import Emit
+from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, review
 from flamechase.flows.git_pr.model import OPEN, AfterTurn, GitState, PullRequest, waiting_key
 
@@ -48,13 +48,11 @@ def carry_out(state: GitState, lane: str, after: AfterTurn, at: str) -> GitState
         except Refusal as exc:
             state = _refused(state, lane, op, str(exc), at)
     rest = {k: v for k, v in state.after.items() if k != lane}
-    return state.model_copy(
-        update={"after": rest, "book": state.book.done_waiting(waiting_key(lane))}
-    )
+    return state.replace(after=rest, book=state.book.done_waiting(waiting_key(lane)))
 
 
 def _refused(state: GitState, lane: str, op: str, reason: str, at: str) -> GitState:
-    state = jobs.owe(state, Emit(ev.PrRequestRefused(lane=lane, op=op, reason=reason)))
+    state = jobs.owe(state, Emit(gev.PrRequestRefused(lane=lane, op=op, reason=reason)))
     return jobs.system_report(
         state,
         [lane],
@@ -113,7 +111,7 @@ def _open(state: GitState, lane: str, req: dict[str, Any], at: str) -> GitState:
     )
     state = state.with_pr(pr)
     return jobs.owe(
-        state, Emit(ev.PrOpened(lane=lane, pr=pr.id, branch=branch, head=head, title=pr.title))
+        state, Emit(gev.PrOpened(lane=lane, pr=pr.id, branch=branch, head=head, title=pr.title))
     )
 
 
@@ -151,5 +149,5 @@ def _ready(state: GitState, lane: str, req: dict[str, Any], at: str) -> GitState
         p for p in state.prs.values() if p.lane == lane and p.status in ("evaluating", "ready")
     ]:
         state = review.reject(state, old.id, f"superseded by {pr.id}", at)
-    pr = pr.model_copy(update={"status": "evaluating", "head": head, "ready_at": at})
+    pr = pr.replace(status="evaluating", head=head, ready_at=at)
     return review.evaluate(state.with_pr(pr), pr.id)

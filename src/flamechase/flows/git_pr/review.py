@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flamechase import events as ev
 from flamechase.flow import Emit
+from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, programs
 from flamechase.flows.git_pr.model import (
     CENTRAL,
@@ -35,6 +35,7 @@ from flamechase.flows.git_pr.model import (
     checkout_place,
     result_of,
 )
+from flamechase.flows.parallel_flame_chase import events as pev
 
 __all__ = ["evaluate", "integrate", "on_result", "reject"]
 
@@ -53,11 +54,11 @@ def _fmt(value: float | None) -> str:
 
 
 def reject(state: GitState, pr_id: str, reason: str, at: str) -> GitState:
-    pr = state.pr(pr_id).model_copy(update={"status": "rejected", "reason": reason})
+    pr = state.pr(pr_id).replace(status="rejected", reason=reason)
     state = state.with_pr(pr)
     if state.review is not None and state.review.pr == pr_id:
-        state = state.model_copy(update={"review": None})
-    state = jobs.owe(state, Emit(ev.PrRejected(lane=pr.lane, pr=pr.id, reason=reason)))
+        state = state.replace(review=None)
+    state = jobs.owe(state, Emit(gev.PrRejected(lane=pr.lane, pr=pr.id, reason=reason)))
     return jobs.system_report(
         state,
         [pr.lane],
@@ -137,13 +138,11 @@ def _on_checkout(state: GitState, job: Job, result: dict[str, Any], at: str) -> 
     checked = _checked_out(state, pr, result, at)
     if isinstance(checked, str):
         return reject(state, pr.id, checked, at)
-    pr = pr.model_copy(
-        update={
-            "tree": result.get("tree"),
-            "base": result.get("base"),
-            "descends": bool(result.get("descends")),
-            "changed": int(result.get("changed") or 0),
-        }
+    pr = pr.replace(
+        tree=result.get("tree"),
+        base=result.get("base"),
+        descends=bool(result.get("descends")),
+        changed=int(result.get("changed") or 0),
     )
     return _measure(state.with_pr(pr), "measure", pr.id, job.place, pr.lane)
 
@@ -153,7 +152,7 @@ def _on_measure(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> 
     if pr is None or pr.status != "evaluating":
         return state
     rec = _receipt(job, receipt, pr.head, pr.tree or "", at)
-    pr = pr.model_copy(update={"receipt": rec})
+    pr = pr.replace(receipt=rec)
     if rec.error or rec.value is None:
         return reject(
             state.with_pr(pr),
@@ -162,12 +161,12 @@ def _on_measure(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> 
             at,
         )
     seq = state.ready_seq + 1
-    pr = pr.model_copy(update={"status": "ready", "score": rec.value, "ready_seq": seq})
-    state = state.with_pr(pr).model_copy(update={"ready_seq": seq})
+    pr = pr.replace(status="ready", score=rec.value, ready_seq=seq)
+    state = state.with_pr(pr).replace(ready_seq=seq)
     state = jobs.owe(
         state,
         Emit(
-            ev.PrReady(
+            gev.PrReady(
                 lane=pr.lane, pr=pr.id, commit=pr.head, value=rec.value, main_value=state.main_score
             )
         ),
@@ -206,12 +205,12 @@ def integrate(state: GitState, at: str) -> GitState:
             )
         return state
     review = Review(pr=best.id, main=main, score=best.score)
-    state = state.with_pr(best.model_copy(update={"status": "reviewing"}))
-    state = state.model_copy(update={"review": review})
+    state = state.with_pr(best.replace(status="reviewing"))
+    state = state.replace(review=review)
     state = jobs.owe(
         state,
         Emit(
-            ev.PrReviewing(
+            gev.PrReviewing(
                 lane=best.lane, pr=best.id, value=best.score, main_value=state.main_score
             )
         ),
@@ -245,9 +244,7 @@ def _on_merge(state: GitState, job: Job, result: dict[str, Any], at: str) -> Git
     if result.get("error") or not result.get("merge"):
         return reject(state, pr.id, f"the runtime could not merge it: {result.get('error')}", at)
     merge, fast = str(result["merge"]), bool(result.get("fast"))
-    state = state.model_copy(
-        update={"review": review.model_copy(update={"merge": merge, "fast": fast})}
-    )
+    state = state.replace(review=review.replace(merge=merge, fast=fast))
     if fast:  # the merge holds exactly the measured tree
         return _push_main(state)
     return jobs.add(
@@ -268,19 +265,15 @@ def _on_merge_checkout(state: GitState, job: Job, result: dict[str, Any], at: st
     checked = _checked_out(state, pr, result, at)
     if isinstance(checked, str):
         return reject(state, pr.id, f"its merge with main failed: {checked}", at)
-    state = state.model_copy(
-        update={
-            "review": review.model_copy(
-                update={
-                    "receipt": Receipt(
-                        key="",
-                        commit=review.merge,
-                        tree=str(result.get("tree")),
-                        command=state.params.evaluator,
-                    )
-                }
+    state = state.replace(
+        review=review.replace(
+            receipt=Receipt(
+                key="",
+                commit=review.merge,
+                tree=str(result.get("tree")),
+                command=state.params.evaluator,
             )
-        }
+        )
     )
     return _measure(state, "merge-measure", pr.id, MERGE_CHECKOUT, pr.lane)
 
@@ -291,9 +284,7 @@ def _on_merge_measure(state: GitState, job: Job, receipt: dict[str, Any], at: st
         return state
     p = state.params
     rec = _receipt(job, receipt, review.receipt.commit, review.receipt.tree, at)
-    state = state.model_copy(
-        update={"review": review.model_copy(update={"receipt": rec, "score": rec.value})}
-    )
+    state = state.replace(review=review.replace(receipt=rec, score=rec.value))
     if rec.error or rec.value is None:
         return reject(
             state,
@@ -354,28 +345,22 @@ def _merged(state: GitState, review: Review, at: str) -> GitState:
         receipts=receipts,
         at=at,
     )
-    merged = pr.model_copy(
-        update={
-            "status": "merged",
-            "merge": review.merge,
-            "merge_receipt": None if review.fast else review.receipt,
-        }
+    merged = pr.replace(
+        status="merged", merge=review.merge, merge_receipt=None if review.fast else review.receipt
     )
-    publication = state.publication.model_copy(update={"target": review.merge, "retry_at": None})
-    state = state.with_pr(merged).model_copy(
-        update={
-            "review": None,
-            "main": review.merge,
-            "main_score": review.score,
-            "ledger": (*state.ledger, entry),
-            "publication": publication,
-        }
+    publication = state.publication.replace(target=review.merge, retry_at=None)
+    state = state.with_pr(merged).replace(
+        review=None,
+        main=review.merge,
+        main_score=review.score,
+        ledger=(*state.ledger, entry),
+        publication=publication,
     )
     value = float(review.score) if review.score is not None else 0.0
     state = jobs.owe(
         state,
         Emit(
-            ev.PrMerged(
+            gev.PrMerged(
                 lane=pr.lane,
                 pr=pr.id,
                 merge=entry.merge,
@@ -385,7 +370,7 @@ def _merged(state: GitState, review: Review, at: str) -> GitState:
             )
         ),
         Emit(
-            ev.CandidateSubmitted(
+            pev.CandidateSubmitted(
                 lane=pr.lane,
                 report_id=pr.id,
                 metric=p.metric,
@@ -397,7 +382,7 @@ def _merged(state: GitState, review: Review, at: str) -> GitState:
             )
         ),
         Emit(
-            ev.CandidateBestUpdated(
+            pev.CandidateBestUpdated(
                 lane=pr.lane,
                 report_id=pr.id,
                 metric=p.metric,

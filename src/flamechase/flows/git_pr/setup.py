@@ -14,16 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from flamechase import events as ev
 from flamechase.flow import Command, Emit, FinishRun, MakePlace, Measure, Run
+from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, programs
 from flamechase.flows.git_pr.model import (
     CENTRAL,
     INTEGRATION,
     GitState,
     lane_place,
+    place_label,
     result_of,
 )
+from flamechase.flows.parallel_flame_chase import events as pev
 
 __all__ = ["commands", "on_result", "places"]
 
@@ -41,7 +43,11 @@ def done(state: GitState, step: str) -> bool:
 
 def commands(state: GitState) -> list[Command]:
     """What the layout still needs (nothing once it is all there)."""
-    out: list[Command] = [MakePlace(p, how="empty") for p in places(state) if p not in state.places]
+    out: list[Command] = [
+        MakePlace(p, how="empty", label=place_label(p))
+        for p in places(state)
+        if p not in state.places
+    ]
     central = state.places.get(CENTRAL)
     if central is None:
         return out
@@ -54,6 +60,7 @@ def commands(state: GitState) -> list[Command]:
                 timeout=SETUP_TIMEOUT,
                 jailed=False,
                 argv=programs.init_central(state.source, state.book.run_id),
+                label="the seeding of the central repository from your tree",
             ),
         ]
     for lane in state.book.lanes:
@@ -66,6 +73,7 @@ def commands(state: GitState) -> list[Command]:
                     reads=(CENTRAL,),
                     timeout=SETUP_TIMEOUT,
                     argv=programs.clone(central, lane, outbox=True),
+                    label=f"the cloning of the central repository for {lane}",
                 )
             )
     if not done(state, INTEGRATION) and INTEGRATION in state.places:
@@ -77,6 +85,7 @@ def commands(state: GitState) -> list[Command]:
                 jailed=False,
                 timeout=SETUP_TIMEOUT,
                 argv=programs.clone(central, INTEGRATION, outbox=False),
+                label="the cloning of the central repository for the runtime's merges",
             )
         )
     if MAIN_CHECKOUT in state.places and not state.main_measured:
@@ -94,6 +103,7 @@ def _baseline(state: GitState, central: str) -> Command:
             jailed=False,
             timeout=SETUP_TIMEOUT,
             argv=programs.checkout(central, state.baseline or "", None, ()),
+            label="a clean checkout of main",
         )
     # The user's own code, jailed like the first lane's (no lane is more trusted).
     return Measure(
@@ -103,6 +113,7 @@ def _baseline(state: GitState, central: str) -> Command:
         pattern=p.metric_pattern,
         timeout=p.evaluator_timeout,
         lane=next(iter(state.book.lanes), None),
+        label="main in a clean checkout",
     )
 
 
@@ -113,19 +124,17 @@ def on_result(state: GitState, key: str, receipt: dict[str, Any]) -> GitState:
         return _measured(state, receipt)
     result = result_of(receipt)
     if result.get("error"):
-        return state.model_copy(
-            update={
-                "setup_error": f"setting up the run's git layout ({step}) failed: {result['error']}"
-            }
+        return state.replace(
+            setup_error=f"setting up the run's git layout ({step}) failed: {result['error']}"
         )
     if step == "central":
-        state = state.model_copy(
-            update={"baseline": result["main"], "main": result["main"], "published": result["main"]}
+        state = state.replace(
+            baseline=result["main"], main=result["main"], published=result["main"]
         )
         return jobs.owe(
             state,
             Emit(
-                ev.CentralReady(
+                gev.CentralReady(
                     commit=result["main"],
                     files=int(result.get("files") or 0),
                     allowed=list(state.allowed),
@@ -135,28 +144,28 @@ def on_result(state: GitState, key: str, receipt: dict[str, Any]) -> GitState:
     name = INTEGRATION if step == "clone/integration" else step.removeprefix("clone/")
     if step == "main-checkout":
         name = MAIN_CHECKOUT
-    return state.model_copy(update={"steps": (*state.steps, name)})
+    return state.replace(steps=(*state.steps, name))
 
 
 def _measured(state: GitState, receipt: dict[str, Any]) -> GitState:
     value = receipt.get("value")
     error = receipt.get("error")
-    state = state.model_copy(
-        update={
-            "main_measured": True,
-            "main_score": float(value) if isinstance(value, int | float) and not error else None,
-            "main_error": str(error) if error else None,
-        }
+    state = state.replace(
+        main_measured=True,
+        main_score=float(value) if isinstance(value, int | float) and not error else None,
+        main_error=str(error) if error else None,
     )
     p = state.params
     out: list[Command] = [
         Emit(
-            ev.MainMeasured(commit=state.main or "", value=state.main_score, error=state.main_error)
+            gev.MainMeasured(
+                commit=state.main or "", value=state.main_score, error=state.main_error
+            )
         )
     ]
     out.append(
         Emit(
-            ev.LeaderboardDeclared(
+            pev.LeaderboardDeclared(
                 metric=p.metric,
                 direction=p.direction,
                 measured_by_runtime=True,
@@ -167,7 +176,7 @@ def _measured(state: GitState, receipt: dict[str, Any]) -> GitState:
     if state.main_score is not None:
         out.append(
             Emit(
-                ev.CandidateSubmitted(
+                pev.CandidateSubmitted(
                     report_id="main",
                     metric=p.metric,
                     direction=p.direction,

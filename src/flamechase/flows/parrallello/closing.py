@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from flamechase import events as ev
 from flamechase.flow import Command, Emit
+from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.progress import front_fraction
 from flamechase.flows.parrallello.rounds import Ctx, begin
 from flamechase.flows.parrallello.state import (
     FrontState,
     FrontStatus,
+    Phase,
     RoundRecord,
     RoundState,
     Spend,
@@ -48,13 +49,11 @@ def advance(
         owed += emitted
         if nxt is rs:
             break
-        front = front.model_copy(update={"current": nxt})
+        front = front.replace(current=nxt)
         if nxt.phase == "critic" and not nxt.critic_turn:
-            front = front.model_copy(
-                update={
-                    "lane_turns": front.lane_turns + 1,
-                    "current": nxt.model_copy(update={"critic_turn": front.lane_turns + 1}),
-                }
+            front = front.replace(
+                lane_turns=front.lane_turns + 1,
+                current=nxt.replace(critic_turn=front.lane_turns + 1),
             )
         if nxt.phase == "verdict":
             front, emitted = _close(front, nxt, ctx, limits, run_share)
@@ -66,35 +65,37 @@ def _step(front: FrontState, rs: RoundState, ctx: Ctx) -> tuple[RoundState, list
     """The round after one transition (the same object when it must wait)."""
     bs = rs.builders.values()
     if rs.phase == "sync" and all(b.synced for b in bs):
-        return rs.model_copy(update={"phase": "build"}), []
+        return rs.replace(phase="build"), []
     if rs.phase == "build" and all(b.finished for b in bs):
-        return rs.model_copy(update={"phase": "check"}), []
+        return rs.replace(phase="check"), []
     if rs.phase == "check" and all(b.diff is not None and b.reaped for b in bs):
         return _checked(front, rs)
     if rs.phase == "apply" and all(b.applied or not _count(b.diff, "accepted") for b in bs):
-        return rs.model_copy(update={"phase": "gate"}), []
+        return rs.replace(phase="gate"), []
     if rs.phase == "gate" and rs.refused:
-        return rs.model_copy(update={"phase": "verdict"}), []
+        return rs.replace(phase="verdict"), []
     if rs.phase == "gate" and rs.hashed and rs.gate is not None:
-        return rs.model_copy(update={"phase": "critic_sync"}), []
+        return rs.replace(phase="critic_sync"), []
     if rs.phase == "critic_sync" and rs.critic_synced:
-        return rs.model_copy(update={"phase": "critic"}), []
+        return rs.replace(phase="critic"), []
     if rs.phase == "critic" and rs.verdict is not None:
-        return rs.model_copy(update={"phase": "critic_check"}), []
+        return rs.replace(phase="critic_check"), []
     if rs.phase == "critic" and rs.critic_failures >= 2:
-        return rs.model_copy(update={"phase": "verdict"}), [
+        return rs.replace(phase="verdict"), [
             _anomaly(front, rs, "verdict-invalid", f"the critic failed twice: {rs.critic_error}")
         ]
     if rs.phase == "critic_check" and rs.critic_diff is not None:
         return _critic_checked(front, rs)
     if rs.phase == "critic_apply" and rs.regate is not None:
-        return rs.model_copy(update={"phase": "verdict"}), []
+        return rs.replace(phase="verdict"), []
     return rs, []
 
 
 def _anomaly(front: FrontState, rs: RoundState, what: str, detail: str) -> Command:
     return Emit(
-        ev.Anomaly(lane=front.lane, front=front.id, round=rs.number, what=what, detail=detail[:500])
+        fev.Anomaly(
+            lane=front.lane, front=front.id, round=rs.number, what=what, detail=detail[:500]
+        )
     )
 
 
@@ -109,7 +110,7 @@ def _checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list[Comman
         failed = [t.id for t in b.tickets] if outside or frozen else []
         owed.append(
             Emit(
-                ev.BuilderChecked(
+                fev.BuilderChecked(
                     lane=b.lane,
                     front=front.id,
                     round=rs.number,
@@ -158,10 +159,8 @@ def _checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list[Comman
                     front, rs, "ownership-violation", f"builder {b.owner}: {', '.join(outside[:5])}"
                 )
             )
-    phase = "verdict" if refused else "apply"
-    return rs.model_copy(
-        update={"phase": phase, "refused": refused, "findings": tuple(findings)}
-    ), owed
+    phase: Phase = "verdict" if refused else "apply"
+    return rs.replace(phase=phase, refused=refused, findings=tuple(findings)), owed
 
 
 def _finding(fid: str, owner: str, title: str) -> dict[str, Any]:
@@ -189,7 +188,7 @@ def _critic_checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list
         )
     declared = (rs.verdict or {}).get("gate_changes") or []
     if changed and declared:
-        return rs.model_copy(update={"phase": "critic_apply"}), owed
+        return rs.replace(phase="critic_apply"), owed
     if changed:
         owed.append(
             _anomaly(
@@ -200,7 +199,7 @@ def _critic_checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list
                 f"({', '.join(changed[:5])}) without gate_changes; not taken",
             )
         )
-    return rs.model_copy(update={"phase": "verdict"}), owed
+    return rs.replace(phase="verdict"), owed
 
 
 # ---- the verdict ------------------------------------------------------------------------------
@@ -235,7 +234,7 @@ def _close(
         update["frozen"] = refrozen
         owed.append(
             Emit(
-                ev.GateRefrozen(
+                fev.GateRefrozen(
                     lane=front.lane,
                     front=front.id,
                     round=rs.number,
@@ -261,16 +260,14 @@ def _close(
         open_tickets=len(open_tickets),
     )
     update["history"] = (*front.history, record)
-    front = front.model_copy(update=update)
+    front = front.replace(**update)
     if j.mismatch:
         owed.append(_anomaly(front, rs, "critic-rule-mismatch", j.mismatch))
     if j.approved:
-        front = front.model_copy(
-            update={"status": "approved", "ended": f"approved in round {rs.number}"}
-        )
+        front = front.replace(status="approved", ended=f"approved in round {rs.number}")
     owed.append(
         Emit(
-            ev.VerdictRecorded(
+            fev.VerdictRecorded(
                 lane=front.lane,
                 front=front.id,
                 block=rs.block,
@@ -311,16 +308,22 @@ def _after(
         spend = front.block_spend.plus(seconds=_seconds(front.block_started, ctx.at))
         share = spend.share(limits)
         paced = share > ctx.knobs.pacing_share
+        # Whether a next block is paced is worth saying only when there is a next block.
+        last = (
+            front.status == "approved"
+            or rs.block >= ctx.plan.blocks
+            or run_share >= ctx.knobs.stop_share
+        )
         row = {
             "block": rs.block,
             "rounds": rs.in_block,
             "spend": spend.model_dump(),
             "share": round(share, 4),
-            "paced_next": paced,
+            "paced_next": paced and not last,
         }
         owed.append(
             Emit(
-                ev.BlockEnded(
+                fev.BlockEnded(
                     lane=front.lane,
                     front=front.id,
                     block=rs.block,
@@ -328,17 +331,12 @@ def _after(
                     approved=front.status == "approved",
                     spend=spend.model_dump(),
                     share=round(share, 4),
-                    paced_next=paced,
+                    paced_next=paced and not last,
                 )
             )
         )
-        front = front.model_copy(
-            update={
-                "blocks": (*front.blocks, row),
-                "paced": paced,
-                "block_spend": Spend(),
-                "block_started": ctx.at,
-            }
+        front = front.replace(
+            blocks=(*front.blocks, row), paced=paced, block_spend=Spend(), block_started=ctx.at
         )
     if front.status == "approved":
         return end_front(front, ctx, "approved", front.ended, owed)
@@ -370,11 +368,11 @@ def end_front(
     front: FrontState, ctx: Ctx, status: FrontStatus, reason: str, owed: Sequence[Command] = ()
 ) -> tuple[FrontState, list[Command]]:
     """The front ended (`status`), and its event."""
-    front = front.model_copy(update={"status": status, "ended": reason, "current": None})
+    front = front.replace(status=status, ended=reason, current=None)
     return front, [
         *owed,
         Emit(
-            ev.FrontEnded(
+            fev.FrontEnded(
                 lane=front.lane,
                 front=front.id,
                 status=status,

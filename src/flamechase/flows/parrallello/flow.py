@@ -22,16 +22,18 @@ from flamechase.flow import (
     Emit,
     FinishRun,
     Flow,
-    FlowParams,
     LaneDef,
     MakePlace,
     ResultSpec,
     RunSetup,
+    SimActor,
     StartTurn,
     TurnContext,
 )
 from flamechase.flows.parrallello import briefs, closing, front, progress
+from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
+from flamechase.flows.parrallello import sim as fronts_sim
 from flamechase.flows.parrallello.params import ParrallelloParams
 from flamechase.flows.parrallello.plan import PlanSpec, lane_names
 from flamechase.flows.parrallello.rounds import Ctx, on_turn
@@ -42,11 +44,6 @@ __all__ = ["FLOW", "Parrallello"]
 PLANNER, BUILDER, CRITIC, PREP = "planner", "builder", "critic", "prep"
 PLAN_TRIES = 3
 TOOL_TRIES = 2  # a runtime program (a copy, a diff, a hash) that fails is run once more
-
-
-def _params(params: FlowParams) -> ParrallelloParams:
-    assert isinstance(params, ParrallelloParams)
-    return params
 
 
 def _limits(budget: dict[str, Any]) -> dict[str, float]:
@@ -70,7 +67,7 @@ def _fronts_of(plan: PlanSpec, slots: Sequence[tuple[str, Sequence[str]]]) -> di
 
 def _planned(plan: PlanSpec, source: str) -> Command:
     return Emit(
-        ev.FrontsPlanned(
+        fev.FrontsPlanned(
             source=source,
             blocks=plan.blocks,
             rounds_per_block=plan.rounds_per_block,
@@ -90,7 +87,7 @@ def _planned(plan: PlanSpec, source: str) -> Command:
     )
 
 
-class Parrallello(Flow[PState]):
+class Parrallello(Flow[PState, ParrallelloParams]):
     name = "parrallello"
     summary = (
         "Fronts of fresh builders on files of their own, an adversarial critic and "
@@ -102,32 +99,30 @@ class Parrallello(Flow[PState]):
 
     # ---- declarations ------------------------------------------------------------------------
 
-    def roles(self, params: FlowParams) -> list[str]:
-        p = _params(params)
+    def roles(self, params: ParrallelloParams) -> list[str]:
         return [
-            *([PLANNER] if p.loaded_plan is None else []),
+            *([PLANNER] if params.loaded_plan is None else []),
             BUILDER,
             CRITIC,
-            *([PREP] if p.prep else []),
+            *([PREP] if params.prep else []),
         ]
 
-    def lanes(self, params: FlowParams) -> list[LaneDef]:
-        p = _params(params)
+    def lanes(self, params: ParrallelloParams) -> list[LaneDef]:
         out = []
-        for lane, builders in lane_names(p.loaded_plan, p.fronts):
+        for lane, builders in lane_names(params.loaded_plan, params.fronts):
             # The front's lane also takes its one prep turn; listed with one role, the views
             # do not take its critics and its prep for two actors handing a tree back and forth.
             out.append(LaneDef(lane, (CRITIC,), rt.front_place(lane)))
             out += [LaneDef(b, (BUILDER,), rt.builder_place(b)) for b in builders]
         return out
 
-    def copies_needed(self, params: FlowParams, *, fresh: bool, revised: bool) -> int:
+    def copies_needed(self, params: ParrallelloParams, *, fresh: bool, revised: bool) -> int:
         return len(self.copy_names(params, fresh=fresh, revised=revised))
 
-    def copy_names(self, params: FlowParams, *, fresh: bool, revised: bool) -> list[str]:
+    def copy_names(self, params: ParrallelloParams, *, fresh: bool, revised: bool) -> list[str]:
         if not fresh:
             return []
-        p = _params(params)
+        p = params
         names = [ln.place for ln in self.lanes(params)]
         names += [rt.critic_place(lane) for lane, _ in lane_names(p.loaded_plan, p.fronts)]
         if p.prep:
@@ -138,37 +133,33 @@ class Parrallello(Flow[PState]):
         # A planner, a prep per front and a few rounds each: more turns than the default 12.
         return {"budget.turns": "40"}
 
+    def simulator(self) -> SimActor:
+        return fronts_sim.ACTOR
+
     # ---- folding -------------------------------------------------------------------------------
 
-    def start(self, setup: RunSetup) -> PState:
-        p = _params(setup.params)
+    def start(self, setup: RunSetup[ParrallelloParams]) -> PState:
+        p = setup.params
         slots = tuple((lane, tuple(b)) for lane, b in lane_names(p.loaded_plan, p.fronts))
         state = PState(knobs=Knobs.of(p), run_id=setup.run_id, slots=slots)
         if p.checkpoint == "off":
-            off = ev.CheckpointMade(skipped="off (-p checkpoint=off)")
-            state = state.model_copy(
-                update={
-                    "checkpoint": {"skipped": off.skipped},
-                    "outbox": state.outbox.add(Emit(off)),
-                }
+            off = fev.CheckpointMade(skipped="off (-p checkpoint=off)")
+            state = state.replace(
+                checkpoint={"skipped": off.skipped}, outbox=state.outbox.add(Emit(off))
             )
         plan = p.loaded_plan
         if plan is None:
             return state
-        return state.model_copy(
-            update={
-                "plan": plan,
-                "fronts": _fronts_of(plan, slots),
-                "outbox": state.outbox.add(_planned(plan, p.plan or "")),
-            }
+        return state.replace(
+            plan=plan,
+            fronts=_fronts_of(plan, slots),
+            outbox=state.outbox.add(_planned(plan, p.plan or "")),
         )
 
     def evolve(self, state: PState, event: ev.Event) -> PState:
-        state = state.model_copy(update={"outbox": state.outbox.settle(event)})
+        state = state.replace(outbox=state.outbox.settle(event))
         if isinstance(event, ev.RunCreated):
-            return state.model_copy(
-                update={"created_at": event.at, "limits": _limits(event.budget)}
-            )
+            return state.replace(created_at=event.at, limits=_limits(event.budget))
         if isinstance(event, ev.RunResumed):
             knobs = Knobs(
                 **{
@@ -176,16 +167,16 @@ class Parrallello(Flow[PState]):
                     **{k: v for k, v in event.params.items() if k in Knobs.model_fields},
                 }
             )
-            return state.model_copy(update={"limits": _limits(event.budget), "knobs": knobs})
+            return state.replace(limits=_limits(event.budget), knobs=knobs)
         if isinstance(event, ev.PlaceMade):
-            state = state.model_copy(update={"places": {**state.places, event.place: event.path}})
+            state = state.replace(places={**state.places, event.place: event.path})
             return self._each(state, lambda f, _c: (front.on_place(f, event.place), []), event)
         if isinstance(event, ev.Ran):
             return self._ran(state, event)
         if isinstance(event, ev.TurnEnded):
             return self._turn_ended(state, event)
         if isinstance(event, ev.TurnStarted) and event.actor == PLANNER:
-            return state.model_copy(update={"planner_busy": True})
+            return state.replace(planner_busy=True)
         return state
 
     def _ctx(self, state: PState, f: FrontState, at: str) -> Ctx:
@@ -199,7 +190,7 @@ class Parrallello(Flow[PState]):
         for fid, f in state.fronts.items():
             fronts[fid], more = change(f, self._ctx(state, f, event.at))
             owed += more
-        return self._settle(state.model_copy(update={"fronts": fronts}), owed, event.at)
+        return self._settle(state.replace(fronts=fronts), owed, event.at)
 
     def _settle(self, state: PState, owed: list[Command], at: str) -> PState:
         """Move every round on, end what cannot go on, and owe the events of it all."""
@@ -208,19 +199,19 @@ class Parrallello(Flow[PState]):
         for fid, f in state.fronts.items():
             fronts[fid], more = closing.advance(f, self._ctx(state, f, at), state.limits, share)
             owed += more
-        state = state.model_copy(update={"fronts": fronts})
+        state = state.replace(fronts=fronts)
         if state.plan is None:
-            return state.model_copy(update={"outbox": state.outbox.add(*owed)})
+            return state.replace(outbox=state.outbox.add(*owed))
         state, more = self._blocked(state, at, share)
         owed += more
         whole = progress.overall(state)
         owed = [
             Emit(dataclasses.replace(c.event, overall=whole))
-            if isinstance(c, Emit) and isinstance(c.event, ev.VerdictRecorded | ev.FrontEnded)
+            if isinstance(c, Emit) and isinstance(c.event, fev.VerdictRecorded | fev.FrontEnded)
             else c
             for c in owed
         ]
-        return state.model_copy(update={"outbox": state.outbox.add(*owed)})
+        return state.replace(outbox=state.outbox.add(*owed))
 
     def _blocked(self, state: PState, at: str, share: float) -> tuple[PState, list[Command]]:
         """Waiting fronts that can never start: a dependency not approved, or the budget."""
@@ -255,7 +246,7 @@ class Parrallello(Flow[PState]):
                     )
                     owed += more
                     changed = True
-        return state.model_copy(update={"fronts": fronts}), owed
+        return state.replace(fronts=fronts), owed
 
     def _ran(self, state: PState, event: ev.Ran) -> PState:
         key = rt.parse_key(event.key)
@@ -271,26 +262,22 @@ class Parrallello(Flow[PState]):
                 if tries >= TOOL_TRIES
                 else None
             )
-            anomaly = ev.Anomaly(
+            anomaly = fev.Anomaly(
                 front=key.front,
                 round=key.round,
                 what="runtime-failed",
                 detail=f"{key.what}: {failed}",
             )
-            return state.model_copy(
-                update={
-                    "retried": {**state.retried, event.key: tries},
-                    "fatal": fatal,
-                    "outbox": state.outbox.add(Emit(anomaly)),
-                }
+            return state.replace(
+                retried={**state.retried, event.key: tries},
+                fatal=fatal,
+                outbox=state.outbox.add(Emit(anomaly)),
             )
         f = state.fronts.get(key.front)
         if f is None:
             return state
         nf, owed = front.on_ran(f, key, event.receipt, self._ctx(state, f, event.at))
-        return self._settle(
-            state.model_copy(update={"fronts": {**state.fronts, f.id: nf}}), owed, event.at
-        )
+        return self._settle(state.replace(fronts={**state.fronts, f.id: nf}), owed, event.at)
 
     def _checkpointed(self, state: PState, event: ev.Ran) -> PState:
         out = rt.tool_output(event.receipt, "GITPOINT") or {}
@@ -305,19 +292,17 @@ class Parrallello(Flow[PState]):
                 "commit": out.get("commit"),
                 "committed": out.get("committed"),
             }
-        made = ev.CheckpointMade(
+        made = fev.CheckpointMade(
             tag=done.get("tag"),
             commit=done.get("commit"),
             skipped=done.get("skipped"),
             error=done.get("error"),
         )
-        return state.model_copy(update={"checkpoint": done, "outbox": state.outbox.add(Emit(made))})
+        return state.replace(checkpoint=done, outbox=state.outbox.add(Emit(made)))
 
     def _turn_ended(self, state: PState, event: ev.TurnEnded) -> PState:
         counted = int(event.counted and isinstance(event, ev.TurnValid | ev.TurnFailed))
-        state = state.model_copy(
-            update={"spend": state.spend.plus(event.cost_usd, counted, event.output_tokens)}
-        )
+        state = state.replace(spend=state.spend.plus(event.cost_usd, counted, event.output_tokens))
         if event.lane is None:
             return self._planner(state, event) if event.actor == PLANNER else state
         f = next(
@@ -331,40 +316,32 @@ class Parrallello(Flow[PState]):
         if f is None:
             return state
         if f.status == "building":
-            f = f.model_copy(
-                update={
-                    "block_spend": f.block_spend.plus(event.cost_usd, counted, event.output_tokens)
-                }
+            f = f.replace(
+                block_spend=f.block_spend.plus(event.cost_usd, counted, event.output_tokens)
             )
         owed: list[Command] = []
         if event.actor == PREP:
             f, owed = front.on_prep_turn(f, event)
         else:
             f = on_turn(f, event)
-        return self._settle(
-            state.model_copy(update={"fronts": {**state.fronts, f.id: f}}), owed, event.at
-        )
+        return self._settle(state.replace(fronts={**state.fronts, f.id: f}), owed, event.at)
 
     def _planner(self, state: PState, event: ev.TurnEnded) -> PState:
-        state = state.model_copy(update={"planner_busy": False})
+        state = state.replace(planner_busy=False)
         if isinstance(event, ev.TurnFailed):
-            return state.model_copy(
-                update={
-                    "planner_errors": (
-                        *state.planner_errors,
-                        f"attempt {event.attempt}: {event.error[:300]}",
-                    )
-                }
+            return state.replace(
+                planner_errors=(
+                    *state.planner_errors,
+                    f"attempt {event.attempt}: {event.error[:300]}",
+                )
             )
         if not isinstance(event, ev.TurnValid) or state.plan is not None:
             return state
         plan = PlanSpec.model_validate(event.result, context={"fronts_max": len(state.slots)})
-        return state.model_copy(
-            update={
-                "plan": plan,
-                "fronts": _fronts_of(plan, state.slots),
-                "outbox": state.outbox.add(_planned(plan, "planner")),
-            }
+        return state.replace(
+            plan=plan,
+            fronts=_fronts_of(plan, state.slots),
+            outbox=state.outbox.add(_planned(plan, "planner")),
         )
 
     # ---- deciding ------------------------------------------------------------------------------
@@ -392,7 +369,7 @@ class Parrallello(Flow[PState]):
 
     def _plan_commands(self, state: PState) -> list[Command]:
         if "planning" not in state.places:
-            return [MakePlace("planning")]
+            return [MakePlace("planning", label="the planner's snapshot of your tree")]
         if len(state.planner_errors) >= PLAN_TRIES:
             return [
                 FinishRun(

@@ -20,6 +20,7 @@ from typing import Any
 from flamechase import events as ev
 from flamechase.flow import Command, Emit, MakePlace, ResultSpec, StartTurn
 from flamechase.flows.parrallello import briefs, rounds
+from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.closing import end_front
@@ -68,7 +69,7 @@ def commands(state: PState, front: FrontState) -> list[Command]:
     if front.status == "waiting":
         out = _prep_commands(state, front, spec) if state.knobs.prep else []
         if startable(state, front, spec) and rt.front_place(front.lane) not in state.places:
-            out.append(MakePlace(rt.front_place(front.lane)))
+            out.append(MakePlace(rt.front_place(front.lane), label=rt.front_label(front.id)))
         return out
     if front.status == "opening":
         return _opening(state, front, spec)
@@ -98,7 +99,7 @@ def _prep_commands(state: PState, front: FrontState, spec: FrontSpec) -> list[Co
     assert state.plan is not None
     place = rt.stage_place(front.lane)
     if front.prep.status == "none" and prep_allowed(state, spec) and place not in state.places:
-        return [MakePlace(place)]
+        return [MakePlace(place, label=f"front {front.id}'s staging copy of your tree")]
     if front.prep.status != "running":
         return []
     busy = {f.id: _globs(f) for f in _earlier(state, spec) if not state.fronts[f.id].done}
@@ -143,12 +144,10 @@ def _opening(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]
 
 def on_place(front: FrontState, name: str) -> FrontState:
     if name == rt.front_place(front.lane) and front.status == "waiting":
-        return front.model_copy(update={"status": "opening"})
+        return front.replace(status="opening")
     if name == rt.stage_place(front.lane) and front.prep.status == "none":
         turn = front.lane_turns + 1
-        return front.model_copy(
-            update={"prep": PrepState(status="running", turn=turn), "lane_turns": turn}
-        )
+        return front.replace(prep=PrepState(status="running", turn=turn), lane_turns=turn)
     return front
 
 
@@ -161,10 +160,10 @@ def on_prep_turn(front: FrontState, event: ev.TurnEnded) -> tuple[FrontState, li
     ):
         return front, []
     if isinstance(event, ev.TurnValid):
-        prep = p.model_copy(update={"status": "done", "result": event.result})
-        return front.model_copy(update={"prep": prep}), [
+        prep = p.replace(status="done", result=event.result)
+        return front.replace(prep=prep), [
             Emit(
-                ev.FrontPrepped(
+                fev.FrontPrepped(
                     lane=front.lane,
                     front=front.id,
                     ok=True,
@@ -173,21 +172,17 @@ def on_prep_turn(front: FrontState, event: ev.TurnEnded) -> tuple[FrontState, li
             )
         ]
     failures = p.failures + 1
-    prep = p.model_copy(
-        update={
-            "failures": failures,
-            "error": event.error[:500],
-            "status": "failed" if failures >= 2 else "running",
-        }
+    prep = p.replace(
+        failures=failures, error=event.error[:500], status="failed" if failures >= 2 else "running"
     )
     owed: list[Command] = []
     if failures >= 2:
         owed.append(
             Emit(
-                ev.FrontPrepped(lane=front.lane, front=front.id, ok=False, error=event.error[:300])
+                fev.FrontPrepped(lane=front.lane, front=front.id, ok=False, error=event.error[:300])
             )
         )
-    return front.model_copy(update={"prep": prep}), owed
+    return front.replace(prep=prep), owed
 
 
 # long: one branch per runtime program a front runs
@@ -197,13 +192,11 @@ def on_ran(
     """A receipt of the opening (stage, freeze, baseline) or of the integration."""
     out = rt.tool_output(dict(receipt), "TREESYNC")
     if key.what == "stage":
-        return front.model_copy(update={"opened": {**front.opened, "stage": True}}), []
+        return front.replace(opened={**front.opened, "stage": True}), []
     if key.what == "freeze":
         files = (out or {}).get("files")
         if not isinstance(files, dict) or not files:
-            front = front.model_copy(
-                update={"frozen": {}, "opened": {**front.opened, "freeze": True}}
-            )
+            front = front.replace(frozen={}, opened={**front.opened, "freeze": True})
             return end_front(
                 front,
                 ctx,
@@ -211,9 +204,7 @@ def on_ran(
                 "no gate: none of its freeze globs "
                 f"({', '.join(ctx.spec.freeze)}) names a file in its tree",
             )
-        return front.model_copy(
-            update={"frozen": files, "opened": {**front.opened, "freeze": True}}
-        ), []
+        return front.replace(frozen=files, opened={**front.opened, "freeze": True}), []
     if key.what == "baseline":
         return _baseline(front, receipt, ctx)
     if key.what == "integrate":
@@ -222,9 +213,9 @@ def on_ran(
         }
         if receipt.get("exit_code") != 0 and "error" not in done:
             done = {**done, "error": str(receipt.get("error"))}
-        return front.model_copy(update={"integrated": done}), [
+        return front.replace(integrated=done), [
             Emit(
-                ev.FrontIntegrated(
+                fev.FrontIntegrated(
                     lane=front.lane,
                     front=front.id,
                     files=int(done.get("files") or 0),
@@ -246,7 +237,7 @@ def on_ran(
         return front, []
     return front, [
         Emit(
-            ev.GateRan(
+            fev.GateRan(
                 lane=front.lane,
                 front=front.id,
                 round=key.round,
@@ -274,19 +265,17 @@ def _baseline(
         ),
     ]
     open_tickets = tk.next_tickets((), given, gate)
-    front = front.model_copy(
-        update={
-            "status": "building",
-            "last_gate": gate,
-            "tickets": open_tickets,
-            "items": gate.m if gate.reason is None else None,
-            "block_started": ctx.at,
-            "opened": {**front.opened, "baseline": True},
-        }
+    front = front.replace(
+        status="building",
+        last_gate=gate,
+        tickets=open_tickets,
+        items=gate.m if gate.reason is None else None,
+        block_started=ctx.at,
+        opened={**front.opened, "baseline": True},
     )
     owed: list[Command] = [
         Emit(
-            ev.GateRan(
+            fev.GateRan(
                 lane=front.lane,
                 front=front.id,
                 round=0,
@@ -300,7 +289,7 @@ def _baseline(
             )
         ),
         Emit(
-            ev.FrontStarted(
+            fev.FrontStarted(
                 lane=front.lane,
                 front=front.id,
                 wave=ctx.spec.wave,

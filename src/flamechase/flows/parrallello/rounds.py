@@ -29,6 +29,7 @@ from typing import Any
 from flamechase import events as ev
 from flamechase.flow import Command, Emit, MakePlace, ResultSpec, StartTurn
 from flamechase.flows.parrallello import briefs
+from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello.gates import judge_gate
 from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
@@ -79,7 +80,7 @@ def begin(front: FrontState, ctx: Ctx) -> tuple[FrontState, list[Command]]:
         gate=None if builders else front.last_gate,
         started_at=ctx.at,
     )
-    event = ev.RoundStarted(
+    event = fev.RoundStarted(
         lane=front.lane,
         front=front.id,
         block=rs.block,
@@ -89,9 +90,7 @@ def begin(front: FrontState, ctx: Ctx) -> tuple[FrontState, list[Command]]:
         ceiling=rs.ceiling,
         builders={o: [t.id for t in b.tickets] for o, b in builders.items()},
     )
-    return front.model_copy(update={"current": rs, "rounds": number, "block": rs.block}), [
-        Emit(event)
-    ]
+    return front.replace(current=rs, rounds=number, block=rs.block), [Emit(event)]
 
 
 # ---- what a phase still needs ------------------------------------------------------------------
@@ -108,7 +107,7 @@ def commands(front: FrontState, ctx: Ctx) -> list[Command]:
     if rs.phase == "sync":
         for b in rs.builders.values():
             if b.place not in ctx.places:
-                out.append(MakePlace(b.place, how="empty"))
+                out.append(MakePlace(b.place, how="empty", label=rt.builder_label(b.owner, fid)))
             elif not b.synced:
                 out.append(
                     rt.mirror(
@@ -164,7 +163,8 @@ def _critic_commands(front: FrontState, rs: RoundState, ctx: Ctx) -> list[Comman
     place = rt.critic_place(front.lane)
     if rs.phase == "critic_sync":
         if place not in ctx.places:
-            return [MakePlace(place, how="empty")]
+            label = f"the critic's copy of front {front.id}"
+            return [MakePlace(place, how="empty", label=label)]
         return [
             rt.mirror(
                 k(fid, "csync", n),
@@ -245,7 +245,7 @@ def _taken(b: BuilderRun) -> bool:
 
 
 def _with_builder(rs: RoundState, b: BuilderRun) -> RoundState:
-    return rs.model_copy(update={"builders": {**rs.builders, b.owner: b}})
+    return rs.replace(builders={**rs.builders, b.owner: b})
 
 
 def on_turn(front: FrontState, event: ev.TurnEnded) -> FrontState:
@@ -255,30 +255,19 @@ def on_turn(front: FrontState, event: ev.TurnEnded) -> FrontState:
         return front
     if event.lane == front.lane and rs.phase == "critic" and event.turn == rs.critic_turn:
         if isinstance(event, ev.TurnValid):
-            rs = rs.model_copy(update={"verdict": event.result})
+            rs = rs.replace(verdict=event.result)
         else:
-            rs = rs.model_copy(
-                update={
-                    "critic_failures": rs.critic_failures + 1,
-                    "critic_error": event.error[:500],
-                }
-            )
-        return front.model_copy(update={"current": rs})
+            rs = rs.replace(critic_failures=rs.critic_failures + 1, critic_error=event.error[:500])
+        return front.replace(current=rs)
     b = next((b for b in rs.builders.values() if b.lane == event.lane), None)
     if b is None or rs.phase != "build" or event.turn != rs.number or b.finished:
         return front
     if isinstance(event, ev.TurnValid):
-        b = b.model_copy(update={"result": event.result, "finished": True})
+        b = b.replace(result=event.result, finished=True)
     else:
         failures = b.failures + 1
-        b = b.model_copy(
-            update={
-                "failures": failures,
-                "error": event.error[:500],
-                "finished": failures >= TURN_TRIES,
-            }
-        )
-    return front.model_copy(update={"current": _with_builder(rs, b)})
+        b = b.replace(failures=failures, error=event.error[:500], finished=failures >= TURN_TRIES)
+    return front.replace(current=_with_builder(rs, b))
 
 
 def on_ran(
@@ -290,15 +279,13 @@ def on_ran(
     out = rt.tool_output(dict(receipt), "TREESYNC")
     b = rs.builders.get(key.who)
     if key.what == "sync" and b is not None:
-        rs = _with_builder(
-            rs, b.model_copy(update={"synced": out is not None and "error" not in out})
-        )
+        rs = _with_builder(rs, b.replace(synced=out is not None and "error" not in out))
     elif key.what == "diff" and b is not None:
-        rs = _with_builder(rs, b.model_copy(update={"diff": out or {"error": _err(receipt)}}))
+        rs = _with_builder(rs, b.replace(diff=out or {"error": _err(receipt)}))
     elif key.what == "reap" and b is not None:
-        rs = _with_builder(rs, b.model_copy(update={"reaped": True}))
+        rs = _with_builder(rs, b.replace(reaped=True))
     elif key.what == "apply" and b is not None:
-        rs = _with_builder(rs, b.model_copy(update={"applied": True}))
+        rs = _with_builder(rs, b.replace(applied=True))
     elif key.what in ("hash", "rehash"):
         rs = _hashed(front, rs, key.what, out, receipt)
     elif key.what in ("gate", "regate"):
@@ -308,14 +295,14 @@ def on_ran(
             else 0
         )
         result = judge_gate(receipt, previous=front.items, only=spec.only, removed=removed)
-        rs = rs.model_copy(update={"gate" if key.what == "gate" else "regate": result})
+        rs = rs.replace(gate=result) if key.what == "gate" else rs.replace(regate=result)
     elif key.what == "csync":
-        rs = rs.model_copy(update={"critic_synced": out is not None and "error" not in out})
+        rs = rs.replace(critic_synced=out is not None and "error" not in out)
     elif key.what == "cdiff":
-        rs = rs.model_copy(update={"critic_diff": out or {"error": _err(receipt)}})
+        rs = rs.replace(critic_diff=out or {"error": _err(receipt)})
     elif key.what == "capply":
-        rs = rs.model_copy(update={"critic_applied": True})
-    return front.model_copy(update={"current": rs})
+        rs = rs.replace(critic_applied=True)
+    return front.replace(current=rs)
 
 
 def _err(receipt: Mapping[str, Any]) -> str:
@@ -331,24 +318,16 @@ def _hashed(
 ) -> RoundState:
     files = (out or {}).get("files")
     if what == "rehash":
-        return rs.model_copy(
-            update={"rehashed": True, "refrozen": files if isinstance(files, dict) else {}}
-        )
+        return rs.replace(rehashed=True, refrozen=files if isinstance(files, dict) else {})
     if not isinstance(files, dict):
-        return rs.model_copy(
-            update={
-                "hashed": True,
-                "refused": f"the gate files could not be hashed ({_err(receipt)})",
-            }
+        return rs.replace(
+            hashed=True, refused=f"the gate files could not be hashed ({_err(receipt)})"
         )
     if files != front.frozen:
         changed = sorted(set(files.items()) ^ set((front.frozen or {}).items()))
         names = sorted({p for p, _ in changed})
-        return rs.model_copy(
-            update={
-                "hashed": True,
-                "refused": "the frozen gate files "
-                f"changed in the front's tree: {', '.join(names[:5])}",
-            }
+        return rs.replace(
+            hashed=True,
+            refused=f"the frozen gate files changed in the front's tree: {', '.join(names[:5])}",
         )
-    return rs.model_copy(update={"hashed": True})
+    return rs.replace(hashed=True)

@@ -40,6 +40,46 @@ def parse_key(text: str) -> Key | None:
     return Key(parts[1], parts[2], int(parts[3]), parts[4])
 
 
+# What each program is, in words (`Run.label`: the views never show a key).
+_WORDS = {
+    "sync": "the copy of front {front}'s tree into builder {who}'s place",
+    "csync": "the copy of front {front}'s tree into its critic's place",
+    "diff": "the check of builder {who}'s changes against its files in front {front}",
+    "cdiff": "the check of the critic's changes to front {front}'s gate",
+    "apply": "the taking of builder {who}'s changes into front {front}'s tree",
+    "capply": "the taking of the critic's gate changes into front {front}'s tree",
+    "stage": "the taking of the staged work into front {front}'s tree",
+    "freeze": "the freezing of front {front}'s gate files",
+    "hash": "the check that front {front}'s gate files are as frozen",
+    "rehash": "the freezing again of front {front}'s gate, as the critic changed it",
+    "baseline": "front {front}'s gate on its baseline",
+    "gate": "front {front}'s gate",
+    "regate": "front {front}'s gate again, as the critic changed it",
+    "reap": "the clean-up of builder {who}'s background jobs",
+    "checkpoint": "a git checkpoint of your tree",
+    "integrate": "the landing of front {front} in your tree",
+}
+
+
+def label_of(k: str, detail: str = "") -> str:
+    """`k` (a key of `key`) in words: `pll:P1:diff:1:core` is "the check of builder core's
+    changes against its files in front P1 (round 1)"; `detail` goes before the round."""
+    parsed = parse_key(k)
+    if parsed is None:
+        return "one of the runtime's programs"
+    words = _WORDS.get(parsed.what, "the runtime's {what} for front {front}")
+    text = words.format(front=parsed.front, who=parsed.who or "?", what=parsed.what)
+    return text + detail + (f" (round {parsed.round})" if parsed.round else "")
+
+
+def front_label(front: str) -> str:
+    return f"front {front}'s tree"
+
+
+def builder_label(owner: str, front: str) -> str:
+    return f"builder {owner}'s copy of front {front}"
+
+
 def front_place(lane: str) -> str:
     """The front's tree, named after its lane (its id, or a planner's slot)."""
     return f"fronts/{lane}"
@@ -86,6 +126,7 @@ def mirror(k: str, place: str, lane: str, other_place: str, other_path: str) -> 
         lane=lane,
         argv=_sync("mirror", "--from", other_path),
         reads=(other_place,),
+        label=label_of(k),
     )
 
 
@@ -114,12 +155,23 @@ def compare(
         *IGNORES,
         *plan.ignore,
     )
-    return Run(key=k, place=front_place(lane), lane=lane, argv=argv, reads=(other_place,))
+    return Run(
+        key=k,
+        place=front_place(lane),
+        lane=lane,
+        argv=argv,
+        reads=(other_place,),
+        label=label_of(k),
+    )
 
 
 def freeze_hash(k: str, front: FrontSpec, lane: str) -> Run:
     return Run(
-        key=k, place=front_place(lane), lane=lane, argv=_sync("hash", "--globs", *front.freeze)
+        key=k,
+        place=front_place(lane),
+        lane=lane,
+        argv=_sync("hash", "--globs", *front.freeze),
+        label=label_of(k),
     )
 
 
@@ -134,7 +186,8 @@ def gate_full(k: str, front: FrontSpec, lane: str, frozen: Mapping[str, str]) ->
     makes for it, with the `frozen` files (path -> SHA-256, as hashed at the freeze) checked
     and read-only (`Run.frozen`): the gate that runs is the one that was hashed, and nothing
     it (or the builders' code it runs) writes reaches the front's tree."""
-    argv = ("/bin/sh", "-c", gate_command(front, "full"))
+    command = gate_command(front, "full")
+    argv = ("/bin/sh", "-c", command)
     # A performance gate measures alone: the runtime holds the run's lock for it, ahead of
     # any builder's hold (a builder sitting on the lock must not fail another front's gate).
     return Run(
@@ -145,12 +198,18 @@ def gate_full(k: str, front: FrontSpec, lane: str, frozen: Mapping[str, str]) ->
         timeout=front.gate_timeout,
         exclusive=front.exclusive,
         frozen=dict(frozen),
+        label=label_of(k, f", `{command}`"),
     )
 
 
 def reap(k: str, place: str, lane: str) -> Run:
     return Run(
-        key=k, place=place, lane=lane, argv=runtime_module("flamechase", "job", "reap"), timeout=120
+        key=k,
+        place=place,
+        lane=lane,
+        argv=runtime_module("flamechase", "job", "reap"),
+        timeout=120,
+        label=label_of(k),
     )
 
 
@@ -164,7 +223,8 @@ def checkpoint(tag: str, message: str, *, require: bool) -> Run:
         message,
         *(("--require",) if require else ()),
     )
-    return Run(key=key("-", "checkpoint"), place=SOURCE, argv=argv, timeout=600)
+    k = key("-", "checkpoint")
+    return Run(key=k, place=SOURCE, argv=argv, timeout=600, label=label_of(k))
 
 
 def integrate(front: FrontSpec, lane: str, path: str, message: str) -> Run:
@@ -179,12 +239,9 @@ def integrate(front: FrontSpec, lane: str, path: str, message: str) -> Run:
         "--message",
         message,
     )
+    k = key(front.id, "integrate")
     return Run(
-        key=key(front.id, "integrate"),
-        place=SOURCE,
-        argv=argv,
-        reads=(front_place(lane),),
-        timeout=1800,
+        key=k, place=SOURCE, argv=argv, reads=(front_place(lane),), timeout=1800, label=label_of(k)
     )
 
 

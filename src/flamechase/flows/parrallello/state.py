@@ -6,9 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from flamechase.flow import Outbox
+from flamechase.flow import FlowState, Outbox
 from flamechase.flows.parrallello.gates import GateResult
 from flamechase.flows.parrallello.params import ParrallelloParams
 from flamechase.flows.parrallello.plan import PlanSpec
@@ -44,8 +42,7 @@ FrontStatus = Literal[
 ENDED: frozenset[str] = frozenset({"approved", "not_approved", "blocked", "stopped"})
 
 
-class Spend(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Spend(FlowState):
     cost: float = 0.0
     turns: int = 0
     output_tokens: int = 0
@@ -81,10 +78,9 @@ def seconds_between(start: str, end: str) -> float:
     return max(0.0, (b - a).total_seconds())
 
 
-class BuilderRun(BaseModel):
+class BuilderRun(FlowState):
     """One builder in one round: fresh, in its own copy of the front's tree."""
 
-    model_config = ConfigDict(frozen=True)
     owner: str
     lane: str
     place: str
@@ -99,8 +95,7 @@ class BuilderRun(BaseModel):
     reaped: bool = False
 
 
-class RoundState(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class RoundState(FlowState):
     number: int  # the front's round (numbering goes on across blocks)
     block: int
     in_block: int
@@ -125,10 +120,9 @@ class RoundState(BaseModel):
     started_at: str = ""
 
 
-class RoundRecord(BaseModel):
+class RoundRecord(FlowState):
     """What stays of a round once it is judged (the full verdict is in its event)."""
 
-    model_config = ConfigDict(frozen=True)
     number: int
     block: int
     approved: bool
@@ -143,8 +137,7 @@ class RoundRecord(BaseModel):
     open_tickets: int = 0
 
 
-class PrepState(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class PrepState(FlowState):
     status: Literal["none", "running", "done", "failed"] = "none"
     turn: int = 0
     failures: int = 0
@@ -152,8 +145,7 @@ class PrepState(BaseModel):
     result: dict[str, Any] | None = None
 
 
-class FrontState(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class FrontState(FlowState):
     id: str
     lane: str
     owners: dict[str, str]  # owner -> builder lane
@@ -182,10 +174,9 @@ class FrontState(BaseModel):
         return self.status in ENDED and (self.status != "approved" or self.integrated is not None)
 
 
-class Knobs(BaseModel):
+class Knobs(FlowState):
     """The params the decider reads (the plan itself is `PState.plan`)."""
 
-    model_config = ConfigDict(frozen=True)
     prep: bool = True
     checkpoint: str = "auto"
     pacing_share: float = 0.09
@@ -200,8 +191,7 @@ class Knobs(BaseModel):
         return cls(**{k: getattr(params, k) for k in cls.model_fields})
 
 
-class PState(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class PState(FlowState):
     knobs: Knobs
     run_id: str
     plan: PlanSpec | None = None

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from flamechase.flow import FlowState
 from flamechase.flows.parrallello.gates import GateResult
 from flamechase.flows.parrallello.verdict import Finding, TicketIn
 from flamechase.globs import any_match
@@ -25,9 +24,7 @@ SEVERITY = {"major": 0, "medium": 1, "minor": 2}
 Source = Literal["plan", "prep", "critic", "gate", "runtime"]
 
 
-class Ticket(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class Ticket(FlowState):
     id: str
     severity: Literal["major", "medium", "minor"]
     source: Source
@@ -135,7 +132,7 @@ def next_tickets(
         if t.id in out:
             continue
         old = before.get(t.id)
-        out[t.id] = t.model_copy(update={"rounds_open": old.rounds_open + 1}) if old else t
+        out[t.id] = t.replace(rounds_open=old.rounds_open + 1) if old else t
     return tuple(sorted(out.values(), key=rank)[:OPEN_CAP])
 
 

@@ -1,0 +1,371 @@
+"""parallel_flame_chase's decider: plan, lanes, reports, artifacts and the leaderboard."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import Field
+
+from flamechase import events as ev
+from flamechase.flow import (
+    Command,
+    Emit,
+    FinishRun,
+    Flow,
+    FlowState,
+    LaneDef,
+    MakePlace,
+    Outbox,
+    Role,
+    RunSetup,
+    SimActor,
+    TurnContext,
+)
+from flamechase.flow.lanes import LaneBook, report_id
+from flamechase.flows.parallel_flame_chase import candidates, planner
+from flamechase.flows.parallel_flame_chase import events as pev
+from flamechase.flows.parallel_flame_chase import measure as pfc_measure
+from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
+from flamechase.flows.parallel_flame_chase import sim as pfc_sim
+from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
+from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
+
+GO_ON = (
+    "to go on, change TASK.md and run the same command with the task `continue`: the "
+    "coordinator re-plans and the held lanes are released"
+)
+
+
+class ParallelParams(MeasuredLaneParams):
+    evaluator: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="shell command the runtime runs to measure a submission",
+    )
+    evaluator_files: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="globs of files the evaluator uses besides those its command names; "
+        "frozen at the start, a submission that changes them is not measured",
+    )
+
+
+class PfcState(FlowState):
+    params: ParallelParams
+    book: LaneBook
+    outbox: Outbox = Outbox()
+    places: dict[str, str] = {}  # place name -> path, once made
+    plan: dict[str, Any] | None = None
+    revision: int = 0  # the last revision planned
+    planning: Planning | None = Planning()
+    fingerprint: str = ""  # of the objective being planned for
+    candidates: tuple[dict[str, Any], ...] = ()
+    measuring: dict[str, dict[str, Any]] = {}  # report id -> its submission, until measured
+    frozen: dict[str, str] | None = None  # the evaluator's files (path -> sha256) once frozen
+    freeze_error: str | None = None
+    dropping: tuple[str, ...] = ()  # measurement places to remove
+
+
+def lane_place(n: int) -> str:
+    return "source" if n == 1 else f"lanes/lane-{n}"
+
+
+class ParallelFlameChase(Flow[PfcState, ParallelParams]):
+    name = "parallel_flame_chase"
+    summary = (
+        "A coordinator plans N lanes and leaves; two actors alternate in each lane; "
+        "only lane 1 writes your tree."
+    )
+    version = "2"
+    Params = ParallelParams
+    State = PfcState
+    structural_params = ("lanes",)
+
+    # ---- declarations ----------------------------------------------------------------------
+
+    def lanes(self, params: ParallelParams) -> list[LaneDef]:
+        n = params.lanes
+        return [
+            LaneDef(f"lane-{i}", (f"lane_{i}_actor_a", f"lane_{i}_actor_b"), lane_place(i))
+            for i in range(1, n + 1)
+        ]
+
+    def roles(self, params: ParallelParams) -> list[str]:
+        return [PLANNER, *(r for lane in self.lanes(params) for r in lane.roles)]
+
+    def describe_roles(self, params: ParallelParams) -> list[Role]:
+        said = {PLANNER: "plans one mission per lane, once, and leaves the run"}
+        for lane in self.lanes(params):
+            where = (
+                "your tree (the only lane that writes it)"
+                if lane.in_source
+                else "a private copy; reaches lane 1 by reports and artifacts"
+            )
+            for role in lane.roles:
+                said[role] = f"{lane.name}, taking turns, on {where}"
+        return [Role(r, said.get(r, "")) for r in self.roles(params)]
+
+    def copies_needed(self, params: ParallelParams, *, fresh: bool, revised: bool) -> int:
+        return len(self.copy_names(params, fresh=fresh, revised=revised))
+
+    def copy_names(self, params: ParallelParams, *, fresh: bool, revised: bool) -> list[str]:
+        private = [ln.name for ln in self.lanes(params) if not ln.in_source]
+        if fresh:
+            return ["planning", *private]
+        return ["planning"] if revised else []
+
+    def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
+        # The bundled sample's bench.py prints `STEPS: <int>`, lower is better.
+        return {
+            "evaluator": evaluator,
+            "metric_pattern": r"STEPS: (\d+)",
+            "metric": "steps",
+            "direction": "minimize",
+        }
+
+    def simulator(self) -> SimActor:
+        return pfc_sim.ACTOR
+
+    # ---- folding ---------------------------------------------------------------------------
+
+    def start(self, setup: RunSetup[ParallelParams]) -> PfcState:
+        params = setup.params
+        book = LaneBook.open(
+            setup.run_id, setup.lanes, holds=True, shares_reports=True, system_reports=True
+        )
+        state = PfcState(params=params, book=book)
+        declared = candidates.declared(params.model_dump())
+        if declared:
+            state = state.replace(
+                outbox=state.outbox.add(
+                    Emit(
+                        pev.LeaderboardDeclared(
+                            metric=declared["metric"],
+                            direction=declared["direction"],
+                            measured_by_runtime=True,
+                            command=params.evaluator,
+                        )
+                    )
+                )
+            )
+        return state
+
+    def evolve(self, state: PfcState, event: ev.Event) -> PfcState:
+        book, owed = state.book.evolve(event)
+        out = state.outbox.settle(event).add(*owed)
+        state = state.replace(book=book, outbox=out)
+        if isinstance(event, ev.PlaceMade):
+            state = state.replace(places={**state.places, event.place: event.path})
+            return self._measure_place(state, event)
+        if isinstance(event, ev.PlaceDropped):
+            return state.replace(
+                dropping=tuple(p for p in state.dropping if p != event.place),
+                places={k: v for k, v in state.places.items() if k != event.place},
+            )
+        if isinstance(event, ev.Frozen) and event.key == pfc_measure.FROZEN:
+            return state.replace(frozen=event.files, freeze_error=event.error)
+        if isinstance(event, ev.RunResumed) and event.params:
+            params = ParallelParams.model_validate(event.params)
+            return state.replace(params=params)
+        if isinstance(event, ev.ObjectiveRevised):
+            return state.replace(
+                planning=Planning(revision=state.revision + 1), fingerprint=event.task_fingerprint
+            )
+        if event.lane is None and event.actor == PLANNER:
+            return self._planning(state, event)
+        if isinstance(event, ev.TurnValid) and event.result.get("submission"):
+            return self._submitted(state, event)
+        if isinstance(event, ev.Measured) and event.key in state.measuring:
+            return self._measured(state, event)
+        return state
+
+    def _planning(self, state: PfcState, event: ev.Event) -> PfcState:
+        p = state.planning
+        step = None if p is None else planner.fold(p, event, state.book.lanes, state.fingerprint)
+        if p is None or step is None:
+            return state
+        state = state.replace(planning=step.planning, outbox=state.outbox.add(*step.owed))
+        if step.plan is not None:
+            state = state.replace(plan=step.plan, revision=p.revision)
+        return state
+
+    def _submitted(self, state: PfcState, event: ev.TurnValid) -> PfcState:
+        lane = event.lane or ""
+        rid = report_id(state.book.run_id, lane, event.turn, event.attempt)
+        sub = dict(event.result["submission"])
+        if state.params.evaluator:
+            return state.replace(
+                book=state.book.wait_for(lane, rid),
+                measuring={
+                    **state.measuring,
+                    rid: {"sub": sub, "role": event.actor, "lane": lane, "at": event.at},
+                },
+            )
+        return self._add_candidate(state, rid, lane, event.actor, event.at, sub, None)
+
+    def _measure_place(self, state: PfcState, made: ev.PlaceMade) -> PfcState:
+        """A submission's measurement copy exists: measure it, unless it touched frozen files."""
+        rid = made.place.removeprefix("measure/")
+        info = state.measuring.get(rid)
+        if info is None or made.place != pfc_measure.place_of(rid):
+            return state
+        touched = pfc_measure.tampered(made, state.frozen or {})
+        if not touched:
+            return state
+        state = self._done_measuring(state, rid)
+        report = pfc_measure.system_report(rid, info["lane"], state.book.run_id, made.at, touched)
+        state = state.replace(outbox=state.outbox.add(report))
+        receipt = {
+            "error": "tampered: the submission changed the evaluator's files " + ", ".join(touched),
+            "tampered": touched,
+            "value": None,
+        }
+        return self._add_candidate(
+            state, rid, info["lane"], info["role"], info["at"], info["sub"], receipt
+        )
+
+    def _done_measuring(self, state: PfcState, rid: str) -> PfcState:
+        rest = {k: v for k, v in state.measuring.items() if k != rid}
+        return state.replace(
+            measuring=rest,
+            book=state.book.done_waiting(rid),
+            dropping=(*state.dropping, pfc_measure.place_of(rid)),
+        )
+
+    def _measured(self, state: PfcState, event: ev.Measured) -> PfcState:
+        info = state.measuring[event.key]
+        state = self._done_measuring(state, event.key)
+        # The state keeps the receipt without the output itself (its hash stays).
+        receipt = {k: v for k, v in event.receipt.items() if k != "output"}
+        return self._add_candidate(
+            state, event.key, info["lane"], info["role"], info["at"], info["sub"], receipt
+        )
+
+    def _add_candidate(
+        self,
+        state: PfcState,
+        rid: str,
+        lane: str,
+        role: str | None,
+        at: str,
+        sub: Mapping[str, Any],
+        receipt: Mapping[str, Any] | None,
+    ) -> PfcState:
+        row, announce = candidates.record(
+            state.candidates,
+            state.params.model_dump(),
+            report_id=rid,
+            lane=lane,
+            role=role,
+            at=at,
+            sub=sub,
+            receipt=receipt,
+        )
+        return state.replace(
+            candidates=(*state.candidates, row),
+            outbox=state.outbox.add(*(Emit(e) for e in announce)),
+        )
+
+    # ---- deciding --------------------------------------------------------------------------
+
+    def decide(self, state: PfcState, now: float) -> Sequence[Command]:
+        out: list[Command] = list(state.outbox.pending())
+        p = state.params
+        out += [pfc_measure.drop(place) for place in state.dropping]
+        private = [ln for ln in state.book.lanes.values() if not ln.in_source]
+        out += [
+            MakePlace(ln.place, label=f"{ln.name}'s private copy of your tree")
+            for ln in private
+            if ln.place not in state.places
+        ]
+        if p.evaluator:
+            if state.freeze_error:
+                return [
+                    FinishRun(
+                        "failed", f"cannot freeze the evaluator's files: {state.freeze_error}"
+                    )
+                ]
+            ready = pfc_measure.setup(p.evaluator, p.evaluator_files, state.places, state.frozen)
+            if ready:  # nothing runs before the baseline and the frozen evaluator exist
+                return out + ready
+        if state.planning is not None:
+            return out + planner.commands(state.planning, state.places, state.book.lanes)
+        for key, info in state.measuring.items():
+            lane = state.book.get(info["lane"])
+            out += pfc_measure.steps(
+                key,
+                info,
+                lane.place,
+                state.places,
+                p.evaluator or "",
+                p.metric_pattern,
+                p.evaluator_timeout,
+            )
+        if any(ln.place not in state.places for ln in private):
+            return out
+        if (
+            state.book.all_held()
+            and not state.measuring
+            and not state.outbox
+            and not state.dropping
+        ):
+            return [*out, FinishRun("held", state.book.held_message(GO_ON))]
+        return out + state.book.turns_to_start()
+
+    # ---- words -----------------------------------------------------------------------------
+
+    def prompt(self, state: PfcState, ctx: TurnContext) -> str:
+        if ctx.turn.lane is None:
+            errors = state.planning.errors if state.planning else ()
+            return pfc_prompts.plan_prompt(
+                objective=ctx.objective,
+                lanes=list(state.book.lanes),
+                previous_errors=errors,
+                workspace_map=ctx.workspace_map,
+                report_path=ctx.report_path,
+            )
+        lane = state.book.get(ctx.turn.lane)
+        letter = "a" if ctx.turn.role == lane.actors[0] else "b"
+        mission = None
+        for entry in (state.plan or {}).get("lanes", []):
+            if entry.get("lane") == lane.name and isinstance(entry.get("mission"), dict):
+                mission = entry["mission"]
+        return pfc_prompts.lane_prompt(
+            run_id=ctx.run_id,
+            lane=lane.name,
+            in_source=lane.in_source,
+            role=ctx.turn.role,
+            actor=letter,
+            partner=lane.actors[1 if letter == "a" else 0],
+            turn=ctx.turn.number,
+            workspace=ctx.workspace,
+            artifact_root=ctx.artifact_root,
+            leaderboard=candidates.board(state.candidates, state.params.model_dump()),
+            objective=ctx.objective,
+            mission=mission,
+            consecutive_failures=lane.consecutive_failures,
+            last_error=lane.last_error,
+            workspace_map=ctx.workspace_map,
+            inbox=ctx.inbox,
+            inbox_path=ctx.inbox_path,
+            checkpoint_path=ctx.checkpoint_path,
+            checkpoint_identity=ctx.checkpoint_identity,
+            report_path=ctx.report_path,
+        )
+
+    def repair_prompt(self, state: PfcState, ctx: TurnContext, reason: str) -> str:
+        if ctx.turn.lane is None:
+            return pfc_prompts.plan_repair_prompt(reason, ctx.report_path)
+        return super().repair_prompt(state, ctx, reason)
+
+    def describe(self, state: PfcState) -> dict[str, Any]:
+        return {
+            "plan": state.plan,
+            "leaderboard": candidates.board(state.candidates, state.params.model_dump()),
+            "lanes": state.book.describe(),
+        }
+
+
+FLOW = ParallelFlameChase()

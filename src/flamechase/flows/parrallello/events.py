@@ -1,0 +1,414 @@
+"""parrallello: fronts, blocks, rounds, gates and verdicts."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from flamechase.events import FlowEvent, register
+from flamechase.events.present import Cell, Mark, Row, Seen, Shown, clip, plural
+
+# The runtime plays the lead: every decision it takes is one of these, journaled with its
+# figures, so `status`, the live view and the replay show where each front stands.
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class FrontsPlanned(FlowEvent):
+    kind: ClassVar[str] = "fronts_planned"
+    source: str = ""  # "file" (the path) or "planner"
+    fronts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    blocks: int = 3
+    rounds_per_block: int = 3
+
+    def describe(self) -> str:
+        return f"{len(self.fronts)} front(s) planned ({self.source})"
+
+    def show(self, seen: Seen) -> Shown:
+        fronts = [f for f in self.fronts if isinstance(f, Mapping)]
+        waves = sorted({int(f.get("wave", 1)) for f in fronts})
+        by = "The planner plans" if self.source == "planner" else "The plan file sets"
+        return Shown(
+            f"{by} {plural(len(fronts), 'front')} ({_ids(fronts, 8)}) in "
+            f"{plural(len(waves), 'wave')}; at most {plural(self.blocks, 'block')} of "
+            f"{plural(self.rounds_per_block, 'round')} each.",
+            "plan",
+            rows=tuple(
+                _front(str(f.get("id")), wave=int(f.get("wave", 1)), state="planned")
+                for f in fronts
+            ),
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointMade(FlowEvent):
+    kind: ClassVar[str] = "checkpoint_made"
+    tag: str | None = None
+    commit: str | None = None
+    skipped: str | None = None
+    error: str | None = None
+
+    def describe(self) -> str:
+        if self.tag:
+            return f"checkpoint {self.tag} at {str(self.commit)[:12]}"
+        return f"no checkpoint: {self.skipped or self.error}"
+
+    def show(self, seen: Seen) -> Shown:
+        if self.tag:
+            return Shown(
+                f"Checkpoint of your tree: tag {self.tag} at {str(self.commit)[:12]} "
+                "(never pushed).",
+                "info",
+            )
+        return Shown(f"No checkpoint of your tree: {self.skipped or self.error}.", "warn")
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class FrontPrepped(FlowEvent):
+    kind: ClassVar[str] = "front_prepped"
+    front: str = ""
+    ok: bool = True
+    tickets: int = 0
+    error: str | None = None
+
+    def describe(self) -> str:
+        return (
+            f"{self.front} prepped: {self.tickets} first ticket(s)"
+            if self.ok
+            else f"{self.front} prep failed: {self.error}"
+        )
+
+    def show(self, seen: Seen) -> Shown:
+        if self.ok:
+            return Shown(
+                f"Front {self.front} is staged in one pass: "
+                f"{plural(self.tickets, 'first ticket')}.",
+                "plan",
+            )
+        return Shown(f"Front {self.front}: staging failed ({self.error}); it starts cold.", "warn")
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class FrontStarted(FlowEvent):
+    kind: ClassVar[str] = "front_started"
+    front: str = ""
+    wave: int = 1
+    frozen: dict[str, str] = dataclasses.field(default_factory=dict)
+    baseline: str = ""
+    tickets: int = 0
+    staged: int = 0
+
+    def describe(self) -> str:
+        return (
+            f"{self.front} starts (wave {self.wave}): baseline {self.baseline}, "
+            f"{self.tickets} ticket(s), {len(self.frozen)} gate file(s) frozen"
+        )
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"Front {self.front} opens (wave {self.wave}): its gate frozen "
+            f"({plural(len(self.frozen), 'file')}), baseline {self.baseline}, "
+            f"{plural(self.tickets, 'ticket')}.",
+            "run",
+            rows=(_front(self.front, wave=self.wave, state="open", tickets=self.tickets),),
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RoundStarted(FlowEvent):
+    kind: ClassVar[str] = "round_started"
+    front: str = ""
+    block: int = 1
+    round: int = 1
+    in_block: int = 1
+    builders: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    paced: bool = False
+    ceiling: int = 0
+
+    def describe(self) -> str:
+        who = ", ".join(f"{o} ({len(t)})" for o, t in self.builders.items()) or "critic only"
+        return f"{self.front} round {self.round} (block {self.block}): {who}"
+
+    def show(self, seen: Seen) -> Shown:
+        work = "; ".join(f"{o}: {_ids(t)}" for o, t in self.builders.items())
+        paced = f", paced (ceiling {self.ceiling})" if self.paced else ""
+        return Shown(
+            f"Front {self.front}, round {self.round} (block {self.block}, round "
+            f"{self.in_block} of the block){paced}: {work or 'no tickets: review only'}.",
+            "turn",
+            mark=Mark(f"round {self.round}"),
+            rows=(_front(self.front, state="in round", block=self.block, round=self.round),),
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BuilderChecked(FlowEvent):
+    kind: ClassVar[str] = "builder_checked"
+    front: str = ""
+    round: int = 0
+    owner: str = ""
+    accepted: int = 0
+    outside: list[str] = dataclasses.field(default_factory=list)
+    frozen: list[str] = dataclasses.field(default_factory=list)
+    failed_tickets: list[str] = dataclasses.field(default_factory=list)
+    error: str | None = None
+
+    def describe(self) -> str:
+        text = f"{self.front}.{self.owner} round {self.round}: {self.accepted} file(s) taken"
+        if self.outside:
+            text += f", {len(self.outside)} outside its files reverted"
+        if self.frozen:
+            text += f", the frozen gate edited ({', '.join(self.frozen[:3])})"
+        return text
+
+    def show(self, seen: Seen) -> Shown:
+        text = (
+            f"Front {self.front}, round {self.round}: builder {self.owner}'s "
+            f"{plural(self.accepted, 'file')} taken"
+        )
+        if self.frozen:
+            return Shown(
+                text + f"; it edited the frozen gate ({_ids(self.frozen)}): the round's work "
+                "is refused.",
+                "fail",
+            )
+        if self.outside:
+            return Shown(
+                text + f"; edits outside its files reverted ({_ids(self.outside)}), "
+                f"ticket(s) failed: {_ids(self.failed_tickets) or 'none'}.",
+                "fail",
+            )
+        return Shown(text + ".", "info")
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GateRan(FlowEvent):
+    kind: ClassVar[str] = "gate_ran"
+    front: str = ""
+    round: int = 0
+    stage: str = "round"  # baseline | round | recheck
+    passed: bool = False
+    reason: str | None = None
+    detail: str = ""
+    n: int = 0
+    m: int = 0
+    failing: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        word = "PASS" if self.passed else f"FAIL ({self.reason})" if self.reason else "FAIL"
+        return f"{self.front} gate --full ({self.stage}): {self.n}/{self.m} {word}"
+
+    def show(self, seen: Seen) -> Shown:
+        word = "PASS" if self.passed else "FAIL"
+        why = f" — fails closed: {self.reason} ({self.detail})" if self.reason else ""
+        failing = f"; failing {_ids(self.failing)}" if self.failing else ""
+        stage = {"baseline": "baseline", "recheck": "recheck"}.get(
+            self.stage, f"round {self.round}"
+        )
+        return Shown(
+            f"Front {self.front} gate --full, {stage}, run by the runtime: SUMMARY "
+            f"{self.n}/{self.m} {word}{why}{failing}.",
+            "info" if self.passed else "warn",
+            mark=Mark(f"gate {self.n}/{self.m}", "good" if self.passed else "bad"),
+            rows=(_front(self.front, gate=f"{self.n}/{self.m} {word}"),),
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GateRefrozen(FlowEvent):
+    kind: ClassVar[str] = "gate_refrozen"
+    front: str = ""
+    round: int = 0
+    changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    files: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"{self.front} gate changed in review and frozen again ({len(self.files)} file(s))"
+
+    def show(self, seen: Seen) -> Shown:
+        why = "; ".join(
+            f"{c.get('kind')}: {c.get('reason')}" for c in self.changes if isinstance(c, Mapping)
+        )
+        return Shown(
+            f"Front {self.front}'s gate changed in review and is frozen again ({why}).", "plan"
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class VerdictRecorded(FlowEvent):
+    kind: ClassVar[str] = "verdict_recorded"
+    front: str = ""
+    block: int = 1
+    round: int = 1
+    approved: bool = False
+    majors: int = 0
+    mediums: int = 0
+    minors: int = 0
+    gate: str = ""
+    critic_approve: bool | None = None
+    mismatch: str | None = None
+    reasons: list[str] = dataclasses.field(default_factory=list)
+    tickets: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    summary: str = ""
+    progress: float = 0.0
+    overall: float = 0.0
+
+    def describe(self) -> str:
+        word = "APPROVED" if self.approved else "not approved"
+        return (
+            f"{self.front} round {self.round}: {word} (M{self.majors} m{self.mediums} "
+            f"n{self.minors}, gate {self.gate})"
+        )
+
+    def show(self, seen: Seen) -> Shown:
+        word = "APPROVED" if self.approved else "not approved"
+        # The counts follow; a reason that only restates them is not said twice.
+        said = [r for r in self.reasons if not r.endswith("finding(s)")]
+        why = f" ({'; '.join(said)})" if said else ""
+        return Shown(
+            f"Front {self.front}, round {self.round}: {word}{why} — {self.majors} major, "
+            f"{self.mediums} medium, {self.minors} minor; gate {self.gate}; next tickets: "
+            f"{_ids(self.tickets) or 'none'}. {bar(self.progress)} this front · "
+            f"{bar(self.overall)} all fronts",
+            "best" if self.approved else "end",
+            mark=Mark(
+                "approved" if self.approved else "verdict", "good" if self.approved else "info"
+            ),
+            rows=(
+                _front(
+                    self.front,
+                    verdict=f"{word}: {self.majors}M {self.mediums}m {self.minors}n",
+                    progress=f"{self.progress:.0%}",
+                ),
+            ),
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BlockEnded(FlowEvent):
+    kind: ClassVar[str] = "block_ended"
+    front: str = ""
+    block: int = 1
+    rounds: int = 0
+    approved: bool = False
+    spend: dict[str, Any] = dataclasses.field(default_factory=dict)
+    share: float = 0.0
+    paced_next: bool = False
+
+    def describe(self) -> str:
+        return (
+            f"{self.front} block {self.block} ends after {self.rounds} round(s), "
+            f"{self.share:.1%} of a budget" + ("; next block paced" if self.paced_next else "")
+        )
+
+    def show(self, seen: Seen) -> Shown:
+        paced = "; the next block is paced" if self.paced_next else ""
+        return Shown(
+            f"Front {self.front}, block {self.block} ends after "
+            f"{plural(self.rounds, 'round')}, {self.share:.1%} of a budget{paced}.",
+            "info",
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class FrontEnded(FlowEvent):
+    kind: ClassVar[str] = "front_ended"
+    front: str = ""
+    status: str = ""  # approved | not_approved | blocked | stopped
+    rounds: int = 0
+    open_tickets: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    reason: str = ""
+    progress: float = 0.0
+    overall: float = 0.0
+
+    def describe(self) -> str:
+        return f"{self.front} {self.status.replace('_', ' ')}: {self.reason}"
+
+    def show(self, seen: Seen) -> Shown:
+        tail = f"; open: {_ids(self.open_tickets)}" if self.open_tickets else ""
+        word = self.status.replace("_", " ")
+        why = "" if self.reason.startswith(self.status) else f": {self.reason}"
+        return Shown(
+            f"Front {self.front} {word.upper()} after {plural(self.rounds, 'round')}"
+            f"{why}{tail}. {bar(self.progress)} this front · {bar(self.overall)} all",
+            "best" if self.status == "approved" else "fail",
+            mark=Mark(word, "good" if self.status == "approved" else "bad"),
+            rows=(_front(self.front, state=word, progress=f"{self.progress:.0%}"),),
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class FrontIntegrated(FlowEvent):
+    kind: ClassVar[str] = "front_integrated"
+    front: str = ""
+    files: int = 0
+    commit: str | None = None
+    error: str | None = None
+
+    def describe(self) -> str:
+        if self.error:
+            return f"{self.front} NOT integrated: {self.error}"
+        return f"{self.front} integrated into the source: {self.files} file(s)"
+
+    def show(self, seen: Seen) -> Shown:
+        if self.error:
+            return Shown(f"Front {self.front} could not be integrated: {self.error}.", "fail")
+        commit = f", commit {str(self.commit)[:12]}" if self.commit else ""
+        return Shown(
+            f"Front {self.front} lands in your tree: {plural(self.files, 'file')}{commit}.",
+            "report",
+            rows=(_front(self.front, state="integrated"),),
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Anomaly(FlowEvent):
+    """Something the runtime-as-lead noticed and acted on (the seed's anomaly playbook)."""
+
+    kind: ClassVar[str] = "anomaly"
+    front: str = ""
+    round: int = 0
+    what: str = ""
+    detail: str = ""
+
+    def describe(self) -> str:
+        return f"anomaly {self.what} in {self.front or 'the run'}: {self.detail[:160]}"
+
+    def show(self, seen: Seen) -> Shown:
+        where = f"front {self.front}, round {self.round}" if self.front else "the run"
+        text = f"Anomaly in {where}: {self.what} — {clip(self.detail, 300)}."
+        return Shown(text, "warn", mark=Mark(self.what, "bad"), alert=text)
+
+
+def _front(front: str, **cells: Cell) -> Row:
+    """A row of the `fronts` panel."""
+    return Row("fronts", front, cells)
+
+
+def bar(fraction: object, width: int = 10) -> str:
+    """`[####------] 40%`."""
+    try:
+        f = min(1.0, max(0.0, float(fraction)))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        f = 0.0
+    filled = round(f * width)
+    return "[" + "#" * filled + "-" * (width - filled) + f"] {f:.0%}"
+
+
+def _ids(items: Any, limit: int = 4) -> str:
+    names = [str(i.get("id") if isinstance(i, Mapping) else i) for i in (items or [])]
+    more = f" +{len(names) - limit}" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more

@@ -1,0 +1,73 @@
+"""The loader: what `-f REF` names, the flow it loads, and where that flow's code came from.
+
+`-f` takes a built-in name (the registry in `flamechase.flows`), `NAME:VARIANT`, a path,
+`package.module:FLOW`, an installed flow or entry point, or `git+URL[@REV][#SUBDIR][:FLOW]`
+(`resolve` says how each is found; `gitsource`, `pinned`, `index` and `installed` fetch, pin,
+list and install flows from git and indexes; `modules` imports a flow's code). `flow_identity`
+names a loaded flow's source and hashes its code (`identity`), so a resume can refuse to run
+other code than the run's own. Loading a flow runs its code. Must not import the engine.
+"""
+
+from __future__ import annotations
+
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flamechase.flows import BUILTIN, VARIANTS, builtin_names, variant_names
+
+if TYPE_CHECKING:
+    from flamechase.flow import Flow
+
+__all__ = ["builtin_names", "flow_identity", "load_flow", "load_recorded", "variant_names"]
+
+# Where each loaded flow came from and the hash of the code it was imported from, for
+# flow_identity (hashed at load: the files may change on disk while the flow runs). A flow
+# object is a module-level singleton; a weak key lets a reloaded module's old flow go.
+_SOURCES: weakref.WeakKeyDictionary[Flow[Any], tuple[str, str]] = weakref.WeakKeyDictionary()
+
+
+def load_flow(ref: str, *, refresh: bool = False) -> Flow[Any]:
+    """The flow `ref` names (FlowNotFound, one line, if none). `refresh` trusts a git tag
+    that moved since it was pinned."""
+    from flamechase.loader.identity import code_hash
+    from flamechase.loader.resolve import resolve
+
+    loaded = resolve(ref, builtin=BUILTIN, variants=VARIANTS, refresh=refresh)
+    _SOURCES[loaded.flow] = (loaded.source, code_hash(loaded.flow))
+    return loaded.flow
+
+
+def flow_identity(flow: Flow[Any], ref: str) -> tuple[str, str]:
+    """(source, code hash) of a loaded flow: where it came from (a git flow names its commit:
+    `git+URL@<commit>#SUBDIR:FLOW`), and a SHA-256 over its code, so a resume can tell
+    whether it would run the same flow code."""
+    from flamechase.loader.identity import code_hash
+
+    known = _SOURCES.get(flow)
+    if known is not None:
+        return known
+    # A flow that did not come through load_flow.
+    source = (
+        f"builtin:{ref}"
+        if ref in BUILTIN or ref in VARIANTS
+        else f"path:{Path(ref).expanduser().resolve()}"
+    )
+    return source, code_hash(flow)
+
+
+def load_recorded(source: str) -> bool:
+    """Import the flow a run recorded as its `source`, so that the views know its event kinds
+    and show them in the flow's words; False when it cannot be found here (its kinds are
+    then shown plainly). Only what needs no network: a built-in, a module, a path."""
+    kind, _, rest = source.partition(":")
+    ref = {"builtin": rest, "module": rest, "path": rest}.get(kind)
+    if not ref:
+        return False
+    if kind == "module" and rest.endswith(":FLOW"):
+        ref = rest.removesuffix(":FLOW")
+    try:
+        load_flow(ref)
+    except (Exception, SystemExit):  # a view never fails for want of its flow's code
+        return False
+    return True
