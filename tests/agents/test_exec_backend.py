@@ -287,11 +287,11 @@ def test_death_by_signal_is_named(tmp_path: Path, request_for: Callable[..., Tur
 
 
 def test_silence_cuts_the_turn(tmp_path: Path, request_for: Callable[..., TurnRequest]) -> None:
-    agent = script(tmp_path, "echo started\nsleep 30\n")
+    agent = script(tmp_path, "echo started\nsleep 300\n")
     spawns = Spawns()
     t0 = time.monotonic()
     answer = ask(agent, request_for(silence_timeout=0.5), spawns)
-    assert time.monotonic() - t0 < 1.5
+    assert time.monotonic() - t0 < 60  # cut, not waited for (bounds are loose: load-proof)
     assert answer.status == "timeout"
     assert answer.error == "turn cut: no output for 0.5s (silence_timeout)"
     assert spawns.leftovers() == []
@@ -304,7 +304,7 @@ def test_turn_timeout_cuts_a_chatty_turn(
     spawns = Spawns()
     t0 = time.monotonic()
     answer = ask(agent, request_for(turn_timeout=0.6, silence_timeout=0.3), spawns)
-    assert time.monotonic() - t0 < 1.5
+    assert time.monotonic() - t0 < 60  # the loop never ends by itself
     assert answer.status == "timeout"
     assert answer.error == "turn cut: ran past turn_timeout 0.6s"
     assert spawns.leftovers() == []
@@ -349,7 +349,7 @@ def test_background_children_and_daemons_end_with_the_turn(
     spawns = Spawns()
     t0 = time.monotonic()
     answer = ask(agent, request, spawns)
-    assert time.monotonic() - t0 < 1.5
+    assert time.monotonic() - t0 < 60  # the sleeps (300 s) were ended, not waited for
     assert answer.status == "finished"
     assert spawns.leftovers() == []
     for name in ("daemon.pid", "child.pid"):
@@ -365,7 +365,7 @@ def test_leftover_that_ignores_sigterm_is_killed_within_grace(
     answer = ask(agent, request_for(), spawns)
     took = time.monotonic() - t0
     assert answer.status == "finished"
-    assert 0.3 <= took < 1.5  # the grace (0.3 s) was waited, then SIGKILL
+    assert 0.3 <= took < 60  # the grace (0.3 s) was waited, then SIGKILL (not the 300 s)
     assert spawns.leftovers() == []
 
 

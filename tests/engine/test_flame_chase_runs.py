@@ -268,11 +268,11 @@ def test_second_sigint_cuts_the_turn(ws: Path, tmp_path: Path) -> None:
 
 
 def test_graceful_false_cuts_turn_when_duration_runs_out(ws: Path, tmp_path: Path) -> None:
-    slow = actor(tmp_path, "slow.sh", "sleep 30\n" + REPORT_OK)
+    slow = actor(tmp_path, "slow.sh", "sleep 300\n" + REPORT_OK)
     t0 = time.monotonic()
     proc = _exec(ws, slow, slow, "budget.duration=1s,budget.graceful=false")
     assert proc.returncode == 0, proc.stderr
-    assert time.monotonic() - t0 < 15
+    assert time.monotonic() - t0 < 150  # cut, not waited for (300 s)
     assert "turn_interrupted" in [e["kind"] for e in events(ws)]
     assert status(ws)["status"] == "finished"
 

@@ -305,14 +305,14 @@ def test_exit_crash_or_timeout_fails_the_turn_without_repair(ws: Path, tmp_path:
             if c.lane == "lane-2":
                 os.kill(os.getpid(), signal.SIGSEGV)
             if c.lane == "lane-3":
-                time.sleep(30)
+                time.sleep(300)
         return c.ok("blocked", "stop here")
     """,
     )
     (team.dir / "hook.py").write_text("import signal\n" + (team.dir / "hook.py").read_text())
     t0 = time.monotonic()
     assert team.run(ws, "turn_timeout=2").returncode == 3
-    assert time.monotonic() - t0 < 25
+    assert time.monotonic() - t0 < 150  # lane 3 was cut, not waited for (300 s)
     evs = events(ws)
     reasons = {"lane-1": "disk on fire", "lane-2": "SIGSEGV", "lane-3": "turn_timeout"}
     for lane, reason in reasons.items():
@@ -397,7 +397,7 @@ def test_a_blocked_report_holds_and_all_held_ends_the_run(ws: Path, tmp_path: Pa
     t0 = time.monotonic()
     proc = team.run(ws, "budget.duration=1h")
     assert proc.returncode == 3, proc.stderr
-    assert time.monotonic() - t0 < 30  # ends by itself, long before the budget
+    assert time.monotonic() - t0 < 900  # ends by itself, long before the budget (1 h)
     assert "held" in proc.stderr.strip().splitlines()[-1]
     st, evs = status(ws), events(ws)
     assert st["status"] == "held"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -30,14 +29,12 @@ def test_help_lists_the_view_commands(tmp_path: Path) -> None:
 def test_simulate_every_builtin_flow(flow: str, tmp_path: Path, state_home: Path) -> None:
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    t0 = time.monotonic()
     # parrallello runs its protocol to the end (a planner, prep, rounds, the runtime's gate
     # runs), not to a turn budget: it takes longer.
     fronts = flow == "parrallello"
     proc = cli(
         "simulate", flow, cwd=tmp_path, env={"TMPDIR": str(scratch)}, timeout=400 if fronts else 110
     )
-    wall = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
     html = tmp_path / f"{flow}-simulation.html"
     doc = _doc(html)
@@ -70,9 +67,6 @@ def test_simulate_every_builtin_flow(flow: str, tmp_path: Path, state_home: Path
     if flow == "parallel_flame_chase":
         assert "best candidate: steps = " in proc.stdout
         assert re.search(r"artifacts: [1-9]\d* published", proc.stdout)
-        # The target is under 5 s on an idle machine (bench/views_replay.py measures it);
-        # here only a regression into much slower is caught.
-        assert wall < 20, wall
 
 
 def test_simulate_a_users_workspace_leaves_it_untouched(source_tree: Path, tmp_path: Path) -> None:
