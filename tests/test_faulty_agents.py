@@ -111,7 +111,8 @@ FAULTS = [
     ),
     Fault(
         "report_nested_too_deeply",
-        """python3 -c 'print("[" * 100000)' > "$FLAMECHASE_REPORT"\n""",
+        # No Python: its start on a busy machine could outlast the silence window.
+        """head -c 100000 /dev/zero | tr '\\0' '[' > "$FLAMECHASE_REPORT"\n""",
         "nested too deeply",
     ),
     Fault(
@@ -219,8 +220,8 @@ def test_faulty_lane_two_turn_ends_and_lane_one_goes_on(tmp_path: Path, fault: F
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "notes.txt").write_text("source\n")
-    good = tmp_path / "good.py"
-    good.write_text(GOOD)
+    good = tmp_path / "good.sh"  # bash, not python: within the silence window on a busy machine
+    good.write_text(GOOD_SH)
     good.chmod(0o755)
     bad = tmp_path / f"{marker}.sh"  # the marker is in every actor process's command line
     bad.write_text("#!/bin/bash\n" + fault.body.replace("{marker}", marker))
