@@ -57,7 +57,7 @@ def audit_prompt(*, packet: Mapping[str, Any], targets: Sequence[str], report_pa
     return "\n".join(
         [
             "You are the audit coordinator of a parallel flame chase with missions. This is a "
-            "fresh session in a read-only snapshot of the tree. Decide only: no edits, no "
+            "fresh session in a throw-away snapshot of the tree. Decide only: no edits, no "
             "implementation, no remote actions. Decide the packet below, not speculation.",
             "",
             f"Decide each target lane exactly once ({', '.join(targets)}):",
