@@ -1,0 +1,154 @@
+"""parallel_flame_chase_mission's other triggers through the real engine with scripted turns:
+a trigger while an audit is being decided joins it (a new revision; the decision written for
+the old one is discarded, never applied), a passed deadline, the periodic global review, and
+the packet showing a claimed score beside the runtime's own measurement."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flamechase.engine.executor import TurnJob
+from flamechase.flows.parallel_flame_chase_mission import events as mev
+from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine, run_for_real
+from tests.flows.mission.script import answer, plan, ready, verdict
+
+Script = Callable[[TurnJob], FakeTurn]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    tree = tmp_path / "ws"
+    tree.mkdir()
+    (tree / "score.py").write_text("print('SCORE: 1')\n")
+    return tree
+
+
+def _run(ws: Path, script: Script, turns: int, **settings: str) -> Any:
+    clock = FakeClock()
+    executor = ScriptedExecutor(clock, script, measure=run_for_real)
+    return run_engine(
+        "parallel_flame_chase_mission",
+        ws,
+        executor=executor,
+        clock=clock,
+        settings={"lanes": "2", "budget.turns": str(turns), **settings},
+    )
+
+
+def _continue_all(ctx: Mapping[str, Any]) -> dict[str, Any]:
+    return answer(ctx, *(verdict(t, "continue") for t in ctx["targets"]))
+
+
+def _script(
+    the_plan: dict[str, Any],
+    lanes: Mapping[str, Script],
+    decide: Callable[[TurnJob], dict[str, Any]] | None = None,
+    decision_takes: float = 30,
+) -> Script:
+    def script(job: TurnJob) -> FakeTurn:
+        if not job.request.lane:
+            if job.request.turn < 1000:
+                return FakeTurn(report=the_plan, duration=30)
+            report = decide(job) if decide else _continue_all(job.result.context)
+            return FakeTurn(report=report, duration=decision_takes)
+        return lanes[job.request.lane](job)
+
+    return script
+
+
+def _progress(duration: float) -> Script:
+    return lambda job: FakeTurn(
+        report={"status": "progress", "summary": "a step"}, duration=duration
+    )
+
+
+def test_a_trigger_while_deciding_widens_the_audit_and_the_old_decision_is_discarded(
+    ws: Path,
+) -> None:
+    # lane-2 stalls at t=90 and its audit is decided from t=90 to t=150; lane-1, still in its
+    # turn, stalls at t=130: the audit takes it in as revision 2.
+    script = _script(
+        plan(lane_1=1, lane_2=1),
+        {"lane-1": _progress(100), "lane-2": _progress(60)},
+        decision_takes=60,
+    )
+    run = _run(ws, script, turns=4)
+    record = run.record()
+    opened = record.of(mev.AuditOpened)
+    assert [(a.audit_id, a.revision, a.targets) for a in opened[:2]] == [
+        ("A000001", 1, ["lane-2"]),
+        ("A000001", 2, ["lane-2", "lane-1"]),
+    ]
+    [gone, *_] = record.of(mev.DecisionDiscarded)
+    assert (gone.audit_id, gone.revision) == ("A000001", 1)
+    first = record.of(mev.AuditDecided)[0]
+    assert (first.audit_id, first.revision) == ("A000001", 2)
+    assert sorted(v["lane"] for v in first.verdicts) == ["lane-1", "lane-2"]
+    assert gone.seq < first.seq
+
+
+def test_a_mission_past_its_deadline_is_audited(ws: Path) -> None:
+    the_plan = plan()
+    the_plan["lanes"][1]["mission"]["deadline_hours"] = 0.25
+    run = _run(ws, _script(the_plan, {"lane-1": _progress(600), "lane-2": _progress(1200)}), 4)
+    record = run.record()
+    [clock] = [t for t in record.of(mev.AuditTriggered) if t.trigger_kind == "mission_deadline"][:1]
+    assert (clock.lane, clock.mission_id) == ("lane-2", "M000002")
+    [opened, *_] = record.of(mev.AuditOpened)
+    assert (opened.trigger_kind, opened.targets) == ("mission_deadline", ["lane-2"])
+    assert record.of(mev.AuditDecided)
+
+
+def test_the_periodic_global_review_audits_every_lane_at_work(ws: Path) -> None:
+    run = _run(
+        ws,
+        _script(plan(), {"lane-1": _progress(1500), "lane-2": _progress(1500)}),
+        8,
+        global_audit_hours="1",
+    )
+    record = run.record()
+    [opened, *_] = record.of(mev.AuditOpened)
+    assert (opened.trigger_kind, opened.scope, opened.targets) == (
+        "periodic_global_review",
+        "global",
+        ["lane-1", "lane-2"],
+    )
+    [decided, *_] = record.of(mev.AuditDecided)
+    assert decided.scope == "global"
+
+
+def test_the_packet_shows_the_claim_beside_the_runtimes_measurement(ws: Path) -> None:
+    packets: list[dict[str, Any]] = []
+
+    def lane2(job: TurnJob) -> FakeTurn:
+        turn = ready(job, "score.py", "print('SCORE: 1')\n")
+        report = dict(turn.report or {})
+        report["submission"] = {
+            "title": "a perfect score",
+            "metric": "score",
+            "direction": "minimize",
+            "value": 0.001,
+            "evaluator": "python3 score.py",
+        }
+        return FakeTurn(report=report)
+
+    def decide(job: TurnJob) -> dict[str, Any]:
+        prompt = job.request.prompt
+        start, end = prompt.index("Packet:\n") + 8, prompt.index("\n\nWrite the decision")
+        packets.append(json.loads(prompt[start:end]))
+        return _continue_all(job.result.context)
+
+    script = _script(plan(), {"lane-1": _progress(60), "lane-2": lane2}, decide)
+    _run(ws, script, 6, evaluator="python3 score.py")
+    assert packets, "no audit was decided"
+    latest = packets[0]["latest_reports"]["lane-2"]
+    assert latest["claimed"] == {"metric": "score", "value": 0.001}
+    assert latest["runtime"]["claimed"] == 0.001
+    assert latest["runtime"]["measured"] == 1.0
+    assert latest["runtime"]["verified"] is False
+    assert packets[0]["missions"][0]["outcome"]["status"] == "deliverable_ready"
