@@ -152,3 +152,58 @@ def test_the_packet_shows_the_claim_beside_the_runtimes_measurement(ws: Path) ->
     assert latest["runtime"]["measured"] == 1.0
     assert latest["runtime"]["verified"] is False
     assert packets[0]["missions"][0]["outcome"]["status"] == "deliverable_ready"
+
+
+def test_external_events_add_evidence_or_ask_for_a_review_and_never_act(
+    ws: Path, tmp_path: Path
+) -> None:
+    feed = tmp_path / "events.jsonl"
+    feed.write_text("")
+    packets: list[dict[str, Any]] = []
+
+    def event(run_id: str, eid: str, kind: str, **more: Any) -> str:
+        return (
+            json.dumps(
+                {
+                    "version": 1,
+                    "event_id": eid,
+                    "run_id": run_id,
+                    "kind": kind,
+                    "summary": f"{kind} seen",
+                    **more,
+                }
+            )
+            + "\n"
+        )
+
+    def lane1(job: TurnJob) -> FakeTurn:
+        if job.request.turn == 1:
+            rid = job.request.run_id
+            feed.write_text(
+                event(rid, "x1", "deliverable_ready", lane="lane-1", evidence=["CI green"])
+                + event("another-run", "x2", "review_requested", scope="global")
+                + event(rid, "x3", "review_requested", scope="targeted", targets=["lane-2"])
+                + event(rid, "x3", "review_requested", scope="targeted", targets=["lane-2"])
+                + event(rid, "x4", "blocked", lane="lane-9")
+                + '{"version": 1, "event_id": "x5"}\n'
+            )
+        return FakeTurn(report={"status": "progress", "summary": "a step"})
+
+    def decide(job: TurnJob) -> dict[str, Any]:
+        prompt = job.request.prompt
+        start, end = prompt.index("Packet:\n") + 8, prompt.index("\n\nWrite the decision")
+        packets.append(json.loads(prompt[start:end]))
+        return _continue_all(job.result.context)
+
+    script = _script(plan(), {"lane-1": lane1, "lane-2": _progress(60)}, decide)
+    run = _run(ws, script, 6, external_events=str(feed))
+    record = run.record()
+    [opened, *_] = record.of(mev.AuditOpened)
+    assert (opened.trigger_kind, opened.targets) == ("review_requested", ["lane-2"])
+    [seen, *_] = record.of(mev.ExternalSeen)
+    assert [e["event_id"] for e in seen.events] == ["x1", "x3"]  # another run's, a repeat: out
+    assert len(seen.errors) == 2  # a lane this run does not have, an invalid event
+    # Lane 1's external "deliverable_ready" is evidence only: its mission goes on.
+    assert packets[0]["latest_reports"]["lane-1"]["external"][0]["evidence"] == ["CI green"]
+    moved = [m.to_status for m in record.of(mev.MissionMoved) if m.lane == "lane-1"]
+    assert moved == ["planned", "active"]

@@ -16,13 +16,11 @@ rejected and nothing is queued. docs/mission.md tells it whole.
 Modules: `flow` (the decider), `specs` (missions and the lane report), `missions` (their
 states and transitions), `audits` (triggers and coalescing), `decisions` (the decision and
 its exact checks), `apply` (what a decision does), `queue` (lane 1's integration queue),
-`packet` (what the coordinator is shown and the views told), `prompts`, `events`, `sim`.
+`packet` (what the coordinator is shown and the views told), `clocks` (deadlines, the
+periodic review), `ingress` (external events), `params`, `prompts`, `events`, `sim`.
 """
 
-from flamechase.flows.parallel_flame_chase_mission.flow import (
-    FLOW,
-    MissionParams,
-    ParallelFlameChaseMission,
-)
+from flamechase.flows.parallel_flame_chase_mission.flow import FLOW, ParallelFlameChaseMission
+from flamechase.flows.parallel_flame_chase_mission.params import MissionParams
 
 __all__ = ["FLOW", "MissionParams", "ParallelFlameChaseMission"]

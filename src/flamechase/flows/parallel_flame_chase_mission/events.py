@@ -216,3 +216,21 @@ def _audit_row(aid: str, revision: int, scope: str, targets: list[str], state: s
         aid,
         {"revision": revision, "scope": scope, "targets": ", ".join(targets), "state": state},
     )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ExternalSeen(FlowEvent):
+    """A pass over the external events file took in events (evidence, review requests) or
+    found some wrong; the events themselves never act."""
+
+    kind: ClassVar[str] = "external_seen"
+    events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+    def show(self, seen: Seen) -> Shown:
+        took = and_([f"{e.get('kind')} ({e.get('lane') or e.get('scope')})" for e in self.events])
+        wrong = f"; {len(self.errors)} refused: {clip(self.errors[0], 160)}" if self.errors else ""
+        return Shown(
+            f"External events: {took or 'none taken'}{wrong}.", "warn" if self.errors else "info"
+        )

@@ -15,8 +15,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from pydantic import Field
-
 from flamechase import events as ev
 from flamechase.flow import (
     Command,
@@ -44,11 +42,13 @@ from flamechase.flows.parallel_flame_chase_mission import apply as applying
 from flamechase.flows.parallel_flame_chase_mission import audits as au
 from flamechase.flows.parallel_flame_chase_mission import clocks
 from flamechase.flows.parallel_flame_chase_mission import events as mev
+from flamechase.flows.parallel_flame_chase_mission import ingress as ing
 from flamechase.flows.parallel_flame_chase_mission import packet as pk
 from flamechase.flows.parallel_flame_chase_mission import prompts as mp
 from flamechase.flows.parallel_flame_chase_mission import sim as msim
 from flamechase.flows.parallel_flame_chase_mission.decisions import Decision
 from flamechase.flows.parallel_flame_chase_mission.missions import Missions, Status, epoch
+from flamechase.flows.parallel_flame_chase_mission.params import MissionParams
 from flamechase.flows.parallel_flame_chase_mission.queue import Queue
 from flamechase.flows.parallel_flame_chase_mission.specs import (
     TERMINAL,
@@ -59,15 +59,6 @@ from flamechase.flows.parallel_flame_chase_mission.specs import (
 
 MISSION_REPORT = ResultSpec(MissionReport)
 LANE1 = "lane-1"
-
-
-class MissionParams(ParallelParams):
-    global_audit_hours: float = Field(
-        default=6.0,
-        ge=0,
-        le=168,
-        description="hours between periodic global audits (0: none)",
-    )
 
 
 class _Lanes(ParallelFlameChase):
@@ -87,6 +78,7 @@ class MissionState(FlowState):
     missions: Missions = Missions()
     audits: au.Audits = au.Audits()
     queue: Queue = Queue()
+    ingress: ing.Ingress = ing.Ingress()
     planned: int = 0  # the plan revision the missions were made from
     streak: dict[str, int] = {}  # lane -> failed turns in a row
     latest: dict[str, dict[str, Any]] = {}  # lane -> its latest report, as the packet shows it
@@ -153,6 +145,8 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
             return state.replace(audits=state.audits.deciding())
         if isinstance(event, ev.Ran) and event.key.startswith("verify:"):
             return self._verified(state, event)
+        if isinstance(event, ev.Ran) and event.key.startswith(ing.KEY):
+            return self._external(state, event)
         return state
 
     def _owe(self, state: MissionState, owed: Sequence[Command]) -> MissionState:
@@ -188,6 +182,9 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
         rid = report_id(state.pfc.book.run_id, lane, e.turn, e.attempt)
         m = state.missions.of(lane)
         seen = pk.report(rid, e, m.id if m else None)
+        external = state.latest.get(lane, {}).get("external")
+        if external:  # what an adapter said of the lane stays beside its reports
+            seen["external"] = external
         state = state.replace(latest={**state.latest, lane: seen}, streak={**state.streak, lane: 0})
         if m is None or m.status != "active":
             return state
@@ -250,6 +247,22 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
             at=e.at,
         )
         return self._trigger(state, t)
+
+    def _external(self, state: MissionState, e: ev.Ran) -> MissionState:
+        lanes = list(state.pfc.book.lanes)
+        took, new, errors = ing.parse(state.ingress, e, state.pfc.book.run_id, lanes, epoch(e.at))
+        state = state.replace(ingress=took)
+        for got in new:
+            latest, triggers = ing.absorb(state.latest, got)
+            state = state.replace(latest=latest)
+            for t in triggers:
+                state = self._trigger(state, t)
+        if not new and not errors:
+            return state
+        said = [
+            {"event_id": g.event_id, "kind": g.kind, "lane": g.lane, "scope": g.scope} for g in new
+        ]
+        return self._owe(state, [Emit(mev.ExternalSeen(events=said, errors=errors[:20]))])
 
     # ---- an audit's decision ---------------------------------------------------------------
 
@@ -352,6 +365,9 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
                 out.append(dataclasses.replace(c, result=MISSION_REPORT))
         out += self._auditing(state, now)
         out += clocks.due(state.missions, state.audits, now)
+        path = state.pfc.params.model_dump().get("external_events")
+        if path:
+            out += ing.commands(state.ingress, str(path), now)
         if (
             state.missions.idle()
             and state.audits.open is None
