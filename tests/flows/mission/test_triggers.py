@@ -207,3 +207,45 @@ def test_external_events_add_evidence_or_ask_for_a_review_and_never_act(
     assert packets[0]["latest_reports"]["lane-1"]["external"][0]["evidence"] == ["CI green"]
     moved = [m.to_status for m in record.of(mev.MissionMoved) if m.lane == "lane-1"]
     assert moved == ["planned", "active"]
+
+
+def test_a_revised_objective_is_a_global_audit_not_a_re_plan(ws: Path, tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def decide(job: TurnJob) -> dict[str, Any]:
+        seen.append(job.request.prompt)
+        ctx = job.result.context
+        nxt = plan()["lanes"][1]["mission"] | {"title": "new", "approach_class": "b"}
+        return answer(
+            ctx,
+            verdict("lane-1", "continue"),
+            verdict("lane-2", "redirect", changes=["method"], next_mission=nxt),
+        )
+
+    script = _script(plan(), {"lane-1": _progress(60), "lane-2": _progress(60)}, decide)
+    home = tmp_path / "home"
+    for task, turns in (("make it better", 2), ("make it faster", 4)):
+        (ws / "TASK.md").write_text(task + "\n")  # `continue`: the objective is TASK.md
+        clock = FakeClock()
+        executor = ScriptedExecutor(clock, script, measure=run_for_real)
+        run = run_engine(
+            "parallel_flame_chase_mission",
+            ws,
+            executor=executor,
+            clock=clock,
+            task="continue",
+            home=home,
+            settings={"lanes": "2", "budget.turns": str(turns)},
+        )
+    record = run.record()
+    [opened] = record.of(mev.AuditOpened)
+    assert (opened.trigger_kind, opened.scope, opened.targets) == (
+        "objective_revision",
+        "global",
+        ["lane-1", "lane-2"],
+    )
+    assert "make it faster" in seen[0]
+    # One plan, made once; the redirect replaced lane 2's mission.
+    assert len([t for t in executor.jobs if not t.request.lane and t.request.turn < 1000]) == 0
+    lane2 = [(m.mission_id, m.to_status) for m in record.of(mev.MissionMoved) if m.lane == "lane-2"]
+    assert lane2[-3:] == [("M000002", "rejected"), ("M000003", "planned"), ("M000003", "active")]

@@ -11,7 +11,6 @@ works only on an active mission that no open audit pauses.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -26,13 +25,11 @@ from flamechase.flow import (
     MakePlace,
     ResultSpec,
     Role,
-    Run,
     RunSetup,
     SimActor,
     StartTurn,
     TurnContext,
     WaitUntil,
-    runtime_module,
 )
 from flamechase.flow.lanes import report_id
 from flamechase.flows.parallel_flame_chase import ParallelFlameChase, ParallelParams
@@ -129,6 +126,17 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
         if event.lane is None and event.actor == PLANNER and turn >= au.AUDIT_TURNS:
             pfc = state.pfc.replace(outbox=state.pfc.outbox.settle(event))
             return self._decision(state.replace(pfc=pfc), event)
+        if isinstance(event, ev.ObjectiveRevised) and state.missions.items:
+            # Not a re-plan: a global audit, whose coordinator sees the new objective and
+            # redirects (or keeps) each mission at work.
+            t = au.Trigger(
+                id=f"objective:{event.task_fingerprint}:{event.seq}",
+                kind="objective_revision",
+                scope="global",
+                why="the objective was revised (TASK.md changed)",
+                at=event.at,
+            )
+            return self._trigger(state, t)
         state = state.replace(pfc=LANES.evolve(state.pfc, event))
         p = state.pfc
         if p.planning is None and p.plan and p.revision != state.planned:
@@ -295,7 +303,7 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
             audit_id=a.id,
             revision=a.revision,
             scope=a.scope,
-            verdicts=[_verdict(v) for v in d["lanes"]],
+            verdicts=[pk.verdict(v) for v in d["lanes"]],
         )
         pfc = state.pfc.replace(dropping=(*state.pfc.dropping, a.place))
         state = state.replace(
@@ -395,20 +403,7 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
             return []
         if lane1.busy:
             return []
-        argv = runtime_module(
-            "flamechase.tools.blobcheck",
-            json.dumps([{k: a.get(k) for k in ("path", "sha256", "blob")} for a in item.artifacts]),
-        )
-        return [
-            Run(
-                key=f"verify:{item.id}",
-                place="source",
-                argv=argv,
-                jailed=False,
-                lane=LANE1,
-                label=f"re-hash integration {item.id}'s package",
-            )
-        ]
+        return [item.verify()]
 
     def _auditing(self, state: MissionState, now: float) -> list[Command]:
         a = state.audits.open
@@ -484,13 +479,6 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
         out = LANES.describe(state.pfc)
         out.pop("plan", None)
         return {**out, **pk.describe(state)}
-
-
-def _verdict(v: Mapping[str, Any]) -> dict[str, Any]:
-    said = {"lane": v["lane"], "verdict": v["verdict"], "reason": str(v["reason"])[:500]}
-    if v.get("next_mission"):
-        said["next_mission"] = v["next_mission"].get("title")
-    return said
 
 
 FLOW = ParallelFlameChaseMission()

@@ -182,3 +182,11 @@ def describe(state: MissionState) -> dict[str, Any]:
         ],
         "integration_queue": [_item(i) for i in state.queue.items.values()][-20:],
     }
+
+
+def verdict(v: Mapping[str, Any]) -> dict[str, Any]:
+    """A decision's verdict as its event tells it."""
+    said = {"lane": v["lane"], "verdict": v["verdict"], "reason": str(v["reason"])[:500]}
+    if v.get("next_mission"):
+        said["next_mission"] = v["next_mission"].get("title")
+    return said

@@ -4,9 +4,10 @@ package is re-hashed before lane 1 is given it; one that no longer verifies is r
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from flamechase.flow import Command, Emit, FlowState
+from flamechase.flow import Command, Emit, FlowState, Run, runtime_module
 from flamechase.flows.parallel_flame_chase_mission import events as mev
 
 __all__ = ["Item", "Queue"]
@@ -27,6 +28,18 @@ class Item(FlowState):
     seq: int = 0
     reason: str = ""
     mission_id: str | None = None  # lane 1's integration mission
+
+    def verify(self) -> Run:
+        """Re-hash the package's frozen blobs (`Ran(key)`: ok, or the changed paths)."""
+        package = [{k: a.get(k) for k in ("path", "sha256", "blob")} for a in self.artifacts]
+        return Run(
+            key=f"verify:{self.id}",
+            place="source",
+            argv=runtime_module("flamechase.tools.blobcheck", json.dumps(package)),
+            jailed=False,
+            lane="lane-1",
+            label=f"re-hash integration {self.id}'s package",
+        )
 
 
 class Queue(FlowState):
