@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from flamechase import events as ev
 from flamechase.engine.executor import TurnJob
 from flamechase.flows.parallel_flame_chase_mission import events as mev
 from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine, run_for_real
@@ -90,6 +91,9 @@ def test_a_trigger_while_deciding_widens_the_audit_and_the_old_decision_is_disca
     assert (first.audit_id, first.revision) == ("A000001", 2)
     assert sorted(v["lane"] for v in first.verdicts) == ["lane-1", "lane-2"]
     assert gone.seq < first.seq
+    # Both revisions' snapshots are removed: r1's once its session ended, r2's once decided.
+    dropped = {e.place for e in record.of(ev.PlaceDropped)}
+    assert {"audits/A000001-r1", "audits/A000001-r2"} <= dropped
 
 
 def test_a_mission_past_its_deadline_is_audited(ws: Path) -> None:

@@ -66,6 +66,7 @@ class Audits(FlowState):
     done: tuple[Audit, ...] = ()
     seen: tuple[str, ...] = ()
     next_global_at: float = 0.0  # 0: not scheduled yet
+    running: int | None = None  # the audit turn a coordinator session is in, if any
 
     def trigger(self, t: Trigger, lanes: Sequence[str]) -> tuple[Audits, list[Command]]:
         """Open an audit for `t`, or fold `t` into the open one."""

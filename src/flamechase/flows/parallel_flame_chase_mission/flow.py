@@ -2,10 +2,9 @@
 own decider, `LANES`, whose state it keeps inside its own), plus missions, audits and lane
 1's integration queue.
 
-Every engine event goes to parallel_flame_chase first (places, the plan, turns, reports,
-artifacts, the frozen evaluator, the leaderboard); then this flow reads what it means for
-the missions. Its commands are parallel_flame_chase's, with the lane turns filtered: a lane
-works only on an active mission that no open audit pauses.
+Every engine event goes to parallel_flame_chase first (places, plan, turns, reports, artifacts,
+evaluator, leaderboard), then this flow reads what it means for the missions. Its commands are
+parallel_flame_chase's, a lane's turn only while its mission is active and no audit pauses it.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from typing import Any, cast
 from flamechase import events as ev
 from flamechase.flow import (
     Command,
+    DropPlace,
     Emit,
     FinishRun,
     Flow,
@@ -275,6 +275,9 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
     # ---- an audit's decision ---------------------------------------------------------------
 
     def _decision(self, state: MissionState, e: ev.Event) -> MissionState:
+        if isinstance(e, ev.TurnStarted | ev.TurnValid | ev.TurnFailed | ev.TurnInterrupted):
+            running = e.turn if isinstance(e, ev.TurnStarted) else None
+            state = state.replace(audits=state.audits.replace(running=running))
         a = state.audits.open
         if isinstance(e, ev.TurnFailed) and a is not None and e.turn == a.turn:
             book, a = state.audits.refused(e.error or "failed", epoch(e.at))
@@ -373,6 +376,7 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
                 out.append(dataclasses.replace(c, result=MISSION_REPORT))
         out += self._auditing(state, now)
         out += clocks.due(state.missions, state.audits, now)
+        out += self._stale_places(state)
         path = state.pfc.params.model_dump().get("external_events")
         if path:
             out += ing.commands(state.ingress, str(path), now)
@@ -404,6 +408,18 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
         if lane1.busy:
             return []
         return [item.verify()]
+
+    def _stale_places(self, state: MissionState) -> list[Command]:
+        """Snapshots of revisions an audit moved past, once no decision session uses them."""
+        if state.audits.running is not None:
+            return []
+        a = state.audits.open
+        keep = a.place if a else None
+        return [
+            DropPlace(p)
+            for p in state.pfc.places
+            if p.startswith("audits/") and p != keep and p not in state.pfc.dropping
+        ]
 
     def _auditing(self, state: MissionState, now: float) -> list[Command]:
         a = state.audits.open
