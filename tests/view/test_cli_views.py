@@ -58,8 +58,11 @@ def test_simulate_every_builtin_flow(flow: str, tmp_path: Path, state_home: Path
         assert "turns per lane: f1 " in proc.stdout
     else:
         # Twelve lane turns, and the planning sessions (turns outside lanes) of flows
-        # that plan.
-        assert kinds.count("turn_valid") == 12 + kinds.count("plan_attempt")
+        # that plan, and the audit decisions of parallel_flame_chase_mission.
+        outside = sum(
+            kinds.count(k) for k in ("plan_attempt", "audit_decided", "decision_discarded")
+        )
+        assert kinds.count("turn_valid") == 12 + outside
         assert "turns per lane: lane-1 " in proc.stdout
     # Throw-away: nothing left in the scratch area nor in the user's state home.
     assert list(scratch.iterdir()) == []

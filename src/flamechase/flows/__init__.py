@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 BUILTIN: dict[str, str] = {
     "flame_chase": "flamechase.flows.flame_chase",
     "parallel_flame_chase": "flamechase.flows.parallel_flame_chase",
+    "parallel_flame_chase_mission": "flamechase.flows.parallel_flame_chase_mission",
     "parrallello": "flamechase.flows.parrallello",
 }
 

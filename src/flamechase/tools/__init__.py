@@ -17,6 +17,7 @@ the JSON back.
               starts in about 0.1 s, through flows/ it would take 0.5 s).
     treesync  mirror, diff, apply and hash trees between places (any flow; parrallello uses it)
     gitpoint  checkpoint tags and integration into the source (any flow; parrallello uses it)
+    blobcheck  re-hash frozen artifact blobs before a flow hands them on (the mission flow)
     jobs, locks  background jobs and the measurement lock, for agents inside a turn
 
 Every git command runs with its own configuration (`git_pr/git.py`): the user's global and

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from flamechase import events as ev
 from flamechase.flow import (
@@ -30,6 +30,7 @@ from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
 from flamechase.flows.parallel_flame_chase import sim as pfc_sim
 from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
 from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
+from flamechase.flows.parallel_flame_chase.plans import PlanResult
 
 GO_ON = (
     "to go on, change TASK.md and run the same command with the task `continue`: the "
@@ -82,6 +83,10 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
     Params = ParallelParams
     State = PfcState
     structural_params = ("lanes",)
+    # Hooks for a flow built on this one (parallel_flame_chase_mission): its plan's model, and
+    # whether two failed turns or a `blocked` report hold a lane.
+    plan_result: type[BaseModel] = PlanResult
+    holds = True
 
     # ---- declarations ----------------------------------------------------------------------
 
@@ -133,7 +138,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
     def start(self, setup: RunSetup[ParallelParams]) -> PfcState:
         params = setup.params
         book = LaneBook.open(
-            setup.run_id, setup.lanes, holds=True, shares_reports=True, system_reports=True
+            setup.run_id, setup.lanes, holds=self.holds, shares_reports=True, system_reports=True
         )
         state = PfcState(params=params, book=book)
         declared = candidates.declared(params.model_dump())
@@ -167,7 +172,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         if isinstance(event, ev.Frozen) and event.key == pfc_measure.FROZEN:
             return state.replace(frozen=event.files, freeze_error=event.error)
         if isinstance(event, ev.RunResumed) and event.params:
-            params = ParallelParams.model_validate(event.params)
+            params = self.Params.model_validate(event.params)
             return state.replace(params=params)
         if isinstance(event, ev.ObjectiveRevised):
             return state.replace(
@@ -291,7 +296,9 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             if ready:  # nothing runs before the baseline and the frozen evaluator exist
                 return out + ready
         if state.planning is not None:
-            return out + planner.commands(state.planning, state.places, state.book.lanes)
+            return out + planner.commands(
+                state.planning, state.places, state.book.lanes, self.plan_result
+            )
         for key, info in state.measuring.items():
             lane = state.book.get(info["lane"])
             out += pfc_measure.steps(

@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from flamechase import events as ev
 from flamechase.flow import (
     Command,
@@ -52,7 +54,12 @@ class Step:
     plan: dict[str, Any] | None = None
 
 
-def commands(p: Planning, places: Mapping[str, str], lanes: Mapping[str, Lane]) -> list[Command]:
+def commands(
+    p: Planning,
+    places: Mapping[str, str],
+    lanes: Mapping[str, Lane],
+    result: type[BaseModel] = PlanResult,
+) -> list[Command]:
     place = f"planning/{p.revision}"
     if place not in places:
         again = f" (plan revision {p.revision})" if p.revision > 1 else ""
@@ -70,7 +77,7 @@ def commands(p: Planning, places: Mapping[str, str], lanes: Mapping[str, Lane]) 
         out.append(
             Emit(pev.PlanningStarted(actor=PLANNER, revision=p.revision, workspace=places[place]))
         )
-    spec = ResultSpec(PlanResult, noun="plan", context={"lanes": list(lanes)})
+    spec = ResultSpec(result, noun="plan", context={"lanes": list(lanes)})
     out.append(
         StartTurn(
             role=PLANNER,

@@ -51,11 +51,13 @@ def _show(name: str) -> str:
     return name if name.isprintable() and name.strip() == name and name else repr(name)
 
 
-def validate_plan(data: Any, lanes: Sequence[str]) -> dict[str, Any]:
+def validate_plan(data: Any, lanes: Sequence[str], model: type[Plan] = Plan) -> dict[str, Any]:
+    """The plan in lane order, checked as `model` (a flow with richer missions subclasses
+    `Plan`) and against the run's lanes; ValueError with one line otherwise."""
     if not isinstance(data, dict):
         raise ValueError(f"plan must be a JSON object, got {type(data).__name__}")
     try:
-        plan = Plan.model_validate(data)
+        plan = model.model_validate(data)
     except ValidationError as exc:
         raise ValueError(one_line(exc)) from None
     names = [b.lane for b in plan.lanes]

@@ -1,0 +1,117 @@
+"""parallel_flame_chase_mission end to end through `flamechase exec` with `exec:` actors:
+lane 2's package accepted, re-hashed, integrated by lane 1, whose paused mission resumes and
+ends the run by itself; an engine SIGKILLed while an audit is being decided resumes to the
+same state, the audit decided once and nothing lost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import FLAMECHASE, cli, events, status
+
+ACTOR = Path(__file__).with_name("actor.py")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    tree = tmp_path / "ws"
+    tree.mkdir()
+    (tree / "README.md").write_text("a tree\n")
+    return tree
+
+
+@pytest.fixture
+def actor(tmp_path: Path) -> Path:
+    team = tmp_path / "team"
+    team.mkdir()
+    path = team / "actor.py"
+    path.write_text(f"#!{sys.executable}\n" + ACTOR.read_text())
+    path.chmod(0o755)
+    return path
+
+
+def _args(actor: Path) -> list[str]:
+    out = ["exec", "-f", "parallel_flame_chase_mission"]
+    for _ in range(5):
+        out += ["-a", f"exec:{actor}"]
+    return [*out, "-p", "lanes=2,rest_seconds=0.05,budget.duration=120s", "improve it"]
+
+
+def _kinds(evs: list[dict[str, object]], kind: str) -> list[dict[str, object]]:
+    return [e for e in evs if e["kind"] == kind]
+
+
+def _check_the_whole_run(ws: Path) -> None:
+    evs = events(ws)
+    decided = _kinds(evs, "audit_decided")
+    ids = [e["payload"]["audit_id"] for e in decided]  # type: ignore[index]
+    assert len(ids) == len(set(ids)) == 3  # lane 2's, lane 1's integration, lane 1's own
+    items = [
+        (e["payload"]["item_id"], e["payload"]["status"])  # type: ignore[index]
+        for e in _kinds(evs, "integration_moved")
+    ]
+    assert items == [("I000001", "queued"), ("I000001", "active"), ("I000001", "accepted")]
+    lane1 = [
+        (e["payload"]["mission_id"], e["payload"]["to_status"])  # type: ignore[index]
+        for e in _kinds(evs, "mission_moved")
+        if e["lane"] == "lane-1"
+    ]
+    assert ("M000001", "paused") in lane1
+    assert lane1[-3:] == [("M000001", "active"), ("M000001", "completed"), ("M000001", "accepted")]
+    st = status(ws)
+    assert st["status"] == "finished"
+    assert (ws / ".integrated").exists()
+
+
+def test_a_lane_2_package_is_integrated_by_lane_1_and_the_run_ends(
+    ws: Path, actor: Path, state_home: Path
+) -> None:
+    proc = cli(*_args(actor), cwd=ws, timeout=150)
+    assert proc.returncode == 0, proc.stderr
+    _check_the_whole_run(ws)
+    shown = cli("status", "last", cwd=ws, check=True).stdout
+    assert "missions:" in shown and "audits:" in shown and "integration:" in shown
+
+
+@pytest.mark.slow
+def test_a_sigkill_while_an_audit_is_decided_loses_nothing(
+    ws: Path, actor: Path, state_home: Path
+) -> None:
+    (actor.parent / "hang-audit").write_text("")
+    engine = subprocess.Popen(
+        [*FLAMECHASE, *_args(actor)],
+        cwd=ws,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        end = time.time() + 90
+        while time.time() < end and not list(state_home.glob("runs/*/**/audit-started")):
+            time.sleep(0.1)
+        assert list(state_home.glob("runs/*/**/audit-started")), "no audit session started"
+        os.kill(engine.pid, signal.SIGKILL)
+    finally:
+        engine.communicate(timeout=30)
+    (actor.parent / "hang-audit").unlink()
+    before = events(ws)
+    assert _kinds(before, "audit_deciding") and not _kinds(before, "audit_decided")
+    run_id = status(ws)["id"]
+    proc = cli(*_args(actor), cwd=ws, timeout=150)  # the same command picks the run up
+    assert proc.returncode == 0, proc.stderr
+    assert status(ws)["id"] == run_id
+    _check_the_whole_run(ws)
+    # The killed decision session was taken again (a fresh session of the same audit turn).
+    starts = [e for e in _kinds(events(ws), "turn_started") if e["actor"] == "coordinator"]
+    assert [(e["payload"]["turn"], e["payload"]["attempt"]) for e in starts][1:3] == [  # type: ignore[index]
+        (1001, 1),
+        (1001, 2),
+    ]
