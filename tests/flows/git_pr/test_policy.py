@@ -8,9 +8,9 @@ import json
 import pytest
 
 from flamechase import events as ev
-from flamechase.flow import Measure, Run
+from flamechase.flow import FinishRun, Measure, Run
 from flamechase.flows.git_pr import events as gev
-from tests.flows.git_pr.kit import BASE, Driver, sha
+from tests.flows.git_pr.kit import BASE, Driver, sha, starts
 
 
 def ready(
@@ -66,6 +66,10 @@ def test_the_baseline_is_measured_before_any_candidate_is_judged() -> None:
     checkout = d.job("setup/main-checkout")
     assert isinstance(checkout, Run) and BASE in checkout.argv
     d.ran("setup/main-checkout", {"commit": BASE, "tree": "t" * 40})
+    # The evaluator's files are frozen from the checkout before anything runs in it.
+    assert not [k for k in d.jobs() if k == "setup/main-measure"]
+    freeze = d.freeze()
+    assert (freeze.place, freeze.command) == ("checkouts/main", "python3 score.py")
     measure = d.job("setup/main-measure")
     assert isinstance(measure, Measure) and measure.command == "python3 score.py"
     # A candidate made ready meanwhile is measured but not judged before main is.
@@ -274,7 +278,8 @@ def test_a_candidate_changing_paths_the_task_does_not_allow_is_rejected() -> Non
     )
     d.push("lane-1", {"refs/heads/lane-1/x": sha(1)})
     checkout = d.job("checkout/")
-    assert list(checkout.argv[-2:]) == ["--allow", "solver.py"]
+    argv = list(checkout.argv)
+    assert argv[argv.index("--allow") : argv.index("--allow") + 2] == ["--allow", "solver.py"]
     d.ran(
         "checkout/",
         {
@@ -369,3 +374,111 @@ def test_allowed_paths_restrict_prs_over_the_task_sentence_and_survive_a_resume(
     cleared = {**d.state.params.model_dump(mode="json"), "allowed_paths": []}
     d.feed(ev.RunResumed(session=3, params=cleared))
     assert d.state.params.allowed_paths == [] and d.state.allowed == ("x.py",)
+
+
+def test_every_checkout_is_judged_against_the_evaluators_frozen_files() -> None:
+    d = Driver()
+    d.set_up(main_score=50, frozen={"score.py": "5" * 64, "lib/data.txt": "6" * 64})
+    ready(d, "lane-1", 1, 40, descends=False)
+    merge(d, sha(200), fast=False)
+    argv = list(d.job("merge-checkout/").argv)
+    assert argv[argv.index("--baseline") + 1] == BASE
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--frozen"] == [
+        "lib/data.txt=" + "6" * 64,
+        "score.py=" + "5" * 64,
+    ]
+    # And what the command names stays as the baseline has it (here or not).
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--named"] == ["python3", "score.py"]
+
+
+def test_a_pr_that_changes_the_evaluator_is_tampered_never_measured_and_its_lane_told() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    d.turn(
+        "lane-1",
+        [
+            {"op": "open", "branch": "lane-1/fake", "head": sha(1), "title": "fast"},
+            {"op": "ready", "branch": "lane-1/fake"},
+        ],
+    )
+    d.push("lane-1", {"refs/heads/lane-1/fake": sha(1)})
+    argv = list(d.job("checkout/").argv)
+    assert "--frozen" in argv and argv[argv.index("--frozen") + 1] == "score.py=" + "5" * 64
+    d.ran(
+        "checkout/",
+        {
+            "commit": sha(1),
+            "tree": "t" * 40,
+            "base": BASE,
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+            "tampered": ["score.py"],
+        },
+    )
+    pr = d.state.prs["PR000001"]
+    assert pr.status == "tampered" and pr.tampered == ("score.py",)
+    assert pr.reason == "it changes the evaluator's frozen files: score.py"
+    assert not [k for k in d.jobs() if k.startswith(("measure/", "merge/"))]
+    assert [e.files for e in d.of(gev.PrTampered)] == [["score.py"]]
+    told = d.reports_to("lane-1")[-1]
+    assert told.startswith("PR000001 is tampered and will never be merged: it changes the")
+    assert "`python3 score.py` is not yours to change" in told
+    # Main is untouched and the next honest PR is judged as usual.
+    honest = ready(d, "lane-2", 2, 30)
+    assert d.state.pr(honest).status == "reviewing" and d.state.main == BASE
+
+
+def test_a_merge_with_main_that_changes_a_frozen_file_is_tampered_too() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    pr = ready(d, "lane-1", 1, 40, descends=False)
+    merge(d, sha(200), fast=False)
+    d.ran(
+        "merge-checkout/",
+        {
+            "commit": sha(200),
+            "tree": "u" * 40,
+            "base": BASE,
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+            "tampered": ["score.py"],
+        },
+    )
+    assert d.state.pr(pr).status == "tampered" and d.state.review is None
+    assert (
+        d.state.pr(pr).reason
+        == "its merge with main changes the evaluator's frozen files: score.py"
+    )
+    assert not [k for k in d.jobs() if k.startswith(("merge-measure/", "push-main/"))]
+
+
+def _until_frozen(d: Driver) -> None:
+    d.places()
+    d.feed(
+        ev.TurnStarted(actor="coordinator", turn=1),
+        ev.TurnValid(actor="coordinator", turn=1, result={"lanes": []}),
+    )
+    d.places()
+    d.ran("setup/central", {"main": BASE, "files": 3})
+    for key in [k for k in d.jobs() if k.startswith("setup/clone/")]:
+        d.ran(key, {"head": BASE})
+    d.ran("setup/main-checkout", {"commit": BASE, "tree": "t" * 40})
+
+
+def test_no_lane_turn_starts_before_the_evaluator_is_frozen() -> None:
+    d = Driver()
+    _until_frozen(d)
+    assert not starts(d.decide())
+    d.freeze()
+    assert {t.lane for t in starts(d.decide())} == {"lane-1", "lane-2"}
+
+
+def test_a_failed_freeze_ends_the_run() -> None:
+    d = Driver()
+    _until_frozen(d)
+    d.freeze(error="score.py cannot be read")
+    (finish,) = [c for c in d.decide() if isinstance(c, FinishRun)]
+    assert finish.status == "failed"
+    assert finish.reason == "cannot freeze the evaluator's files: score.py cannot be read"

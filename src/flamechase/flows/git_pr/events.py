@@ -218,6 +218,28 @@ class PrRejected(FlowEvent):
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PrTampered(FlowEvent):
+    """A PR changes the evaluator's frozen files: never measured, never merged."""
+
+    kind: ClassVar[str] = "pr_tampered"
+    pr: str = ""
+    files: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"{self.pr} tampered: it changes the frozen {', '.join(self.files)[:160]}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"{self.pr} of {self.lane} changes the evaluator's frozen files "
+            f"({clip(', '.join(self.files), 200)}): it is tampered, never measured or merged.",
+            "fail",
+            mark=Mark(f"{self.pr} tampered", "bad"),
+            rows=(_pr(self.pr, state="tampered"),),
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class MainPublished(FlowEvent):
     """Main's changed paths were written into the source tree (and committed, in git)."""
 

@@ -23,6 +23,12 @@ class GitPrParams(MeasuredLaneParams):
         description="shell command the runtime runs in a clean checkout of each candidate "
         "(and of main at the start); required",
     )
+    evaluator_files: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="globs of files the evaluator uses besides those its command names; "
+        "frozen from the baseline at the start, a PR that changes one is tampered",
+    )
     allowed_paths: list[str] = Field(
         default_factory=list,
         max_length=200,
@@ -39,9 +45,10 @@ class GitPrParams(MeasuredLaneParams):
 
     @model_validator(mode="after")
     def _paths_relative(self) -> GitPrParams:
-        bad = [p for p in self.allowed_paths if not _relative(p)]
-        if bad:
-            raise ValueError(f"allowed_paths must be relative paths or globs, not {bad[0]!r}")
+        for name in ("allowed_paths", "evaluator_files"):
+            bad = [p for p in getattr(self, name) if not _relative(p)]
+            if bad:
+                raise ValueError(f"{name} must be relative paths or globs, not {bad[0]!r}")
         return self
 
 

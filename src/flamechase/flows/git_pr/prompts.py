@@ -97,8 +97,18 @@ def protocol(state: GitState, lane: str) -> str:
             "merged. If your branch does not contain the current main, the runtime merges it "
             "with main and measures that again (conflicts reject the PR: rebase on origin/main "
             f"and open a new one). PRs may change: {allowed}.",
+            frozen_line(state),
             "Never edit the original source, another lane's clone or the central repository.",
         ]
+    )
+
+
+def frozen_line(state: GitState) -> str:
+    files = ", ".join(sorted(state.frozen or ())) or "none (the command names no file of the tree)"
+    return (
+        f"The evaluator is frozen: its files ({files}) were frozen from the baseline at the "
+        "start, and every PR is measured with them as they were. A PR that changes, deletes "
+        "or replaces one of them is tampered: never measured, never merged."
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from flamechase.flow import Emit
 from flamechase.flows.git_pr import events as gev
-from flamechase.flows.git_pr import jobs, programs
+from flamechase.flows.git_pr import frozen, jobs, programs
 from flamechase.flows.git_pr.model import (
     CENTRAL,
     INTEGRATION,
@@ -79,7 +79,7 @@ def evaluate(state: GitState, pr_id: str) -> GitState:
         subject=pr.id,
         place=checkout_place(pr.lane),
         reads=(CENTRAL,),
-        argv=programs.checkout(central, pr.head, state.main, state.allowed),
+        argv=(*programs.checkout(central, pr.head, state.main, state.allowed), *frozen.args(state)),
     )
 
 
@@ -135,6 +135,8 @@ def _on_checkout(state: GitState, job: Job, result: dict[str, Any], at: str) -> 
     pr = state.prs.get(job.subject)
     if pr is None or pr.status != "evaluating":
         return state  # superseded meanwhile
+    if result.get("tampered"):
+        return frozen.tamper(state, pr.id, [str(p) for p in result["tampered"]], at, merged=False)
     checked = _checked_out(state, pr, result, at)
     if isinstance(checked, str):
         return reject(state, pr.id, checked, at)
@@ -253,7 +255,10 @@ def _on_merge(state: GitState, job: Job, result: dict[str, Any], at: str) -> Git
         subject=pr.id,
         place=MERGE_CHECKOUT,
         reads=(CENTRAL,),
-        argv=programs.checkout(state.place(CENTRAL), merge, review.main, state.allowed),
+        argv=(
+            *programs.checkout(state.place(CENTRAL), merge, review.main, state.allowed),
+            *frozen.args(state),
+        ),
     )
 
 
@@ -262,6 +267,8 @@ def _on_merge_checkout(state: GitState, job: Job, result: dict[str, Any], at: st
     if review is None or review.pr != job.subject or review.merge is None:
         return state
     pr = state.pr(review.pr)
+    if result.get("tampered"):
+        return frozen.tamper(state, pr.id, [str(p) for p in result["tampered"]], at, merged=True)
     checked = _checked_out(state, pr, result, at)
     if isinstance(checked, str):
         return reject(state, pr.id, f"its merge with main failed: {checked}", at)
