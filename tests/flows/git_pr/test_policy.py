@@ -482,3 +482,77 @@ def test_a_failed_freeze_ends_the_run() -> None:
     (finish,) = [c for c in d.decide() if isinstance(c, FinishRun)]
     assert finish.status == "failed"
     assert finish.reason == "cannot freeze the evaluator's files: score.py cannot be read"
+
+
+def _merge_measured(d: Driver, merged: str, value: float) -> None:
+    merge(d, merged, fast=False)
+    d.ran(
+        "merge-checkout/",
+        {
+            "commit": merged,
+            "tree": "u" * 40,
+            "base": d.state.main,
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+        },
+    )
+    d.measured("merge-measure/", value)
+
+
+def test_a_stale_pr_is_judged_by_its_real_merge_with_main_whatever_its_head_scored() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    ready(d, "lane-1", 1, 40)
+    merge(d, sha(100))
+    d.ran("push-main/", {"main": sha(100)})
+    # lane-2 worked from the baseline: alone 45 does not beat main's 40, but main moved.
+    stale = ready(d, "lane-2", 2, 45, descends=False)
+    assert d.state.pr(stale).status == "reviewing"
+    assert "what decides is its merge with the current main" in d.reports_to("lane-2")[-1]
+    reviewing = d.of(gev.PrReviewing)[-1]
+    assert (reviewing.pr, reviewing.stale) == (stale, True)
+    assert sha(100) in d.job("merge/").argv  # onto the current main
+    _merge_measured(d, sha(200), 35)  # the two improvements add up
+    d.ran("push-main/", {"main": sha(200)})
+    assert d.state.pr(stale).status == "merged"
+    assert (d.state.main, d.state.main_score) == (sha(200), 35)
+    assert d.of(gev.PrMerged)[-1].remeasured is True
+
+
+def test_a_stale_pr_whose_merge_does_not_beat_main_is_rejected_with_the_merges_value() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    ready(d, "lane-1", 1, 40)
+    merge(d, sha(100))
+    d.ran("push-main/", {"main": sha(100)})
+    stale = ready(d, "lane-2", 2, 45, descends=False)
+    _merge_measured(d, sha(200), 42)
+    assert d.state.pr(stale).status == "rejected"
+    assert str(d.state.pr(stale).reason).startswith(
+        "merged with the current main it measures score 42, which does not beat main's 40"
+    )
+
+
+def test_prs_made_fresh_then_left_behind_by_a_merge_are_measured_merged_not_rejected() -> None:
+    d = Driver(lanes=3)
+    d.set_up(main_score=50)
+    a = ready(d, "lane-1", 1, 30)  # integrated first
+    b = ready(d, "lane-2", 2, 40)  # fresh when measured, stale once a is merged
+    merge(d, sha(100))
+    d.ran("push-main/", {"main": sha(100)})
+    assert d.state.pr(a).status == "merged"
+    assert d.state.review is not None and d.state.review.pr == b
+    # A fresh winner goes before a stale PR that must be measured merged to know.
+    _merge_measured(d, sha(200), 25)
+    d.ran("push-main/", {"main": sha(200)})
+    c = ready(d, "lane-3", 3, 60, descends=False)  # stale, and alone worse than main
+    assert d.state.pr(c).status == "reviewing"
+
+
+def test_a_fresh_pr_that_does_not_beat_main_is_rejected_without_a_merge() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    pr = ready(d, "lane-1", 1, 55)
+    assert d.state.pr(pr).status == "rejected"
+    assert not [k for k in d.jobs() if k.startswith("merge/")]

@@ -147,20 +147,29 @@ class PrReady(FlowEvent):
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class PrReviewing(FlowEvent):
-    """The best ready PR beats main: the runtime integrates it."""
+    """The runtime integrates a ready PR: the best one that beats main, or a stale one whose
+    merge with main it measures."""
 
     kind: ClassVar[str] = "pr_reviewing"
     pr: str = ""
     value: float | None = None
     main_value: float | None = None
+    stale: bool = False  # main moved since its base: its merge with main is what is judged
 
     def describe(self) -> str:
         return f"{self.pr} selected for integration ({self.value} vs main {self.main_value})"
 
     def show(self, seen: Seen) -> Shown:
+        text = (
+            f"{self.pr} of {self.lane} was made on an older main (its head alone measures "
+            f"{num(self.value)}, main {num(self.main_value)}): the runtime merges it with "
+            "main and measures the merge."
+            if self.stale
+            else f"{self.pr} of {self.lane} beats main ({num(self.value)} against "
+            f"{num(self.main_value)}): the runtime merges it."
+        )
         return Shown(
-            f"{self.pr} of {self.lane} beats main ({num(self.value)} against "
-            f"{num(self.main_value)}): the runtime merges it.",
+            text,
             "plan",
             rows=(_pr(self.pr, state="merging"),),
         )

@@ -95,7 +95,8 @@ def protocol(state: GitState, lane: str) -> str:
             "reports in your next turns.",
             f"Merging: the best ready PR whose measured {p.metric} strictly beats main's is "
             "merged. If your branch does not contain the current main, the runtime merges it "
-            "with main and measures that again (conflicts reject the PR: rebase on origin/main "
+            "with main and measures that merge, whatever your head alone scored, and merges "
+            "it if the merge beats main (conflicts reject the PR: rebase on origin/main "
             f"and open a new one). PRs may change: {allowed}.",
             frozen_line(state),
             "Never edit the original source, another lane's clone or the central repository.",
