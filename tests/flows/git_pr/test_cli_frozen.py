@@ -1,6 +1,7 @@
 """The frozen evaluator through the real CLI, with jailed scripted lanes: a PR that rewrites
 the evaluator to print a fake score is tampered (never measured, never merged, its lane told
-why in its next turn, the views say so), and main keeps the real score of the honest PR."""
+why in its next turn, the views say so; its branch cannot be deleted), and main keeps the
+real score of the honest PR."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ if c.lane == "lane-1" and c.turn == 1:
     return "made the evaluator print 1"
 if c.lane == "lane-1" and c.turn == 2:
     c.wait("the verdict on my PR", lambda: mine("tampered"))
-    return "waited for the verdict"
+    c.git("push", "-q", "origin", "--delete", "lane-1/fast")  # and cover the tracks
+    return "waited for the verdict, deleted the branch"
 if c.lane == "lane-1":
     return "read my inbox"
 if c.turn == 1:
@@ -61,6 +63,12 @@ def test_a_pr_that_rewrites_the_evaluator_is_tampered_and_main_keeps_its_real_sc
     )
     assert f"{fake['id']} is tampered and will never be merged" in inbox
     assert "`python3 score.py` is not yours to change" in inbox
+    # Its branch stays in the central repository for review: the deletion was refused.
+    assert f"lane-1/fast was pushed as {fake['id']}; the branch of a PR is kept" in inbox
+    run_dir = Path(st["lanes"][0]["workspace"]).parents[2]
+    central = run_dir / "central" / "workspace"
+    kept = team.git("--git-dir", str(central), "rev-parse", "refs/heads/lane-1/fast")
+    assert kept == fake["head"]
     tampered = [e for e in team.events() if e["kind"] == "pr_tampered"]
     assert [e["payload"]["files"] for e in tampered] == [["score.py"]]
     shown = cli("events", "last", cwd=team.src, check=True).stdout

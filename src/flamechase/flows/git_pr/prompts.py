@@ -81,7 +81,8 @@ def protocol(state: GitState, lane: str) -> str:
             "origin/main` (NAME: short, new for each idea).",
             "2. Work and test in this clone; commit (the clone has its own git identity).",
             f"3. `git push origin {lane}/NAME`. You may push only your own branches ({lane}/...);"
-            " main takes only the runtime's merges.",
+            " main takes only the runtime's merges. A branch you opened a PR from is kept: "
+            "deleting it is refused.",
             "4. `fc-pr open --title TITLE --hypothesis WHAT_YOU_EXPECT` on that branch:"
             " a draft PR.",
             "5. `fc-pr ready` on the branch (or `fc-pr ready PR000123`) when it should be judged: "
