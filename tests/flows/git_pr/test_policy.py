@@ -4,6 +4,7 @@ becomes main, how (its exact tree, or a merge measured again), and why the other
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -377,7 +378,7 @@ def test_allowed_paths_restrict_prs_over_the_task_sentence_and_survive_a_resume(
 
 
 def test_every_checkout_is_judged_against_the_evaluators_frozen_files() -> None:
-    d = Driver()
+    d = Driver(evaluator_files=["lib/**"])
     d.set_up(main_score=50, frozen={"score.py": "5" * 64, "lib/data.txt": "6" * 64})
     ready(d, "lane-1", 1, 40, descends=False)
     merge(d, sha(200), fast=False)
@@ -389,6 +390,7 @@ def test_every_checkout_is_judged_against_the_evaluators_frozen_files() -> None:
     ]
     # And what the command names stays as the baseline has it (here or not).
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--named"] == ["python3", "score.py"]
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--watch"] == ["lib/**"]
 
 
 def test_a_pr_that_changes_the_evaluator_is_tampered_never_measured_and_its_lane_told() -> None:
@@ -556,3 +558,15 @@ def test_a_fresh_pr_that_does_not_beat_main_is_rejected_without_a_merge() -> Non
     pr = ready(d, "lane-1", 1, 55)
     assert d.state.pr(pr).status == "rejected"
     assert not [k for k in d.jobs() if k.startswith("merge/")]
+
+
+@pytest.mark.parametrize(
+    ("files", "why"),
+    [
+        (["[abc"], "evaluator_files: glob '[abc' has an unclosed '['"),
+        (["/etc/passwd"], "evaluator_files must be relative paths or globs, not '/etc/passwd'"),
+    ],
+)
+def test_evaluator_files_are_globs_inside_the_tree(files: list[str], why: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(why)):
+        Driver(evaluator_files=files)

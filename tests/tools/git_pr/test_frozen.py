@@ -51,6 +51,7 @@ def checkout(
     main: str,
     frozen: dict[str, str],
     named: tuple[str, ...] = (),
+    watched: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     place = tmp_path / "co"
     place.mkdir(exist_ok=True)
@@ -61,6 +62,7 @@ def checkout(
         *("--central", str(central), "--commit", sha, "--main", main, "--baseline", main),
         *(a for arg in args for a in ("--frozen", arg)),
         *(a for path in named for a in ("--named", path)),
+        *(a for glob in watched for a in ("--watch", glob)),
         cwd=place,
     )
 
@@ -128,19 +130,41 @@ def test_a_frozen_hash_the_baseline_does_not_hold_is_an_error_not_a_measurement(
 
 
 @pytest.mark.parametrize(
-    ("named", "path", "text"),
+    ("named", "watched", "path", "flagged"),
     [
-        ("plant.py", "plant.py", "print('SCORE:', 1)\n"),  # named, but not in the baseline
-        ("lib", "lib/more.txt", "1\n"),  # a file of a directory the command names
+        (("plant.py",), (), "plant.py", "plant.py"),  # named by the command, not in the baseline
+        ((), ("**/conftest.py",), "tests/conftest.py", "**/conftest.py"),  # evaluator_files
+        ((), ("lib/**",), "lib/more.txt", "lib/**"),  # a file added under a frozen directory
     ],
 )
-def test_a_commit_that_adds_to_a_path_the_command_names_is_tampered(
-    user: User, tmp_path: Path, seeded: tuple[Path, str], named: str, path: str, text: str
+def test_a_commit_that_adds_what_the_evaluator_uses_is_tampered(
+    user: User,
+    tmp_path: Path,
+    seeded: tuple[Path, str],
+    named: tuple[str, ...],
+    watched: tuple[str, ...],
+    path: str,
+    flagged: str,
 ) -> None:
     central, main = seeded
-    sha = commit(user, tmp_path, central, main, lambda w: (w / path).write_text(text))
-    names = ("python3", "bench.py", named)
-    assert checkout(tmp_path, central, sha, main, FROZEN, names)["tampered"] == [named]
+
+    def add(w: Path) -> None:
+        (w / path).parent.mkdir(parents=True, exist_ok=True)
+        (w / path).write_text("print('SCORE:', 1)\n")
+
+    sha = commit(user, tmp_path, central, main, add)
+    names = ("python3", "bench.py", *named)
+    got = checkout(tmp_path, central, sha, main, FROZEN, names, watched)
+    assert got["tampered"] == [flagged]
     # What the command names and the commit leaves as the baseline has it is no change.
     same = commit(user, tmp_path, central, main, lambda w: (w / "solver.py").write_text("x\n"))
-    assert checkout(tmp_path, central, same, main, FROZEN, names)["tampered"] == []
+    assert checkout(tmp_path, central, same, main, FROZEN, names, watched)["tampered"] == []
+
+
+def test_a_directory_the_command_names_is_not_frozen_by_that_alone(
+    user: User, tmp_path: Path, seeded: tuple[Path, str]
+) -> None:
+    # `cd lib && python3 ../bench.py`: lib is where it runs, not what measures.
+    central, main = seeded
+    sha = commit(user, tmp_path, central, main, lambda w: (w / "lib" / "new.txt").write_text("1\n"))
+    assert checkout(tmp_path, central, sha, main, FROZEN, ("lib",))["tampered"] == []

@@ -4,9 +4,10 @@ them, and a PR that changes one of them is `tampered`.
 The runtime freezes the evaluator's files (those its command names, and the
 `evaluator_files` globs) from the baseline's clean checkout before anything runs there
 (`setup`). Every clean checkout the runtime measures (a PR's head, its merge with main) is
-judged against them: one whose tree changes, deletes or replaces a frozen file, or holds
-anything else than the baseline at a path the command names (a file the baseline lacked, a
-changed file of a directory it names), is never measured and never merged, and the lane is
+judged against them: one whose tree changes, deletes or replaces a frozen file, adds a file
+at a path the command names that the baseline lacked, or holds anything else than the
+baseline under an `evaluator_files` glob (a file it adds there included), is never measured
+and never merged, and the lane is
 told which files and why; in every other checkout the frozen files are put back from the
 baseline before the evaluator runs (`tools.git_pr.frozen`).
 """
@@ -27,8 +28,9 @@ SHOWN = 10  # frozen files named in a verdict
 
 def named_paths(command: str) -> list[str]:
     """The tree paths the evaluator's command names (its words that could be one, as the
-    engine's freeze reads them): what the baseline holds there (a file, a directory, or
-    nothing) no PR may change."""
+    engine's freeze reads them): no PR may put a file there that the baseline did not have
+    (the files among them are frozen; a directory's contents are frozen only by an
+    `evaluator_files` glob: `cd src && ...` must not freeze src)."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -37,7 +39,9 @@ def named_paths(command: str) -> list[str]:
     for word in words:
         rel = word.removeprefix("./").rstrip("/")
         parts = rel.split("/")
-        if rel and not rel.startswith(("/", "-")) and not {"", ".", ".."} & set(parts):
+        # A path, not a glob: a word with a wildcard (an argument) is no file it names.
+        literal = not any(ch in rel for ch in "*?[")
+        if rel and literal and not rel.startswith(("/", "-")) and not {"", ".", ".."} & set(parts):
             out.append(rel)
     return list(dict.fromkeys(out))
 
@@ -51,6 +55,8 @@ def args(state: GitState) -> tuple[str, ...]:
         out += ["--frozen", f"{path}={sha}"]
     for path in named_paths(state.params.evaluator):
         out += ["--named", path]
+    for glob in state.params.evaluator_files:
+        out += ["--watch", glob]
     return tuple(out)
 
 

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
+from flamechase.globs import GlobError, parse
 
 NEEDS_EVALUATOR = (
     "parallel_flame_chase:git_pr needs -p evaluator='COMMAND': the runtime "
@@ -49,6 +50,11 @@ class GitPrParams(MeasuredLaneParams):
             bad = [p for p in getattr(self, name) if not _relative(p)]
             if bad:
                 raise ValueError(f"{name} must be relative paths or globs, not {bad[0]!r}")
+        for pattern in self.evaluator_files:
+            try:
+                parse(pattern)
+            except GlobError as exc:
+                raise ValueError(f"evaluator_files: {exc}") from None
         return self
 
 

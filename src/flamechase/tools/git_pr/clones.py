@@ -113,17 +113,19 @@ def checkout(
     baseline: str | None = None,
     frozen: Mapping[str, str] | None = None,
     named: Sequence[str] = (),
+    watched: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A clean checkout of exactly `commit` in `place`, and what it changes since its base
     (its merge base with `main`). With `frozen` (the evaluator's files, path -> SHA-256, from
-    the `baseline` commit; `named`: the paths the evaluator's command names): the frozen files
-    it changes and the named paths where it differs from the baseline (`tampered`), or, when
-    there are none, the checkout with each frozen file put back as frozen."""
+    the `baseline` commit; `named`: the paths the evaluator's command names; `watched`: the
+    `evaluator_files` globs): the frozen files it changes, the named paths and watched globs
+    where it differs from the baseline (`tampered`), or, when there are none, the checkout
+    with each frozen file put back as frozen."""
     wipe(place)
     git = Git(place)
     git.run("init", "-q")
     write_text(place / ".git" / "info" / "attributes", NO_CONVERSION)
-    judged = bool(baseline and (frozen or named))
+    judged = bool(baseline and (frozen or named or watched))
     wanted = [commit] + ([main] if main else []) + ([str(baseline)] if judged else [])
     try:
         git.run("fetch", "-q", "--no-tags", str(central), *wanted)
@@ -141,7 +143,9 @@ def checkout(
     changed = [p for p in git.out(*diff).split("\0") if p]
     bad = [p for p in changed if not allowed(p, patterns)]
     touched = (
-        frozen_files.tampered(git, commit, str(baseline), frozen or {}, named) if judged else []
+        frozen_files.tampered(git, commit, str(baseline), frozen or {}, named, watched)
+        if judged
+        else []
     )
     if judged and frozen and not touched:
         frozen_files.put_back(git, place, str(baseline), frozen)

@@ -4,10 +4,10 @@ putting them back as they were frozen.
 The runtime froze the evaluator's files (path -> SHA-256 of their bytes) from a clean checkout
 of the baseline at the start. A commit whose tree holds any of them other than the baseline
 does (changed, deleted, its mode changed, turned into a link or hidden under a linked
-directory: git then lists no file at that path), or that holds anything else than the baseline
-at a path the evaluator's command names (a file where the baseline had none: `python bench.py`
-with no bench.py yet; a file of a directory it names: `python -m bench`), is `tampered`: it is
-never measured. In a
+directory: git then lists no file at that path), that adds a file at a path the evaluator's
+command names (`python bench.py` with no bench.py yet), or that holds anything else than the
+baseline under an `evaluator_files` glob (a `conftest.py` that `**/conftest.py` names), is
+`tampered`: it is never measured. In a
 checkout that is measured, each frozen file is written back from the baseline's blob, whose
 bytes must hash to the frozen SHA-256, so the evaluator that runs is exactly the frozen one.
 """
@@ -20,6 +20,7 @@ import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from flamechase.globs import Glob, matches, parse
 from flamechase.tools.git_pr.git import Git
 
 __all__ = ["put_back", "tampered"]
@@ -44,22 +45,26 @@ def tampered(
     baseline: str,
     frozen: Mapping[str, str],
     named: Sequence[str] = (),
+    watched: Sequence[str] = (),
 ) -> list[str]:
-    """The frozen files `commit` does not hold exactly as the baseline does, and the `named`
-    paths (those the evaluator's command names) where it holds anything else than the
-    baseline: a file added where the baseline had none, or a directory's files changed."""
-    if not frozen and not named:
+    """The frozen files `commit` does not hold exactly as the baseline does, the `named`
+    paths (those the evaluator's command names) where it holds another file than the
+    baseline (one the baseline did not have), and the `watched` globs (`evaluator_files`)
+    under which it holds anything else than the baseline."""
+    if not frozen and not named and not watched:
         return []
     mine, base = entries(git, commit), entries(git, baseline)
     out = {path for path in frozen if path not in base or mine.get(path) != base[path]}
-    for path in named:
-        if _under(mine, path) != _under(base, path):
-            out.add(path)
+    out |= {path for path in named if mine.get(path) != base.get(path)}
+    for pattern in watched:
+        glob = parse(pattern)  # GlobError (a ValueError): the program fails, naming it
+        if _under(mine, glob) != _under(base, glob):
+            out.add(pattern)
     return sorted(out)
 
 
-def _under(tree: Mapping[str, tuple[str, str]], path: str) -> dict[str, tuple[str, str]]:
-    return {p: e for p, e in tree.items() if p == path or p.startswith(path + "/")}
+def _under(tree: Mapping[str, tuple[str, str]], glob: Glob) -> dict[str, tuple[str, str]]:
+    return {p: e for p, e in tree.items() if matches(glob, p)}
 
 
 def put_back(git: Git, place: Path, baseline: str, frozen: Mapping[str, str]) -> None:

@@ -10,7 +10,7 @@
                                                 (in the central repository) push a lane's ref
                                                 updates through the hook, as that lane
     checkout --central DIR --commit SHA [--main SHA] [--allow GLOB]...
-             [--baseline SHA --frozen PATH=SHA256... --named PATH...]
+             [--baseline SHA --frozen PATH=SHA256... --named PATH... --watch GLOB...]
                                                 (in an empty place) a clean checkout, the
                                                 evaluator's frozen files judged and put back
     merge --pr ID --lane L --title T --head SHA --main SHA
@@ -61,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--baseline")
     s.add_argument("--frozen", action="append", default=[])
     s.add_argument("--named", action="append", default=[])
+    s.add_argument("--watch", action="append", default=[])
     s = sub.add_parser("merge")
     for name in ("--pr", "--lane", "--title", "--head", "--main"):
         s.add_argument(name, required=True)
@@ -102,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     args.baseline,
                     frozen,
                     args.named,
+                    args.watch,
                 )
             )
         if args.job == "merge":
