@@ -570,3 +570,14 @@ def test_a_fresh_pr_that_does_not_beat_main_is_rejected_without_a_merge() -> Non
 def test_evaluator_files_are_globs_inside_the_tree(files: list[str], why: str) -> None:
     with pytest.raises(ValueError, match=re.escape(why)):
         Driver(evaluator_files=files)
+
+
+def test_a_run_stored_before_evaluators_were_frozen_freezes_before_its_lanes_go_on() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    d.state = d.state.replace(frozen=None)  # as a state stored by an earlier version reads
+    assert not starts(d.decide())
+    freeze = d.freeze()
+    assert freeze.place == "checkouts/main"
+    assert {t.lane for t in starts(d.decide())} == {"lane-1", "lane-2"}
+    assert not [k for k in d.jobs() if k.startswith("setup/")]  # main is not measured again

@@ -92,7 +92,9 @@ def commands(state: GitState) -> list[Command]:
                 label="the cloning of the central repository for the runtime's merges",
             )
         )
-    if MAIN_CHECKOUT in state.places and not state.main_measured:
+    # (A run stored before evaluators were frozen has main measured and nothing frozen: it
+    # freezes now, before any lane turn starts again.)
+    if MAIN_CHECKOUT in state.places and not (state.main_measured and state.frozen is not None):
         out.append(_baseline(state, central))
     return out
 
