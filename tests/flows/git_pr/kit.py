@@ -17,6 +17,7 @@ from flamechase import events as ev
 from flamechase.flow import (
     Command,
     Emit,
+    Freeze,
     HoldLane,
     MakePlace,
     Measure,
@@ -140,8 +141,21 @@ class Driver:
 
     # ---- whole steps ---------------------------------------------------------------------------
 
-    def set_up(self, main_score: float | None = 50.0, main_error: str | None = None) -> None:
-        """Places, the plan, the central repository, the clones and the baseline measured."""
+    def freeze(self, files: Mapping[str, str] | None = None, error: str | None = None) -> Freeze:
+        """Answer the freezing of the evaluator's files (default: score.py)."""
+        (job,) = [c for c in self.decide() if isinstance(c, Freeze)]
+        frozen = {"score.py": "5" * 64} if files is None else dict(files)
+        self.feed(ev.Frozen(key=job.key, place=job.place, files=frozen, error=error))
+        return job
+
+    def set_up(
+        self,
+        main_score: float | None = 50.0,
+        main_error: str | None = None,
+        frozen: Mapping[str, str] | None = None,
+    ) -> None:
+        """Places, the plan, the central repository, the clones, the evaluator's files frozen
+        and the baseline measured."""
         self.places()
         self.feed(
             ev.TurnStarted(actor="coordinator", turn=1),
@@ -152,6 +166,7 @@ class Driver:
         for key in sorted(self.jobs()):
             if key.startswith("setup/clone/") or key == "setup/main-checkout":
                 self.ran(key, {"head": BASE, "commit": BASE, "tree": "t" * 40})
+        self.freeze(frozen)
         self.measured("setup/main-measure", main_score, main_error)
 
     def turn(

@@ -1,7 +1,8 @@
 """Running parallel_flame_chase:git_pr through the real CLI with scripted lane actors.
 
 A `Team` puts the shared actor (`actor.py`) and a test's `hook.py` in a directory, makes the
-user's source repository (git, with a score the evaluator prints), and runs
+user's source repository (git, with a score the evaluator prints, and any `files` a test
+adds or replaces), and runs
 `flamechase exec -f parallel_flame_chase:git_pr` with the actor in every role, jailed as the
 engine jails lanes. The user has a git identity, global config and hooks of their own, which
 nothing of the run may use or change.
@@ -15,6 +16,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,7 @@ print("SCORE:", total)
 
 
 class Team:
-    def __init__(self, root: Path, hook: str) -> None:
+    def __init__(self, root: Path, hook: str, files: Mapping[str, str] | None = None) -> None:
         self.root = root
         self.dir = root / "team"
         self.dir.mkdir(parents=True)
@@ -70,7 +72,7 @@ class Team:
         ):
             (hooks / name).write_text(f"#!/bin/sh\necho {name} >> '{self.home / 'ran'}'\n")
             (hooks / name).chmod(0o755)
-        self.src = self._source()
+        self.src = self._source(files or {})
 
     @property
     def env(self) -> dict[str, str]:
@@ -87,12 +89,11 @@ class Team:
         )
         return proc.stdout.strip()
 
-    def _source(self) -> Path:
+    def _source(self, files: Mapping[str, str]) -> Path:
         src = self.root / "src"
         src.mkdir()
-        (src / "score.py").write_text(SCORE)
-        (src / "a.txt").write_text("30\n")
-        (src / "b.txt").write_text("30\n")
+        for name, text in {"score.py": SCORE, "a.txt": "30\n", "b.txt": "30\n", **files}.items():
+            (src / name).write_text(text)
         self.git("init", "-q", "-b", "trunk", cwd=src)
         self.git("add", "-A", cwd=src)
         self.git("-c", "commit.gpgsign=false", "commit", "-qm", "the user's code", cwd=src)

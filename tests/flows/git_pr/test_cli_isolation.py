@@ -1,6 +1,7 @@
 """parallel_flame_chase:git_pr against lanes that attack the runtime's own programs, through the
 real CLI: a PR adds a `flamechase.py` (with a `sitecustomize.py`, a `usercustomize.py` and a
-`.pth`) and an evaluator that plants them in every checkout it runs in; a lane leaves a
+`.pth`) and code the evaluator imports (its `solver.py`: the evaluator's own files are frozen)
+that plants them in every checkout it runs in; a lane leaves a
 `flamechase/` package in its clone. The PR is merged, merged again with another, and published
 into your tree, so the plants reach a lane's clone, both kinds of checkout, the integration
 clone and your tree, where the runtime's programs run next. None of them runs."""
@@ -19,8 +20,7 @@ HOOK = """
 import json, pathlib
 plant = json.loads(pathlib.Path(PLANTS).read_text())
 if c.lane == "lane-1" and c.turn == 1:
-    score = pathlib.Path("score.py").read_text() + plant["evaluator"]
-    c.propose("lane-1/a", {"a.txt": "10\\n", "score.py": score, **plant["module"]})
+    c.propose("lane-1/a", {"a.txt": "10\\n", "solver.py": plant["evaluator"], **plant["module"]})
     return "proposed lane-1/a"
 if c.lane == "lane-2" and c.turn == 1:
     base = c.main()
@@ -48,7 +48,8 @@ def test_files_lanes_plant_never_run_in_the_runtimes_programs(
     marks = tmp_path / "marks"
     marks.mkdir()
     module = plants.files(marks, "module")
-    # The evaluator (the PR's score.py) plants the same files where it runs: the checkout.
+    # The PR's solver.py, which the evaluator imports, plants the same files where it runs:
+    # the checkout.
     evaluator = (
         "\nimport pathlib as _p\n"
         f"for _rel, _text in {module!r}.items():\n"
@@ -56,7 +57,11 @@ def test_files_lanes_plant_never_run_in_the_runtimes_programs(
     )
     spec = {"module": module, "package": plants.files(marks, "package"), "evaluator": evaluator}
     (tmp_path / "plants.json").write_text(json.dumps(spec))
-    team = Team(tmp_path, HOOK.replace("PLANTS", repr(str(tmp_path / "plants.json"))))
+    team = Team(
+        tmp_path,
+        HOOK.replace("PLANTS", repr(str(tmp_path / "plants.json"))),
+        {"score.py": "import solver\n" + SCORE, "solver.py": ""},
+    )
     try:
         proc = team.run(turns=4, timeout=100)
     except subprocess.TimeoutExpired:  # a hijacked publication is held, and tried for ever
@@ -73,6 +78,6 @@ def test_files_lanes_plant_never_run_in_the_runtimes_programs(
     assert st["main"]["published"] == ledger[-1]["merge"]
     # What the PRs carried is in your tree now, where the later publications ran.
     assert (team.src / "flamechase.py").read_text() == module["flamechase.py"]
-    assert (team.src / "score.py").read_text() == SCORE + evaluator
+    assert (team.src / "solver.py").read_text() == evaluator
     published = [e for e in evs if e["kind"] == "main_published"]
     assert len(published) == 3

@@ -4,13 +4,14 @@ becomes main, how (its exact tree, or a merge measured again), and why the other
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from flamechase import events as ev
-from flamechase.flow import Measure, Run
+from flamechase.flow import FinishRun, Measure, Run
 from flamechase.flows.git_pr import events as gev
-from tests.flows.git_pr.kit import BASE, Driver, sha
+from tests.flows.git_pr.kit import BASE, Driver, sha, starts
 
 
 def ready(
@@ -66,6 +67,10 @@ def test_the_baseline_is_measured_before_any_candidate_is_judged() -> None:
     checkout = d.job("setup/main-checkout")
     assert isinstance(checkout, Run) and BASE in checkout.argv
     d.ran("setup/main-checkout", {"commit": BASE, "tree": "t" * 40})
+    # The evaluator's files are frozen from the checkout before anything runs in it.
+    assert not [k for k in d.jobs() if k == "setup/main-measure"]
+    freeze = d.freeze()
+    assert (freeze.place, freeze.command) == ("checkouts/main", "python3 score.py")
     measure = d.job("setup/main-measure")
     assert isinstance(measure, Measure) and measure.command == "python3 score.py"
     # A candidate made ready meanwhile is measured but not judged before main is.
@@ -274,7 +279,8 @@ def test_a_candidate_changing_paths_the_task_does_not_allow_is_rejected() -> Non
     )
     d.push("lane-1", {"refs/heads/lane-1/x": sha(1)})
     checkout = d.job("checkout/")
-    assert list(checkout.argv[-2:]) == ["--allow", "solver.py"]
+    argv = list(checkout.argv)
+    assert argv[argv.index("--allow") : argv.index("--allow") + 2] == ["--allow", "solver.py"]
     d.ran(
         "checkout/",
         {
@@ -369,3 +375,209 @@ def test_allowed_paths_restrict_prs_over_the_task_sentence_and_survive_a_resume(
     cleared = {**d.state.params.model_dump(mode="json"), "allowed_paths": []}
     d.feed(ev.RunResumed(session=3, params=cleared))
     assert d.state.params.allowed_paths == [] and d.state.allowed == ("x.py",)
+
+
+def test_every_checkout_is_judged_against_the_evaluators_frozen_files() -> None:
+    d = Driver(evaluator_files=["lib/**"])
+    d.set_up(main_score=50, frozen={"score.py": "5" * 64, "lib/data.txt": "6" * 64})
+    ready(d, "lane-1", 1, 40, descends=False)
+    merge(d, sha(200), fast=False)
+    argv = list(d.job("merge-checkout/").argv)
+    assert argv[argv.index("--baseline") + 1] == BASE
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--frozen"] == [
+        "lib/data.txt=" + "6" * 64,
+        "score.py=" + "5" * 64,
+    ]
+    # And what the command names stays as the baseline has it (here or not).
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--named"] == ["python3", "score.py"]
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--watch"] == ["lib/**"]
+
+
+def test_a_pr_that_changes_the_evaluator_is_tampered_never_measured_and_its_lane_told() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    d.turn(
+        "lane-1",
+        [
+            {"op": "open", "branch": "lane-1/fake", "head": sha(1), "title": "fast"},
+            {"op": "ready", "branch": "lane-1/fake"},
+        ],
+    )
+    d.push("lane-1", {"refs/heads/lane-1/fake": sha(1)})
+    argv = list(d.job("checkout/").argv)
+    assert "--frozen" in argv and argv[argv.index("--frozen") + 1] == "score.py=" + "5" * 64
+    d.ran(
+        "checkout/",
+        {
+            "commit": sha(1),
+            "tree": "t" * 40,
+            "base": BASE,
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+            "tampered": ["score.py"],
+        },
+    )
+    pr = d.state.prs["PR000001"]
+    assert pr.status == "tampered" and pr.tampered == ("score.py",)
+    assert pr.reason == "it changes the evaluator's frozen files: score.py"
+    assert not [k for k in d.jobs() if k.startswith(("measure/", "merge/"))]
+    assert [e.files for e in d.of(gev.PrTampered)] == [["score.py"]]
+    told = d.reports_to("lane-1")[-1]
+    assert told.startswith("PR000001 is tampered and will never be merged: it changes the")
+    assert "`python3 score.py` is not yours to change" in told
+    # Main is untouched and the next honest PR is judged as usual.
+    honest = ready(d, "lane-2", 2, 30)
+    assert d.state.pr(honest).status == "reviewing" and d.state.main == BASE
+
+
+def test_a_merge_with_main_that_changes_a_frozen_file_is_tampered_too() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    pr = ready(d, "lane-1", 1, 40, descends=False)
+    merge(d, sha(200), fast=False)
+    d.ran(
+        "merge-checkout/",
+        {
+            "commit": sha(200),
+            "tree": "u" * 40,
+            "base": BASE,
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+            "tampered": ["score.py"],
+        },
+    )
+    assert d.state.pr(pr).status == "tampered" and d.state.review is None
+    assert (
+        d.state.pr(pr).reason
+        == "its merge with main changes the evaluator's frozen files: score.py"
+    )
+    assert not [k for k in d.jobs() if k.startswith(("merge-measure/", "push-main/"))]
+
+
+def _until_frozen(d: Driver) -> None:
+    d.places()
+    d.feed(
+        ev.TurnStarted(actor="coordinator", turn=1),
+        ev.TurnValid(actor="coordinator", turn=1, result={"lanes": []}),
+    )
+    d.places()
+    d.ran("setup/central", {"main": BASE, "files": 3})
+    for key in [k for k in d.jobs() if k.startswith("setup/clone/")]:
+        d.ran(key, {"head": BASE})
+    d.ran("setup/main-checkout", {"commit": BASE, "tree": "t" * 40})
+
+
+def test_no_lane_turn_starts_before_the_evaluator_is_frozen() -> None:
+    d = Driver()
+    _until_frozen(d)
+    assert not starts(d.decide())
+    d.freeze()
+    assert {t.lane for t in starts(d.decide())} == {"lane-1", "lane-2"}
+
+
+def test_a_failed_freeze_ends_the_run() -> None:
+    d = Driver()
+    _until_frozen(d)
+    d.freeze(error="score.py cannot be read")
+    (finish,) = [c for c in d.decide() if isinstance(c, FinishRun)]
+    assert finish.status == "failed"
+    assert finish.reason == "cannot freeze the evaluator's files: score.py cannot be read"
+
+
+def _merge_measured(d: Driver, merged: str, value: float) -> None:
+    merge(d, merged, fast=False)
+    d.ran(
+        "merge-checkout/",
+        {
+            "commit": merged,
+            "tree": "u" * 40,
+            "base": d.state.main,
+            "descends": True,
+            "changed": 1,
+            "disallowed": [],
+        },
+    )
+    d.measured("merge-measure/", value)
+
+
+def test_a_stale_pr_is_judged_by_its_real_merge_with_main_whatever_its_head_scored() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    ready(d, "lane-1", 1, 40)
+    merge(d, sha(100))
+    d.ran("push-main/", {"main": sha(100)})
+    # lane-2 worked from the baseline: alone 45 does not beat main's 40, but main moved.
+    stale = ready(d, "lane-2", 2, 45, descends=False)
+    assert d.state.pr(stale).status == "reviewing"
+    assert "what decides is its merge with the current main" in d.reports_to("lane-2")[-1]
+    reviewing = d.of(gev.PrReviewing)[-1]
+    assert (reviewing.pr, reviewing.stale) == (stale, True)
+    assert sha(100) in d.job("merge/").argv  # onto the current main
+    _merge_measured(d, sha(200), 35)  # the two improvements add up
+    d.ran("push-main/", {"main": sha(200)})
+    assert d.state.pr(stale).status == "merged"
+    assert (d.state.main, d.state.main_score) == (sha(200), 35)
+    assert d.of(gev.PrMerged)[-1].remeasured is True
+
+
+def test_a_stale_pr_whose_merge_does_not_beat_main_is_rejected_with_the_merges_value() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    ready(d, "lane-1", 1, 40)
+    merge(d, sha(100))
+    d.ran("push-main/", {"main": sha(100)})
+    stale = ready(d, "lane-2", 2, 45, descends=False)
+    _merge_measured(d, sha(200), 42)
+    assert d.state.pr(stale).status == "rejected"
+    assert str(d.state.pr(stale).reason).startswith(
+        "merged with the current main it measures score 42, which does not beat main's 40"
+    )
+
+
+def test_prs_made_fresh_then_left_behind_by_a_merge_are_measured_merged_not_rejected() -> None:
+    d = Driver(lanes=3)
+    d.set_up(main_score=50)
+    a = ready(d, "lane-1", 1, 30)  # integrated first
+    b = ready(d, "lane-2", 2, 40)  # fresh when measured, stale once a is merged
+    merge(d, sha(100))
+    d.ran("push-main/", {"main": sha(100)})
+    assert d.state.pr(a).status == "merged"
+    assert d.state.review is not None and d.state.review.pr == b
+    # A fresh winner goes before a stale PR that must be measured merged to know.
+    _merge_measured(d, sha(200), 25)
+    d.ran("push-main/", {"main": sha(200)})
+    c = ready(d, "lane-3", 3, 60, descends=False)  # stale, and alone worse than main
+    assert d.state.pr(c).status == "reviewing"
+
+
+def test_a_fresh_pr_that_does_not_beat_main_is_rejected_without_a_merge() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    pr = ready(d, "lane-1", 1, 55)
+    assert d.state.pr(pr).status == "rejected"
+    assert not [k for k in d.jobs() if k.startswith("merge/")]
+
+
+@pytest.mark.parametrize(
+    ("files", "why"),
+    [
+        (["[abc"], "evaluator_files: glob '[abc' has an unclosed '['"),
+        (["/etc/passwd"], "evaluator_files must be relative paths or globs, not '/etc/passwd'"),
+    ],
+)
+def test_evaluator_files_are_globs_inside_the_tree(files: list[str], why: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(why)):
+        Driver(evaluator_files=files)
+
+
+def test_a_run_stored_before_evaluators_were_frozen_freezes_before_its_lanes_go_on() -> None:
+    d = Driver()
+    d.set_up(main_score=50)
+    d.state = d.state.replace(frozen=None)  # as a state stored by an earlier version reads
+    assert not starts(d.decide())
+    freeze = d.freeze()
+    assert freeze.place == "checkouts/main"
+    assert {t.lane for t in starts(d.decide())} == {"lane-1", "lane-2"}
+    assert not [k for k in d.jobs() if k.startswith("setup/")]  # main is not measured again

@@ -42,6 +42,8 @@ def test_a_lane_prompt_says_how_work_lands_and_where_it_stands() -> None:
     assert f"`{shlex.join([sys.executable, '-I', '-m', 'flamechase'])} pr`" in text
     assert "runs `python3 score.py` itself (score, minimize)" in text
     assert "PRs may change: src/**." in text
+    assert "The evaluator is frozen: its files (score.py) were frozen from the baseline" in text
+    assert "A PR that changes, deletes or replaces one of them is tampered" in text
     assert "score = 50 (0 merge(s) so far)" in text
     assert '"id": "PR000001"' in text and '"status": "draft"' in text
     assert "/run/lanes/lane-2/workspace" in text

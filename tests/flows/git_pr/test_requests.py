@@ -58,6 +58,7 @@ def test_pushes_are_forwarded_as_the_lane_with_ready_heads_frozen() -> None:
     assert policy == {
         "pusher": "lane-1",
         "frozen": {"refs/heads/lane-1/x": {"sha": sha(1), "pr": pr}},
+        "kept": {"refs/heads/lane-1/x": pr},
     }
     refused = {e.ref: e.reason for e in d.of(gev.PushRefused)}
     assert refused["refs/heads/main"] == "main accepts only the runtime's merges"
@@ -72,10 +73,13 @@ def test_pushes_are_forwarded_as_the_lane_with_ready_heads_frozen() -> None:
 def test_a_branch_deleted_in_the_outbox_is_a_deletion_through_the_hook() -> None:
     d = Driver()
     d.set_up()
-    opened(d)
+    pr = opened(d)
     d.turn("lane-1")
     job = d.push("lane-1", {})
     assert job is not None and list(job.argv[-2:]) == ["--delete", "refs/heads/lane-1/x"]
+    # The hook is told to keep the branch of every PR the lane opened, whatever its state.
+    policy = json.loads(job.env["FLAMECHASE_GIT_POLICY"])
+    assert policy["kept"] == {"refs/heads/lane-1/x": pr} and policy["frozen"] == {}
 
 
 def test_open_takes_only_the_lanes_own_pushed_branches() -> None:

@@ -4,6 +4,7 @@ hook, by the runtime, as a lane or as itself. Real git, real files."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -243,6 +244,58 @@ def test_a_frozen_head_cannot_be_moved_or_deleted(user: User, tmp_path: Path) ->
         env={"FLAMECHASE_GIT_POLICY": policy},
     )
     assert "it cannot be deleted" in str(deleted["results"])
+
+
+def test_the_branch_of_a_pr_cannot_be_deleted_whatever_became_of_the_pr(
+    user: User, tmp_path: Path
+) -> None:
+    _, central, _ = init(user, tmp_path)
+    lane = _lane_push(user, tmp_path, central)
+    heads = {
+        name: _commit(user, lane, f"lane-1/{name}", f"{name}.txt", f"{name}\n")
+        for name in ("pr", "plain")
+    }
+    user.git(lane, "push", "-q", "origin", "lane-1/pr", "lane-1/plain")
+    _forward(tmp_path, central, lane, {f"refs/heads/lane-1/{n}": h for n, h in heads.items()})
+    # The lane deletes both in its clone; the runtime forwards the deletions through the hook.
+    user.git(lane, "push", "-q", "origin", ":lane-1/pr", ":lane-1/plain")
+    policy = json.dumps(
+        {"pusher": "lane-1", "frozen": {}, "kept": {"refs/heads/lane-1/pr": "PR000001"}}
+    )
+    result = tool(
+        "gitpr",
+        "forward",
+        *("--central", str(central), "--lane", "lane-1"),
+        *("--delete", "refs/heads/lane-1/pr", "--delete", "refs/heads/lane-1/plain"),
+        cwd=central,
+        env={"FLAMECHASE_GIT_POLICY": policy},
+    )
+    assert result["results"] == {
+        "refs/heads/lane-1/pr": "lane-1/pr was pushed as PR000001; the branch of a PR is kept "
+        "and cannot be deleted (leave it, and push new work to a new branch)",
+        "refs/heads/lane-1/plain": "ok",  # a branch never pushed as a PR is the lane's to delete
+    }
+    assert result["refs"] == {"refs/heads/lane-1/pr": heads["pr"], "refs/heads/lane-1/plain": None}
+    # Moving it is still the lane's business (only a ready PR's head is frozen).
+    moved = _commit(user, lane, "lane-1/pr", "pr.txt", "again\n")
+    proc = subprocess.run(
+        ["git", "push", "--porcelain", str(central), f"+{moved}:refs/heads/lane-1/pr"],
+        cwd=lane,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FLAMECHASE_GIT_POLICY": policy},
+    )
+    assert proc.returncode == 0, proc.stderr
+    # And a plain `git push --delete` straight into the central repository meets the same hook.
+    proc = subprocess.run(
+        ["git", "push", str(central), "--delete", "lane-1/pr"],
+        cwd=lane,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FLAMECHASE_GIT_POLICY": policy},
+    )
+    assert proc.returncode != 0
+    assert "flamechase hook: lane-1/pr was pushed as PR000001" in proc.stderr
 
 
 def test_nobody_pushes_into_the_central_repository_without_the_runtimes_policy(

@@ -9,12 +9,15 @@ runtime measures and merges itself.
 A coordinator plans N lanes and leaves; in each lane two actors alternate, each lane in its own
 clone of a central repository seeded with the source's baseline. No lane is privileged: lanes
 push their own branches (through the central repository's hook) and open pull requests with
-`flamechase pr`; the runtime measures a ready PR in a clean checkout of exactly its head,
+`flamechase pr`; the runtime freezes the evaluator's files from the baseline, records a PR that
+changes one as tampered (never merged), measures a ready PR in a clean checkout of exactly its
+head with the frozen files put back,
 keeps the receipt where lanes cannot write, merges the best PR that beats main (re-measuring a
 merge with a main that moved), and publishes each merge into the source tree, path by path.
 Reports pass between lanes as in parallel_flame_chase; what the runtime decides reaches each
 lane as system reports. See the modules: `setup` (the layout), `pushes` and `requests` (after
-each turn), `review` (receipts and the integration policy), `publication` (the source).
+each turn), `review` (receipts and the integration policy), `frozen` (the frozen evaluator),
+`publication` (the source).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from flamechase.flow import (
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr import jobs, planning, prompts, publication, pushes, review, setup
 from flamechase.flows.git_pr import sim as git_sim
-from flamechase.flows.git_pr.model import CENTRAL, GitState, lane_place
+from flamechase.flows.git_pr.model import CENTRAL, CLOSED, GitState, lane_place
 from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_paths
 from flamechase.flows.parallel_flame_chase.planner import Planning
 
@@ -56,7 +59,8 @@ class GitPr(Flow[GitState, GitPrParams]):
     name = "parallel_flame_chase:git_pr"
     summary = (
         "A coordinator plans N lanes; each lane, a git clone, competes through pull "
-        "requests the runtime measures, merges and publishes into your tree."
+        "requests the runtime measures with the evaluator frozen from your tree, merges and "
+        "publishes into it."
     )
     version = "1"
     Params = GitPrParams
@@ -120,6 +124,8 @@ class GitPr(Flow[GitState, GitPrParams]):
     def evolve(self, state: GitState, event: ev.Event) -> GitState:
         book, owed = state.book.evolve(event)
         state = state.replace(book=book, outbox=state.outbox.settle(event).add(*owed))
+        if isinstance(event, ev.Frozen) and event.key == setup.FREEZE:
+            return setup.on_frozen(state, event)
         if isinstance(event, ev.PlaceMade):
             return state.replace(places={**state.places, event.place: event.path})
         if isinstance(event, ev.RunResumed) and event.params:
@@ -182,8 +188,8 @@ class GitPr(Flow[GitState, GitPrParams]):
         out: list[Command] = []
         for turn in state.book.turns_to_start():
             lane = turn.lane or ""
-            if lane not in state.steps:
-                continue  # its clone is not made yet
+            if lane not in state.steps or state.frozen is None:
+                continue  # its clone is not made yet, or the evaluator not yet frozen
             out.append(
                 dataclasses.replace(
                     turn,
@@ -251,9 +257,7 @@ class GitPr(Flow[GitState, GitPrParams]):
             n: {
                 "next_role": ln.next_role,
                 "open_prs": sum(
-                    1
-                    for pr in state.prs.values()
-                    if pr.lane == n and pr.status not in ("merged", "rejected")
+                    1 for pr in state.prs.values() if pr.lane == n and pr.status not in CLOSED
                 ),
                 "merged_prs": sum(1 for e in state.ledger if e.lane == n),
             }
@@ -275,6 +279,7 @@ class GitPr(Flow[GitState, GitPrParams]):
                 "central": state.places.get(CENTRAL),
             },
             "allowed_paths": list(state.allowed),
+            "evaluator_files": sorted(state.frozen or ()),
             "pull_requests": [pr.summary() for pr in list(state.prs.values())[-PR_SHOWN:]],
             "reviewing": state.review.pr if state.review else None,
             "ledger": [e.model_dump(mode="json") for e in state.ledger],

@@ -147,20 +147,29 @@ class PrReady(FlowEvent):
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class PrReviewing(FlowEvent):
-    """The best ready PR beats main: the runtime integrates it."""
+    """The runtime integrates a ready PR: the best one that beats main, or a stale one whose
+    merge with main it measures."""
 
     kind: ClassVar[str] = "pr_reviewing"
     pr: str = ""
     value: float | None = None
     main_value: float | None = None
+    stale: bool = False  # main moved since its base: its merge with main is what is judged
 
     def describe(self) -> str:
         return f"{self.pr} selected for integration ({self.value} vs main {self.main_value})"
 
     def show(self, seen: Seen) -> Shown:
+        text = (
+            f"{self.pr} of {self.lane} was made on an older main (its head alone measures "
+            f"{num(self.value)}, main {num(self.main_value)}): the runtime merges it with "
+            "main and measures the merge."
+            if self.stale
+            else f"{self.pr} of {self.lane} beats main ({num(self.value)} against "
+            f"{num(self.main_value)}): the runtime merges it."
+        )
         return Shown(
-            f"{self.pr} of {self.lane} beats main ({num(self.value)} against "
-            f"{num(self.main_value)}): the runtime merges it.",
+            text,
             "plan",
             rows=(_pr(self.pr, state="merging"),),
         )
@@ -213,6 +222,28 @@ class PrRejected(FlowEvent):
             "fail",
             mark=Mark(f"{self.pr} rejected", "bad"),
             rows=(_pr(self.pr, state="rejected"),),
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PrTampered(FlowEvent):
+    """A PR changes the evaluator's frozen files: never measured, never merged."""
+
+    kind: ClassVar[str] = "pr_tampered"
+    pr: str = ""
+    files: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"{self.pr} tampered: it changes the frozen {', '.join(self.files)[:160]}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"{self.pr} of {self.lane} changes the evaluator's frozen files "
+            f"({clip(', '.join(self.files), 200)}): it is tampered, never measured or merged.",
+            "fail",
+            mark=Mark(f"{self.pr} tampered", "bad"),
+            rows=(_pr(self.pr, state="tampered"),),
         )
 
 

@@ -13,8 +13,9 @@ from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr.params import GitPrParams
 from flamechase.flows.parallel_flame_chase.planner import Planning
 
-PrStatus = Literal["draft", "evaluating", "ready", "reviewing", "merged", "rejected"]
+PrStatus = Literal["draft", "evaluating", "ready", "reviewing", "merged", "rejected", "tampered"]
 OPEN: tuple[str, ...] = ("draft", "evaluating", "ready", "reviewing")
+CLOSED: tuple[str, ...] = ("merged", "rejected", "tampered")
 FROZEN: tuple[str, ...] = ("evaluating", "ready", "reviewing")
 CENTRAL = "central"
 INTEGRATION = "integration"
@@ -121,6 +122,7 @@ class PullRequest(Frozen):
     merge: str | None = None
     merge_receipt: Receipt | None = None
     reason: str | None = None
+    tampered: tuple[str, ...] = ()  # the evaluator's frozen files it changes
 
     @property
     def ref(self) -> str:
@@ -195,6 +197,9 @@ class GitState(Frozen):
     main_score: float | None = None
     main_measured: bool = False
     main_error: str | None = None
+    # The evaluator's files (path -> SHA-256) frozen from the baseline's clean checkout before
+    # anything ran there; None until then (no lane turn starts before).
+    frozen: dict[str, str] | None = None
     refs: dict[str, dict[str, str]] = {}  # lane -> its branches in the central repository
     seen: dict[str, dict[str, str]] = {}  # lane -> its outbox refs the runtime forwarded
     after: dict[str, AfterTurn] = {}

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
+from flamechase.globs import GlobError, parse
 
 NEEDS_EVALUATOR = (
     "parallel_flame_chase:git_pr needs -p evaluator='COMMAND': the runtime "
@@ -22,6 +23,12 @@ class GitPrParams(MeasuredLaneParams):
         validate_default=True,
         description="shell command the runtime runs in a clean checkout of each candidate "
         "(and of main at the start); required",
+    )
+    evaluator_files: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="globs of files the evaluator uses besides those its command names; "
+        "frozen from the baseline at the start, a PR that changes one is tampered",
     )
     allowed_paths: list[str] = Field(
         default_factory=list,
@@ -39,9 +46,15 @@ class GitPrParams(MeasuredLaneParams):
 
     @model_validator(mode="after")
     def _paths_relative(self) -> GitPrParams:
-        bad = [p for p in self.allowed_paths if not _relative(p)]
-        if bad:
-            raise ValueError(f"allowed_paths must be relative paths or globs, not {bad[0]!r}")
+        for name in ("allowed_paths", "evaluator_files"):
+            bad = [p for p in getattr(self, name) if not _relative(p)]
+            if bad:
+                raise ValueError(f"{name} must be relative paths or globs, not {bad[0]!r}")
+        for pattern in self.evaluator_files:
+            try:
+                parse(pattern)
+            except GlobError as exc:
+                raise ValueError(f"evaluator_files: {exc}") from None
         return self
 
 

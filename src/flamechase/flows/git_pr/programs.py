@@ -91,9 +91,12 @@ def publish(central: str, old: str, new: str, message: str) -> tuple[str, ...]:
 
 
 def lane_policy(state: GitState, lane: str) -> dict[str, str]:
-    """The hook's policy for a lane's forwarded pushes: its own branches, minus frozen heads."""
+    """The hook's policy for a lane's forwarded pushes: its own branches, minus frozen heads,
+    and never deleting the branch of any PR it opened."""
     frozen = {p.ref: {"sha": p.head, "pr": p.id} for p in state.prs.values() if p.status in FROZEN}
-    return {"FLAMECHASE_GIT_POLICY": json.dumps({"pusher": lane, "frozen": frozen}, sort_keys=True)}
+    kept = {p.ref: p.id for p in state.prs.values() if p.lane == lane}
+    policy = {"pusher": lane, "frozen": frozen, "kept": kept}
+    return {"FLAMECHASE_GIT_POLICY": json.dumps(policy, sort_keys=True)}
 
 
 def runtime_policy(

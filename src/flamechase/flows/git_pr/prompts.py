@@ -81,7 +81,8 @@ def protocol(state: GitState, lane: str) -> str:
             "origin/main` (NAME: short, new for each idea).",
             "2. Work and test in this clone; commit (the clone has its own git identity).",
             f"3. `git push origin {lane}/NAME`. You may push only your own branches ({lane}/...);"
-            " main takes only the runtime's merges.",
+            " main takes only the runtime's merges. A branch you opened a PR from is kept: "
+            "deleting it is refused.",
             "4. `fc-pr open --title TITLE --hypothesis WHAT_YOU_EXPECT` on that branch:"
             " a draft PR.",
             "5. `fc-pr ready` on the branch (or `fc-pr ready PR000123`) when it should be judged: "
@@ -95,10 +96,21 @@ def protocol(state: GitState, lane: str) -> str:
             "reports in your next turns.",
             f"Merging: the best ready PR whose measured {p.metric} strictly beats main's is "
             "merged. If your branch does not contain the current main, the runtime merges it "
-            "with main and measures that again (conflicts reject the PR: rebase on origin/main "
+            "with main and measures that merge, whatever your head alone scored, and merges "
+            "it if the merge beats main (conflicts reject the PR: rebase on origin/main "
             f"and open a new one). PRs may change: {allowed}.",
+            frozen_line(state),
             "Never edit the original source, another lane's clone or the central repository.",
         ]
+    )
+
+
+def frozen_line(state: GitState) -> str:
+    files = ", ".join(sorted(state.frozen or ())) or "none (the command names no file of the tree)"
+    return (
+        f"The evaluator is frozen: its files ({files}) were frozen from the baseline at the "
+        "start, and every PR is measured with them as they were. A PR that changes, deletes "
+        "or replaces one of them is tampered: never measured, never merged."
     )
 
 

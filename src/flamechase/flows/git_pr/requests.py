@@ -20,7 +20,14 @@ from typing import Any
 from flamechase.flow import Emit
 from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, review
-from flamechase.flows.git_pr.model import OPEN, AfterTurn, GitState, PullRequest, waiting_key
+from flamechase.flows.git_pr.model import (
+    CLOSED,
+    OPEN,
+    AfterTurn,
+    GitState,
+    PullRequest,
+    waiting_key,
+)
 
 __all__ = ["carry_out"]
 
@@ -137,7 +144,7 @@ def _ready(state: GitState, lane: str, req: dict[str, Any], at: str) -> GitState
     if pr.status != "draft":
         raise Refusal(
             f"{pr.id} is {pr.status}, not a draft"
-            + ("; open a new PR" if pr.status in ("merged", "rejected") else "")
+            + ("; open a new PR" if pr.status in CLOSED else "")
         )
     head = _pushed(state, lane, pr.branch, req)
     busy = [p for p in state.prs.values() if p.lane == lane and p.status == "reviewing"]

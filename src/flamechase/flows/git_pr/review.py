@@ -11,8 +11,10 @@ is the baseline's until the first merge, so a candidate must beat the original c
 merge into main is a two-parent commit made in the integration clone; when the PR's head
 descends from main it is exactly the measured tree, otherwise it is git's merge with the
 current main (conflicts reject the PR), which the runtime measures again and merges only if
-it still beats main: work merged earlier is never dropped. Main moves through the central
-repository's hook. Ready PRs that do not beat main are rejected, each with its reason, and
+it still beats main: work merged earlier is never dropped. A stale PR (main moved since its
+base) is integrated in its turn whatever its head alone scored, since only its merge can say
+whether it beats main. Main moves through the central repository's hook. Ready PRs whose
+receipt measured their merge and does not beat main are rejected, each with its reason, and
 every rejection reaches its lane as a system report.
 """
 
@@ -22,7 +24,7 @@ from typing import Any
 
 from flamechase.flow import Emit
 from flamechase.flows.git_pr import events as gev
-from flamechase.flows.git_pr import jobs, programs
+from flamechase.flows.git_pr import frozen, jobs, programs
 from flamechase.flows.git_pr.model import (
     CENTRAL,
     INTEGRATION,
@@ -37,7 +39,7 @@ from flamechase.flows.git_pr.model import (
 )
 from flamechase.flows.parallel_flame_chase import events as pev
 
-__all__ = ["evaluate", "integrate", "on_result", "reject"]
+__all__ = ["evaluate", "fresh", "integrate", "on_result", "reject"]
 
 MERGE_CHECKOUT = "checkouts/merge"
 SHOWN = 5  # disallowed paths named in a rejection
@@ -79,7 +81,7 @@ def evaluate(state: GitState, pr_id: str) -> GitState:
         subject=pr.id,
         place=checkout_place(pr.lane),
         reads=(CENTRAL,),
-        argv=programs.checkout(central, pr.head, state.main, state.allowed),
+        argv=(*programs.checkout(central, pr.head, state.main, state.allowed), *frozen.args(state)),
     )
 
 
@@ -135,6 +137,8 @@ def _on_checkout(state: GitState, job: Job, result: dict[str, Any], at: str) -> 
     pr = state.prs.get(job.subject)
     if pr is None or pr.status != "evaluating":
         return state  # superseded meanwhile
+    if result.get("tampered"):
+        return frozen.tamper(state, pr.id, [str(p) for p in result["tampered"]], at, merged=False)
     checked = _checked_out(state, pr, result, at)
     if isinstance(checked, str):
         return reject(state, pr.id, checked, at)
@@ -171,39 +175,57 @@ def _on_measure(state: GitState, job: Job, receipt: dict[str, Any], at: str) -> 
             )
         ),
     )
+    stale = (
+        ""
+        if fresh(state, pr)
+        else "; main moved since your branch's base, so what decides is its merge with the "
+        "current main, which the runtime measures when it integrates it"
+    )
     return jobs.system_report(
         state,
         [pr.lane],
         "pr_ready",
         f"{pr.id} is ready: the runtime measured {state.params.metric} = {_fmt(rec.value)} "
-        f"at {pr.head[:12]} (main: {_fmt(state.main_score)})",
+        f"at {pr.head[:12]} (main: {_fmt(state.main_score)}){stale}",
         at,
         {"pr": pr.id, "value": rec.value, "receipt": rec.key},
     )
 
 
+def fresh(state: GitState, pr: PullRequest) -> bool:
+    """Whether the PR's receipt measured what its merge with the current main holds (its head
+    descends from the current main); otherwise only measuring that merge can judge it."""
+    return pr.descends and pr.base is not None and pr.base == state.main
+
+
 def integrate(state: GitState, at: str) -> GitState:
-    """Start integrating the best ready PR, or reject the ready PRs that cannot beat main."""
+    """Start integrating the best ready PR; reject the ready PRs whose own receipt measured
+    their merge with main and does not beat it. A stale PR (main moved since its base) is
+    judged by its real merge with the current main, whatever its head alone scored."""
     main = state.main
     if state.review is not None or not state.main_measured or main is None:
         return state
     p = state.params
     ready = [pr for pr in state.prs.values() if pr.status == "ready" and pr.score is not None]
-    if not ready:
+    wins = {pr.id for pr in ready if better(float(pr.score or 0.0), state.main_score, p.direction)}
+    for pr in [pr for pr in ready if pr.id not in wins and fresh(state, pr)]:
+        state = reject(
+            state,
+            pr.id,
+            f"{p.metric} {_fmt(pr.score)} does not beat main's "
+            f"{_fmt(state.main_score)} ({p.direction})",
+            at,
+        )
+    candidates = [pr for pr in ready if pr.id in wins or not fresh(state, pr)]
+    if not candidates:
         return state
     sign = 1.0 if p.direction == "minimize" else -1.0
-    ready.sort(key=lambda pr: (sign * float(pr.score or 0.0), pr.ready_seq, pr.id))
-    best = ready[0]
-    if not better(float(best.score or 0.0), state.main_score, p.direction):
-        for pr in ready:
-            state = reject(
-                state,
-                pr.id,
-                f"{p.metric} {_fmt(pr.score)} does not beat main's "
-                f"{_fmt(state.main_score)} ({p.direction})",
-                at,
-            )
-        return state
+    # Those whose own value beats main first (best first, ties: ready first), then the stale
+    # ones that need their merge measured to know.
+    candidates.sort(
+        key=lambda pr: (pr.id not in wins, sign * float(pr.score or 0.0), pr.ready_seq, pr.id)
+    )
+    best = candidates[0]
     review = Review(pr=best.id, main=main, score=best.score)
     state = state.with_pr(best.replace(status="reviewing"))
     state = state.replace(review=review)
@@ -211,7 +233,11 @@ def integrate(state: GitState, at: str) -> GitState:
         state,
         Emit(
             gev.PrReviewing(
-                lane=best.lane, pr=best.id, value=best.score, main_value=state.main_score
+                lane=best.lane,
+                pr=best.id,
+                value=best.score,
+                main_value=state.main_score,
+                stale=not fresh(state, best),
             )
         ),
     )
@@ -253,7 +279,10 @@ def _on_merge(state: GitState, job: Job, result: dict[str, Any], at: str) -> Git
         subject=pr.id,
         place=MERGE_CHECKOUT,
         reads=(CENTRAL,),
-        argv=programs.checkout(state.place(CENTRAL), merge, review.main, state.allowed),
+        argv=(
+            *programs.checkout(state.place(CENTRAL), merge, review.main, state.allowed),
+            *frozen.args(state),
+        ),
     )
 
 
@@ -262,6 +291,8 @@ def _on_merge_checkout(state: GitState, job: Job, result: dict[str, Any], at: st
     if review is None or review.pr != job.subject or review.merge is None:
         return state
     pr = state.pr(review.pr)
+    if result.get("tampered"):
+        return frozen.tamper(state, pr.id, [str(p) for p in result["tampered"]], at, merged=True)
     checked = _checked_out(state, pr, result, at)
     if isinstance(checked, str):
         return reject(state, pr.id, f"its merge with main failed: {checked}", at)

@@ -5,7 +5,9 @@
     lanes/LANE       each lane's clone, where its actors work; `git push origin` lands in an
                      outbox inside it, which the runtime forwards after each turn
     integration      the runtime's own clone, where it merges PRs into main
-    checkouts/main   a clean checkout of the baseline, measured: what candidates must beat
+    checkouts/main   a clean checkout of the baseline: the evaluator's files are frozen from
+                     it (those its command names, and `evaluator_files`), then it is
+                     measured: what candidates must beat
 
 Each step is a runtime program with a fixed key, done once: the state records it done.
 """
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flamechase.flow import Command, Emit, FinishRun, MakePlace, Measure, Run
+from flamechase import events as ev
+from flamechase.flow import Command, Emit, FinishRun, Freeze, MakePlace, Measure, Run
 from flamechase.flows.git_pr import events as gev
 from flamechase.flows.git_pr import jobs, programs
 from flamechase.flows.git_pr.model import (
@@ -27,9 +30,10 @@ from flamechase.flows.git_pr.model import (
 )
 from flamechase.flows.parallel_flame_chase import events as pev
 
-__all__ = ["commands", "on_result", "places"]
+__all__ = ["commands", "on_frozen", "on_result", "places"]
 
 MAIN_CHECKOUT = "checkouts/main"
+FREEZE = "setup/evaluator"
 SETUP_TIMEOUT = 3600.0  # seeding the central repository reads the whole source
 
 
@@ -88,7 +92,9 @@ def commands(state: GitState) -> list[Command]:
                 label="the cloning of the central repository for the runtime's merges",
             )
         )
-    if MAIN_CHECKOUT in state.places and not state.main_measured:
+    # (A run stored before evaluators were frozen has main measured and nothing frozen: it
+    # freezes now, before any lane turn starts again.)
+    if MAIN_CHECKOUT in state.places and not (state.main_measured and state.frozen is not None):
         out.append(_baseline(state, central))
     return out
 
@@ -104,6 +110,11 @@ def _baseline(state: GitState, central: str) -> Command:
             timeout=SETUP_TIMEOUT,
             argv=programs.checkout(central, state.baseline or "", None, ()),
             label="a clean checkout of main",
+        )
+    if state.frozen is None:
+        # Before anything runs in the checkout (the baseline's own evaluator included).
+        return Freeze(
+            FREEZE, place=MAIN_CHECKOUT, paths=tuple(p.evaluator_files), command=p.evaluator
         )
     # The user's own code, jailed like the first lane's (no lane is more trusted).
     return Measure(
@@ -145,6 +156,13 @@ def on_result(state: GitState, key: str, receipt: dict[str, Any]) -> GitState:
     if step == "main-checkout":
         name = MAIN_CHECKOUT
     return state.replace(steps=(*state.steps, name))
+
+
+def on_frozen(state: GitState, event: ev.Frozen) -> GitState:
+    """The evaluator's files, frozen (or the reason they could not be, which ends the run)."""
+    if event.error:
+        return state.replace(setup_error=f"cannot freeze the evaluator's files: {event.error}")
+    return state.replace(frozen=dict(event.files))
 
 
 def _measured(state: GitState, receipt: dict[str, Any]) -> GitState:

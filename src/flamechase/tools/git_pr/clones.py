@@ -5,7 +5,8 @@ checkouts of exactly one commit.
 (a lane's also gets an outbox: `git push origin ...` lands there, in the lane's own place, and
 the runtime forwards it through the central repository's hook after the turn). `export` (run
 jailed as the lane) bundles what the lane pushed since the central repository last saw it.
-`checkout` makes a clean checkout of one commit for the evaluator and says what it changes.
+`checkout` makes a clean checkout of one commit for the evaluator and says what it changes
+(and which of the evaluator's frozen files, which it puts back: `tools.git_pr.frozen`).
 `merge` makes the runtime's merge of a PR head into main in the integration clone and stages it
 in the central repository.
 """
@@ -13,10 +14,11 @@ in the central repository.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from flamechase.tools.git_pr import frozen as frozen_files
 from flamechase.tools.git_pr.central import HOOK_PREFIX
 from flamechase.tools.git_pr.git import NO_CONVERSION, Git, GitError, wipe, write_text
 
@@ -103,15 +105,28 @@ def allowed(path: str, patterns: Sequence[str]) -> bool:
 
 
 def checkout(
-    place: Path, central: Path, commit: str, main: str | None, patterns: Sequence[str]
+    place: Path,
+    central: Path,
+    commit: str,
+    main: str | None,
+    patterns: Sequence[str],
+    baseline: str | None = None,
+    frozen: Mapping[str, str] | None = None,
+    named: Sequence[str] = (),
+    watched: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A clean checkout of exactly `commit` in `place`, and what it changes since its base
-    (its merge base with `main`)."""
+    (its merge base with `main`). With `frozen` (the evaluator's files, path -> SHA-256, from
+    the `baseline` commit; `named`: the paths the evaluator's command names; `watched`: the
+    `evaluator_files` globs): the frozen files it changes, the named paths and watched globs
+    where it differs from the baseline (`tampered`), or, when there are none, the checkout
+    with each frozen file put back as frozen."""
     wipe(place)
     git = Git(place)
     git.run("init", "-q")
     write_text(place / ".git" / "info" / "attributes", NO_CONVERSION)
-    wanted = [commit] + ([main] if main else [])
+    judged = bool(baseline and (frozen or named or watched))
+    wanted = [commit] + ([main] if main else []) + ([str(baseline)] if judged else [])
     try:
         git.run("fetch", "-q", "--no-tags", str(central), *wanted)
     except GitError as exc:
@@ -127,6 +142,13 @@ def checkout(
     )
     changed = [p for p in git.out(*diff).split("\0") if p]
     bad = [p for p in changed if not allowed(p, patterns)]
+    touched = (
+        frozen_files.tampered(git, commit, str(baseline), frozen or {}, named, watched)
+        if judged
+        else []
+    )
+    if judged and frozen and not touched:
+        frozen_files.put_back(git, place, str(baseline), frozen)
     return {
         "commit": commit,
         "tree": git.out("rev-parse", f"{commit}^{{tree}}"),
@@ -135,6 +157,7 @@ def checkout(
         "changed": len(changed),
         "disallowed": bad[:DISALLOWED_SHOWN],
         "disallowed_count": len(bad),
+        "tampered": touched,
     }
 
 

@@ -10,7 +10,9 @@
                                                 (in the central repository) push a lane's ref
                                                 updates through the hook, as that lane
     checkout --central DIR --commit SHA [--main SHA] [--allow GLOB]...
-                                                (in an empty place) a clean checkout
+             [--baseline SHA --frozen PATH=SHA256... --named PATH... --watch GLOB...]
+                                                (in an empty place) a clean checkout, the
+                                                evaluator's frozen files judged and put back
     merge --pr ID --lane L --title T --head SHA --main SHA
                                                 (in the integration clone) the runtime's merge
     push-main --central DIR --merge SHA --main SHA
@@ -56,6 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--commit", required=True)
     s.add_argument("--main")
     s.add_argument("--allow", action="append", default=[])
+    s.add_argument("--baseline")
+    s.add_argument("--frozen", action="append", default=[])
+    s.add_argument("--named", action="append", default=[])
+    s.add_argument("--watch", action="append", default=[])
     s = sub.add_parser("merge")
     for name in ("--pr", "--lane", "--title", "--head", "--main"):
         s.add_argument(name, required=True)
@@ -85,7 +91,21 @@ def main(argv: Sequence[str] | None = None) -> None:
                 central.forward(args.central, args.lane, args.bundle, updates, args.delete, policy)
             )
         if args.job == "checkout":
-            done(clones.checkout(here, args.central, args.commit, args.main, args.allow))
+            # A path may hold "="; a SHA-256 never does.
+            frozen = dict(f.rsplit("=", 1) for f in args.frozen)
+            done(
+                clones.checkout(
+                    here,
+                    args.central,
+                    args.commit,
+                    args.main,
+                    args.allow,
+                    args.baseline,
+                    frozen,
+                    args.named,
+                    args.watch,
+                )
+            )
         if args.job == "merge":
             done(clones.merge(here, args.pr, args.lane, args.title, args.head, args.main, policy))
         if args.job == "push-main":

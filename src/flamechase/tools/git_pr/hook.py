@@ -7,10 +7,13 @@ its own (merges), and says who is pushing and what the flow allows in FLAMECHASE
 
     {"pusher": "lane-2" | "runtime",
      "frozen": {"refs/heads/lane-2/x": {"sha": ..., "pr": "PR000003"}},   heads of ready PRs
+     "kept": {"refs/heads/lane-2/y": "PR000002"},                        branches of any PR
      "merge": {"pr": ..., "head": ..., "parent": ..., "commit": ...}}      the one main takes
 
 A lane may create, move and delete only its own branches (`refs/heads/LANE/...`, no part of the
-name `HEAD`), never a frozen head: no tag, note, replace ref or remote-tracking ref, which
+name `HEAD`), never move or delete a frozen head, and never delete a branch it pushed as a PR
+(whatever became of the PR: its history stays for review): no tag, note, replace ref or
+remote-tracking ref, which
 every reader of the repository would see. Main takes only the runtime's two-parent merge of the
 frozen head its policy names, on top of the current main, carrying the `Flamechase-PR:`
 trailer. A refusal prints `flamechase hook: <why>` and exits 1 (git then refuses the push,
@@ -74,6 +77,13 @@ def _lane(lane: str, old: str, new: str, ref: str, policy: Mapping[str, Any]) ->
     why = outside(lane, ref)
     if why:
         return why
+    kept = (policy.get("kept") or {}).get(ref)
+    if kept and new == ZERO:
+        branch = ref.removeprefix("refs/heads/")
+        return (
+            f"{branch} was pushed as {kept}; the branch of a PR is kept and cannot be deleted "
+            "(leave it, and push new work to a new branch)"
+        )
     frozen = (policy.get("frozen") or {}).get(ref)
     if frozen and new != frozen.get("sha"):
         branch = ref.removeprefix("refs/heads/")
