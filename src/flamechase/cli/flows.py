@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from flamechase.loader.index import Entry
 
 INDEX_HELP = (
-    "a flow index: YAML/JSON file, directory of flow.yaml, or git+URL (default: "
-    "$FLAMECHASE_FLOW_INDEX)"
+    "a flow index: the name of one (official, or added with `flows index add`), a YAML/JSON "
+    "file, a directory of flow.yaml, or git+URL (default: $FLAMECHASE_FLOW_INDEX, else official)"
 )
 
 
@@ -30,10 +30,13 @@ def group() -> None:
 
 
 def _index_entries(source: str | None, refresh: bool = False) -> tuple[str | None, list[Entry]]:
-    from flamechase.loader import index
+    from flamechase.loader import index, indexes, official
 
     source = source or index.default_source()
     if source is None:
+        return None, []
+    source = indexes.source_of(source)
+    if source == official.NAME:  # its releases are the built-ins, listed as such
         return None, []
     return source, index.read(source, refresh=refresh)
 
@@ -51,6 +54,11 @@ def _rows(index_source: str | None) -> tuple[list[dict[str, Any]], str | None]:
         )
     have = {r["name"] for r in rows}
     for rec in installed.all_installed():
+        if rec.code_hash:  # a release of the official index: the built-in rows are its code
+            for row in rows:
+                if row["name"] == rec.name or row["name"] in rec.variants:
+                    row["from"] = f"built-in, installed from official (code {rec.code_hash[:12]})"
+            continue
         rows.append(
             {
                 "name": rec.name,
@@ -255,14 +263,22 @@ def _show_entries(entries: list[Entry], source: str) -> None:
 @click.option("--refresh", is_flag=True, help="trust a git index whose tag moved")
 def install_command(spec: str, index_source: str | None, refresh: bool) -> int:
     """Install a flow from an index at the commit the index records (verified: its tag must
-    still name that commit). Installing imports the flow: it runs its code."""
-    from flamechase.loader import index
+    still name that commit); with no index, from `official`, the releases of the built-in
+    flows this flamechase ships (offline, with their variants). Installing imports the flow:
+    it runs its code."""
+    from flamechase.loader import index, indexes, official
 
-    source, entries = _index_entries(index_source, refresh)
-    if source is None:
-        raise FlowIndexError(
-            f"no flow index: give --index FILE|DIR|git+URL or set {index.INDEX_VAR}"
+    if indexes.source_of(index_source or index.default_source()) == official.NAME:
+        record = official.install(spec)
+        echo(
+            f"installed {record.name} {record.version} from the official index (the code "
+            f"this flamechase ships, {record.code_hash[:12]})"
+            + "".join(f", with {v}" for v in record.variants)
+            + f"; run it with -f {record.name}"
         )
+        return 0
+    source, entries = _index_entries(index_source, refresh)
+    assert source is not None  # only the official index gives none
     record = index.install(index.pick(entries, spec, source), source)
     where = f"{record.url}@{record.commit}" + (f"#{record.subdir}" if record.subdir else "")
     echo(f"installed {record.name} {record.version} from {where}; run it with -f {record.name}")
@@ -286,3 +302,12 @@ def uninstall_command(name: str) -> int:
         raise FlowIndexError(f"no installed flow called {name!r}; see flamechase flows list")
     echo(f"uninstalled {name}")
     return 0
+
+
+def _add_index_commands() -> None:
+    from flamechase.cli.flow_index import index_group
+
+    group.add_command(index_group)
+
+
+_add_index_commands()
