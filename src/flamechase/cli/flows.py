@@ -266,30 +266,35 @@ def install_command(spec: str, index_source: str | None, refresh: bool) -> int:
     still name that commit); with no index, from `official`, the releases of the built-in
     flows this flamechase ships (offline, with their variants). Installing imports the flow:
     it runs its code."""
+    for line in install_lines(spec, index_source, refresh):
+        echo(line)
+    return 0
+
+
+def install_lines(spec: str, index_source: str | None, refresh: bool = False) -> list[str]:
+    """Install `spec` from the index named or given (none: official); what to tell the user."""
+    from flamechase.flows import BUILTIN
     from flamechase.loader import index, indexes, official
 
     if indexes.source_of(index_source or index.default_source()) == official.NAME:
-        record = official.install(spec)
-        echo(
-            f"installed {record.name} {record.version} from the official index (the code "
-            f"this flamechase ships, {record.code_hash[:12]})"
-            + "".join(f", with {v}" for v in record.variants)
-            + f"; run it with -f {record.name}"
-        )
-        return 0
+        done = official.install(spec)
+        return [
+            f"installed {done.name} {done.version} from the official index (the code "
+            f"this flamechase ships, {done.code_hash[:12]})"
+            + "".join(f", with {v}" for v in done.variants)
+            + f"; run it with -f {done.name}"
+        ]
     source, entries = _index_entries(index_source, refresh)
     assert source is not None  # only the official index gives none
     record = index.install(index.pick(entries, spec, source), source)
     where = f"{record.url}@{record.commit}" + (f"#{record.subdir}" if record.subdir else "")
-    echo(f"installed {record.name} {record.version} from {where}; run it with -f {record.name}")
-    from flamechase.flows import BUILTIN
-
+    lines = [f"installed {record.name} {record.version} from {where}; run it with -f {record.name}"]
     if record.name in BUILTIN:
-        echo(
+        lines.append(
             f"-f {record.name} now runs the installed flow, not the built-in one; "
             f"`flamechase flows uninstall {record.name}` goes back to the built-in"
         )
-    return 0
+    return lines
 
 
 @group.command("uninstall")
