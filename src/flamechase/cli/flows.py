@@ -187,6 +187,7 @@ def describe(flow: Flow[Any], source: str) -> list[str]:
             else "no (every start is a new run)"
         ),
         *_roles(flow, params, required),
+        *_skill_lines(flow, params),
         "params (-p" + (", required ones marked" if required else "") + "):",
     ]
     for key, field in flow.Params.model_fields.items():
@@ -235,6 +236,26 @@ def _roles(flow: Flow[Any], params: FlowParams, required: set[str]) -> list[str]
             f"  {role.name}{extra}" + (f": {role.description}" if role.description else "")
         )
     return lines
+
+
+def _skill_lines(flow: Flow[Any], params: FlowParams) -> list[str]:
+    """The skill each role gets, and where it is mounted (agents/skills.py)."""
+    from flamechase.agents.skills import MOUNTS
+
+    try:
+        by_skill: dict[str, list[str]] = {}
+        for role in dict.fromkeys(flow.roles(params)):
+            found = flow.skill(role)
+            if found is not None:
+                by_skill.setdefault(found.name, []).append(role)
+    except Exception:  # roles that depend on a required param: _roles said so
+        return []
+    where = "; ".join(f"{cli}: {how}" for cli, how in MOUNTS.items())
+    return [
+        f"skill {name} (for {', '.join(roles)}): mounted on {where}; other CLIs get it in the "
+        "prompt"
+        for name, roles in by_skill.items()
+    ]
 
 
 def _type_words(annotation: Any) -> str:
