@@ -145,7 +145,7 @@ def test_install_refusals_are_one_line(indexed) -> None:
         cli("flows", "install", "once@9.9", "--index", str(index), cwd=tmp),
         "no version 9.9 of once; it has 1.0.0, 1.1.0",
     )
-    _refused(cli("flows", "install", "once", cwd=tmp), "no flow index")
+    _refused(cli("flows", "install", "once", cwd=tmp), "index official has no flow 'once'")
     bad = tmp / "bad.yaml"
     bad.write_text("flows:\n  - name: once\n    version: 1\n    repo: x\n    commit: abc\n")
     _refused(cli("flows", "install", "once", "--index", str(bad), cwd=tmp), "entry 1: commit")

@@ -140,8 +140,8 @@ def _delivered(pid: int, sig: int, timeout: float = 20) -> None:
 
 def test_a_refused_run_is_one_line_and_the_prompt_stays(profiled: Path) -> None:
     child = _spawn(profiled)
-    child.send("$parallel_flame_chase go\r")
-    child.expect_exact("error: no profile for parallel_flame_chase")
+    child.send("$nope go\r")
+    child.expect_exact("error: no flow called 'nope'")
     child.expect_exact("ended with exit code 2")
     child.expect_exact(MARK)
     child.sendeof()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from flamechase.jail import JailSpec
 
 if TYPE_CHECKING:
+    from flamechase.agents.skills import Mounted
     from flamechase.flow.commands import ResultSpec
     from flamechase.flow.sim import SimActor
 
@@ -75,6 +76,9 @@ class TurnRequest:
     result: ResultSpec | None = None
     # The flow's simulated actor, given only to a backend that is `simulated`.
     actor: SimActor | None = None
+    # The flow's skill as this turn's CLI takes it (agents/skills.py); None: the prompt
+    # carries the protocol.
+    skill: Mounted | None = None
 
     @property
     def writable(self) -> tuple[Path, ...] | None:

@@ -5,7 +5,7 @@ Argv (cwd = the workspace)::
     claude --print --input-format stream-json --output-format stream-json --verbose
            --session-id <fresh uuid4> --permission-mode bypassPermissions
            --permission-prompt-tool stdio --model MODEL [--effort EFFORT]
-           [--json-schema SCHEMA]
+           [--json-schema SCHEMA] [--plugin-dir DIR (the flow's skill, agents/skills.py)]
 
 Each ask is one `{"type":"user",...}` line on stdin; the turn ends at the next `result` event,
 and is failed when it says `is_error`, a `subtype` other than `success`, or a
@@ -266,6 +266,8 @@ class ClaudeSession(CliSession):
             argv += ["--effort", self.spec.effort]
         if self.request.result_schema is not None:
             argv += ["--json-schema", json.dumps(self.request.result_schema)]
+        if self.request.skill is not None:
+            argv += self.request.skill.argv
         return argv
 
     async def _attempt(self, prompt: str, deadline: float) -> Verdict:

@@ -5,7 +5,7 @@ omits the `"jsonrpc": "2.0"` member, and so do we)::
 
     → initialize {clientInfo}            ← {userAgent, ...}
     → initialized (notification)
-    → thread/start {cwd, model, approvalPolicy: "never", sandbox}
+    → thread/start {cwd, model, approvalPolicy: "never", sandbox, developerInstructions?}
                                          ← {thread: {id}}
     → turn/start {threadId, input: [{type: "text", text}], model, effort?, approvalPolicy,
                   sandboxPolicy, outputSchema?}         ← {turn: {id, status: "inProgress"}}
@@ -286,6 +286,8 @@ class CodexSession(RpcSession):
         }
         if self.spec.model:
             params["model"] = self.spec.model
+        if self.request.skill is not None and self.request.skill.instructions:
+            params["developerInstructions"] = self.request.skill.instructions  # the flow's skill
         return params
 
     @property

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from flamechase.loader.index import Entry
 
 INDEX_HELP = (
-    "a flow index: YAML/JSON file, directory of flow.yaml, or git+URL (default: "
-    "$FLAMECHASE_FLOW_INDEX)"
+    "a flow index: the name of one (official, or added with `flows index add`), a YAML/JSON "
+    "file, a directory of flow.yaml, or git+URL (default: $FLAMECHASE_FLOW_INDEX, else official)"
 )
 
 
@@ -30,10 +30,13 @@ def group() -> None:
 
 
 def _index_entries(source: str | None, refresh: bool = False) -> tuple[str | None, list[Entry]]:
-    from flamechase.loader import index
+    from flamechase.loader import index, indexes, official
 
     source = source or index.default_source()
     if source is None:
+        return None, []
+    source = indexes.source_of(source)
+    if source == official.NAME:  # its releases are the built-ins, listed as such
         return None, []
     return source, index.read(source, refresh=refresh)
 
@@ -51,6 +54,11 @@ def _rows(index_source: str | None) -> tuple[list[dict[str, Any]], str | None]:
         )
     have = {r["name"] for r in rows}
     for rec in installed.all_installed():
+        if rec.code_hash:  # a release of the official index: the built-in rows are its code
+            for row in rows:
+                if row["name"] == rec.name or row["name"] in rec.variants:
+                    row["from"] = f"built-in, installed from official (code {rec.code_hash[:12]})"
+            continue
         rows.append(
             {
                 "name": rec.name,
@@ -179,6 +187,7 @@ def describe(flow: Flow[Any], source: str) -> list[str]:
             else "no (every start is a new run)"
         ),
         *_roles(flow, params, required),
+        *_skill_lines(flow, params),
         "params (-p" + (", required ones marked" if required else "") + "):",
     ]
     for key, field in flow.Params.model_fields.items():
@@ -229,6 +238,26 @@ def _roles(flow: Flow[Any], params: FlowParams, required: set[str]) -> list[str]
     return lines
 
 
+def _skill_lines(flow: Flow[Any], params: FlowParams) -> list[str]:
+    """The skill each role gets, and where it is mounted (agents/skills.py)."""
+    from flamechase.agents.skills import MOUNTS
+
+    try:
+        by_skill: dict[str, list[str]] = {}
+        for role in dict.fromkeys(flow.roles(params)):
+            found = flow.skill(role)
+            if found is not None:
+                by_skill.setdefault(found.name, []).append(role)
+    except Exception:  # roles that depend on a required param: _roles said so
+        return []
+    where = "; ".join(f"{cli}: {how}" for cli, how in MOUNTS.items())
+    return [
+        f"skill {name} (for {', '.join(roles)}): mounted on {where}; other CLIs get it in the "
+        "prompt"
+        for name, roles in by_skill.items()
+    ]
+
+
 def _type_words(annotation: Any) -> str:
     """A param's type as a user writes it after -p: `str`, `int`, `list[str]`."""
     if isinstance(annotation, type):
@@ -255,25 +284,38 @@ def _show_entries(entries: list[Entry], source: str) -> None:
 @click.option("--refresh", is_flag=True, help="trust a git index whose tag moved")
 def install_command(spec: str, index_source: str | None, refresh: bool) -> int:
     """Install a flow from an index at the commit the index records (verified: its tag must
-    still name that commit). Installing imports the flow: it runs its code."""
-    from flamechase.loader import index
+    still name that commit); with no index, from `official`, the releases of the built-in
+    flows this flamechase ships (offline, with their variants). Installing imports the flow:
+    it runs its code."""
+    for line in install_lines(spec, index_source, refresh):
+        echo(line)
+    return 0
 
+
+def install_lines(spec: str, index_source: str | None, refresh: bool = False) -> list[str]:
+    """Install `spec` from the index named or given (none: official); what to tell the user."""
+    from flamechase.flows import BUILTIN
+    from flamechase.loader import index, indexes, official
+
+    if indexes.source_of(index_source or index.default_source()) == official.NAME:
+        done = official.install(spec)
+        return [
+            f"installed {done.name} {done.version} from the official index (the code "
+            f"this flamechase ships, {done.code_hash[:12]})"
+            + "".join(f", with {v}" for v in done.variants)
+            + f"; run it with -f {done.name}"
+        ]
     source, entries = _index_entries(index_source, refresh)
-    if source is None:
-        raise FlowIndexError(
-            f"no flow index: give --index FILE|DIR|git+URL or set {index.INDEX_VAR}"
-        )
+    assert source is not None  # only the official index gives none
     record = index.install(index.pick(entries, spec, source), source)
     where = f"{record.url}@{record.commit}" + (f"#{record.subdir}" if record.subdir else "")
-    echo(f"installed {record.name} {record.version} from {where}; run it with -f {record.name}")
-    from flamechase.flows import BUILTIN
-
+    lines = [f"installed {record.name} {record.version} from {where}; run it with -f {record.name}"]
     if record.name in BUILTIN:
-        echo(
+        lines.append(
             f"-f {record.name} now runs the installed flow, not the built-in one; "
             f"`flamechase flows uninstall {record.name}` goes back to the built-in"
         )
-    return 0
+    return lines
 
 
 @group.command("uninstall")
@@ -286,3 +328,12 @@ def uninstall_command(name: str) -> int:
         raise FlowIndexError(f"no installed flow called {name!r}; see flamechase flows list")
     echo(f"uninstalled {name}")
     return 0
+
+
+def _add_index_commands() -> None:
+    from flamechase.cli.flow_index import index_group
+
+    group.add_command(index_group)
+
+
+_add_index_commands()

@@ -97,6 +97,12 @@ def check(flow_ref: str, profile: Profile) -> None:
     assign_roles(split_agent_args(profile.agents), flow.roles(params), flow.name)
 
 
+def save(flow_ref: str, profile: Profile) -> Path:
+    """Check `profile` as exec would, then keep it as FLOW's; the file it is in."""
+    check(flow_ref, profile)
+    return _save({**load_all(), flow_ref: profile})
+
+
 @click.group("profile")
 def group() -> None:
     """Agents and budgets per flow, for `flamechase run FLOW TASK` and the prompt."""
@@ -122,9 +128,7 @@ def group() -> None:
 )
 def set_command(flow_ref: str, agents: tuple[str, ...], params: tuple[str, ...]) -> int:
     """Keep FLOW's agents and params (checked now, as exec would check them)."""
-    profile = Profile(agents=list(agents), params=list(params))
-    check(flow_ref, profile)
-    path = _save({**load_all(), flow_ref: profile})
+    path = save(flow_ref, Profile(agents=list(agents), params=list(params)))
     echo(f"profile for {flow_ref} saved in {path}")
     return 0
 

@@ -3,8 +3,10 @@
     ❯ $my_flow get the solver under 10 s on every benchmark in bench/
 
 The run shows its live view in the terminal and the prompt comes back when it ends or is
-stopped (Ctrl-C stops it as it stops `exec`). Lines are kept in a history file in the state
-home (Up/Down, Ctrl-R); Tab completes flow names after `$`. `exit`, `quit` or Ctrl-D leave.
+stopped (Ctrl-C stops it as it stops `exec`). A flow with no profile has its agents asked
+for by name first (cli/asking.py); `/flow` walks the flowverses to install a flow
+(cli/flow_menu.py). Lines are kept in a history file in the state home (Up/Down, Ctrl-R);
+Tab completes flow names after `$`. `exit`, `quit` or Ctrl-D leave.
 Uses prompt_toolkit (history, completion, and a test input that needs no terminal).
 """
 
@@ -21,13 +23,15 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 
+from flamechase.cli import asking, flow_menu
 from flamechase.errors import FlamechaseError
 from flamechase.text import echo
 
 PROMPT = "❯ "
 HELP = (
     "$FLOW TASK starts a run of FLOW with its profile (flamechase profile set FLOW -a ... "
-    "-p ...); Tab completes flow names; exit or Ctrl-D leaves"
+    "-p ...; with none, its agents are asked for); /flow installs flows from a flowverse; "
+    "Tab completes flow names; exit or Ctrl-D leaves"
 )
 
 
@@ -84,7 +88,9 @@ def history_file() -> Path:
     return ensure_private_dir(state_home()) / "prompt-history"
 
 
-Runner = Callable[[str, str], int]
+# runner(flow, task) runs with FLOW's profile; runner(flow, task, agents=...) with the
+# agents the prompt asked for.
+Runner = Callable[..., int]
 
 
 def repl(
@@ -105,6 +111,8 @@ def repl(
             complete_while_typing=False,
         )
     say(f"flamechase: {HELP}")
+    # Questions are asked on the same terminal, kept out of the prompt's history.
+    questions: PromptSession[str] = PromptSession(input=session.input, output=session.output)
     while True:
         try:
             line = session.prompt(PROMPT)
@@ -112,11 +120,11 @@ def repl(
             continue
         except EOFError:
             return 0
-        if not _one(line, runner, say):
+        if not _one(line, runner, say, questions.prompt):
             return 0
 
 
-def _one(line: str, runner: Runner, say: Callable[[str], None]) -> bool:
+def _one(line: str, runner: Runner, say: Callable[[str], None], ask: asking.Ask) -> bool:
     """Handle one line; False to leave."""
     text = line.strip()
     if text in ("exit", "quit"):
@@ -126,6 +134,10 @@ def _one(line: str, runner: Runner, say: Callable[[str], None]) -> bool:
     if text in ("help", "?"):
         say(HELP)
         return True
+    if text == "/flow":
+        with contextlib.suppress(asking.Cancelled):  # Ctrl-C: back to the prompt
+            flow_menu.walk(ask, say, flow_names())
+        return True
     parsed = parse(text)
     if parsed is None or not parsed[1]:
         say(
@@ -134,15 +146,35 @@ def _one(line: str, runner: Runner, say: Callable[[str], None]) -> bool:
             else f"${parsed[0]}: say what the agents should achieve"
         )
         return True
-    code = _run(runner, *parsed, say=say)
-    say(f"flamechase: ${parsed[0]} ended with exit code {code}")
+    flow, task = parsed
+    agents: tuple[str, ...] | None = None
+    if asking.needs_asking(flow):
+        try:
+            answers, saved = asking.ask_agents(flow, ask, say)
+        except asking.Cancelled:
+            say(f"flamechase: ${flow}: nothing started")
+            return True
+        except FlamechaseError as exc:
+            say(f"flamechase: error: {_first(str(exc))}")
+            say(f"flamechase: ${flow} ended with exit code {exc.exit_code}")
+            return True
+        agents = None if saved else tuple(answers)
+    code = _run(runner, flow, task, agents, say=say)
+    say(f"flamechase: ${flow} ended with exit code {code}")
     return True
 
 
-def _run(runner: Runner, flow: str, task: str, *, say: Callable[[str], None]) -> int:
+def _run(
+    runner: Runner,
+    flow: str,
+    task: str,
+    agents: tuple[str, ...] | None,
+    *,
+    say: Callable[[str], None],
+) -> int:
     """One run; a refusal or a stop comes back to the prompt as one line."""
     try:
-        return runner(flow, task)
+        return runner(flow, task) if agents is None else runner(flow, task, agents=agents)
     except FlamechaseError as exc:
         say(f"flamechase: error: {_first(str(exc))}")
         return exc.exit_code

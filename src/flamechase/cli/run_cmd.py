@@ -16,12 +16,14 @@ def start(
     refresh: bool = False,
     as_json: bool = False,
     allow_workspace: bool = False,
+    agents: tuple[str, ...] | None = None,
 ) -> int:
     """Run FLOW toward TASK here, as `exec -f FLOW` with its profile's `-a` and `-p` (and
-    `params` after them, so they win). Returns the run's exit code."""
+    `params` after them, so they win), or with `agents` and no profile (the prompt asked for
+    them). Returns the run's exit code."""
     from flamechase.cli import exec_cmd, profile
 
-    saved = profile.get(flow_ref)
+    saved = profile.get(flow_ref) if agents is None else profile.Profile(agents=list(agents))
     callback = exec_cmd.command.callback
     assert callback is not None
     code: int = callback(

@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import select
 import signal
 import sys
@@ -40,7 +41,7 @@ from pydantic import BaseModel
 
 from flamechase.errors import FlowCodeError
 from flamechase.events import Event
-from flamechase.flow import Flow, FlowParams, LaneDef, RunSetup, TurnContext
+from flamechase.flow import Flow, FlowParams, LaneDef, RunSetup, Skill, TurnContext
 from flamechase.flow.commands import ResultModelBroke
 
 __all__ = ["FlowCode", "hear_signals"]
@@ -49,6 +50,8 @@ T = TypeVar("T")
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 STOPS = frozenset(int(sig) for sig in STOP_SIGNALS)  # their bytes on the wake-up descriptor
 _HERE = os.path.normcase(os.path.abspath(__file__))
+# How CLIs name a skill (Claude Code, Agent Skills): lowercase words joined by hyphens.
+_SKILL_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
 class FlowCode:
@@ -227,6 +230,23 @@ class FlowCode:
     def repair_prompt(self, state: BaseModel, ctx: TurnContext, reason: str) -> str:
         text = self.call("repair_prompt()", self.flow.repair_prompt, state, ctx, reason)
         return self._text("repair_prompt()", text)
+
+    def skill(self, role: str) -> Skill | None:
+        """The flow's skill for `role`, checked: a Skill with a name CLIs take, or None."""
+        value = self.call("skill()", self.flow.skill, role)
+        if value is None:
+            return None
+        if not (
+            isinstance(value, Skill)
+            and isinstance(value.name, str)
+            and _SKILL_NAME.fullmatch(value.name)
+            and isinstance(value.description, str)
+            and isinstance(value.body, str)
+        ):
+            raise self._contract(
+                "skill()", value, "a Skill (name: lowercase words joined by '-'; str texts) or None"
+            )
+        return value
 
     def stored(self, state: BaseModel) -> tuple[str, dict[str, Any]]:
         """The state as stored (its JSON) and `describe(state)`, checked to be JSON."""

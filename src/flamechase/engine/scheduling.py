@@ -17,6 +17,7 @@ from typing import Any
 from flamechase import events as ev
 from flamechase import jail as jails
 from flamechase.agents.backend import TurnRequest
+from flamechase.agents.skills import mount as mount_skill
 from flamechase.engine import inbox as inbox_mod
 from flamechase.engine.confinement import turn_jail
 from flamechase.engine.executor import TurnJob
@@ -160,6 +161,8 @@ class TurnBuilder:
             "attempt": attempt,
         }
         workspace = self.place_path(cmd.place)
+        skill = self.code.skill(cmd.role)
+        mounted = mount_skill(prep.agents[cmd.role].cli, skill, io_dir) if skill else None
         ctx = TurnContext(
             run_id=self.run_id,
             flow=prep.flow.name,
@@ -175,6 +178,7 @@ class TurnBuilder:
             checkpoint_path=checkpoint,
             checkpoint_identity=identity,
             workspace_map=self.workspace_map(lanes),
+            skill=mounted.name if mounted else "",
         )
         token = secrets.token_hex(16)
         env = {"FLAMECHASE_LANES": ",".join(ln["lane"] for ln in lanes), TOKEN_VAR: token}
@@ -221,6 +225,7 @@ class TurnBuilder:
             jail=jail,
             result_schema=code.result_schema(cmd.result.model) if cmd.result.structured else None,
             result=cmd.result,
+            skill=mounted,
             # Only a simulated agent plays the flow's actor (it travels with the job).
             actor=(
                 code.call("simulator()", flow.simulator)

@@ -44,6 +44,7 @@ from flamechase.flow.api import (
     LaneDef,
     Role,
     RunSetup,
+    Skill,
     TurnContext,
 )
 from flamechase.flow.commands import (
@@ -103,6 +104,7 @@ __all__ = [
     "Shown",
     "SimActor",
     "SimTurn",
+    "Skill",
     "StartTurn",
     "TurnContext",
     "WaitUntil",

@@ -110,6 +110,16 @@ class Role:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Skill:
+    """A flow's protocol as a skill: `name` (lowercase words and hyphens, as CLIs name skills),
+    a one-line `description` (what a CLI lists before loading it) and the `body` (Markdown)."""
+
+    name: str
+    description: str
+    body: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class LaneDef:
     """A lane the run opens at its start: a sequence of turns in one place.
 
@@ -167,6 +177,9 @@ class TurnContext:
     checkpoint_path: Path | None
     checkpoint_identity: Mapping[str, Any]
     workspace_map: Mapping[str, Any]
+    # The name of the flow's skill when the role's CLI has it mounted (`Flow.skill`): the
+    # prompt may refer to it instead of repeating it. "" when none is mounted.
+    skill: str = ""
 
 
 S = TypeVar("S", bound=BaseModel)
@@ -249,6 +262,13 @@ class Flow(abc.ABC, Generic[S, P]):
         """What should happen now (seconds since the epoch), given `state`. The engine checks
         each command against the flow's declarations and what the run did before acting
         (docs/writing-a-flow.md, "Mistakes a flow can make")."""
+
+    def skill(self, role: str) -> Skill | None:
+        """The skill this flow brings for `role` (its protocol, as text a CLI loads), or None.
+        The runtime mounts it where the role's CLI loads skills or instruction files, and
+        then sets `TurnContext.skill`; a CLI with no such mechanism gets the prompt alone,
+        so `prompt` must still carry the protocol when `ctx.skill` is ""."""
+        return None
 
     @abc.abstractmethod
     def prompt(self, state: S, ctx: TurnContext) -> str:

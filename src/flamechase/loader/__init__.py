@@ -3,7 +3,8 @@
 `-f` takes a built-in name (the registry in `flamechase.flows`), `NAME:VARIANT`, a path,
 `package.module:FLOW`, an installed flow or entry point, or `git+URL[@REV][#SUBDIR][:FLOW]`
 (`resolve` says how each is found; `gitsource`, `pinned`, `index` and `installed` fetch, pin,
-list and install flows from git and indexes; `modules` imports a flow's code). `flow_identity`
+list and install flows from git and indexes, `official` and `indexes` the shipped index and
+indexes by name; `modules` imports a flow's code). `flow_identity`
 names a loaded flow's source and hashes its code (`identity`), so a resume can refuse to run
 other code than the run's own. Loading a flow runs its code. Must not import the engine.
 """

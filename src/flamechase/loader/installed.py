@@ -2,7 +2,8 @@
 
 A record says where the flow's code is (repository URL, the commit the index recorded, the
 subdirectory) and which index and version it came from. The code itself is the pinned git
-checkout in the cache (loader/gitsource.py), verified against the commit at every load.
+checkout in the cache (loader/gitsource.py), verified against the commit at every load; a
+release of the official index is the built-in code, verified against its hash.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ class Installed(BaseModel):
     subdir: str = ""
     license: str = ""
     index: str = ""
+    # A release of the official index (loader/official.py): the built-in code's hash, and
+    # the variants it brought.
+    code_hash: str = ""
+    variants: list[str] = []
 
 
 def root() -> Path:

@@ -54,6 +54,9 @@ def resolve(
     if ref in builtin:
         return Loaded(_builtin(builtin[ref], ref), f"builtin:{ref}")
     if ref in variants:
+        parent = installed.get(ref.partition(":")[0])
+        if parent is not None and ref in parent.variants:
+            return load_installed(parent, ref.partition(":")[2])
         return Loaded(_builtin(variants[ref], ref), f"builtin:{ref}")
     name, colon, attr = ref.partition(":")
     if colon and (name in builtin or installed.get(name) or _entry_point(name)):
@@ -137,7 +140,14 @@ def _from_checkout(checkout: Path, ref: gitsource.GitRef, commit: str) -> Flow[A
 
 
 def load_installed(record: installed.Installed, variant: str | None) -> Loaded:
-    """An installed flow, from the checkout of the commit its index recorded (verified)."""
+    """An installed flow, from the checkout of the commit its index recorded (verified), or
+    a release of the official index: the built-in code, verified against its recorded hash."""
+    from flamechase.loader import official
+
+    if official.is_official(record):
+        name = f"{record.name}:{variant}" if variant else record.name
+        official.verify(record, name)
+        return Loaded(official.builtin(name), f"builtin:{name}")
     ref = gitsource.GitRef(url=record.url, rev=record.commit, subdir=record.subdir, attr=variant)
     checkout = gitsource.checkout(record.url, record.commit)
     return Loaded(_from_checkout(checkout, ref, record.commit), ref.source(record.commit))

@@ -20,6 +20,7 @@ from flamechase.flow import (
     Role,
     RunSetup,
     SimActor,
+    Skill,
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook, report_id
@@ -28,6 +29,7 @@ from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase import measure as pfc_measure
 from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
 from flamechase.flows.parallel_flame_chase import sim as pfc_sim
+from flamechase.flows.parallel_flame_chase import skill as pfc_skill
 from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
 from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
 from flamechase.flows.parallel_flame_chase.plans import PlanResult
@@ -360,7 +362,12 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             checkpoint_path=ctx.checkpoint_path,
             checkpoint_identity=ctx.checkpoint_identity,
             report_path=ctx.report_path,
+            skill=ctx.skill,
         )
+
+    def skill(self, role: str) -> Skill | None:
+        """The lane protocol, for every lane actor (the coordinator plans: no skill)."""
+        return None if role == PLANNER else pfc_skill.SKILL
 
     def repair_prompt(self, state: PfcState, ctx: TurnContext, reason: str) -> str:
         if ctx.turn.lane is None:

@@ -93,7 +93,32 @@ def lane_prompt(
     checkpoint_path: Path | None,
     checkpoint_identity: Mapping[str, Any],
     report_path: Path,
+    skill: str = "",
 ) -> str:
+    if skill:
+        return _lane_prompt_with_skill(
+            skill=skill,
+            run_id=run_id,
+            lane=lane,
+            in_source=in_source,
+            role=role,
+            actor=actor,
+            partner=partner,
+            turn=turn,
+            workspace=workspace,
+            artifact_root=artifact_root,
+            leaderboard=leaderboard,
+            objective=objective,
+            mission=mission,
+            consecutive_failures=consecutive_failures,
+            last_error=last_error,
+            workspace_map=workspace_map,
+            inbox=inbox,
+            inbox_path=inbox_path,
+            checkpoint_path=checkpoint_path,
+            checkpoint_identity=checkpoint_identity,
+            report_path=report_path,
+        )
     ownership = (
         "You own integration: you alone edit the original source. Integrate other lanes' "
         "work only from runtime-validated artifact packages (listed with sha256 in the "
@@ -147,5 +172,68 @@ def lane_prompt(
             "",
             f"Finish by writing your turn report as JSON to {report_path}, matching this "
             f"schema:\n{json.dumps(report_schema(), separators=(',', ':'))}",
+        ]
+    )
+
+
+# long: the same facts as lane_prompt, the protocol left to the mounted skill.
+def _lane_prompt_with_skill(
+    *,
+    skill: str,
+    run_id: str,
+    lane: str,
+    in_source: bool,
+    role: str,
+    actor: str,
+    partner: str,
+    turn: int,
+    workspace: Path,
+    artifact_root: Path | None,
+    leaderboard: Mapping[str, Any],
+    objective: str,
+    mission: Mapping[str, Any] | None,
+    consecutive_failures: int,
+    last_error: str | None,
+    workspace_map: Mapping[str, Any],
+    inbox: Sequence[Mapping[str, Any]],
+    inbox_path: Path,
+    checkpoint_path: Path | None,
+    checkpoint_identity: Mapping[str, Any],
+    report_path: Path,
+) -> str:
+    """A lane turn's prompt when its CLI has the `skill` mounted: the facts of this turn; the
+    protocol (actor, report, artifact, checkpoint, resume) is the skill's."""
+    where = (
+        "You are lane-1: you own integration and alone edit the original source."
+        if in_source
+        else f"Your private snapshot is {workspace}; your artifact root is {artifact_root}."
+    )
+    return "\n".join(
+        [
+            f"You are {role} (actor {actor} of {lane}), taking turn {turn} of {lane} in a "
+            f"parallel flame chase (run {run_id}); {partner} takes the next turn.",
+            f"Follow the {skill} skill, the lane protocol (actor, report, artifact, "
+            "checkpoint, resume): load it first.",
+            "",
+            where,
+            "",
+            f"Current leaderboard:\n{_j(leaderboard)}",
+            "",
+            f"Objective:\n{objective}",
+            "",
+            f"Your lane's mission:\n{_j(mission)}",
+            "",
+            "Lane status from the preceding attempt: "
+            + _j({"consecutive_failures": consecutive_failures, "last_error": last_error}),
+            "",
+            f"Workspace map:\n{_j(workspace_map)}",
+            "",
+            f"Reports from other lanes not yet acknowledged by this lane (also in "
+            f"{inbox_path}):\n{_j(list(inbox))}",
+            "",
+            f"Checkpoint path: {checkpoint_path}; identity: {_j(dict(checkpoint_identity))}",
+            "",
+            f"Report path: {report_path}; schema:\n"
+            f"{json.dumps(report_schema(), separators=(',', ':'))}",
         ]
     )

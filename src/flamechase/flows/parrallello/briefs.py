@@ -137,6 +137,9 @@ def critic_brief(
             "Do not edit the front's files. You may add gate items for what you probed "
             "(dated, in the gate script) and list them in gate_changes; a recalibration "
             "needs its proof. The gate then freezes again.",
+            "Numbers first, eyes last: judge by the gate's output and your own "
+            "measurements; look at images only after, at most 3 contact sheets of at most "
+            "1600 px.",
             "Return at most 8 tickets, each for one owner, most severe first.",
             "Approval is 0 majors, 0 mediums and every gate PASS: the runtime recounts your "
             "findings and applies the rule itself.",

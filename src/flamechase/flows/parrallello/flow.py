@@ -25,6 +25,7 @@ from flamechase.flow import (
     LaneDef,
     MakePlace,
     ResultSpec,
+    Role,
     RunSetup,
     SimActor,
     StartTurn,
@@ -32,6 +33,7 @@ from flamechase.flow import (
 )
 from flamechase.flows.parrallello import briefs, closing, front, progress
 from flamechase.flows.parrallello import events as fev
+from flamechase.flows.parrallello import roles as parrallello_roles
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello import sim as fronts_sim
 from flamechase.flows.parrallello.params import ParrallelloParams
@@ -106,6 +108,9 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             CRITIC,
             *([PREP] if params.prep else []),
         ]
+
+    def describe_roles(self, params: ParrallelloParams) -> list[Role]:
+        return parrallello_roles.described(self.roles(params))
 
     def lanes(self, params: ParrallelloParams) -> list[LaneDef]:
         out = []
