@@ -287,7 +287,7 @@ class VerdictRecorded(FlowEvent):
                 _front(
                     self.front,
                     verdict=f"{word}: {self.majors}M {self.mediums}m {self.minors}n",
-                    progress=f"{self.progress:.0%}",
+                    progress=_pct(self.progress),
                 ),
             ),
         )
@@ -344,7 +344,7 @@ class FrontEnded(FlowEvent):
             f"{why}{tail}. {bar(self.progress)} this front · {bar(self.overall)} all",
             "best" if self.status == "approved" else "fail",
             mark=Mark(word, "good" if self.status == "approved" else "bad"),
-            rows=(_front(self.front, state=word, progress=f"{self.progress:.0%}"),),
+            rows=(_front(self.front, state=word, progress=_pct(self.progress)),),
         )
 
 
@@ -404,8 +404,13 @@ def bar(fraction: object, width: int = 10) -> str:
         f = min(1.0, max(0.0, float(fraction)))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         f = 0.0
-    filled = round(f * width)
-    return "[" + "#" * filled + "-" * (width - filled) + f"] {f:.0%}"
+    filled = int(f * width + 1e-9)
+    return "[" + "#" * filled + "-" * (width - filled) + f"] {_pct(f)}"
+
+
+def _pct(fraction: float) -> str:
+    """Rounded down: only what is done reads 100 %."""
+    return f"{int(fraction * 100 + 1e-9)}%"
 
 
 def _ids(items: Any, limit: int = 4) -> str:

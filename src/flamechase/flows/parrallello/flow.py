@@ -44,6 +44,29 @@ __all__ = ["FLOW", "Parrallello"]
 PLANNER, BUILDER, CRITIC, PREP = "planner", "builder", "critic", "prep"
 PLAN_TRIES = 3
 TOOL_TRIES = 2  # a runtime program (a copy, a diff, a hash) that fails is run once more
+ANOMALIES_KEPT = 200  # anomalies kept in the state (every one is also an `anomaly` event)
+
+
+def _owe(state: PState, owed: Sequence[Command], at: str) -> PState:
+    """`owed` into the outbox, and every anomaly among it into the run's state: what the
+    runtime detected is state (`status`), not only an event."""
+    seen = [
+        {
+            "what": c.event.what,
+            "front": c.event.front,
+            "round": c.event.round,
+            "detail": c.event.detail,
+            "at": at,
+        }
+        for c in owed
+        if isinstance(c, Emit) and isinstance(c.event, fev.Anomaly)
+    ]
+    anomalies = (*state.anomalies, *seen)[-ANOMALIES_KEPT:] if seen else state.anomalies
+    return state.replace(
+        outbox=state.outbox.add(*owed),
+        anomalies=anomalies,
+        anomaly_count=state.anomaly_count + len(seen),
+    )
 
 
 def _limits(budget: dict[str, Any]) -> dict[str, float]:
@@ -201,7 +224,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             owed += more
         state = state.replace(fronts=fronts)
         if state.plan is None:
-            return state.replace(outbox=state.outbox.add(*owed))
+            return _owe(state, owed, at)
         state, more = self._blocked(state, at, share)
         owed += more
         whole = progress.overall(state)
@@ -211,7 +234,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             else c
             for c in owed
         ]
-        return state.replace(outbox=state.outbox.add(*owed))
+        return _owe(state, owed, at)
 
     def _blocked(self, state: PState, at: str, share: float) -> tuple[PState, list[Command]]:
         """Waiting fronts that can never start: a dependency not approved, or the budget."""
@@ -268,11 +291,8 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                 what="runtime-failed",
                 detail=f"{key.what}: {failed}",
             )
-            return state.replace(
-                retried={**state.retried, event.key: tries},
-                fatal=fatal,
-                outbox=state.outbox.add(Emit(anomaly)),
-            )
+            state = state.replace(retried={**state.retried, event.key: tries}, fatal=fatal)
+            return _owe(state, [Emit(anomaly)], event.at)
         f = state.fronts.get(key.front)
         if f is None:
             return state

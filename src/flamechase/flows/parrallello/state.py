@@ -204,7 +204,8 @@ class PState(FlowState):
     checkpoint: dict[str, Any] | None = None
     limits: dict[str, float] = {}
     spend: Spend = Spend()
-    anomalies: tuple[dict[str, Any], ...] = ()
+    anomalies: tuple[dict[str, Any], ...] = ()  # what the runtime detected, the latest kept
+    anomaly_count: int = 0  # every anomaly of the run, kept or not
     retried: dict[str, int] = {}  # runtime programs that failed once, by key
     fatal: str | None = None  # a runtime program failed twice: the run cannot go on
     outbox: Outbox = Outbox()
