@@ -20,7 +20,7 @@ from flamechase.flows.parrallello.state import PState
 
 
 def gate_output(items: dict[str, bool]) -> dict[str, Any]:
-    rows = [{"id": i, "value": 1, "target": "t", "pass": ok} for i, ok in items.items()]
+    rows = [{"id": i, "value": int(ok), "target": ">=1", "pass": ok} for i, ok in items.items()]
     ok = all(items.values())
     out = (
         f"RESULT_JSON {json.dumps({'pass': ok, 'items': rows})}\n"
@@ -157,7 +157,7 @@ class Driver:
             return self.script.builder_diff(key.front, key.round, key.who)
         if key.what == "cdiff":
             return self.script.critic_diff(key.front, key.round)
-        if key.what in ("hash", "freeze", "rehash"):
+        if key.what in ("hash", "freeze", "rehash", "fhash", "recalhash"):
             return tool(
                 "TREESYNC", {"files": self.script.hashes(key.front, key.round), "digest": "d"}
             )

@@ -9,7 +9,9 @@ edit its gate, append to files (`write`: path -> text), wait for other builders 
 they run at once) or for a marker another left in its lane's directory (`LANE/NAME`), hang
 once, hold the run's measurement lock (`hog`: for up to that many seconds, leaving a
 `holding` marker) or leave a background job (`job`: its argv) running. The critic
-returns findings of a given severity and says whatever `approve` it is told.
+returns findings of a given severity, says whatever `approve` it is told, and can change
+the gate in its copy (`critic_gate`: text substitutions in a round, and the `gate_changes` it
+declares for them), as a cheating or a recalibrating critic would.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ items = [{{"id": "T.{front}.value", "value": value, "target": ">={target}",
          {{"id": "T.{front}.exists", "value": True, "target": True, "pass": True}}]
 if mode == "drop" and value >= 2:
     items = items[:1]
+if mode == "lie":  # every item says it passes, whatever its value
+    for i in items:
+        i["pass"] = True
 ok = all(i["pass"] for i in items)
 n = sum(i["pass"] for i in items)
 line = "RESULT_JSON " + json.dumps({{"pass": ok, "items": items}})
@@ -140,8 +145,18 @@ if severity:
 approve = conf.get("approve", "auto")
 if approve == "auto":
     approve = bool(run and run["passed"]) and not findings
+changes = []
+edit = conf.get("critic_gate")  # {{"round": N, "sub": [[old, new], ...], "changes": [...]}}
+if edit and edit.get("round", 1) == brief["round"]:
+    path = "gates/" + brief["front"] + ".py"
+    text = open(path).read()
+    for old, new in edit.get("sub", []):
+        text = text.replace(old, new)
+    open(path, "w").write(text)
+    changes = edit["changes"]
 json.dump({{"findings": findings, "tickets": tickets, "approve": approve,
-           "summary": "scripted review"}}, open(os.environ["FLAMECHASE_REPORT"], "w"))
+           "gate_changes": changes, "summary": "scripted review"}},
+          open(os.environ["FLAMECHASE_REPORT"], "w"))
 """
 
 

@@ -244,6 +244,47 @@ class GateRefrozen(FlowEvent):
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RecalibrationProven(FlowEvent):
+    """A critic's recalibration with its proof, tried and accepted; taken at the block's end
+    (the round that proposed it is judged on the gate as it was)."""
+
+    kind: ClassVar[str] = "recalibration_proven"
+    front: str = ""
+    round: int = 0
+    block: int = 1
+    changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    gate: str = ""
+
+    def describe(self) -> str:
+        return f"{self.front} recalibration proven in round {self.round}: {_proofs(self.changes)}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"Front {self.front}'s gate is recalibrated with proof in round {self.round} "
+            f"({_proofs(self.changes)}); it applies once block {self.block} ends "
+            f"(its trial: {self.gate}).",
+            "plan",
+        )
+
+
+def _proofs(changes: list[dict[str, Any]]) -> str:
+    out = []
+    for c in changes:
+        proof = c.get("proof") if isinstance(c, Mapping) else None
+        if isinstance(proof, Mapping):
+            targets = ", ".join(f"{k} {v}" for k, v in (c.get("targets") or {}).items())
+            removes = ", ".join(c.get("removes") or ())
+            what = "; ".join(x for x in (targets, removes and f"removes {removes}") if x)
+            measured = clip(str(proof.get("measurement")), 120)
+            out.append(
+                f"{proof.get('reason')} on {proof.get('date')}: {measured}"
+                + (f" -> {what}" if what else "")
+            )
+    return "; ".join(out) or "no proof"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class VerdictRecorded(FlowEvent):
     kind: ClassVar[str] = "verdict_recorded"
     front: str = ""

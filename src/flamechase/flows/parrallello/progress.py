@@ -100,6 +100,13 @@ def _front_row(state: PState, front: FrontState) -> dict[str, Any]:
             "gate": last.gate,
         },
         "open_tickets": [t.brief() for t in front.tickets],
+        "contract": {
+            "targets": dict(front.contract),
+            "recalibrations": list(front.recalibrations),
+            "pending": None
+            if front.pending is None
+            else {"round": front.pending.get("round"), "changes": front.pending.get("changes")},
+        },
         "prep": front.prep.status,
         "paced": front.paced,
         "blocks": list(front.blocks),

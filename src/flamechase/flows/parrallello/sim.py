@@ -75,7 +75,7 @@ if "--full" in sys.argv:
     "P2": """s = steps()
 text = open("README.md").read()
 items.append({"id": "T.P2.readme", "value": f"STEPS: {s}" in text,
-              "target": "README states the measured STEPS", "pass": f"STEPS: {s}" in text})""",
+              "target": True, "pass": f"STEPS: {s}" in text})""",
     "N1": """lines = [ln for ln in open("NOTES.md").read().splitlines() if ln.strip()] \\
     if __import__("os").path.exists("NOTES.md") else []
 items.append({"id": "T.N1.lines", "value": len(lines), "target": ">=2",
@@ -133,7 +133,7 @@ def _plan(ws: Path, limit: int) -> dict[str, Any]:
             "weight": 1,
             "gate": "python3 gates/P2.py",
             "owners": {"docs": ["README.md"]},
-            "targets": {"T.P2.readme": "stated"},
+            "targets": {"T.P2.readme": "true"},  # the README states the measured STEPS
         },
     ]
     return {"fronts": fronts[: max(1, limit)], "blocks": 2, "rounds_per_block": 3}

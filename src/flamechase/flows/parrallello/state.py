@@ -33,6 +33,7 @@ Phase = Literal[
     "critic_sync",
     "critic",
     "critic_check",
+    "critic_trial",
     "critic_apply",
     "verdict",
 ]
@@ -116,6 +117,11 @@ class RoundState(FlowState):
     rehashed: bool = False
     refrozen: dict[str, str] | None = None
     regate: GateResult | None = None
+    trial: Literal["tighten", "recalibrate"] | None = None  # the critic's gate change, tried
+    trial_synced: bool = False
+    trial_applied: bool = False
+    fhashed: dict[str, str] | None = None  # the front's gate files once the change is taken
+    recalibration: dict[str, Any] | None = None  # a proven one, taken when the block ends
     findings: tuple[dict[str, Any], ...] = ()  # the runtime's own findings this round
     started_at: str = ""
 
@@ -154,6 +160,12 @@ class FrontState(FlowState):
     frozen: dict[str, str] | None = None  # gate files -> sha256, while the front runs
     last_gate: GateResult | None = None
     items: int | None = None  # item count of the last accepted --full run
+    # The front's contract: item id -> target (the plan's, then every item an accepted run
+    # printed); the yardstick only tightens against it. Its recalibrations, each with its
+    # proof and date, and the one proven but not yet taken (at the block's end).
+    contract: dict[str, str] = {}
+    recalibrations: tuple[dict[str, Any], ...] = ()
+    pending: dict[str, Any] | None = None
     tickets: tuple[Ticket, ...] = ()
     handoffs: dict[str, str] = {}
     block: int = 0
