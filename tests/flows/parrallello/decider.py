@@ -63,6 +63,9 @@ class Script:
     hashes: Callable[[str, int], dict[str, str]] = lambda f, r: {f"gates/{f}.py": "h1"}
     fail_turn: Callable[[StartTurn], bool] = lambda c: False
     handoff: Callable[[str, int, str], str] = lambda f, r, o: "did it"
+    lead: Callable[[str, int, dict[str, Any]], dict[str, Any]] = lambda f, b, brief: {
+        "lead_note": f"lead note after block {b}"
+    }
 
 
 class Driver:
@@ -137,6 +140,8 @@ class Driver:
         brief = c.note["brief"]
         if c.role == "critic":
             return c.result.validate(self.script.verdict(brief["front"], brief["round"]))
+        if c.role == "lead":
+            return c.result.validate(self.script.lead(brief["front"], brief["block_ended"], brief))
         if c.role == "prep":
             return {"tickets": [], "handoff": "staged"}
         return c.result.validate(

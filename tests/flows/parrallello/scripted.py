@@ -125,7 +125,8 @@ if conf.get("job"):  # a background job the builder leaves running when it finis
     escapes.append(f"JOB {{started.returncode}} {{started.stdout.strip()}} {{started.stderr}}")
 json.dump({{"tickets": [{{"id": t["id"], "status": "claimed_fixed", "evidence": "raised VALUE"}}
                         for t in brief["tickets"]],
-           "handoff": f"VALUE {{value}} -> {{value + 1}}\\n" + "\\n".join(escapes)}},
+           "handoff": f"VALUE {{value}} -> {{value + 1}}\\n" + "\\n".join(escapes)
+                      + ("\\nLEAD: " + brief["lead_note"] if brief.get("lead_note") else "")}},
           open(os.environ["FLAMECHASE_REPORT"], "w"))
 """
 
@@ -155,8 +156,20 @@ if edit and edit.get("round", 1) == brief["round"]:
     open(path, "w").write(text)
     changes = edit["changes"]
 json.dump({{"findings": findings, "tickets": tickets, "approve": approve,
-           "gate_changes": changes, "summary": "scripted review"}},
+           "gate_changes": changes,
+           "summary": "scripted review" + (" LEAD: " + brief["lead_note"]
+                                           if brief.get("lead_note") else "")}},
           open(os.environ["FLAMECHASE_REPORT"], "w"))
+"""
+
+
+LEAD = """\
+#!{python}
+import json, os
+brief = json.loads(os.environ["FLAMECHASE_BRIEF"])
+conf = json.load(open(os.environ["PLL_CONFIG"])).get(brief["front"], {{}})
+decision = conf.get("lead") or {{"lead_note": "carry on"}}
+json.dump(decision, open(os.environ["FLAMECHASE_REPORT"], "w"))
 """
 
 
@@ -196,17 +209,22 @@ def repo(tmp: Path, fronts: dict[str, dict[str, Any]], **plan_top: Any) -> Path:
     return ws
 
 
-def actors(tmp: Path, config: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
-    """(`-a` args, env) for the scripted builder and critic with `config` by front."""
+def actors(
+    tmp: Path, config: dict[str, Any], *, lead: bool = False
+) -> tuple[list[str], dict[str, str]]:
+    """(`-a` args, env) for the scripted builder and critic (and `lead`: the lead, whose
+    decision is the front's `lead` in `config`) with `config` by front."""
     paths = {}
-    for name, body in (("builder", BUILDER), ("critic", CRITIC)):
+    roles = (("builder", BUILDER), ("critic", CRITIC), *((("lead", LEAD),) if lead else ()))
+    for name, body in roles:
         path = tmp / f"{name}.py"
         path.write_text(textwrap.dedent(body.format(python=sys.executable)))
         path.chmod(0o755)
         paths[name] = path
     conf = tmp / "pll-config.json"
     conf.write_text(json.dumps(config))
+    agents = ",".join(f"{name}=exec:{path}" for name, path in paths.items())
     return (
-        ["-a", f"builder=exec:{paths['builder']},critic=exec:{paths['critic']}"],
+        ["-a", agents],
         {"PLL_CONFIG": str(conf)},
     )

@@ -16,8 +16,15 @@ from tests.helpers import cli, events, status
 FAST = "rest_seconds=0.05,prep=false,budget.turns=80"
 
 
-def run(tmp: Path, ws: Path, config: dict[str, Any], *params: str, timeout: float = 240) -> Any:
-    args, env = actors(tmp, config)
+def run(
+    tmp: Path,
+    ws: Path,
+    config: dict[str, Any],
+    *params: str,
+    timeout: float = 240,
+    lead: bool = False,
+) -> Any:
+    args, env = actors(tmp, config, lead=lead)
     return cli(
         "exec",
         "-f",

@@ -31,6 +31,9 @@ RULES = (
 )
 
 
+_LEAD_RULE = ("The lead's note (lead_note) binds this block: follow it.",)
+
+
 def _gate(spec: FrontSpec, who: str, front: FrontState | None = None) -> dict[str, Any]:
     return {
         "quick": rt.quick_command(spec, who),
@@ -76,8 +79,9 @@ def builder_brief(
         "ceiling": {"calls": rs.ceiling, "context_tokens": 120_000},
         "gate": _gate(spec, f"{spec.id}.{owner}", front),
         "handoffs": notes,
+        "lead_note": front.lead_note,
         "machine": rt.machine_commands(),
-        "rules": list(RULES),
+        "rules": [*RULES, *_LEAD_RULE[: bool(front.lead_note)]],
         "result": {
             "tickets": [
                 {"id": "...", "status": "claimed_fixed|disputed|not_done", "evidence": "..."}
@@ -127,6 +131,7 @@ def critic_brief(
         },
         "builders": builders,
         "earlier_handoffs": _earlier_notes(front, rs),
+        "lead_note": front.lead_note,
         "open_tickets": [t.brief() for t in front.tickets],
         "history": [r.model_dump() for r in front.history[-3:]],
         "machine": rt.machine_commands(),
@@ -147,6 +152,7 @@ def critic_brief(
             "YYYY-MM-DD}; it is written into the front's contract and applies from the next "
             "block, never to this round. Anything else is refused and blocks approval.",
             "Return at most 8 tickets, each for one owner, most severe first.",
+            *_LEAD_RULE[: bool(front.lead_note)],
             "Approval is 0 majors, 0 mediums and every gate PASS: the runtime recounts your "
             "findings and applies the rule itself.",
         ],
@@ -237,6 +243,11 @@ def words(brief: Mapping[str, Any], report_path: str, workspace: str) -> str:
         head = (
             f"You are a fresh adversarial critic of front {brief['front']}, round "
             f"{brief['round']}. Try to refute that it meets its targets."
+        )
+    elif role == "lead":
+        head = (
+            f"You are a fresh lead of front {brief['front']}: block {brief['block_ended']} "
+            "ended; decide the next block from its verdicts, notes and tickets."
         )
     else:
         head = f"You are a one-pass prep agent for front {brief['front']} (wave {brief['wave']})."

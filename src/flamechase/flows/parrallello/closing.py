@@ -9,7 +9,7 @@ from typing import Any
 
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
-from flamechase.flows.parrallello import gatechange
+from flamechase.flows.parrallello import gatechange, lead
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.progress import front_fraction
 from flamechase.flows.parrallello.rounds import Ctx, begin
@@ -425,10 +425,13 @@ def _after(
             f"{run_share:.0%} of a budget is spent: no new block starts",
             owed,
         )
-    if block_over and front.pending is not None:
-        # A proven recalibration is taken now, between blocks; the next block starts once
-        # its gate is frozen (`front.on_ran`).
-        return front.replace(pending={**front.pending, "due": True}), owed
+    if block_over:
+        # Between blocks: a proven recalibration is taken (`front.on_ran`) and the lead (or
+        # the rules) decides; the next block starts once both are done.
+        if front.pending is not None:
+            front = front.replace(pending={**front.pending, "due": True})
+        front, started = lead.between(front, ctx, ctx.knobs.lead)
+        return front, [*owed, *started]
     front, started = begin(front, ctx)
     return front, [*owed, *started]
 

@@ -285,6 +285,37 @@ def _proofs(changes: list[dict[str, Any]]) -> str:
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LeadDecided(FlowEvent):
+    """The decision for a front's next block: the lead's, or the runtime's rules'."""
+
+    kind: ClassVar[str] = "lead_decided"
+    front: str = ""
+    block: int = 1
+    source: str = "rules"  # lead | rules
+    items: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    tickets: list[str] = dataclasses.field(default_factory=list)
+    note: str = ""
+
+    def describe(self) -> str:
+        return (
+            f"{self.front} block {self.block} decided by the {self.source}: {clip(self.note, 120)}"
+        )
+
+    def show(self, seen: Seen) -> Shown:
+        who = "The lead decides" if self.source == "lead" else "The runtime's rules decide"
+        calls = ", ".join(
+            f"{c.get('id')} {c.get('call')}" for c in self.items if isinstance(c, Mapping)
+        )
+        return Shown(
+            f"{who} front {self.front}'s block {self.block}"
+            + (f" ({calls})" if calls else "")
+            + f"; tickets: {_ids(self.tickets) or 'none'}; note: {clip(self.note, 300)}",
+            "plan",
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class VerdictRecorded(FlowEvent):
     kind: ClassVar[str] = "verdict_recorded"
     front: str = ""

@@ -41,7 +41,7 @@ from flamechase.flows.parrallello.state import ENDED, FrontState, Knobs, PState
 
 __all__ = ["FLOW", "Parrallello"]
 
-PLANNER, BUILDER, CRITIC, PREP = "planner", "builder", "critic", "prep"
+PLANNER, BUILDER, CRITIC, PREP, LEAD = "planner", "builder", "critic", "prep", "lead"
 PLAN_TRIES = 3
 TOOL_TRIES = 2  # a runtime program (a copy, a diff, a hash) that fails is run once more
 ANOMALIES_KEPT = 200  # anomalies kept in the state (every one is also an `anomaly` event)
@@ -128,6 +128,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             BUILDER,
             CRITIC,
             *([PREP] if params.prep else []),
+            *([LEAD] if params.lead else []),
         ]
 
     def lanes(self, params: ParrallelloParams) -> list[LaneDef]:
@@ -342,6 +343,8 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         owed: list[Command] = []
         if event.actor == PREP:
             f, owed = front.on_prep_turn(f, event)
+        elif event.actor == LEAD:
+            f, owed = front.on_lead_turn(f, event, self._ctx(state, f, event.at))
         else:
             f = on_turn(f, event)
         return self._settle(state.replace(fronts={**state.fronts, f.id: f}), owed, event.at)

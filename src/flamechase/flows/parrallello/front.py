@@ -19,7 +19,7 @@ from typing import Any
 
 from flamechase import events as ev
 from flamechase.flow import Command, Emit, MakePlace, ResultSpec, StartTurn
-from flamechase.flows.parrallello import briefs, rounds
+from flamechase.flows.parrallello import briefs, lead, rounds
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello import tickets as tk
@@ -31,9 +31,10 @@ from flamechase.flows.parrallello.state import FrontState, PrepState, PState
 from flamechase.flows.parrallello.verdict import PrepResult
 from flamechase.globs import overlap
 
-__all__ = ["commands", "on_place", "on_prep_turn", "on_ran"]
+__all__ = ["commands", "on_lead_turn", "on_place", "on_prep_turn", "on_ran"]
 
 PREP = "prep"
+LEAD = "lead"
 
 
 def _globs(spec: FrontSpec) -> list[str]:
@@ -75,6 +76,8 @@ def commands(state: PState, front: FrontState) -> list[Command]:
         return _opening(state, front, spec)
     if front.status == "building" and front.current is None and front.pending:
         return _recalibrating(state, front, spec)
+    if front.status == "building" and front.current is None and front.lead:
+        return _leading(state, front, spec)
     if front.status == "building":
         return rounds.commands(front, ctx)
     if front.status == "approved" and front.integrated is None and _next_to_land(state) == front:
@@ -88,6 +91,36 @@ def commands(state: PState, front: FrontState) -> list[Command]:
             )
         ]
     return []
+
+
+def _leading(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]:
+    """Between blocks: a fresh lead decides, in a place of its own with no code in it."""
+    if front.lead.get("status") != "running":
+        return []
+    place = rt.lead_place(front.lane)
+    if place not in state.places:
+        return [MakePlace(place, how="empty", label=f"front {front.id}'s lead's desk (no code)")]
+    brief = lead.brief(front, spec)
+    return [
+        StartTurn(
+            role=LEAD,
+            lane=front.lane,
+            number=int(front.lead["turn"]),
+            place=place,
+            result=ResultSpec(lead.LeadDecision, noun="lead decision", context=lead.context(front)),
+            env={"FLAMECHASE_BRIEF": json.dumps(brief, ensure_ascii=False)},
+            note={"brief": brief},
+        )
+    ]
+
+
+def on_lead_turn(
+    front: FrontState, event: ev.TurnEnded, ctx: Ctx
+) -> tuple[FrontState, list[Command]]:
+    front = lead.on_turn(front, event)
+    if front.lead.get("status") in ("done", "failed") and front.current is None:
+        return lead.between(front, ctx, ctx.knobs.lead)
+    return front, []
 
 
 def _recalibrating(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]:
@@ -146,7 +179,7 @@ def _recalibrated(
         changes=changes,
         files=sorted(files),
     )
-    front, started = rounds.begin(front, ctx)
+    front, started = lead.between(front, ctx, ctx.knobs.lead)
     return front, [Emit(refrozen), *started]
 
 

@@ -107,6 +107,11 @@ def _front_row(state: PState, front: FrontState) -> dict[str, Any]:
             if front.pending is None
             else {"round": front.pending.get("round"), "changes": front.pending.get("changes")},
         },
+        "lead": {
+            "note": front.lead_note,
+            "deciding": front.lead.get("status"),
+            "decisions": list(front.decisions),
+        },
         "prep": front.prep.status,
         "paced": front.paced,
         "blocks": list(front.blocks),

@@ -102,6 +102,11 @@ def stage_place(lane: str) -> str:
     return f"stages/{lane}"
 
 
+def lead_place(lane: str) -> str:
+    """The lead's desk: an empty place (a lead is never given the code)."""
+    return f"leads/{lane}"
+
+
 def trial_place(lane: str, recalibration: bool = False) -> str:
     """Where a critic's gate change is run before it is taken (a recalibration's stays there
     until the block ends, when it is taken)."""

@@ -94,6 +94,9 @@ class FrontsActor(SimActor):
             return await _prep(turn, brief)
         if turn.role == "critic":
             return await _review(turn, brief)
+        if turn.role == "lead":  # never sees code: decides from the tickets it is given
+            ids = [t["id"] for t in brief.get("open_tickets", [])]
+            return {"lead_note": f"sim lead: close {', '.join(ids[:4]) or 'nothing'} first"}
         return await _build(turn, brief)
 
 

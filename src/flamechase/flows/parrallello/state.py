@@ -166,6 +166,9 @@ class FrontState(FlowState):
     contract: dict[str, str] = {}
     recalibrations: tuple[dict[str, Any], ...] = ()
     pending: dict[str, Any] | None = None
+    lead: dict[str, Any] = {}  # the decision under way between blocks (its turn, its result)
+    lead_note: str = ""  # the last decision's note: binds the block's builders and critic
+    decisions: tuple[dict[str, Any], ...] = ()  # every decision between blocks, by block
     tickets: tuple[Ticket, ...] = ()
     handoffs: dict[str, str] = {}
     block: int = 0
@@ -197,6 +200,7 @@ class Knobs(FlowState):
     paced_ceiling: int = 40
     stop_share: float = 0.92
     fronts: int = 3
+    lead: bool = False
 
     @classmethod
     def of(cls, params: ParrallelloParams) -> Knobs:
