@@ -72,6 +72,7 @@ import json, os, re, sys, time
 brief = json.loads(os.environ["FLAMECHASE_BRIEF"])
 front = brief["front"]
 conf = json.load(open(os.environ["PLL_CONFIG"])).get(front, {{}})
+conf = {{**conf, **conf.get("as", {{}}).get(brief["owner"], {{}})}}  # per owner, after a split
 lane_dir = os.path.join(os.environ["FLAMECHASE_RUN_DIR"], "lanes", os.environ["FLAMECHASE_LANE"])
 open(os.path.join(lane_dir, f"started-{{brief['round']}}"), "w").close()
 if conf.get("hang_round") == brief["round"] and os.environ.get("FLAMECHASE_ATTEMPT") == "1":
@@ -88,7 +89,8 @@ for other in conf.get("wait_for", []):
 path = f"src/{{front}}/core.py"
 text = open(path).read()
 value = int(re.search(r"VALUE = (\\d+)", text).group(1))
-open(path, "w").write(text.replace(f"VALUE = {{value}}", f"VALUE = {{value + 1}}"))
+if not conf.get("skip_value"):
+    open(path, "w").write(text.replace(f"VALUE = {{value}}", f"VALUE = {{value + 1}}"))
 if conf.get("outside"):
     open("README.md", "a").write("a builder was here\\n")
 if conf.get("gate_edit"):

@@ -37,3 +37,39 @@ def test_a_leads_note_and_tickets_bind_the_next_block(tmp_path: Path) -> None:
     assert st["lead"]["decisions"][0]["items"][0]["call"] == "recurring"
     shown = cli("events", cwd=ws).stdout
     assert "The lead decides front P's block 2 (G-T.P.value recurring)" in shown
+
+
+def test_a_lead_splits_a_front_by_files_onto_its_spare_builder(tmp_path: Path) -> None:
+    ws = repo(tmp_path, {"P": {"target": 3}}, blocks=2, rounds_per_block=1)
+    split = {"core": ["src/P/core.py"], "docs": ["src/P/notes.md"]}
+    decision = {
+        "tickets": [{"id": "L-docs", "severity": "major", "title": "notes", "owner": "docs"}],
+        "lead_note": "Two builders from now on: core raises VALUE, docs writes the notes.",
+        "split": split,
+    }
+    config = {
+        "P": {
+            "lead": decision,
+            "as": {"docs": {"skip_value": True, "write": {"src/P/notes.md": "notes\n"}}},
+        }
+    }
+    proc = run(tmp_path, ws, config, "lead=true", lead=True)
+    assert proc.returncode == 0, proc.stderr
+    evs = events(ws)
+    (decided,) = by_front(evs, "lead_decided")["P"]
+    assert decided["split"] == split
+    builders = [
+        e for e in evs if e["kind"] == "turn_started" and e["lane"] in ("P.core", "P.split")
+    ]
+    assert sorted((e["lane"], e["payload"]["turn"]) for e in builders) == [
+        ("P.core", 1),
+        ("P.core", 2),
+        ("P.split", 2),
+    ]
+    checked = {(c["owner"], c["round"]): c for c in by_front(evs, "builder_checked")["P"]}
+    assert checked[("docs", 2)]["accepted"] == 1 and checked[("docs", 2)]["outside"] == []
+    assert checked[("core", 2)]["outside"] == []
+    assert (ws / "src" / "P" / "notes.md").read_text() == "notes\n"
+    assert (ws / "src" / "P" / "core.py").read_text() == "VALUE = 3\n"
+    lanes = {ln["lane"]: ln for ln in status(ws)["lanes"]}
+    assert lanes["P.split"]["owner"] == "docs" and lanes["P.split"]["files"] == ["src/P/notes.md"]

@@ -3,6 +3,7 @@ without one; its note binds the next block's builders and critic."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -92,3 +93,38 @@ def test_a_lead_that_fails_twice_leaves_the_block_to_the_rules() -> None:
     assert decided.source == "rules"
     assert "lead-failed" in [a.what for a in d.of(fev.Anomaly)]
     assert [v.round for v in d.of(fev.VerdictRecorded)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("split", "spare", "error"),
+    [
+        ({"core": ["src/P1/a.py"], "docs": ["src/P1/b.md"]}, False, "no builder lane"),
+        ({"core": ["src/P1/a.py"], "docs": ["README.md"]}, True, "README.md is not one of"),
+        ({"core": ["src/P1/**"], "docs": ["src/P1/b.md"]}, True, "would both own src/P1/b.md"),
+        ({"core": ["src/**"]}, True, "src/** is not one of the front's files"),
+        ({"core": []}, True, "owner core gets no files"),
+    ],
+)
+def test_a_split_is_refused_unless_it_divides_the_fronts_own_files(
+    split: dict[str, list[str]], spare: bool, error: str
+) -> None:
+    from flamechase.flows.parrallello.lead import LeadDecision
+
+    ctx = {"open": [], "owners": ["core"], "files": {"core": ["src/P1/**"]}, "spare": spare}
+    with pytest.raises(ValueError, match=re.escape(error)):
+        LeadDecision.model_validate({"lead_note": "n", "split": split}, context=ctx)
+
+
+def test_a_split_gives_the_spare_lane_to_the_new_owner_from_the_next_block() -> None:
+    script = never_passes()
+    script.lead = lambda f, b, brief: {
+        "lead_note": "split",
+        "split": {"core": ["src/P1/a.py"], "docs": ["src/P1/b.md"]},
+    }
+    d = Driver(plan(front(), blocks=2, rounds_per_block=1), script, lead=True).run()
+    f = d.state.fronts["P1"]
+    assert f.owners == {"core": "P1.core", "docs": "P1.split"} and f.spare is None
+    second = {c.lane: c.note["brief"]["files"] for c in turns(d, "builder") if c.number == 2}
+    # G-T.a has no owner: it goes to whoever has fewest tickets (core, listed first); docs
+    # has none and sits the round out.
+    assert second == {"P1.core": ["src/P1/a.py"]}

@@ -295,6 +295,7 @@ class LeadDecided(FlowEvent):
     items: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     tickets: list[str] = dataclasses.field(default_factory=list)
     note: str = ""
+    split: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     def describe(self) -> str:
         return (
@@ -309,6 +310,12 @@ class LeadDecided(FlowEvent):
         return Shown(
             f"{who} front {self.front}'s block {self.block}"
             + (f" ({calls})" if calls else "")
+            + (
+                "; the front's files are split: "
+                + "; ".join(f"{o} {', '.join(g)}" for o, g in self.split.items())
+                if self.split
+                else ""
+            )
             + f"; tickets: {_ids(self.tickets) or 'none'}; note: {clip(self.note, 300)}",
             "plan",
         )

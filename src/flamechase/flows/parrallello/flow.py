@@ -37,7 +37,7 @@ from flamechase.flows.parrallello import sim as fronts_sim
 from flamechase.flows.parrallello.params import ParrallelloParams
 from flamechase.flows.parrallello.plan import PlanSpec, lane_names
 from flamechase.flows.parrallello.rounds import Ctx, on_turn
-from flamechase.flows.parrallello.state import ENDED, FrontState, Knobs, PState
+from flamechase.flows.parrallello.state import ENDED, FrontState, Knobs, PState, spec_of
 
 __all__ = ["FLOW", "Parrallello"]
 
@@ -82,8 +82,12 @@ def _limits(budget: dict[str, Any]) -> dict[str, float]:
 def _fronts_of(plan: PlanSpec, slots: Sequence[tuple[str, Sequence[str]]]) -> dict[str, FrontState]:
     out = {}
     for spec, (lane, builders) in zip(plan.fronts, slots, strict=False):
+        spare = builders[len(spec.owners)] if len(builders) > len(spec.owners) else None
         out[spec.id] = FrontState(
-            id=spec.id, lane=lane, owners=dict(zip(spec.owners, builders, strict=False))
+            id=spec.id,
+            lane=lane,
+            owners=dict(zip(spec.owners, builders, strict=False)),
+            spare=spare,
         )
     return out
 
@@ -118,7 +122,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
     )
     Params = ParrallelloParams
     State = PState
-    structural_params = ("plan", "fronts", "prep")
+    structural_params = ("plan", "fronts", "prep", "lead")
 
     # ---- declarations ------------------------------------------------------------------------
 
@@ -133,7 +137,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
 
     def lanes(self, params: ParrallelloParams) -> list[LaneDef]:
         out = []
-        for lane, builders in lane_names(params.loaded_plan, params.fronts):
+        for lane, builders in lane_names(params.loaded_plan, params.fronts, params.lead):
             # The front's lane also takes its one prep turn; listed with one role, the views
             # do not take its critics and its prep for two actors handing a tree back and forth.
             out.append(LaneDef(lane, (CRITIC,), rt.front_place(lane)))
@@ -164,7 +168,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
 
     def start(self, setup: RunSetup[ParrallelloParams]) -> PState:
         p = setup.params
-        slots = tuple((lane, tuple(b)) for lane, b in lane_names(p.loaded_plan, p.fronts))
+        slots = tuple((lane, tuple(b)) for lane, b in lane_names(p.loaded_plan, p.fronts, p.lead))
         state = PState(knobs=Knobs.of(p), run_id=setup.run_id, slots=slots)
         if p.checkpoint == "off":
             off = fev.CheckpointMade(skipped="off (-p checkpoint=off)")
@@ -205,7 +209,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
 
     def _ctx(self, state: PState, f: FrontState, at: str) -> Ctx:
         assert state.plan is not None
-        return Ctx(state.plan, state.plan.front(f.id), state.knobs, state.places, at)
+        return Ctx(state.plan, spec_of(state.plan, f), state.knobs, state.places, at)
 
     def _each(self, state: PState, change: Any, event: ev.Event) -> PState:
         """Apply `change(front, ctx) -> (front, owed)` to every front, then move them on."""

@@ -27,7 +27,7 @@ from flamechase.flows.parrallello.closing import end_front
 from flamechase.flows.parrallello.gates import GateResult, judge_gate, target_text
 from flamechase.flows.parrallello.plan import FrontSpec
 from flamechase.flows.parrallello.rounds import Ctx
-from flamechase.flows.parrallello.state import FrontState, PrepState, PState
+from flamechase.flows.parrallello.state import FrontState, PrepState, PState, spec_of
 from flamechase.flows.parrallello.verdict import PrepResult
 from flamechase.globs import overlap
 
@@ -65,7 +65,7 @@ def startable(state: PState, front: FrontState, spec: FrontSpec) -> bool:
 
 def commands(state: PState, front: FrontState) -> list[Command]:
     assert state.plan is not None
-    spec = state.plan.front(front.id)
+    spec = spec_of(state.plan, front)
     ctx = Ctx(state.plan, spec, state.knobs, state.places)
     if front.status == "waiting":
         out = _prep_commands(state, front, spec) if state.knobs.prep else []
@@ -107,7 +107,9 @@ def _leading(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]
             lane=front.lane,
             number=int(front.lead["turn"]),
             place=place,
-            result=ResultSpec(lead.LeadDecision, noun="lead decision", context=lead.context(front)),
+            result=ResultSpec(
+                lead.LeadDecision, noun="lead decision", context=lead.context(front, spec)
+            ),
             env={"FLAMECHASE_BRIEF": json.dumps(brief, ensure_ascii=False)},
             note={"brief": brief},
         )

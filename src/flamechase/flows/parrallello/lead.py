@@ -13,7 +13,10 @@ against the front (ids of open tickets, owners of the front) and records it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import itertools
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
@@ -22,10 +25,11 @@ from flamechase import events as ev
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import tickets as tk
-from flamechase.flows.parrallello.plan import FrontSpec
+from flamechase.flows.parrallello.plan import ID, FrontSpec
 from flamechase.flows.parrallello.rounds import Ctx, begin
-from flamechase.flows.parrallello.state import FrontState
+from flamechase.flows.parrallello.state import FrontState, spec_of
 from flamechase.flows.parrallello.verdict import TicketIn
+from flamechase.globs import any_match, overlap
 
 __all__ = ["LeadDecision", "apply", "between", "brief", "by_rules", "on_turn"]
 
@@ -55,24 +59,60 @@ class LeadDecision(BaseModel):
     items: tuple[ItemCall, ...] = Field(default=(), max_length=16)
     tickets: tuple[TicketIn, ...] = Field(default=(), max_length=8)
     lead_note: str = Field(min_length=1, max_length=NOTE_CHARS)
+    # The front's files split between (at most two) builders from the next block on: each
+    # entry one of its globs or a path (no wildcard) inside them, no file for both.
+    split: dict[str, tuple[str, ...]] | None = Field(default=None, min_length=1, max_length=2)
 
     @model_validator(mode="after")
     def _known(self, info: ValidationInfo) -> LeadDecision:
         ctx = info.context or {}
+        if self.split is not None and "files" in ctx:
+            _check_split(self.split, ctx["files"], bool(ctx.get("spare")))
         open_ids, owners = ctx.get("open"), ctx.get("owners")
         if isinstance(open_ids, list | tuple):
             stray = [c.id for c in self.items if c.id not in open_ids]
             if stray:
                 raise ValueError(f"item {stray[0]} is not an open ticket of this front")
         if isinstance(owners, list | tuple):
+            owners = list(self.split) if self.split else owners  # the builders of next block
             bad = [t.id for t in self.tickets if t.owner is not None and t.owner not in owners]
             if bad:
                 raise ValueError(f"ticket {bad[0]}'s owner is not a builder of this front")
         return self
 
 
-def context(front: FrontState) -> dict[str, Any]:
-    return {"open": [t.id for t in front.tickets], "owners": list(front.owners)}
+def _check_split(
+    split: Mapping[str, tuple[str, ...]], files: Mapping[str, Sequence[str]], spare: bool
+) -> None:
+    owned = [g for globs in files.values() for g in globs]
+    new = [o for o in split if o not in files]
+    if any(not re.fullmatch(ID, o) for o in split):
+        raise ValueError("split: an owner is a short name (letters, digits, _ -)")
+    if len(new) > (1 if spare else 0):  # the split's owners replace the front's
+        raise ValueError(
+            "split: this front has no builder lane for another owner"
+            if not spare
+            else "split: at most one new owner (the front's spare builder lane)"
+        )
+    for o, globs in split.items():
+        if not globs:
+            raise ValueError(f"split: owner {o} gets no files")
+        for g in globs:
+            inside = g in owned or (not any(c in g for c in "*?[") and any_match(owned, g))
+            if not inside:
+                raise ValueError(f"split: {g} is not one of the front's files")
+    pairs = [(o, g) for o, globs in split.items() for g in globs]
+    for (a, ga), (b, gb) in itertools.combinations(pairs, 2):
+        if a != b and (sample := overlap(ga, gb)) is not None:
+            raise ValueError(f"split: {a} ({ga}) and {b} ({gb}) would both own {sample}")
+
+
+def context(front: FrontState, spec: FrontSpec | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"open": [t.id for t in front.tickets], "owners": list(front.owners)}
+    if spec is not None:
+        out["files"] = {o: list(g) for o, g in spec.owners.items()}
+        out["spare"] = front.spare is not None
+    return out
 
 
 def brief(front: FrontState, spec: FrontSpec) -> dict[str, Any]:
@@ -87,6 +127,7 @@ def brief(front: FrontState, spec: FrontSpec) -> dict[str, Any]:
         "handoffs": dict(front.handoffs),
         "open_tickets": [t.brief() for t in front.tickets],
         "owners": {o: list(g) for o, g in spec.owners.items()},
+        "spare_lane": front.spare is not None,
         "contract": dict(front.contract),
         "rules": [
             "You decide between blocks; you do not see or write code.",
@@ -96,11 +137,15 @@ def brief(front: FrontState, spec: FrontSpec) -> dict[str, Any]:
             "too_big (replace it by smaller tickets).",
             "Give at most 8 tickets for the next block, each for one owner, and a lead_note "
             "(at most 15 lines) that binds the next block's builders and critic.",
+            "A builder with too much (5+ tickets, a foundation item undone 2 rounds): split "
+            "the front's files between two builders (split, optional; spare_lane says "
+            "whether a new owner can be added).",
         ],
         "result": {
             "items": [{"id": "open ticket id", "call": "recurring", "method": "..."}],
             "tickets": [{"id": "...", "severity": "major", "title": "...", "owner": "..."}],
             "lead_note": "...",
+            "split": {"owner": ["a glob or path of the front's files"], "other": ["..."]},
         },
     }
 
@@ -138,9 +183,11 @@ def by_rules(front: FrontState) -> dict[str, Any]:
     return {"items": items, "tickets": [], "lead_note": note}
 
 
-def apply(front: FrontState, decision: Mapping[str, Any]) -> FrontState:
-    """The next block's tickets and note from a validated decision."""
-    d = LeadDecision.model_validate(decision, context=context(front))
+def apply(front: FrontState, decision: Mapping[str, Any], spec: FrontSpec) -> FrontState:
+    """The next block's tickets, note and files from a validated decision."""
+    d = LeadDecision.model_validate(decision, context=context(front, spec))
+    if d.split is not None:
+        front = _split(front, d.split)
     calls = {c.id: c for c in d.items}
     kept = []
     for t in front.tickets:
@@ -163,6 +210,17 @@ def apply(front: FrontState, decision: Mapping[str, Any]) -> FrontState:
         out.setdefault(t.id, t)
     tickets = tuple(sorted(out.values(), key=tk.rank)[: tk.OPEN_CAP])
     return front.replace(tickets=tickets, lead_note=d.lead_note)
+
+
+def _split(front: FrontState, split: Mapping[str, tuple[str, ...]]) -> FrontState:
+    """The builders own the split's files from now on (a new owner takes the spare lane);
+    a ticket whose owner is gone is assigned by its files."""
+    lanes = {o: front.owners.get(o) or front.spare or "" for o in split}
+    spare = front.spare if front.spare not in lanes.values() else None
+    tickets = tuple(t if t.owner in split else t.replace(owner=None) for t in front.tickets)
+    return front.replace(
+        files={o: tuple(g) for o, g in split.items()}, owners=lanes, spare=spare, tickets=tickets
+    )
 
 
 def on_turn(front: FrontState, event: ev.TurnEnded) -> FrontState:
@@ -209,7 +267,8 @@ def between(front: FrontState, ctx: Ctx, with_lead: bool) -> tuple[FrontState, l
                     )
                 )
             )
-    front = apply(front, decision)
+    front = apply(front, decision, ctx.spec)
+    ctx = dataclasses.replace(ctx, spec=spec_of(ctx.plan, front))
     record = {"block": front.block + 1, "source": source, **decision}
     front = front.replace(lead={}, decisions=(*front.decisions, record))
     owed.append(
@@ -222,6 +281,7 @@ def between(front: FrontState, ctx: Ctx, with_lead: bool) -> tuple[FrontState, l
                 items=list(decision.get("items") or []),
                 tickets=[t.id for t in front.tickets],
                 note=front.lead_note,
+                split={o: list(g) for o, g in (decision.get("split") or {}).items()},
             )
         )
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from flamechase.flows.parrallello.plan import PlanSpec
-from flamechase.flows.parrallello.state import FrontState, PState
+from flamechase.flows.parrallello.state import FrontState, PState, spec_of
 
 __all__ = ["bar", "describe", "front_fraction", "overall"]
 
@@ -137,7 +137,7 @@ def describe(state: PState) -> dict[str, Any]:
             lanes[lane] = {
                 "front": f.id,
                 "owner": owner,
-                "files": list(state.plan.front(f.id).owners[owner]),
+                "files": list(spec_of(state.plan, f).owners[owner]),
             }
     whole = overall(state)
     display = [f"overall {bar(whole)}"] + [

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from flamechase.flow import FlowState, Outbox
 from flamechase.flows.parrallello.gates import GateResult
 from flamechase.flows.parrallello.params import ParrallelloParams
-from flamechase.flows.parrallello.plan import PlanSpec
+from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
 from flamechase.flows.parrallello.tickets import Ticket
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "RoundState",
     "Spend",
     "seconds_between",
+    "spec_of",
 ]
 
 Phase = Literal[
@@ -167,6 +168,8 @@ class FrontState(FlowState):
     recalibrations: tuple[dict[str, Any], ...] = ()
     pending: dict[str, Any] | None = None
     lead: dict[str, Any] = {}  # the decision under way between blocks (its turn, its result)
+    files: dict[str, tuple[str, ...]] | None = None  # owner -> globs, once a lead split them
+    spare: str | None = None  # a builder lane no owner has yet (for a split)
     lead_note: str = ""  # the last decision's note: binds the block's builders and critic
     decisions: tuple[dict[str, Any], ...] = ()  # every decision between blocks, by block
     tickets: tuple[Ticket, ...] = ()
@@ -187,6 +190,12 @@ class FrontState(FlowState):
     @property
     def done(self) -> bool:
         return self.status in ENDED and (self.status != "approved" or self.integrated is not None)
+
+
+def spec_of(plan: PlanSpec, front: FrontState) -> FrontSpec:
+    """The front's spec as it runs: the plan's, with its files as a lead split them."""
+    spec = plan.front(front.id)
+    return spec if front.files is None else spec.model_copy(update={"owners": dict(front.files)})
 
 
 class Knobs(FlowState):
