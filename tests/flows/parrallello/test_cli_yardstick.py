@@ -119,7 +119,10 @@ def test_a_gate_that_does_not_print_the_plans_target_is_refused_at_p0(tmp_path: 
         "the gate is refused at P0: item T.W.value prints target '>=2'; the plan says '>=1'"
     )
     assert {("gate-unbound", "M"), ("gate-unbound", "W")} <= set(anomalies(ws))
-    assert "M not approved (0 round(s))" in proc.stderr + proc.stdout
+    # The run's last line: a row per front (rounds, score, minors left, cost).
+    assert (
+        "M not approved (0 round(s), gate 1/2 FAIL (unbound), $0.00)" in proc.stderr + proc.stdout
+    )
 
 
 def test_a_proven_recalibration_applies_between_blocks_and_is_recorded(tmp_path: Path) -> None:

@@ -429,10 +429,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         ]
 
     def _finish(self, state: PState) -> FinishRun:
-        rows = [
-            f"{f.id} {f.status.replace('_', ' ')} ({f.rounds} round(s))"
-            for f in state.fronts.values()
-        ]
+        rows = [progress.final_row(f) for f in state.fronts.values()]
         ok = all(
             f.status == "approved" and not (f.integrated or {}).get("error")
             for f in state.fronts.values()

@@ -171,3 +171,17 @@ def _anomaly_lines(state: PState) -> list[str]:
         where = f"front {a.get('front')} round {a.get('round')}" if a.get("front") else "run"
         lines.append(f"  {a.get('what')} ({where}): {str(a.get('detail'))[:160]}")
     return lines
+
+
+def final_row(front: FrontState) -> str:
+    """A front in the run's last line: its end, rounds, score (the last accepted gate run),
+    minors left (the last verdict's) and cost (its blocks' spend)."""
+    last = front.history[-1] if front.history else None
+    cost = sum(float((b.get("spend") or {}).get("cost") or 0) for b in front.blocks)
+    cost += front.block_spend.cost
+    gate = front.last_gate.summary if front.last_gate else "no gate run"
+    minors = f", {last.minors} minor(s) left" if last else ""
+    return (
+        f"{front.id} {front.status.replace('_', ' ')} ({front.rounds} round(s), gate {gate}"
+        f"{minors}, ${cost:.2f})"
+    )
