@@ -20,7 +20,7 @@ from flamechase.flows.parrallello.state import PState
 
 
 def gate_output(items: dict[str, bool]) -> dict[str, Any]:
-    rows = [{"id": i, "value": 1, "target": "t", "pass": ok} for i, ok in items.items()]
+    rows = [{"id": i, "value": int(ok), "target": ">=1", "pass": ok} for i, ok in items.items()]
     ok = all(items.values())
     out = (
         f"RESULT_JSON {json.dumps({'pass': ok, 'items': rows})}\n"
@@ -63,6 +63,9 @@ class Script:
     hashes: Callable[[str, int], dict[str, str]] = lambda f, r: {f"gates/{f}.py": "h1"}
     fail_turn: Callable[[StartTurn], bool] = lambda c: False
     handoff: Callable[[str, int, str], str] = lambda f, r, o: "did it"
+    lead: Callable[[str, int, dict[str, Any]], dict[str, Any]] = lambda f, b, brief: {
+        "lead_note": f"lead note after block {b}"
+    }
 
 
 class Driver:
@@ -137,6 +140,8 @@ class Driver:
         brief = c.note["brief"]
         if c.role == "critic":
             return c.result.validate(self.script.verdict(brief["front"], brief["round"]))
+        if c.role == "lead":
+            return c.result.validate(self.script.lead(brief["front"], brief["block_ended"], brief))
         if c.role == "prep":
             return {"tickets": [], "handoff": "staged"}
         return c.result.validate(
@@ -157,7 +162,7 @@ class Driver:
             return self.script.builder_diff(key.front, key.round, key.who)
         if key.what == "cdiff":
             return self.script.critic_diff(key.front, key.round)
-        if key.what in ("hash", "freeze", "rehash"):
+        if key.what in ("hash", "freeze", "rehash", "fhash", "recalhash"):
             return tool(
                 "TREESYNC", {"files": self.script.hashes(key.front, key.round), "digest": "d"}
             )

@@ -9,7 +9,9 @@ edit its gate, append to files (`write`: path -> text), wait for other builders 
 they run at once) or for a marker another left in its lane's directory (`LANE/NAME`), hang
 once, hold the run's measurement lock (`hog`: for up to that many seconds, leaving a
 `holding` marker) or leave a background job (`job`: its argv) running. The critic
-returns findings of a given severity and says whatever `approve` it is told.
+returns findings of a given severity, says whatever `approve` it is told, and can change
+the gate in its copy (`critic_gate`: text substitutions in a round, and the `gate_changes` it
+declares for them), as a cheating or a recalibrating critic would.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ items = [{{"id": "T.{front}.value", "value": value, "target": ">={target}",
          {{"id": "T.{front}.exists", "value": True, "target": True, "pass": True}}]
 if mode == "drop" and value >= 2:
     items = items[:1]
+if mode == "lie":  # every item says it passes, whatever its value
+    for i in items:
+        i["pass"] = True
 ok = all(i["pass"] for i in items)
 n = sum(i["pass"] for i in items)
 line = "RESULT_JSON " + json.dumps({{"pass": ok, "items": items}})
@@ -67,6 +72,7 @@ import json, os, re, sys, time
 brief = json.loads(os.environ["FLAMECHASE_BRIEF"])
 front = brief["front"]
 conf = json.load(open(os.environ["PLL_CONFIG"])).get(front, {{}})
+conf = {{**conf, **conf.get("as", {{}}).get(brief["owner"], {{}})}}  # per owner, after a split
 lane_dir = os.path.join(os.environ["FLAMECHASE_RUN_DIR"], "lanes", os.environ["FLAMECHASE_LANE"])
 open(os.path.join(lane_dir, f"started-{{brief['round']}}"), "w").close()
 if conf.get("hang_round") == brief["round"] and os.environ.get("FLAMECHASE_ATTEMPT") == "1":
@@ -83,7 +89,8 @@ for other in conf.get("wait_for", []):
 path = f"src/{{front}}/core.py"
 text = open(path).read()
 value = int(re.search(r"VALUE = (\\d+)", text).group(1))
-open(path, "w").write(text.replace(f"VALUE = {{value}}", f"VALUE = {{value + 1}}"))
+if not conf.get("skip_value"):
+    open(path, "w").write(text.replace(f"VALUE = {{value}}", f"VALUE = {{value + 1}}"))
 if conf.get("outside"):
     open("README.md", "a").write("a builder was here\\n")
 if conf.get("gate_edit"):
@@ -120,7 +127,8 @@ if conf.get("job"):  # a background job the builder leaves running when it finis
     escapes.append(f"JOB {{started.returncode}} {{started.stdout.strip()}} {{started.stderr}}")
 json.dump({{"tickets": [{{"id": t["id"], "status": "claimed_fixed", "evidence": "raised VALUE"}}
                         for t in brief["tickets"]],
-           "handoff": f"VALUE {{value}} -> {{value + 1}}\\n" + "\\n".join(escapes)}},
+           "handoff": f"VALUE {{value}} -> {{value + 1}}\\n" + "\\n".join(escapes)
+                      + ("\\nLEAD: " + brief["lead_note"] if brief.get("lead_note") else "")}},
           open(os.environ["FLAMECHASE_REPORT"], "w"))
 """
 
@@ -140,8 +148,30 @@ if severity:
 approve = conf.get("approve", "auto")
 if approve == "auto":
     approve = bool(run and run["passed"]) and not findings
+changes = []
+edit = conf.get("critic_gate")  # {{"round": N, "sub": [[old, new], ...], "changes": [...]}}
+if edit and edit.get("round", 1) == brief["round"]:
+    path = "gates/" + brief["front"] + ".py"
+    text = open(path).read()
+    for old, new in edit.get("sub", []):
+        text = text.replace(old, new)
+    open(path, "w").write(text)
+    changes = edit["changes"]
 json.dump({{"findings": findings, "tickets": tickets, "approve": approve,
-           "summary": "scripted review"}}, open(os.environ["FLAMECHASE_REPORT"], "w"))
+           "gate_changes": changes,
+           "summary": "scripted review" + (" LEAD: " + brief["lead_note"]
+                                           if brief.get("lead_note") else "")}},
+          open(os.environ["FLAMECHASE_REPORT"], "w"))
+"""
+
+
+LEAD = """\
+#!{python}
+import json, os
+brief = json.loads(os.environ["FLAMECHASE_BRIEF"])
+conf = json.load(open(os.environ["PLL_CONFIG"])).get(brief["front"], {{}})
+decision = conf.get("lead") or {{"lead_note": "carry on"}}
+json.dump(decision, open(os.environ["FLAMECHASE_REPORT"], "w"))
 """
 
 
@@ -181,17 +211,22 @@ def repo(tmp: Path, fronts: dict[str, dict[str, Any]], **plan_top: Any) -> Path:
     return ws
 
 
-def actors(tmp: Path, config: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
-    """(`-a` args, env) for the scripted builder and critic with `config` by front."""
+def actors(
+    tmp: Path, config: dict[str, Any], *, lead: bool = False
+) -> tuple[list[str], dict[str, str]]:
+    """(`-a` args, env) for the scripted builder and critic (and `lead`: the lead, whose
+    decision is the front's `lead` in `config`) with `config` by front."""
     paths = {}
-    for name, body in (("builder", BUILDER), ("critic", CRITIC)):
+    roles = (("builder", BUILDER), ("critic", CRITIC), *((("lead", LEAD),) if lead else ()))
+    for name, body in roles:
         path = tmp / f"{name}.py"
         path.write_text(textwrap.dedent(body.format(python=sys.executable)))
         path.chmod(0o755)
         paths[name] = path
     conf = tmp / "pll-config.json"
     conf.write_text(json.dumps(config))
+    agents = ",".join(f"{name}=exec:{path}" for name, path in paths.items())
     return (
-        ["-a", f"builder=exec:{paths['builder']},critic=exec:{paths['critic']}"],
+        ["-a", agents],
         {"PLL_CONFIG": str(conf)},
     )

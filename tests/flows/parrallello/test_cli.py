@@ -16,8 +16,15 @@ from tests.helpers import cli, events, status
 FAST = "rest_seconds=0.05,prep=false,budget.turns=80"
 
 
-def run(tmp: Path, ws: Path, config: dict[str, Any], *params: str, timeout: float = 240) -> Any:
-    args, env = actors(tmp, config)
+def run(
+    tmp: Path,
+    ws: Path,
+    config: dict[str, Any],
+    *params: str,
+    timeout: float = 240,
+    lead: bool = False,
+) -> Any:
+    args, env = actors(tmp, config, lead=lead)
     return cli(
         "exec",
         "-f",
@@ -84,6 +91,9 @@ def test_the_approval_truth_table_with_four_fronts_building_at_once(tmp_path: Pa
     assert st["fronts"]["A"]["status"] == "approved" and st["fronts"]["A"]["progress"] == 1.0
     assert st["fronts"]["D"]["status"] == "not_approved"
     assert [ln["front"] for ln in st["lanes"] if ln["lane"].endswith(".core")] == list(fronts)
+    # One front of four approved: the run failed, and its bar never reads 100 %.
+    assert st["progress"]["overall"] < 1 and st["progress"]["bar"].endswith("] 99%")
+    assert [(a["what"], a["front"]) for a in st["anomalies"]] == [("critic-rule-mismatch", "D")]
 
 
 def test_every_gate_failure_fails_closed(tmp_path: Path) -> None:
@@ -163,6 +173,18 @@ def test_edits_outside_a_builders_files_are_reverted_and_a_gate_edit_refuses_the
     assert (ws / "README.md").read_text() == "the project\n"
     # Builders run jailed: the front's tree and the source are out of their reach.
     assert not (front_o / "escape.txt").exists() and not (ws / "escape.txt").exists()
+    # What the runtime detected is the run's state: `status` (both forms), the log, the views.
+    st = status(ws)
+    assert {(a["what"], a["front"], a["round"]) for a in st["anomalies"]} == {
+        ("ownership-violation", "O", 1),
+        ("critic-rule-mismatch", "O", 1),  # it approved a round with a major finding
+        ("gate-tamper", "T", 1),
+    }
+    assert st["anomaly_count"] == 3
+    assert any("Anomaly in front T, round 1: gate-tamper" in a for a in st["alerts"])
+    human = cli("status", cwd=ws).stdout
+    assert "anomalies: 3" in human and "gate-tamper (front T round 1)" in human
+    assert "Anomaly in front O, round 1: ownership-violation" in cli("events", cwd=ws).stdout
     handoff = next(e["payload"] for e in evs if e["kind"] == "turn_valid" and e["lane"] == "O.core")
     assert "WROTE" not in json.dumps(handoff)
 

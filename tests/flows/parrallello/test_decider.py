@@ -244,8 +244,9 @@ def test_describe_shows_a_bar_per_front_and_overall() -> None:
     summary = FLOW.describe(d.state)
     assert summary["fronts"]["P1"]["progress"] == 1.0
     assert summary["fronts"]["P2"]["status"] == "not_approved"
-    assert summary["progress"]["overall"] == round((3 * 1.0 + 1 * 0.99) / 4, 4)
-    assert summary["display"][0].startswith("overall [")
+    # The weighted mean is 99.75 %; a run with a front not approved never reads 100 %.
+    assert summary["progress"]["overall"] == 0.99
+    assert summary["display"][0].startswith("overall [") and summary["display"][0].endswith("99%")
     assert summary["lanes"]["P1.core"] == {"front": "P1", "owner": "core", "files": ["src/P1/**"]}
 
 

@@ -95,3 +95,41 @@ def test_items_outside_only_are_inconsistent() -> None:
     out = receipt(lines([item("T.ui.a"), item("T.core.b")]))
     assert judge_gate(out, only="T.ui.*").reason == "inconsistent"
     assert judge_gate(receipt(lines([item("T.ui.a")])), only="T.ui.*").passed
+
+
+def test_an_item_whose_pass_flag_lies_fails_and_is_named() -> None:
+    lying = {"id": "a", "value": 1, "target": ">=3", "pass": True}
+    g = judge_gate(receipt(lines([lying, item("b")])))
+    assert not g.passed and g.reason is None and (g.n, g.m) == (1, 2)
+    assert g.lied == ("a",) and [i["id"] for i in g.failing] == ["a"]
+    modest = {"id": "a", "value": 1, "target": "<=3", "pass": False}  # wrong the other way
+    g = judge_gate(receipt(lines([modest]), exit_code=1))
+    assert not g.passed and g.lied == ("a",)
+
+
+@pytest.mark.parametrize(
+    ("printed", "kw", "reason", "detail"),
+    [
+        ({"a": "<=1"}, {"plan": True}, "unbound", "the plan's target b has no item"),
+        ({"a": "<=9", "b": "<=1"}, {"plan": True}, "unbound", "the plan says '<=1'"),
+        ({"a": "<=1"}, {}, "dropped-items", "item b of the contract is missing"),
+        ({"a": "<=0.5", "b": "<=1"}, {}, "target-moved", "prints target '<=0.5'"),
+        ({"a": "<=9", "b": "<=1"}, {"tighten": True}, "loosened", "the contract says '<=1'"),
+    ],
+)
+def test_a_run_is_held_to_the_fronts_contract(
+    printed: dict[str, str], kw: dict[str, bool], reason: str, detail: str
+) -> None:
+    rows = [{"id": i, "value": 0, "target": t, "pass": True} for i, t in printed.items()]
+    g = judge_gate(receipt(lines(rows)), contract={"a": "<=1", "b": "<=1"}, **kw)
+    assert (g.passed, g.reason) == (False, reason) and detail in g.detail
+
+
+def test_a_critics_stricter_target_and_new_item_pass_the_contract() -> None:
+    rows = [
+        {"id": "a", "value": 0, "target": "<=0.5", "pass": True},
+        {"id": "b", "value": 0, "target": "<=1", "pass": True},
+        {"id": "new", "value": 0, "target": "==0", "pass": True},
+    ]
+    g = judge_gate(receipt(lines(rows)), contract={"a": "<=1", "b": "<=1"}, tighten=True)
+    assert g.passed and g.tightened == ("a",) and g.targets["new"] == "==0"

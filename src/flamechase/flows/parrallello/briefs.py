@@ -31,12 +31,18 @@ RULES = (
 )
 
 
-def _gate(spec: FrontSpec, who: str) -> dict[str, Any]:
+_LEAD_RULE = ("The lead's note (lead_note) binds this block: follow it.",)
+
+
+def _gate(spec: FrontSpec, who: str, front: FrontState | None = None) -> dict[str, Any]:
     return {
         "quick": rt.quick_command(spec, who),
         "full": rt.gate_command(spec, "full"),
         "only": spec.only,
-        "targets": spec.targets,
+        # The contract once the front runs: the plan's targets and every item since added
+        # or tightened (the runtime computes each item's pass from its value and target).
+        "targets": dict(front.contract) if front and front.contract else spec.targets,
+        "recalibrations": list(front.recalibrations) if front else [],
         "frozen": list(spec.freeze),
         "exclusive": spec.exclusive,
         "contract": 'prints RESULT_JSON {"pass": bool, "items": [{"id", "value", '
@@ -71,10 +77,11 @@ def builder_brief(
         "tickets": [t.brief() for t in b.tickets],
         "recurring": [t.id for t in b.tickets if t.rounds_open >= 2],
         "ceiling": {"calls": rs.ceiling, "context_tokens": 120_000},
-        "gate": _gate(spec, f"{spec.id}.{owner}"),
+        "gate": _gate(spec, f"{spec.id}.{owner}", front),
         "handoffs": notes,
+        "lead_note": front.lead_note,
         "machine": rt.machine_commands(),
-        "rules": list(RULES),
+        "rules": [*RULES, *_LEAD_RULE[: bool(front.lead_note)]],
         "result": {
             "tickets": [
                 {"id": "...", "status": "claimed_fixed|disputed|not_done", "evidence": "..."}
@@ -111,7 +118,7 @@ def critic_brief(
         "rounds_max": plan.blocks * plan.rounds_per_block,
         "owners": {o: list(g) for o, g in spec.owners.items()},
         "gate": {
-            **_gate(spec, f"{spec.id}.critic"),
+            **_gate(spec, f"{spec.id}.critic", front),
             "full_run": None
             if gate is None
             else {
@@ -124,6 +131,7 @@ def critic_brief(
         },
         "builders": builders,
         "earlier_handoffs": _earlier_notes(front, rs),
+        "lead_note": front.lead_note,
         "open_tickets": [t.brief() for t in front.tickets],
         "history": [r.model_dump() for r in front.history[-3:]],
         "machine": rt.machine_commands(),
@@ -135,12 +143,19 @@ def critic_brief(
             "no test would catch, an edge case wrong, a defect that will cost a later round. "
             "minor: naming, comments, docs, style.",
             "Do not edit the front's files. You may add gate items for what you probed "
-            "(dated, in the gate script) and list them in gate_changes; a recalibration "
-            "needs its proof. The gate then freezes again.",
+            "(dated, in the gate script) and make targets stricter, declared in gate_changes "
+            "(add_items): the runtime runs the changed gate first and takes it only if no "
+            "item is removed or renamed and no target is looser. The yardstick only tightens.",
+            "A recalibration (kind recalibrate: new `targets` for the items it names, items "
+            "it `removes`) needs a proof record {reason: resolution|noise|denominator|"
+            "clock-contention|reference-fails-gate, measurement: what you measured, date: "
+            "YYYY-MM-DD}; it is written into the front's contract and applies from the next "
+            "block, never to this round. Anything else is refused and blocks approval.",
             "Numbers first, eyes last: judge by the gate's output and your own "
             "measurements; look at images only after, at most 3 contact sheets of at most "
             "1600 px.",
             "Return at most 8 tickets, each for one owner, most severe first.",
+            *_LEAD_RULE[: bool(front.lead_note)],
             "Approval is 0 majors, 0 mediums and every gate PASS: the runtime recounts your "
             "findings and applies the rule itself.",
         ],
@@ -167,7 +182,17 @@ def critic_brief(
             "counts": {"majors": 0, "mediums": 0, "minors": 0},
             "approve": False,
             "tickets_review": [{"ticket_id": "...", "outcome": "confirmed_fixed"}],
-            "gate_changes": [{"kind": "add_items", "items": ["..."], "reason": "..."}],
+            "gate_changes": [
+                {"kind": "add_items", "items": ["..."], "reason": "..."},
+                {
+                    "kind": "recalibrate",
+                    "items": ["..."],
+                    "reason": "...",
+                    "targets": {"item id": "<=N"},
+                    "removes": [],
+                    "proof": {"reason": "noise", "measurement": "...", "date": "YYYY-MM-DD"},
+                },
+            ],
             "summary": "...",
         },
     }
@@ -221,6 +246,11 @@ def words(brief: Mapping[str, Any], report_path: str, workspace: str) -> str:
         head = (
             f"You are a fresh adversarial critic of front {brief['front']}, round "
             f"{brief['round']}. Try to refute that it meets its targets."
+        )
+    elif role == "lead":
+        head = (
+            f"You are a fresh lead of front {brief['front']}: block {brief['block_ended']} "
+            "ended; decide the next block from its verdicts, notes and tickets."
         )
     else:
         head = f"You are a one-pass prep agent for front {brief['front']} (wave {brief['wave']})."

@@ -9,6 +9,7 @@ from typing import Any
 
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
+from flamechase.flows.parrallello import gatechange, lead
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.progress import front_fraction
 from flamechase.flows.parrallello.rounds import Ctx, begin
@@ -86,9 +87,62 @@ def _step(front: FrontState, rs: RoundState, ctx: Ctx) -> tuple[RoundState, list
         ]
     if rs.phase == "critic_check" and rs.critic_diff is not None:
         return _critic_checked(front, rs)
-    if rs.phase == "critic_apply" and rs.regate is not None:
+    if rs.phase == "critic_trial" and rs.regate is not None:
+        return _tried(front, rs)
+    if rs.phase == "critic_apply" and rs.fhashed is not None:
+        if rs.fhashed != rs.refrozen:
+            return _refuse(
+                front,
+                rs,
+                "runtime-failed",
+                "the gate taken into the front's tree is not the one its trial ran",
+                taken=True,
+            )
         return rs.replace(phase="verdict"), []
     return rs, []
+
+
+def _refuse(
+    front: FrontState, rs: RoundState, what: str, why: str, *, taken: bool = False
+) -> tuple[RoundState, list[Command]]:
+    """The critic's gate change is not taken: a major finding, an anomaly, and the round
+    judged on the gate as it was (`taken`: it reached the front's tree, whose round is then
+    refused, as a moved gate would be)."""
+    finding = {
+        "id": "R-critic-gate",
+        "severity": "major",
+        "title": f"the critic's gate change is refused ({what}): {why}"[:300],
+        "owner": None,
+        "evidence": "the runtime's trial run of the changed gate against the front's contract",
+    }
+    rs = rs.replace(
+        phase="verdict",
+        regate=None,
+        recalibration=None,
+        findings=(*rs.findings, finding),
+        refused=why if taken else rs.refused,
+    )
+    return rs, [_anomaly(front, rs, what, why)]
+
+
+def _tried(front: FrontState, rs: RoundState) -> tuple[RoundState, list[Command]]:
+    """The changed gate ran in its trial copy: refused, taken now (a tightening), or proven
+    and kept for the block's end (a recalibration, which this round does not benefit from)."""
+    assert rs.regate is not None
+    refused = gatechange.refusal(front, rs, rs.regate)
+    if refused:
+        return _refuse(front, rs, *refused)
+    if rs.trial == "recalibrate":
+        record = {
+            "round": rs.number,
+            "block": rs.block,
+            "changes": list((rs.verdict or {}).get("gate_changes") or []),
+            "files": dict(rs.refrozen or {}),
+            "contract": {**gatechange.trial_contract(front, rs), **rs.regate.targets},
+            "gate": rs.regate.summary,
+        }
+        return rs.replace(phase="verdict", regate=None, recalibration=record), []
+    return rs.replace(phase="critic_apply"), []
 
 
 def _anomaly(front: FrontState, rs: RoundState, what: str, detail: str) -> Command:
@@ -188,7 +242,18 @@ def _critic_checked(front: FrontState, rs: RoundState) -> tuple[RoundState, list
         )
     declared = (rs.verdict or {}).get("gate_changes") or []
     if changed and declared:
-        return rs.replace(phase="critic_apply"), owed
+        refused = gatechange.precheck(front, rs)
+        if refused:
+            rs, more = _refuse(front, rs, *refused)
+            return rs, [*owed, *more]
+        recal = any(c.get("kind") == "recalibrate" for c in declared)
+        return rs.replace(phase="critic_trial", trial="recalibrate" if recal else "tighten"), owed
+    if declared and not changed:
+        owed.append(
+            _anomaly(
+                front, rs, "gate-change-refused", "gate_changes declared, but no gate file changed"
+            )
+        )
     if changed:
         owed.append(
             _anomaly(
@@ -229,6 +294,10 @@ def _close(
     if gate is not None and gate.reason is None and not rs.refused:
         update["items"] = gate.m
         update["last_gate"] = gate
+        update["contract"] = {**front.contract, **gate.targets}  # new items join it
+    if rs.recalibration is not None and not rs.refused:
+        update["pending"] = rs.recalibration
+        owed.append(_recalibration(front, rs, rs.recalibration))
     if rs.regate is not None and not rs.refused:
         refrozen = rs.refrozen
         update["frozen"] = refrozen
@@ -356,8 +425,29 @@ def _after(
             f"{run_share:.0%} of a budget is spent: no new block starts",
             owed,
         )
+    if block_over:
+        # Between blocks: a proven recalibration is taken (`front.on_ran`) and the lead (or
+        # the rules) decides; the next block starts once both are done.
+        if front.pending is not None:
+            front = front.replace(pending={**front.pending, "due": True})
+        front, started = lead.between(front, ctx, ctx.knobs.lead)
+        return front, [*owed, *started]
     front, started = begin(front, ctx)
     return front, [*owed, *started]
+
+
+def _recalibration(front: FrontState, rs: RoundState, record: dict[str, Any]) -> Command:
+    changes = [c for c in record["changes"] if c.get("kind") == "recalibrate"]
+    return Emit(
+        fev.RecalibrationProven(
+            lane=front.lane,
+            front=front.id,
+            round=rs.number,
+            block=rs.block,
+            changes=changes,
+            gate=str(record.get("gate") or ""),
+        )
+    )
 
 
 def _seconds(start: str, end: str) -> float:

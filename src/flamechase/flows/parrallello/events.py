@@ -244,6 +244,85 @@ class GateRefrozen(FlowEvent):
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RecalibrationProven(FlowEvent):
+    """A critic's recalibration with its proof, tried and accepted; taken at the block's end
+    (the round that proposed it is judged on the gate as it was)."""
+
+    kind: ClassVar[str] = "recalibration_proven"
+    front: str = ""
+    round: int = 0
+    block: int = 1
+    changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    gate: str = ""
+
+    def describe(self) -> str:
+        return f"{self.front} recalibration proven in round {self.round}: {_proofs(self.changes)}"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"Front {self.front}'s gate is recalibrated with proof in round {self.round} "
+            f"({_proofs(self.changes)}); it applies once block {self.block} ends "
+            f"(its trial: {self.gate}).",
+            "plan",
+        )
+
+
+def _proofs(changes: list[dict[str, Any]]) -> str:
+    out = []
+    for c in changes:
+        proof = c.get("proof") if isinstance(c, Mapping) else None
+        if isinstance(proof, Mapping):
+            targets = ", ".join(f"{k} {v}" for k, v in (c.get("targets") or {}).items())
+            removes = ", ".join(c.get("removes") or ())
+            what = "; ".join(x for x in (targets, removes and f"removes {removes}") if x)
+            measured = clip(str(proof.get("measurement")), 120)
+            out.append(
+                f"{proof.get('reason')} on {proof.get('date')}: {measured}"
+                + (f" -> {what}" if what else "")
+            )
+    return "; ".join(out) or "no proof"
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LeadDecided(FlowEvent):
+    """The decision for a front's next block: the lead's, or the runtime's rules'."""
+
+    kind: ClassVar[str] = "lead_decided"
+    front: str = ""
+    block: int = 1
+    source: str = "rules"  # lead | rules
+    items: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    tickets: list[str] = dataclasses.field(default_factory=list)
+    note: str = ""
+    split: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> str:
+        return (
+            f"{self.front} block {self.block} decided by the {self.source}: {clip(self.note, 120)}"
+        )
+
+    def show(self, seen: Seen) -> Shown:
+        who = "The lead decides" if self.source == "lead" else "The runtime's rules decide"
+        calls = ", ".join(
+            f"{c.get('id')} {c.get('call')}" for c in self.items if isinstance(c, Mapping)
+        )
+        return Shown(
+            f"{who} front {self.front}'s block {self.block}"
+            + (f" ({calls})" if calls else "")
+            + (
+                "; the front's files are split: "
+                + "; ".join(f"{o} {', '.join(g)}" for o, g in self.split.items())
+                if self.split
+                else ""
+            )
+            + f"; tickets: {_ids(self.tickets) or 'none'}; note: {clip(self.note, 300)}",
+            "plan",
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class VerdictRecorded(FlowEvent):
     kind: ClassVar[str] = "verdict_recorded"
     front: str = ""
@@ -287,7 +366,7 @@ class VerdictRecorded(FlowEvent):
                 _front(
                     self.front,
                     verdict=f"{word}: {self.majors}M {self.mediums}m {self.minors}n",
-                    progress=f"{self.progress:.0%}",
+                    progress=_pct(self.progress),
                 ),
             ),
         )
@@ -344,7 +423,7 @@ class FrontEnded(FlowEvent):
             f"{why}{tail}. {bar(self.progress)} this front · {bar(self.overall)} all",
             "best" if self.status == "approved" else "fail",
             mark=Mark(word, "good" if self.status == "approved" else "bad"),
-            rows=(_front(self.front, state=word, progress=f"{self.progress:.0%}"),),
+            rows=(_front(self.front, state=word, progress=_pct(self.progress)),),
         )
 
 
@@ -404,8 +483,13 @@ def bar(fraction: object, width: int = 10) -> str:
         f = min(1.0, max(0.0, float(fraction)))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         f = 0.0
-    filled = round(f * width)
-    return "[" + "#" * filled + "-" * (width - filled) + f"] {f:.0%}"
+    filled = int(f * width + 1e-9)
+    return "[" + "#" * filled + "-" * (width - filled) + f"] {_pct(f)}"
+
+
+def _pct(fraction: float) -> str:
+    """Rounded down: only what is done reads 100 %."""
+    return f"{int(fraction * 100 + 1e-9)}%"
 
 
 def _ids(items: Any, limit: int = 4) -> str:

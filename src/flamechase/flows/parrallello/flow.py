@@ -39,13 +39,36 @@ from flamechase.flows.parrallello import sim as fronts_sim
 from flamechase.flows.parrallello.params import ParrallelloParams
 from flamechase.flows.parrallello.plan import PlanSpec, lane_names
 from flamechase.flows.parrallello.rounds import Ctx, on_turn
-from flamechase.flows.parrallello.state import ENDED, FrontState, Knobs, PState
+from flamechase.flows.parrallello.state import ENDED, FrontState, Knobs, PState, spec_of
 
 __all__ = ["FLOW", "Parrallello"]
 
-PLANNER, BUILDER, CRITIC, PREP = "planner", "builder", "critic", "prep"
+PLANNER, BUILDER, CRITIC, PREP, LEAD = "planner", "builder", "critic", "prep", "lead"
 PLAN_TRIES = 3
 TOOL_TRIES = 2  # a runtime program (a copy, a diff, a hash) that fails is run once more
+ANOMALIES_KEPT = 200  # anomalies kept in the state (every one is also an `anomaly` event)
+
+
+def _owe(state: PState, owed: Sequence[Command], at: str) -> PState:
+    """`owed` into the outbox, and every anomaly among it into the run's state: what the
+    runtime detected is state (`status`), not only an event."""
+    seen = [
+        {
+            "what": c.event.what,
+            "front": c.event.front,
+            "round": c.event.round,
+            "detail": c.event.detail,
+            "at": at,
+        }
+        for c in owed
+        if isinstance(c, Emit) and isinstance(c.event, fev.Anomaly)
+    ]
+    anomalies = (*state.anomalies, *seen)[-ANOMALIES_KEPT:] if seen else state.anomalies
+    return state.replace(
+        outbox=state.outbox.add(*owed),
+        anomalies=anomalies,
+        anomaly_count=state.anomaly_count + len(seen),
+    )
 
 
 def _limits(budget: dict[str, Any]) -> dict[str, float]:
@@ -61,8 +84,12 @@ def _limits(budget: dict[str, Any]) -> dict[str, float]:
 def _fronts_of(plan: PlanSpec, slots: Sequence[tuple[str, Sequence[str]]]) -> dict[str, FrontState]:
     out = {}
     for spec, (lane, builders) in zip(plan.fronts, slots, strict=False):
+        spare = builders[len(spec.owners)] if len(builders) > len(spec.owners) else None
         out[spec.id] = FrontState(
-            id=spec.id, lane=lane, owners=dict(zip(spec.owners, builders, strict=False))
+            id=spec.id,
+            lane=lane,
+            owners=dict(zip(spec.owners, builders, strict=False)),
+            spare=spare,
         )
     return out
 
@@ -97,7 +124,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
     )
     Params = ParrallelloParams
     State = PState
-    structural_params = ("plan", "fronts", "prep")
+    structural_params = ("plan", "fronts", "prep", "lead")
 
     # ---- declarations ------------------------------------------------------------------------
 
@@ -107,6 +134,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             BUILDER,
             CRITIC,
             *([PREP] if params.prep else []),
+            *([LEAD] if params.lead else []),
         ]
 
     def describe_roles(self, params: ParrallelloParams) -> list[Role]:
@@ -114,7 +142,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
 
     def lanes(self, params: ParrallelloParams) -> list[LaneDef]:
         out = []
-        for lane, builders in lane_names(params.loaded_plan, params.fronts):
+        for lane, builders in lane_names(params.loaded_plan, params.fronts, params.lead):
             # The front's lane also takes its one prep turn; listed with one role, the views
             # do not take its critics and its prep for two actors handing a tree back and forth.
             out.append(LaneDef(lane, (CRITIC,), rt.front_place(lane)))
@@ -145,7 +173,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
 
     def start(self, setup: RunSetup[ParrallelloParams]) -> PState:
         p = setup.params
-        slots = tuple((lane, tuple(b)) for lane, b in lane_names(p.loaded_plan, p.fronts))
+        slots = tuple((lane, tuple(b)) for lane, b in lane_names(p.loaded_plan, p.fronts, p.lead))
         state = PState(knobs=Knobs.of(p), run_id=setup.run_id, slots=slots)
         if p.checkpoint == "off":
             off = fev.CheckpointMade(skipped="off (-p checkpoint=off)")
@@ -186,7 +214,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
 
     def _ctx(self, state: PState, f: FrontState, at: str) -> Ctx:
         assert state.plan is not None
-        return Ctx(state.plan, state.plan.front(f.id), state.knobs, state.places, at)
+        return Ctx(state.plan, spec_of(state.plan, f), state.knobs, state.places, at)
 
     def _each(self, state: PState, change: Any, event: ev.Event) -> PState:
         """Apply `change(front, ctx) -> (front, owed)` to every front, then move them on."""
@@ -206,7 +234,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             owed += more
         state = state.replace(fronts=fronts)
         if state.plan is None:
-            return state.replace(outbox=state.outbox.add(*owed))
+            return _owe(state, owed, at)
         state, more = self._blocked(state, at, share)
         owed += more
         whole = progress.overall(state)
@@ -216,7 +244,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             else c
             for c in owed
         ]
-        return state.replace(outbox=state.outbox.add(*owed))
+        return _owe(state, owed, at)
 
     def _blocked(self, state: PState, at: str, share: float) -> tuple[PState, list[Command]]:
         """Waiting fronts that can never start: a dependency not approved, or the budget."""
@@ -273,11 +301,8 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                 what="runtime-failed",
                 detail=f"{key.what}: {failed}",
             )
-            return state.replace(
-                retried={**state.retried, event.key: tries},
-                fatal=fatal,
-                outbox=state.outbox.add(Emit(anomaly)),
-            )
+            state = state.replace(retried={**state.retried, event.key: tries}, fatal=fatal)
+            return _owe(state, [Emit(anomaly)], event.at)
         f = state.fronts.get(key.front)
         if f is None:
             return state
@@ -327,6 +352,8 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         owed: list[Command] = []
         if event.actor == PREP:
             f, owed = front.on_prep_turn(f, event)
+        elif event.actor == LEAD:
+            f, owed = front.on_lead_turn(f, event, self._ctx(state, f, event.at))
         else:
             f = on_turn(f, event)
         return self._settle(state.replace(fronts={**state.fronts, f.id: f}), owed, event.at)
@@ -407,10 +434,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         ]
 
     def _finish(self, state: PState) -> FinishRun:
-        rows = [
-            f"{f.id} {f.status.replace('_', ' ')} ({f.rounds} round(s))"
-            for f in state.fronts.values()
-        ]
+        rows = [progress.final_row(f) for f in state.fronts.values()]
         ok = all(
             f.status == "approved" and not (f.integrated or {}).get("error")
             for f in state.fronts.values()

@@ -19,21 +19,22 @@ from typing import Any
 
 from flamechase import events as ev
 from flamechase.flow import Command, Emit, MakePlace, ResultSpec, StartTurn
-from flamechase.flows.parrallello import briefs, rounds
+from flamechase.flows.parrallello import briefs, lead, rounds
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.closing import end_front
-from flamechase.flows.parrallello.gates import judge_gate
+from flamechase.flows.parrallello.gates import GateResult, judge_gate, target_text
 from flamechase.flows.parrallello.plan import FrontSpec
 from flamechase.flows.parrallello.rounds import Ctx
-from flamechase.flows.parrallello.state import FrontState, PrepState, PState
+from flamechase.flows.parrallello.state import FrontState, PrepState, PState, spec_of
 from flamechase.flows.parrallello.verdict import PrepResult
 from flamechase.globs import overlap
 
-__all__ = ["commands", "on_place", "on_prep_turn", "on_ran"]
+__all__ = ["commands", "on_lead_turn", "on_place", "on_prep_turn", "on_ran"]
 
 PREP = "prep"
+LEAD = "lead"
 
 
 def _globs(spec: FrontSpec) -> list[str]:
@@ -64,7 +65,7 @@ def startable(state: PState, front: FrontState, spec: FrontSpec) -> bool:
 
 def commands(state: PState, front: FrontState) -> list[Command]:
     assert state.plan is not None
-    spec = state.plan.front(front.id)
+    spec = spec_of(state.plan, front)
     ctx = Ctx(state.plan, spec, state.knobs, state.places)
     if front.status == "waiting":
         out = _prep_commands(state, front, spec) if state.knobs.prep else []
@@ -73,6 +74,10 @@ def commands(state: PState, front: FrontState) -> list[Command]:
         return out
     if front.status == "opening":
         return _opening(state, front, spec)
+    if front.status == "building" and front.current is None and front.pending:
+        return _recalibrating(state, front, spec)
+    if front.status == "building" and front.current is None and front.lead:
+        return _leading(state, front, spec)
     if front.status == "building":
         return rounds.commands(front, ctx)
     if front.status == "approved" and front.integrated is None and _next_to_land(state) == front:
@@ -86,6 +91,98 @@ def commands(state: PState, front: FrontState) -> list[Command]:
             )
         ]
     return []
+
+
+def _leading(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]:
+    """Between blocks: a fresh lead decides, in a place of its own with no code in it."""
+    if front.lead.get("status") != "running":
+        return []
+    place = rt.lead_place(front.lane)
+    if place not in state.places:
+        return [MakePlace(place, how="empty", label=f"front {front.id}'s lead's desk (no code)")]
+    brief = lead.brief(front, spec)
+    return [
+        StartTurn(
+            role=LEAD,
+            lane=front.lane,
+            number=int(front.lead["turn"]),
+            place=place,
+            result=ResultSpec(
+                lead.LeadDecision, noun="lead decision", context=lead.context(front, spec)
+            ),
+            env={"FLAMECHASE_BRIEF": json.dumps(brief, ensure_ascii=False)},
+            note={"brief": brief},
+        )
+    ]
+
+
+def on_lead_turn(
+    front: FrontState, event: ev.TurnEnded, ctx: Ctx
+) -> tuple[FrontState, list[Command]]:
+    front = lead.on_turn(front, event)
+    if front.lead.get("status") in ("done", "failed") and front.current is None:
+        return lead.between(front, ctx, ctx.knobs.lead)
+    return front, []
+
+
+def _recalibrating(state: PState, front: FrontState, spec: FrontSpec) -> list[Command]:
+    """Between blocks: the proven recalibration's gate taken into the front's tree, frozen."""
+    assert state.plan is not None and front.pending is not None
+    k, lane, n = rt.key, front.lane, front.rounds
+    if not front.pending.get("taken"):
+        trial = rt.trial_place(lane, recalibration=True)
+        return [
+            rt.compare(
+                k(front.id, "recal", n),
+                lane,
+                trial,
+                state.places.get(trial, ""),
+                spec.freeze,
+                (),
+                state.plan,
+                apply=True,
+            )
+        ]
+    return [rt.freeze_hash(k(front.id, "recalhash", n), spec, lane)]
+
+
+def _recalibrated(
+    front: FrontState, receipt: Mapping[str, Any], ctx: Ctx
+) -> tuple[FrontState, list[Command]]:
+    """The recalibrated gate is in the front's tree: frozen, written into the contract with
+    its proof and date, and the next block starts."""
+    pending = front.pending or {}
+    files = (rt.tool_output(dict(receipt), "TREESYNC") or {}).get("files")
+    if not isinstance(files, dict) or files != pending.get("files"):
+        front = front.replace(pending=None)
+        return end_front(
+            front,
+            ctx,
+            "not_approved",
+            "the recalibrated gate in the front's tree is not the one its trial ran",
+        )
+    changes = [c for c in pending.get("changes", []) if c.get("kind") == "recalibrate"]
+    record = {
+        "round": pending.get("round"),
+        "applied_from_block": front.block + 1,
+        "changes": changes,
+        "contract": pending.get("contract"),
+    }
+    front = front.replace(
+        frozen=files,
+        contract=dict(pending.get("contract") or front.contract),
+        recalibrations=(*front.recalibrations, record),
+        pending=None,
+    )
+    refrozen = fev.GateRefrozen(
+        lane=front.lane,
+        front=front.id,
+        round=front.rounds,
+        changes=changes,
+        files=sorted(files),
+    )
+    front, started = lead.between(front, ctx, ctx.knobs.lead)
+    return front, [Emit(refrozen), *started]
 
 
 def _next_to_land(state: PState) -> FrontState | None:
@@ -207,6 +304,10 @@ def on_ran(
         return front.replace(frozen=files, opened={**front.opened, "freeze": True}), []
     if key.what == "baseline":
         return _baseline(front, receipt, ctx)
+    if key.what == "recal" and front.pending is not None:
+        return front.replace(pending={**front.pending, "taken": True}), []
+    if key.what == "recalhash" and front.pending is not None:
+        return _recalibrated(front, receipt, ctx)
     if key.what == "integrate":
         done = rt.tool_output(dict(receipt), "GITPOINT") or {
             "error": str(receipt.get("error") or "no output")[:300]
@@ -235,13 +336,18 @@ def on_ran(
     )
     if gate is None:
         return front, []
-    return front, [
+    return front, _gate_ran(front, key.round, "round" if key.what == "gate" else "recheck", gate)
+
+
+def _gate_ran(front: FrontState, rnd: int, stage: str, gate: GateResult) -> list[Command]:
+    """The `gate_ran` event, and an anomaly for items whose own `pass` lied."""
+    out: list[Command] = [
         Emit(
             fev.GateRan(
                 lane=front.lane,
                 front=front.id,
-                round=key.round,
-                stage="round" if key.what == "gate" else "recheck",
+                round=rnd,
+                stage=stage,
                 passed=gate.passed,
                 reason=gate.reason,
                 detail=gate.detail,
@@ -251,12 +357,48 @@ def on_ran(
             )
         )
     ]
+    if gate.lied:
+        out.append(
+            Emit(
+                fev.Anomaly(
+                    lane=front.lane,
+                    front=front.id,
+                    round=rnd,
+                    what="pass-flag-mismatch",
+                    detail=f"the {stage} gate says {', '.join(gate.lied[:5])} pass(es); "
+                    "their values miss their targets: counted as failing",
+                )
+            )
+        )
+    if gate.reason == "target-moved":
+        out.append(
+            Emit(
+                fev.Anomaly(
+                    lane=front.lane,
+                    front=front.id,
+                    round=rnd,
+                    what="target-moved",
+                    detail=gate.detail,
+                )
+            )
+        )
+    return out
 
 
 def _baseline(
     front: FrontState, receipt: Mapping[str, Any], ctx: Ctx
 ) -> tuple[FrontState, list[Command]]:
-    gate = judge_gate(receipt, only=ctx.spec.only)
+    contract = {i: target_text(t) for i, t in ctx.spec.targets.items()}
+    gate = judge_gate(receipt, only=ctx.spec.only, contract=contract, plan=True)
+    if gate.reason == "unbound":  # P0: every plan target is an item of the gate, as planned
+        why = f"the gate is refused at P0: {gate.detail}"
+        front = front.replace(opened={**front.opened, "baseline": True}, last_gate=gate)
+        anomaly = fev.Anomaly(
+            lane=front.lane, front=front.id, round=0, what="gate-unbound", detail=gate.detail
+        )
+        return end_front(
+            front, ctx, "not_approved", why, [*_gate_ran(front, 0, "baseline", gate), Emit(anomaly)]
+        )
     given = [
         *tk.carried("plan", ctx.spec.tickets),
         *tk.carried(
@@ -270,24 +412,12 @@ def _baseline(
         last_gate=gate,
         tickets=open_tickets,
         items=gate.m if gate.reason is None else None,
+        contract={**contract, **gate.targets} if gate.reason is None else contract,
         block_started=ctx.at,
         opened={**front.opened, "baseline": True},
     )
     owed: list[Command] = [
-        Emit(
-            fev.GateRan(
-                lane=front.lane,
-                front=front.id,
-                round=0,
-                stage="baseline",
-                passed=gate.passed,
-                reason=gate.reason,
-                detail=gate.detail,
-                n=gate.n,
-                m=gate.m,
-                failing=[str(i.get("id")) for i in gate.failing[:10]],
-            )
-        ),
+        *_gate_ran(front, 0, "baseline", gate),
         Emit(
             fev.FrontStarted(
                 lane=front.lane,

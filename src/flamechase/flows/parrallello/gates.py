@@ -19,6 +19,17 @@ and exits 0 when `pass` is true, 1 when it is false. Anything else is FAIL with 
 `SUMMARY n/m PASS` reads "n of m items pass" (PASS is a label, not the verdict); `FAIL` is
 accepted as the label too, and then must not claim every item passes. The runtime keeps a
 receipt's last 64 KiB of output: a gate prints its two lines last.
+
+Once the lines agree with each other, the runtime computes each item's pass itself from its
+value and target (`yardstick.meets`): an item whose `pass` says otherwise (either way) fails
+and is named in `lied`. Against the front's contract (item id -> target: the plan's targets,
+then every item an accepted run printed) the run also fails closed when:
+
+    unbound          (at P0) a plan target has no item, or its item prints another target
+    dropped-items    an item of the contract is missing (removed or renamed)
+    target-moved     an item prints another target than the contract's, where nobody may
+                     change it (a builders' round)
+    loosened         a critic's changed gate prints a looser target than the contract's
 """
 
 from __future__ import annotations
@@ -31,7 +42,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["GateResult", "judge_gate"]
+from flamechase.flows.parrallello.yardstick import changes, meets
+
+__all__ = ["GateResult", "judge_gate", "target_text"]
 
 FAILING_KEPT = 40  # failing items kept in the state (the receipt keeps the whole output tail)
 _SUMMARY = re.compile(r"^\s*SUMMARY\s+(\d+)\s*/\s*(\d+)\s+(PASS|FAIL)\s*$")
@@ -48,6 +61,9 @@ class GateResult(BaseModel):
     failing: tuple[dict[str, Any], ...] = ()
     exit_code: int | None = None
     duration: float = 0.0
+    targets: dict[str, str] = {}  # every item's printed target (the contract it would make)
+    lied: tuple[str, ...] = ()  # items whose own `pass` disagrees with value and target
+    tightened: tuple[str, ...] = ()  # items whose target is stricter than the contract's
 
     @property
     def summary(self) -> str:
@@ -98,6 +114,11 @@ def _items(raw: str) -> tuple[bool, list[dict[str, Any]]] | str:
     return data["pass"], data["items"]
 
 
+def target_text(target: object) -> str:
+    """A target as the contract keeps it (`<=60`, `true`, `0`)."""
+    return target if isinstance(target, str) else json.dumps(target)
+
+
 # long: fail-closed judging: each way a gate's output can be wrong, in order
 def judge_gate(
     receipt: Mapping[str, Any],
@@ -105,11 +126,16 @@ def judge_gate(
     previous: int | None = None,
     only: str | None = None,
     removed: int = 0,
+    contract: Mapping[str, str] | None = None,
+    tighten: bool = False,
+    plan: bool = False,
 ) -> GateResult:
     """The verdict on one gate run from its `Run` receipt (exit code, output tail, error).
 
     `previous`: items of the last accepted run of this gate (None for the first);
-    `removed`: items a logged recalibration took out since then.
+    `removed`: items a logged recalibration took out since then; `contract`: the targets the
+    items must print (`plan`: they are the plan's, at P0); `tighten`: a critic's changed gate,
+    which may make targets stricter.
     """
     error = str(receipt.get("error") or "")
     code = receipt.get("exit_code")
@@ -154,10 +180,50 @@ def judge_gate(
         problem = f"item {stray[0]} is outside --only {only}"
     if problem:
         return _closed("inconsistent", problem, receipt, **counts)
+    # The gate's lines agree with each other; whether each item passes is the runtime's call.
+    # An item whose flag disagrees either way fails (and is named): the gate is wrong about it.
+    computed = {i["id"]: meets(i["value"], i["target"]) for i in items}
+    lied = tuple(i["id"] for i in items if i["pass"] != computed[i["id"]])
+    truth = {i["id"]: computed[i["id"]] and i["id"] not in lied for i in items}
+    printed = {i["id"]: target_text(i["target"]) for i in items}
+    counts = {
+        "n": sum(truth.values()),
+        "m": m,
+        "failing": tuple({**i, "pass": False} for i in items if not truth[i["id"]])[:FAILING_KEPT],
+        "targets": printed,
+        "lied": lied,
+    }
     if previous is not None and m < previous - removed:
         return _closed(
             "dropped-items", f"{m} items, the last run had {previous}", receipt, **counts
         )
+    tightened: list[str] = []
+    if contract is not None:
+        scoped = {k: v for k, v in contract.items() if not only or fnmatch.fnmatchcase(k, only)}
+        missing, loosened, tightened, _ = changes(scoped, printed)
+        if missing:
+            detail = (
+                f"the plan's target {missing[0]} has no item in the gate's output"
+                if plan
+                else f"item {missing[0]} of the contract is missing (items are never removed "
+                "or renamed but by a recalibration)"
+            )
+            return _closed("unbound" if plan else "dropped-items", detail, receipt, **counts)
+        moved = loosened + ([] if tighten else tightened)
+        if moved:
+            reason = "unbound" if plan else "loosened" if tighten else "target-moved"
+            i = moved[0]
+            return _closed(
+                reason,
+                f"item {i} prints target {printed[i]!r}; "
+                f"{'the plan' if plan else 'the contract'} says {scoped[i]!r}",
+                receipt,
+                **counts,
+            )
     return GateResult(
-        passed=top, exit_code=code, duration=float(receipt.get("duration") or 0), **counts
+        passed=all(truth.values()),
+        exit_code=code,
+        duration=float(receipt.get("duration") or 0),
+        tightened=tuple(tightened),
+        **counts,
     )

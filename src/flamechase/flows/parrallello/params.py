@@ -55,6 +55,12 @@ class ParrallelloParams(CopyParams):
         default=0.92, gt=0, le=1, description="above this share of a budget no new block starts"
     )
 
+    lead: bool = Field(
+        default=False,
+        description="a fresh `lead` session decides between blocks (tickets, a note that "
+        "binds the next block); without it the runtime's rules do",
+    )
+
     _plan: PlanSpec | None = PrivateAttr(default=None)
 
     @field_validator("plan")

@@ -182,11 +182,21 @@ def _disjoint(fronts: list[FrontSpec], wave: int) -> None:
                     )
 
 
-def lane_names(plan: PlanSpec | None, slots: int) -> list[tuple[str, list[str]]]:
+def lane_names(
+    plan: PlanSpec | None, slots: int, spare: bool = False
+) -> list[tuple[str, list[str]]]:
     """(front lane, builder lanes) per front: named from a given plan, or numbered slots
-    (`f1`, `f1.b1`, `f1.b2`) when a planner writes the plan after the lanes exist."""
+    (`f1`, `f1.b1`, `f1.b2`) when a planner writes the plan after the lanes exist. `spare`:
+    a front of one builder gets a second lane (`P1.split`) a lead's split may give work to."""
     if plan is not None:
-        return [(f.id, [f"{f.id}.{o}" for o in f.owners]) for f in plan.fronts]
+        return [
+            (
+                f.id,
+                [f"{f.id}.{o}" for o in f.owners]
+                + ([f"{f.id}.split"] if spare and len(f.owners) < MAX_OWNERS else []),
+            )
+            for f in plan.fronts
+        ]
     return [
         (f"f{i}", [f"f{i}.b{k}" for k in range(1, MAX_OWNERS + 1)]) for i in range(1, slots + 1)
     ]

@@ -3,7 +3,9 @@ state, so the same state always renders the same text.
 
 A front's share follows the seed's block spans: block 1 takes it from 0 to 60 %, block 2 to
 85 %, block 3 to 99 % (more blocks share what is left up to 99 %), each round a third of its
-block's span; approval is 100 %. The whole run is the weighted mean of its fronts.
+block's span; approval is 100 %. The whole run is the weighted mean of its fronts, and
+never reads 100 % while a front is not approved (a weighted mean of 100 % and 99 % would
+round up to it).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from flamechase.flows.parrallello.plan import PlanSpec
-from flamechase.flows.parrallello.state import FrontState, PState
+from flamechase.flows.parrallello.state import FrontState, PState, spec_of
 
 __all__ = ["bar", "describe", "front_fraction", "overall"]
 
@@ -50,12 +52,24 @@ def overall(state: PState) -> float:
         return 0.0
     total = sum(f.weight for f in plan.fronts)
     got = sum(f.weight * front_fraction(state.fronts[f.id], plan) for f in plan.fronts)
-    return round(got / total, 4) if total else 0.0
+    whole = round(got / total, 4) if total else 0.0
+    if any(f.status != "approved" for f in state.fronts.values()):
+        whole = min(whole, UNAPPROVED_CAP)
+    return whole
+
+
+UNAPPROVED_CAP = 0.99
+
+
+def percent(fraction: float) -> str:
+    """`99%`, rounded down: only a whole that is done reads 100 %."""
+    return f"{int(min(1.0, max(0.0, fraction)) * 100 + 1e-9)}%"
 
 
 def bar(fraction: float, width: int = 20) -> str:
-    filled = round(min(1.0, max(0.0, fraction)) * width)
-    return "[" + "#" * filled + "-" * (width - filled) + f"] {fraction:.0%}"
+    f = min(1.0, max(0.0, fraction))
+    filled = int(f * width + 1e-9)
+    return "[" + "#" * filled + "-" * (width - filled) + f"] {percent(f)}"
 
 
 def _front_row(state: PState, front: FrontState) -> dict[str, Any]:
@@ -86,6 +100,18 @@ def _front_row(state: PState, front: FrontState) -> dict[str, Any]:
             "gate": last.gate,
         },
         "open_tickets": [t.brief() for t in front.tickets],
+        "contract": {
+            "targets": dict(front.contract),
+            "recalibrations": list(front.recalibrations),
+            "pending": None
+            if front.pending is None
+            else {"round": front.pending.get("round"), "changes": front.pending.get("changes")},
+        },
+        "lead": {
+            "note": front.lead_note,
+            "deciding": front.lead.get("status"),
+            "decisions": list(front.decisions),
+        },
         "prep": front.prep.status,
         "paced": front.paced,
         "blocks": list(front.blocks),
@@ -111,7 +137,7 @@ def describe(state: PState) -> dict[str, Any]:
             lanes[lane] = {
                 "front": f.id,
                 "owner": owner,
-                "files": list(state.plan.front(f.id).owners[owner]),
+                "files": list(spec_of(state.plan, f).owners[owner]),
             }
     whole = overall(state)
     display = [f"overall {bar(whole)}"] + [
@@ -120,12 +146,42 @@ def describe(state: PState) -> dict[str, Any]:
         + (f" · gate {row['gate']}" if row["gate"] else "")
         for fid, row in fronts.items()
     ]
+    display += _anomaly_lines(state)
     return {
         "progress": {"overall": whole, "bar": bar(whole)},
         "fronts": fronts,
         "checkpoint": state.checkpoint,
         "spend": state.spend.model_dump(),
-        "anomalies": list(state.anomalies[-10:]),
+        "anomalies": list(state.anomalies),
+        "anomaly_count": state.anomaly_count,
         "lanes": lanes,
         "display": display,
     }
+
+
+ANOMALY_LINES = 5
+
+
+def _anomaly_lines(state: PState) -> list[str]:
+    """The anomalies, counted, and the latest of them in a line each."""
+    if not state.anomaly_count:
+        return []
+    lines = [f"anomalies: {state.anomaly_count} (the runtime detected and acted on them)"]
+    for a in state.anomalies[-ANOMALY_LINES:]:
+        where = f"front {a.get('front')} round {a.get('round')}" if a.get("front") else "run"
+        lines.append(f"  {a.get('what')} ({where}): {str(a.get('detail'))[:160]}")
+    return lines
+
+
+def final_row(front: FrontState) -> str:
+    """A front in the run's last line: its end, rounds, score (the last accepted gate run),
+    minors left (the last verdict's) and cost (its blocks' spend)."""
+    last = front.history[-1] if front.history else None
+    cost = sum(float((b.get("spend") or {}).get("cost") or 0) for b in front.blocks)
+    cost += front.block_spend.cost
+    gate = front.last_gate.summary if front.last_gate else "no gate run"
+    minors = f", {last.minors} minor(s) left" if last else ""
+    return (
+        f"{front.id} {front.status.replace('_', ' ')} ({front.rounds} round(s), gate {gate}"
+        f"{minors}, ${cost:.2f})"
+    )

@@ -11,8 +11,11 @@
     critic_sync   the critic's copy made identical to the front's tree
     critic        a fresh adversarial critic, with the gate's result, the builders' claims
                   and handoff notes
-    critic_check  what the critic changed: gate items it added (declared: taken, frozen
-                  again, gate run again), anything else (ignored, an anomaly)
+    critic_check  what the critic changed: its declared gate change (tried next), anything
+                  else (ignored, an anomaly)
+    critic_trial  the changed gate run in a trial copy and judged against the contract (the
+                  yardstick only tightens: `gatechange`)
+    critic_apply  an accepted tightening taken into the front's tree and frozen again
     verdict       the runtime recounts and applies the approval rule (`verdict.judge`)
 
 `commands` says what a phase still needs; `on_*` fold what arrived; `advance` moves on when a
@@ -28,7 +31,7 @@ from typing import Any
 
 from flamechase import events as ev
 from flamechase.flow import Command, Emit, MakePlace, ResultSpec, StartTurn
-from flamechase.flows.parrallello import briefs
+from flamechase.flows.parrallello import briefs, gatechange
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello.gates import judge_gate
@@ -200,23 +203,8 @@ def _critic_commands(front: FrontState, rs: RoundState, ctx: Ctx) -> list[Comman
                 apply=False,
             )
         ]
-    if rs.phase == "critic_apply":
-        if not rs.critic_applied:
-            return [
-                rt.compare(
-                    k(fid, "capply", n),
-                    front.lane,
-                    place,
-                    ctx.path(place),
-                    ctx.spec.freeze,
-                    (),
-                    ctx.plan,
-                    apply=True,
-                )
-            ]
-        if not rs.rehashed:
-            return [rt.freeze_hash(k(fid, "rehash", n), ctx.spec, front.lane)]
-        return [rt.gate_full(k(fid, "regate", n), ctx.spec, front.lane, rs.refrozen or {})]
+    if rs.phase in ("critic_trial", "critic_apply"):
+        return gatechange.commands(front, rs, ctx.spec, ctx.plan, ctx.places)
     return []
 
 
@@ -286,22 +274,16 @@ def on_ran(
         rs = _with_builder(rs, b.replace(reaped=True))
     elif key.what == "apply" and b is not None:
         rs = _with_builder(rs, b.replace(applied=True))
-    elif key.what in ("hash", "rehash"):
-        rs = _hashed(front, rs, key.what, out, receipt)
-    elif key.what in ("gate", "regate"):
-        removed = (
-            sum(len(c.get("removes", ())) for c in (rs.verdict or {}).get("gate_changes", ()))
-            if key.what == "regate"
-            else 0
-        )
-        result = judge_gate(receipt, previous=front.items, only=spec.only, removed=removed)
-        rs = rs.replace(gate=result) if key.what == "gate" else rs.replace(regate=result)
+    elif key.what == "hash":
+        rs = _hashed(front, rs, out, receipt)
+    elif key.what == "gate":
+        rs = rs.replace(gate=judge_gate(receipt, only=spec.only, contract=front.contract))
     elif key.what == "csync":
         rs = rs.replace(critic_synced=out is not None and "error" not in out)
     elif key.what == "cdiff":
         rs = rs.replace(critic_diff=out or {"error": _err(receipt)})
-    elif key.what == "capply":
-        rs = rs.replace(critic_applied=True)
+    else:  # the critic's gate change: its trial and its taking
+        rs = gatechange.on_ran(front, rs, key.what, receipt, spec)
     return front.replace(current=rs)
 
 
@@ -310,15 +292,9 @@ def _err(receipt: Mapping[str, Any]) -> str:
 
 
 def _hashed(
-    front: FrontState,
-    rs: RoundState,
-    what: str,
-    out: dict[str, Any] | None,
-    receipt: Mapping[str, Any],
+    front: FrontState, rs: RoundState, out: dict[str, Any] | None, receipt: Mapping[str, Any]
 ) -> RoundState:
     files = (out or {}).get("files")
-    if what == "rehash":
-        return rs.replace(rehashed=True, refrozen=files if isinstance(files, dict) else {})
     if not isinstance(files, dict):
         return rs.replace(
             hashed=True, refused=f"the gate files could not be hashed ({_err(receipt)})"

@@ -48,10 +48,15 @@ _WORDS = {
     "cdiff": "the check of the critic's changes to front {front}'s gate",
     "apply": "the taking of builder {who}'s changes into front {front}'s tree",
     "capply": "the taking of the critic's gate changes into front {front}'s tree",
+    "tsync": "the copy of front {front}'s tree where the critic's gate change is tried",
+    "tapply": "the taking of the critic's gate change into its trial copy of front {front}",
+    "fhash": "the check that front {front}'s gate is the one its trial ran",
+    "recal": "the taking of front {front}'s recalibrated gate into its tree, between blocks",
+    "recalhash": "the freezing of front {front}'s recalibrated gate",
     "stage": "the taking of the staged work into front {front}'s tree",
     "freeze": "the freezing of front {front}'s gate files",
     "hash": "the check that front {front}'s gate files are as frozen",
-    "rehash": "the freezing again of front {front}'s gate, as the critic changed it",
+    "rehash": "the hashing of front {front}'s gate as the critic changed it",
     "baseline": "front {front}'s gate on its baseline",
     "gate": "front {front}'s gate",
     "regate": "front {front}'s gate again, as the critic changed it",
@@ -97,6 +102,17 @@ def stage_place(lane: str) -> str:
     return f"stages/{lane}"
 
 
+def lead_place(lane: str) -> str:
+    """The lead's desk: an empty place (a lead is never given the code)."""
+    return f"leads/{lane}"
+
+
+def trial_place(lane: str, recalibration: bool = False) -> str:
+    """Where a critic's gate change is run before it is taken (a recalibration's stays there
+    until the block ends, when it is taken)."""
+    return f"recals/{lane}" if recalibration else f"trials/{lane}"
+
+
 def tool_output(receipt: dict[str, Any], prefix: str) -> dict[str, Any] | None:
     """The JSON a tool printed on its last `PREFIX {...}` line, if any."""
     for line in reversed(str(receipt.get("output") or "").splitlines()):
@@ -140,9 +156,10 @@ def compare(
     plan: PlanSpec,
     *,
     apply: bool,
+    place: str | None = None,
 ) -> Run:
     """Judge (or take) what the copy at `other_place` changed, in the front's tree (the
-    front lane's place)."""
+    front lane's place) or in `place`."""
     argv = _sync(
         "apply" if apply else "diff",
         "--from",
@@ -157,7 +174,7 @@ def compare(
     )
     return Run(
         key=k,
-        place=front_place(lane),
+        place=place or front_place(lane),
         lane=lane,
         argv=argv,
         reads=(other_place,),
@@ -165,10 +182,10 @@ def compare(
     )
 
 
-def freeze_hash(k: str, front: FrontSpec, lane: str) -> Run:
+def freeze_hash(k: str, front: FrontSpec, lane: str, place: str | None = None) -> Run:
     return Run(
         key=k,
-        place=front_place(lane),
+        place=place or front_place(lane),
         lane=lane,
         argv=_sync("hash", "--globs", *front.freeze),
         label=label_of(k),
@@ -181,7 +198,9 @@ def gate_command(front: FrontSpec, mode: str) -> str:
     return command + (f" --only {shlex.quote(front.only)}" if front.only else "")
 
 
-def gate_full(k: str, front: FrontSpec, lane: str, frozen: Mapping[str, str]) -> Run:
+def gate_full(
+    k: str, front: FrontSpec, lane: str, frozen: Mapping[str, str], place: str | None = None
+) -> Run:
     """The gate's `--full` run: a yardstick, run in a copy of the front's tree the runtime
     makes for it, with the `frozen` files (path -> SHA-256, as hashed at the freeze) checked
     and read-only (`Run.frozen`): the gate that runs is the one that was hashed, and nothing
@@ -192,7 +211,7 @@ def gate_full(k: str, front: FrontSpec, lane: str, frozen: Mapping[str, str]) ->
     # any builder's hold (a builder sitting on the lock must not fail another front's gate).
     return Run(
         key=k,
-        place=front_place(lane),
+        place=place or front_place(lane),
         lane=lane,
         argv=argv,
         timeout=front.gate_timeout,
@@ -274,6 +293,11 @@ TOOLS = frozenset(
         "hash",
         "rehash",
         "reap",
+        "tsync",
+        "tapply",
+        "fhash",
+        "recal",
+        "recalhash",
     }
 )
 

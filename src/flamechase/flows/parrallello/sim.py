@@ -75,7 +75,7 @@ if "--full" in sys.argv:
     "P2": """s = steps()
 text = open("README.md").read()
 items.append({"id": "T.P2.readme", "value": f"STEPS: {s}" in text,
-              "target": "README states the measured STEPS", "pass": f"STEPS: {s}" in text})""",
+              "target": True, "pass": f"STEPS: {s}" in text})""",
     "N1": """lines = [ln for ln in open("NOTES.md").read().splitlines() if ln.strip()] \\
     if __import__("os").path.exists("NOTES.md") else []
 items.append({"id": "T.N1.lines", "value": len(lines), "target": ">=2",
@@ -94,6 +94,9 @@ class FrontsActor(SimActor):
             return await _prep(turn, brief)
         if turn.role == "critic":
             return await _review(turn, brief)
+        if turn.role == "lead":  # never sees code: decides from the tickets it is given
+            ids = [t["id"] for t in brief.get("open_tickets", [])]
+            return {"lead_note": f"sim lead: close {', '.join(ids[:4]) or 'nothing'} first"}
         return await _build(turn, brief)
 
 
@@ -133,7 +136,7 @@ def _plan(ws: Path, limit: int) -> dict[str, Any]:
             "weight": 1,
             "gate": "python3 gates/P2.py",
             "owners": {"docs": ["README.md"]},
-            "targets": {"T.P2.readme": "stated"},
+            "targets": {"T.P2.readme": "true"},  # the README states the measured STEPS
         },
     ]
     return {"fronts": fronts[: max(1, limit)], "blocks": 2, "rounds_per_block": 3}

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from flamechase.flow import FlowState, Outbox
 from flamechase.flows.parrallello.gates import GateResult
 from flamechase.flows.parrallello.params import ParrallelloParams
-from flamechase.flows.parrallello.plan import PlanSpec
+from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
 from flamechase.flows.parrallello.tickets import Ticket
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "RoundState",
     "Spend",
     "seconds_between",
+    "spec_of",
 ]
 
 Phase = Literal[
@@ -33,6 +34,7 @@ Phase = Literal[
     "critic_sync",
     "critic",
     "critic_check",
+    "critic_trial",
     "critic_apply",
     "verdict",
 ]
@@ -116,6 +118,11 @@ class RoundState(FlowState):
     rehashed: bool = False
     refrozen: dict[str, str] | None = None
     regate: GateResult | None = None
+    trial: Literal["tighten", "recalibrate"] | None = None  # the critic's gate change, tried
+    trial_synced: bool = False
+    trial_applied: bool = False
+    fhashed: dict[str, str] | None = None  # the front's gate files once the change is taken
+    recalibration: dict[str, Any] | None = None  # a proven one, taken when the block ends
     findings: tuple[dict[str, Any], ...] = ()  # the runtime's own findings this round
     started_at: str = ""
 
@@ -154,6 +161,17 @@ class FrontState(FlowState):
     frozen: dict[str, str] | None = None  # gate files -> sha256, while the front runs
     last_gate: GateResult | None = None
     items: int | None = None  # item count of the last accepted --full run
+    # The front's contract: item id -> target (the plan's, then every item an accepted run
+    # printed); the yardstick only tightens against it. Its recalibrations, each with its
+    # proof and date, and the one proven but not yet taken (at the block's end).
+    contract: dict[str, str] = {}
+    recalibrations: tuple[dict[str, Any], ...] = ()
+    pending: dict[str, Any] | None = None
+    lead: dict[str, Any] = {}  # the decision under way between blocks (its turn, its result)
+    files: dict[str, tuple[str, ...]] | None = None  # owner -> globs, once a lead split them
+    spare: str | None = None  # a builder lane no owner has yet (for a split)
+    lead_note: str = ""  # the last decision's note: binds the block's builders and critic
+    decisions: tuple[dict[str, Any], ...] = ()  # every decision between blocks, by block
     tickets: tuple[Ticket, ...] = ()
     handoffs: dict[str, str] = {}
     block: int = 0
@@ -174,6 +192,12 @@ class FrontState(FlowState):
         return self.status in ENDED and (self.status != "approved" or self.integrated is not None)
 
 
+def spec_of(plan: PlanSpec, front: FrontState) -> FrontSpec:
+    """The front's spec as it runs: the plan's, with its files as a lead split them."""
+    spec = plan.front(front.id)
+    return spec if front.files is None else spec.model_copy(update={"owners": dict(front.files)})
+
+
 class Knobs(FlowState):
     """The params the decider reads (the plan itself is `PState.plan`)."""
 
@@ -185,6 +209,7 @@ class Knobs(FlowState):
     paced_ceiling: int = 40
     stop_share: float = 0.92
     fronts: int = 3
+    lead: bool = False
 
     @classmethod
     def of(cls, params: ParrallelloParams) -> Knobs:
@@ -204,7 +229,8 @@ class PState(FlowState):
     checkpoint: dict[str, Any] | None = None
     limits: dict[str, float] = {}
     spend: Spend = Spend()
-    anomalies: tuple[dict[str, Any], ...] = ()
+    anomalies: tuple[dict[str, Any], ...] = ()  # what the runtime detected, the latest kept
+    anomaly_count: int = 0  # every anomaly of the run, kept or not
     retried: dict[str, int] = {}  # runtime programs that failed once, by key
     fatal: str | None = None  # a runtime program failed twice: the run cannot go on
     outbox: Outbox = Outbox()

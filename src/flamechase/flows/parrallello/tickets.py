@@ -21,7 +21,7 @@ __all__ = ["Ticket", "assign", "carried", "from_findings", "next_tickets", "rank
 
 OPEN_CAP = 16  # open tickets kept per front (the most severe)
 SEVERITY = {"major": 0, "medium": 1, "minor": 2}
-Source = Literal["plan", "prep", "critic", "gate", "runtime"]
+Source = Literal["plan", "prep", "critic", "gate", "runtime", "lead"]
 
 
 class Ticket(FlowState):

@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["BuilderResult", "Finding", "Judgement", "PrepResult", "TicketIn", "Verdict", "judge"]
+__all__ = [
+    "BuilderResult",
+    "Finding",
+    "GateChange",
+    "Judgement",
+    "PrepResult",
+    "Proof",
+    "TicketIn",
+    "Verdict",
+    "judge",
+]
 
 Severity = Literal["major", "medium", "minor"]
 HANDOFF_LINES = 15
@@ -70,15 +80,40 @@ class Review(BaseModel):
     outcome: Literal["confirmed_fixed", "not_fixed", "dispute_upheld", "dispute_rejected"]
 
 
+RECALIBRATION_REASONS = (
+    "resolution",  # the metric cannot resolve the target
+    "noise",  # run-to-run noise larger than the margin
+    "denominator",  # the ratio's denominator is wrong
+    "clock-contention",  # the clock measures the machine's contention, not the code
+    "reference-fails-gate",  # the reference itself fails the gate
+)
+
+
+class Proof(BaseModel):
+    """A recalibration's proof: one of the five reasons, the measurement that shows it, and
+    its date. The runtime refuses a recalibration without one (a text is not a proof)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    reason: Literal[
+        "resolution", "noise", "denominator", "clock-contention", "reference-fails-gate"
+    ]
+    measurement: str = Field(min_length=8, max_length=2000)
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+
 class GateChange(BaseModel):
-    """Why the critic changed the gate: new items it measured (dated in the script), or a
-    recalibration with its proof. Logged, and the gate freezes again."""
+    """Why the critic changed the gate: new items it measured (dated in the script) or
+    stricter targets (`add_items`, taken at once), or a recalibration with its proof (new
+    `targets` for the items it names, items it `removes`; taken from the next block on)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     kind: Literal["add_items", "recalibrate"]
     items: tuple[str, ...] = Field(min_length=1, max_length=100)
     reason: str = Field(min_length=1, max_length=2000)
-    proof: str = Field(default="", max_length=4000)
+    # Checked by the runtime (`Proof`), not here: a bad proof refuses the change, recorded,
+    # and never makes the whole verdict invalid.
+    proof: dict[str, Any] | str = Field(default="")
+    targets: dict[str, str | float | bool] = Field(default_factory=dict, max_length=100)
     removes: tuple[str, ...] = Field(default=(), max_length=100)
 
 

@@ -1,0 +1,289 @@
+"""The lead between blocks: what the next block works on, and the note that binds it.
+
+With `-p lead=true` a fresh `lead` session decides at each block's end (given the verdict
+digest of the last blocks, the handoff notes, the open tickets and the contract, never the
+code); without one the runtime applies the same rules itself. A decision classifies open
+items (`recurring`: the next tickets state a change of method; `regression`: revert to what
+last passed; `miscalibrated`: the critic is asked for a recalibration with proof; `too_big`:
+replaced by the decision's smaller tickets), gives the next block's tickets (at most 8) and a
+`lead_note` every builder and the critic of the next block receive. The runtime validates it
+against the front (ids of open tickets, owners of the front) and records it
+(`lead_decided`, `status`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+from flamechase import events as ev
+from flamechase.flow import Command, Emit
+from flamechase.flows.parrallello import events as fev
+from flamechase.flows.parrallello import tickets as tk
+from flamechase.flows.parrallello.plan import ID, FrontSpec
+from flamechase.flows.parrallello.rounds import Ctx, begin
+from flamechase.flows.parrallello.state import FrontState, spec_of
+from flamechase.flows.parrallello.verdict import TicketIn
+from flamechase.globs import any_match, overlap
+
+__all__ = ["LeadDecision", "apply", "between", "brief", "by_rules", "on_turn"]
+
+RECURRING_ROUNDS = 3  # an item open this many rounds is recurring: change method
+SPLIT_TICKETS = 5  # a builder with this many open tickets is told to split its work by files
+NOTE_CHARS = 1500
+LEAD_TRIES = 2  # a lead that fails twice leaves the block to the rules
+
+
+class ItemCall(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=1, max_length=80)
+    call: Literal["recurring", "regression", "miscalibrated", "too_big"]
+    method: str = Field(default="", max_length=600)  # recurring: the change of method
+
+    @model_validator(mode="after")
+    def _method(self) -> ItemCall:
+        if self.call == "recurring" and len(self.method.strip()) < 10:
+            raise ValueError(f"item {self.id} is recurring: state the change of method")
+        return self
+
+
+class LeadDecision(BaseModel):
+    """A lead's decision for a front's next block (validated against the front)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    items: tuple[ItemCall, ...] = Field(default=(), max_length=16)
+    tickets: tuple[TicketIn, ...] = Field(default=(), max_length=8)
+    lead_note: str = Field(min_length=1, max_length=NOTE_CHARS)
+    # The front's files split between (at most two) builders from the next block on: each
+    # entry one of its globs or a path (no wildcard) inside them, no file for both.
+    split: dict[str, tuple[str, ...]] | None = Field(default=None, min_length=1, max_length=2)
+
+    @model_validator(mode="after")
+    def _known(self, info: ValidationInfo) -> LeadDecision:
+        ctx = info.context or {}
+        if self.split is not None and "files" in ctx:
+            _check_split(self.split, ctx["files"], bool(ctx.get("spare")))
+        open_ids, owners = ctx.get("open"), ctx.get("owners")
+        if isinstance(open_ids, list | tuple):
+            stray = [c.id for c in self.items if c.id not in open_ids]
+            if stray:
+                raise ValueError(f"item {stray[0]} is not an open ticket of this front")
+        if isinstance(owners, list | tuple):
+            owners = list(self.split) if self.split else owners  # the builders of next block
+            bad = [t.id for t in self.tickets if t.owner is not None and t.owner not in owners]
+            if bad:
+                raise ValueError(f"ticket {bad[0]}'s owner is not a builder of this front")
+        return self
+
+
+def _check_split(
+    split: Mapping[str, tuple[str, ...]], files: Mapping[str, Sequence[str]], spare: bool
+) -> None:
+    owned = [g for globs in files.values() for g in globs]
+    new = [o for o in split if o not in files]
+    if any(not re.fullmatch(ID, o) for o in split):
+        raise ValueError("split: an owner is a short name (letters, digits, _ -)")
+    if len(new) > (1 if spare else 0):  # the split's owners replace the front's
+        raise ValueError(
+            "split: this front has no builder lane for another owner"
+            if not spare
+            else "split: at most one new owner (the front's spare builder lane)"
+        )
+    for o, globs in split.items():
+        if not globs:
+            raise ValueError(f"split: owner {o} gets no files")
+        for g in globs:
+            inside = g in owned or (not any(c in g for c in "*?[") and any_match(owned, g))
+            if not inside:
+                raise ValueError(f"split: {g} is not one of the front's files")
+    pairs = [(o, g) for o, globs in split.items() for g in globs]
+    for (a, ga), (b, gb) in itertools.combinations(pairs, 2):
+        if a != b and (sample := overlap(ga, gb)) is not None:
+            raise ValueError(f"split: {a} ({ga}) and {b} ({gb}) would both own {sample}")
+
+
+def context(front: FrontState, spec: FrontSpec | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"open": [t.id for t in front.tickets], "owners": list(front.owners)}
+    if spec is not None:
+        out["files"] = {o: list(g) for o, g in spec.owners.items()}
+        out["spare"] = front.spare is not None
+    return out
+
+
+def brief(front: FrontState, spec: FrontSpec) -> dict[str, Any]:
+    """What a lead is given: verdicts, notes, tickets and the contract; never the code."""
+    return {
+        "role": "lead",
+        "front": front.id,
+        "goal": spec.goal or spec.label,
+        "block_ended": front.block,
+        "verdicts": [r.model_dump() for r in front.history[-6:]],
+        "blocks": list(front.blocks),
+        "handoffs": dict(front.handoffs),
+        "open_tickets": [t.brief() for t in front.tickets],
+        "owners": {o: list(g) for o, g in spec.owners.items()},
+        "spare_lane": front.spare is not None,
+        "contract": dict(front.contract),
+        "rules": [
+            "You decide between blocks; you do not see or write code.",
+            "Classify each open item that needs it: recurring (open 3+ rounds: state the "
+            "change of method), regression (it passed before: the builders revert what broke "
+            "it), miscalibrated (the gate is wrong: the critic may recalibrate with proof), "
+            "too_big (replace it by smaller tickets).",
+            "Give at most 8 tickets for the next block, each for one owner, and a lead_note "
+            "(at most 15 lines) that binds the next block's builders and critic.",
+            "A builder with too much (5+ tickets, a foundation item undone 2 rounds): split "
+            "the front's files between two builders (split, optional; spare_lane says "
+            "whether a new owner can be added).",
+        ],
+        "result": {
+            "items": [{"id": "open ticket id", "call": "recurring", "method": "..."}],
+            "tickets": [{"id": "...", "severity": "major", "title": "...", "owner": "..."}],
+            "lead_note": "...",
+            "split": {"owner": ["a glob or path of the front's files"], "other": ["..."]},
+        },
+    }
+
+
+def by_rules(front: FrontState) -> dict[str, Any]:
+    """The decision the runtime takes without a lead: recurring items change method, a
+    builder with too many tickets splits its work by files."""
+    recurring = [t for t in front.tickets if t.rounds_open >= RECURRING_ROUNDS - 1]
+    items = [
+        {
+            "id": t.id,
+            "call": "recurring",
+            "method": f"open {t.rounds_open + 1} rounds: drop the approach tried so far and "
+            "take another",
+        }
+        for t in recurring
+    ]
+    lines = []
+    if recurring:
+        lines.append(
+            f"Recurring: {', '.join(t.id for t in recurring[:6])}. Change method: what was "
+            "tried did not close them."
+        )
+    load: dict[str, int] = {}
+    for t in front.tickets:
+        who = t.owner or "?"
+        load[who] = load.get(who, 0) + 1
+    for who, n in sorted(load.items()):
+        if n >= SPLIT_TICKETS:
+            lines.append(
+                f"Builder {who} has {n} open tickets: split the work by files, one file "
+                "group per round, most severe first."
+            )
+    note = "\n".join(lines) or "No recurring item: carry on with the open tickets."
+    return {"items": items, "tickets": [], "lead_note": note}
+
+
+def apply(front: FrontState, decision: Mapping[str, Any], spec: FrontSpec) -> FrontState:
+    """The next block's tickets, note and files from a validated decision."""
+    d = LeadDecision.model_validate(decision, context=context(front, spec))
+    if d.split is not None:
+        front = _split(front, d.split)
+    calls = {c.id: c for c in d.items}
+    kept = []
+    for t in front.tickets:
+        c = calls.get(t.id)
+        if c is None:
+            kept.append(t)
+        elif c.call == "too_big" and d.tickets:
+            continue  # replaced by the decision's tickets
+        else:
+            words = {
+                "recurring": f"CHANGE METHOD: {c.method}",
+                "regression": "REGRESSION: it passed before; revert what broke it " + c.method,
+                "miscalibrated": "the lead judges the gate miscalibrated: the critic may "
+                "recalibrate it with proof " + c.method,
+                "too_big": "too big: split it " + c.method,
+            }[c.call]
+            kept.append(t.replace(detail=f"{words.strip()}\n{t.detail}".strip()[:4000]))
+    out: dict[str, tk.Ticket] = {}
+    for t in [*tk.carried("lead", d.tickets), *kept]:  # no round passed: rounds_open stays
+        out.setdefault(t.id, t)
+    tickets = tuple(sorted(out.values(), key=tk.rank)[: tk.OPEN_CAP])
+    return front.replace(tickets=tickets, lead_note=d.lead_note)
+
+
+def _split(front: FrontState, split: Mapping[str, tuple[str, ...]]) -> FrontState:
+    """The builders own the split's files from now on (a new owner takes the spare lane);
+    a ticket whose owner is gone is assigned by its files."""
+    lanes = {o: front.owners.get(o) or front.spare or "" for o in split}
+    spare = front.spare if front.spare not in lanes.values() else None
+    tickets = tuple(t if t.owner in split else t.replace(owner=None) for t in front.tickets)
+    return front.replace(
+        files={o: tuple(g) for o, g in split.items()}, owners=lanes, spare=spare, tickets=tickets
+    )
+
+
+def on_turn(front: FrontState, event: ev.TurnEnded) -> FrontState:
+    """The lead's turn ended: its decision, or (after a second failure) the rules."""
+    lead = front.lead
+    if lead.get("status") != "running" or event.turn != lead.get("turn"):
+        return front
+    if isinstance(event, ev.TurnValid):
+        return front.replace(lead={**lead, "status": "done", "decision": event.result})
+    if isinstance(event, ev.TurnFailed):
+        failures = int(lead.get("failures", 0)) + 1
+        if failures >= LEAD_TRIES:
+            return front.replace(lead={**lead, "status": "failed", "error": event.error[:300]})
+        return front.replace(lead={**lead, "failures": failures})
+    return front
+
+
+def between(front: FrontState, ctx: Ctx, with_lead: bool) -> tuple[FrontState, list[Command]]:
+    """The next block starts once its recalibration (if any) is taken and its decision is
+    in: the lead's, or the rules' without a lead (or when the lead failed twice)."""
+    if front.pending is not None:
+        return front, []  # taken first (`front.commands`), then this again
+    status = front.lead.get("status")
+    if with_lead and status is None:
+        turn = front.lane_turns + 1
+        return front.replace(lead={"status": "running", "turn": turn}, lane_turns=turn), []
+    if with_lead and status == "running":
+        return front, []
+    owed: list[Command] = []
+    if with_lead and status == "done":
+        decision, source = dict(front.lead.get("decision") or {}), "lead"
+    else:
+        decision, source = by_rules(front), "rules"
+        if status == "failed":
+            owed.append(
+                Emit(
+                    fev.Anomaly(
+                        lane=front.lane,
+                        front=front.id,
+                        round=front.rounds,
+                        what="lead-failed",
+                        detail=f"the lead failed twice ({front.lead.get('error')}); "
+                        "the runtime's rules decide this block",
+                    )
+                )
+            )
+    front = apply(front, decision, ctx.spec)
+    ctx = dataclasses.replace(ctx, spec=spec_of(ctx.plan, front))
+    record = {"block": front.block + 1, "source": source, **decision}
+    front = front.replace(lead={}, decisions=(*front.decisions, record))
+    owed.append(
+        Emit(
+            fev.LeadDecided(
+                lane=front.lane,
+                front=front.id,
+                block=front.block + 1,
+                source=source,
+                items=list(decision.get("items") or []),
+                tickets=[t.id for t in front.tickets],
+                note=front.lead_note,
+                split={o: list(g) for o, g in (decision.get("split") or {}).items()},
+            )
+        )
+    )
+    front, started = begin(front, ctx)
+    return front, [*owed, *started]
