@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import platform
 import shutil
@@ -156,7 +157,13 @@ def turns_figures(tmp: Path, rounds: int, turns: int) -> list[Figure]:
         rss_a.append(rss)
         rss_b.append(_python_rss())
     return [
-        Figure("launch -> first agent (`exec`, jail off)", "ms", launch_a, "bare spawn", launch_b),
+        Figure(
+            "launch -> first agent (`exec`, jail off)",
+            "ms",
+            launch_a,
+            "bare spawn from a running interpreter",
+            launch_b,
+        ),
         Figure(
             f"turn start-to-start gap, flame_chase, {turns} turns",
             "ms",
@@ -272,6 +279,56 @@ def copies(tmp: Path, rounds: int, files: int, size: int) -> tuple[list[Figure],
     return out, notes
 
 
+# ---- a 3-lane run's copies ----------------------------------------------------------------
+
+PLAN3 = ",".join(
+    json.dumps(
+        {
+            "lane": f"lane-{n}",
+            "mission": {"title": "t", "objective": "o", "success_criteria": ["c"]},
+        }
+    )
+    for n in (1, 2, 3)
+)
+
+
+def lanes3_bytes(tmp: Path, rounds: int, mb: int) -> list[Figure]:
+    """Bytes a 3-lane parallel_flame_chase run writes (the kernel's count of blocks written by
+    it and its children; 0 on tmpfs) and keeps (du of its state home at the end), against the
+    floor: the two private lanes' copies."""
+    actor = tmp / "actor3.sh"
+    actor.write_text(ACTOR.replace('{"lanes":[]}', '{"lanes":[' + PLAN3 + "]}"))
+    actor.chmod(0o755)
+    written: list[float] = []
+    kept: list[float] = []
+    floor: list[float] = []
+    for r in range(rounds):
+        ws = tmp / f"lanes3-{r}"
+        ws.mkdir()
+        for i in range(100):
+            (ws / f"f{i}.bin").write_bytes(os.urandom(mb * 10_000))
+        home = tmp / f"home3-{r}"
+        argv = [PY, "-m", "flamechase", "exec", "-f", "parallel_flame_chase"]
+        argv += [*(["-a", f"exec:{actor}"] * 7), "-p", "budget.turns=6,sandbox=off", "bench"]
+        env = dict(os.environ, FLAMECHASE_HOME=str(home), STAMPS=str(tmp / "lanes3.stamps"))
+        proc = subprocess.Popen(
+            argv, cwd=ws, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) not in (0, 3):
+            raise SystemExit("the 3-lane flamechase exec failed")
+        written.append(usage.ru_oublock * 512 / 1e6)
+        kept.append(allocated(home))
+        floor.append(2 * allocated(ws))
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(ws, ignore_errors=True)
+    what = f"3-lane run on a {mb} MB tree"
+    return [
+        Figure(f"{what}: MB written", "MB", written, "2 private lanes' copies", floor),
+        Figure(f"{what}: MB kept at the end", "MB", kept, "2 private lanes' copies", floor),
+    ]
+
+
 # ---- hashing ----------------------------------------------------------------------------
 
 
@@ -364,9 +421,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         figures += more
         notes += said
+        figures += lanes3_bytes(tmp, 2 if args.quick else rounds, 5 if args.quick else 200)
         figures += hashing(tmp, rounds, 16 if args.quick else 256)
     notes.append(
-        "not measured yet: the jail's start-up (runs here have sandbox=off), 3 and 8 lanes, "
+        "not measured yet: the jail's start-up (runs here have sandbox=off), 8 lanes, "
         "resume/status/replay at 100-100,000 events, copies on a reflink file system"
     )
     text = report(figures, notes, args.quick, time.monotonic() - t0)

@@ -26,7 +26,7 @@ def test_quick_bench_reports_each_figure_with_its_peer_and_ratio(tmp_path: Path)
     text = out.read_text()
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
     figures = "\n".join(rows[1:])
-    for what in ("--help", "first agent", "start-to-start gap", "turns/s", "peak RSS"):
+    for what in ("--help", "first agent", "start-to-start gap", "turns/s", "peak RSS", "3-lane"):
         assert what in figures, what
     for peer in ("`cp -a`", "`cp -a --reflink=auto`", "`git worktree add`", "`sha256sum`"):
         assert peer in figures, peer
