@@ -197,6 +197,10 @@ def _record(c: Ctx) -> None:
         ],
         "t": time.time(),
     }
+    if not c.lane:  # what the planner saw (its snapshot is removed once it has planned)
+        entry["listing"] = sorted(os.listdir(c.ws))
+        task = c.ws / "TASK.md"
+        entry["task_md"] = task.read_text() if task.is_file() else None
     with open(c.scratch / "log.jsonl", "ab") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         f.write((json.dumps(entry) + "\n").encode())

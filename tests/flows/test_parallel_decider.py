@@ -7,6 +7,7 @@ from typing import Any
 from flamechase import events as ev
 from flamechase.flow import (
     Command,
+    DropPlace,
     FinishRun,
     Freeze,
     MakePlace,
@@ -101,6 +102,39 @@ def test_a_plan_starts_every_lane_with_its_mission() -> None:
         ("lane-2", "lane_2_actor_a"),
     ]
     assert FLOW.describe(state)["plan"] == PLAN
+
+
+def test_the_planners_snapshot_is_dropped_once_the_plan_is_made() -> None:
+    state, _ = settle(made(start(), "lanes/lane-2", "planning/1"))
+    state, cmds = settle(state, ev.TurnValid(actor="coordinator", turn=1, result=PLAN))
+    assert [c.name for c in cmds if isinstance(c, DropPlace)] == ["planning/1"]
+    state, cmds = settle(state, ev.PlaceDropped(place="planning/1"))
+    assert not [c for c in cmds if isinstance(c, DropPlace | MakePlace)]
+    assert len([c for c in cmds if isinstance(c, StartTurn)]) == 2
+
+
+def test_a_revised_objective_plans_in_a_new_snapshot_and_drops_it_after() -> None:
+    state, _ = settle(made(start(), "lanes/lane-2", "planning/1"))
+    state, _ = settle(state, ev.TurnValid(actor="coordinator", turn=1, result=PLAN))
+    state, _ = settle(state, ev.PlaceDropped(place="planning/1"))
+    state, cmds = settle(state, ev.ObjectiveRevised(task_fingerprint="f2"))
+    assert [c.name for c in cmds if isinstance(c, MakePlace)] == ["planning/2"]
+    state, _ = settle(made(state, "planning/2"))
+    state, cmds = settle(state, ev.TurnValid(actor="coordinator", turn=2, result=PLAN))
+    assert [c.name for c in cmds if isinstance(c, DropPlace)] == ["planning/2"]
+
+
+def test_the_pre_run_warning_names_every_copy_an_evaluated_run_writes() -> None:
+    plain = ParallelParams(lanes=3)
+    assert FLOW.copy_names(plain, fresh=True, revised=False) == [
+        "planning (removed once planned)",
+        "lane-2",
+        "lane-3",
+    ]
+    judged = ParallelParams(lanes=3, evaluator="python3 bench.py", metric_pattern="S: (\\d+)")
+    names = FLOW.copy_names(judged, fresh=True, revised=False)
+    assert names[3:] == ["baseline", "one per submission measured, each removed once measured"]
+    assert FLOW.copies_needed(judged, fresh=True, revised=False) == 5
 
 
 def test_with_an_evaluator_nothing_runs_before_the_baseline_and_the_frozen_evaluator() -> None:

@@ -58,9 +58,52 @@ def _all_commands() -> dict[str, tuple[str, str]]:
     return {**FLOW_COMMANDS, **own}
 
 
+# Each command's one-line help, as `--help` lists it without importing the command (importing
+# them all cost 0.3 s: flows, pydantic, yaml). The first paragraph of the command's docstring;
+# tests/cli/test_startup.py checks each against the command it stands for.
+SHORT_HELP: dict[str, str] = {
+    "accounts": "Saved CLI accounts: each a private state directory under the state home.",
+    "agents": "List the supported agent CLIs: installed or not, version, effort ladder.",
+    "artifacts": "List or extract RUN's artifact packages; every hash is checked on the way out.",
+    "demo": "See flamechase work in seconds: lanes of simulated agents on a sample repository.",
+    "events": "The event log of RUN.",
+    "exec": "Run FLOW on the current directory toward TASK (`continue` reads TASK.md).",
+    "flows": "Flows you can run: built-in, installed from an index, or from installed packages.",
+    "job": "Background jobs: start, wait, list, logs, kill, reap.",
+    "lock": "The exclusive measurement lock: run, acquire, release, status.",
+    "pr": "Pull requests of a lane (parallel_flame_chase:git_pr), from inside its clone.",
+    "profile": "Agents and budgets per flow, for `flamechase run FLOW TASK` and the prompt.",
+    "run": "Run FLOW on the current directory toward TASK with the agents and budgets of its "
+    "profile (`flamechase profile set FLOW -a ... -p ...`); the words of TASK are joined by "
+    "spaces.",
+    "runs": "List runs, oldest first.",
+    "serve": "A local page listing runs and replaying them live (127.0.0.1 only, token in the "
+    "URL).",
+    "show": "What RUN amounted to; with --html, its step-by-step replay page.",
+    "simulate": "Run FLOW with simulated agents on a throw-away copy and write its replay.",
+    "status": "Where RUN stands (an id, a unique prefix, or `last`).",
+    "trace": "RUN as Chrome trace-event JSON: open FILE in Perfetto (ui.perfetto.dev) or "
+    "chrome://tracing.",
+}
+
+
 class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*self.commands, *_all_commands()})
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The listing from SHORT_HELP: a command is imported only to run it (or when its
+        help is not listed there, which a test forbids)."""
+        rows: list[tuple[str, click.Command]] = []
+        for name in self.list_commands(ctx):
+            help_text = SHORT_HELP.get(name) if name not in self.commands else None
+            cmd = click.Command(name, help=help_text) if help_text else self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd))
+        if rows:
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in rows])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         known = _all_commands()

@@ -119,9 +119,16 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
 
     def copy_names(self, params: ParallelParams, *, fresh: bool, revised: bool) -> list[str]:
         private = [ln.name for ln in self.lanes(params) if not ln.in_source]
+        # The planner's snapshot goes once the plan is made; with an evaluator there is a
+        # baseline, and a short-lived measurement copy per submission (see the warning).
+        checked = (
+            ["baseline", "one per submission measured, each removed once measured"]
+            if fresh and params.evaluator
+            else []
+        )
         if fresh:
-            return ["planning", *private]
-        return ["planning"] if revised else []
+            return ["planning (removed once planned)", *private, *checked]
+        return ["planning (removed once planned)"] if revised else []
 
     def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
         # The bundled sample's bench.py prints `STEPS: <int>`, lower is better.
@@ -195,7 +202,14 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             return state
         state = state.replace(planning=step.planning, outbox=state.outbox.add(*step.owed))
         if step.plan is not None:
-            state = state.replace(plan=step.plan, revision=p.revision)
+            # The plan is in the event: its snapshots (this revision's and any superseded
+            # one's) hold nothing the run needs any more, and a tree's worth of bytes each.
+            spent = [k for k in state.places if k.startswith("planning/")]
+            state = state.replace(
+                plan=step.plan,
+                revision=p.revision,
+                dropping=(*state.dropping, *(k for k in spent if k not in state.dropping)),
+            )
         return state
 
     def _submitted(self, state: PfcState, event: ev.TurnValid) -> PfcState:

@@ -1,0 +1,55 @@
+"""`flamechase --help` lists every command without importing any of them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+
+from flamechase.cli import SHORT_HELP, _register, cli
+
+# The libraries a command pulls in and a listing must not.
+HEAVY = ("pydantic", "yaml", "flamechase.flow", "flamechase.events", "flamechase.engine")
+
+
+def _imported_by(args: list[str]) -> set[str]:
+    probe = (
+        "import sys\n"
+        "from flamechase.cli import main\n"
+        "try:\n"
+        f"    main({args!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert "Commands:" in done.stdout or args != ["--help"], done.stdout
+    return set(done.stderr.split())
+
+
+def test_help_lists_commands_without_importing_pydantic_yaml_or_the_engine() -> None:
+    loaded = _imported_by(["--help"])
+    assert not {m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY)}
+
+
+def test_a_bare_flamechase_off_a_terminal_is_as_light_as_help() -> None:
+    loaded = _imported_by([])
+    assert "pydantic" not in loaded and "yaml" not in loaded
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 160])
+def test_each_listed_help_is_what_its_command_says(width: int) -> None:
+    _register()
+    ctx = click.Context(cli)
+    names = cli.list_commands(ctx)
+    assert sorted(SHORT_HELP) == names, "every command needs its line in cli.SHORT_HELP"
+    limit = width - 6 - max(map(len, names))
+    for name in names:
+        real = cli.get_command(ctx, name)
+        assert real is not None
+        listed = click.Command(name, help=SHORT_HELP[name])
+        assert listed.get_short_help_str(limit) == real.get_short_help_str(limit), name
