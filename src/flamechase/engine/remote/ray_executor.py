@@ -27,9 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import logging
 import os
-import socket
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -48,10 +46,9 @@ from flamechase.engine.executor import (
     TurnJob,
     TurnResult,
 )
-from flamechase.engine.remote import gitsync, head, shipping
+from flamechase.engine.remote import gitsync, head, joining, shipping
 from flamechase.engine.remote.node import LaneHost, TurnOutcome
 from flamechase.engine.remote.options import DEFAULT_WAIT, LaneResources
-from flamechase.errors import ExecutorUnavailable
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -93,52 +90,8 @@ class LaneActor:
 def connect(address: str | None) -> str:
     """Join the cluster (`address`, else RAY_ADDRESS, else the one `ray start` runs on this
     machine); its address. ExecutorUnavailable (exit 2, nothing written) when it cannot be
-    reached: Ray itself would retry an address that does not answer for ever."""
-    target = address or os.environ.get("RAY_ADDRESS") or "auto"
-    hint = (
-        "start one with `ray start --head` (see README, Scaling out) or give "
-        "--executor ray=HOST:PORT"
-    )
-    problem = _unreachable(target)
-    if problem is not None:
-        raise ExecutorUnavailable(f"--executor ray: {problem}; {hint}")
-    try:
-        ctx = ray.init(
-            address=target,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-            namespace="flamechase",
-        )
-    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise ExecutorUnavailable(
-            f"--executor ray: no Ray cluster at {target} ({first}); {hint}"
-        ) from None
-    return str(getattr(ctx, "address_info", {}).get("gcs_address", target))
-
-
-def _unreachable(target: str) -> str | None:
-    """Why the cluster at `target` cannot be joined, when a TCP connect says so at once."""
-    if target == "auto":
-        try:
-            from ray._private.services import canonicalize_bootstrap_address
-        except ImportError:  # Ray moved it: let ray.init judge
-            return None
-        try:
-            resolved = canonicalize_bootstrap_address(target)
-        except (ConnectionError, ValueError) as exc:
-            return f"no Ray cluster runs on this machine ({str(exc).splitlines()[0][:200]})"
-        if resolved is None:
-            return "no Ray cluster runs on this machine"
-        target = resolved
-    host, _, port = target.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        return None
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
-    except OSError as exc:
-        return f"nothing answers at {host}:{port} ({exc.strerror or exc})"
-    return None
+    joined, within seconds (see `joining`)."""
+    return joining.join(address)
 
 
 @dataclasses.dataclass(slots=True)
