@@ -16,9 +16,11 @@ for lanes in private places (see `shipping`):
 
 The head lands each delta in its own copy of the place before the turn is recorded, so the
 head's copy is always the lane's last recorded state. A node lost mid-turn (or a host that
-stops answering past every timeout the turn has) makes that turn failed, with the reason;
-the lane's actor is dropped, and its next turn starts a new actor on a live node from the
-head's copy. A lane no node can take within `placement_timeout` fails its turn the same way:
+stops answering past every timeout the turn has) makes that turn failed, with the reason,
+marked `host_lost` (never held against the lane); the lane's actor is dropped, and its next
+turn starts a new actor from the head's copy on another node: none goes to a node a host was
+lost on for AVOID_SECONDS, since Ray keeps placing actors on a dead node until it declares it
+dead (some 15 s). A lane no node can take within `placement_timeout` fails its turn the same way:
 the run never waits on a dead or missing node.
 """
 
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from ray.exceptions import RayError
+from ray.exceptions import RayError, RayTaskError
 
 import flamechase
 from flamechase.engine.clock import iso
@@ -49,6 +51,9 @@ from flamechase.engine.executor import (
 from flamechase.engine.remote import gitsync, head, joining, shipping
 from flamechase.engine.remote.node import LaneHost, TurnOutcome
 from flamechase.engine.remote.options import DEFAULT_WAIT, LaneResources
+
+AVOID_SECONDS = 120.0  # how long no new host goes to a node a host was lost on
+NODE_LABEL = "ray.io/node-id"  # the label Ray gives every node: its id
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -125,6 +130,10 @@ class RayExecutor(Executor):
         self._running: dict[str, _Lane] = {}
         self._starting: set[str] = set()  # remote jobs whose host is being readied
         self._cut: set[str] = set()  # ... and were cut meanwhile
+        # Nodes a lane's host was lost on, and when: no new host goes there for
+        # AVOID_SECONDS. Ray declares a node dead only some 15 s after it went, and until then
+        # places actors there (which die at once, costing the lane a second turn).
+        self._lost_nodes: dict[str, float] = {}
         # What each remote turn and each copy cost (bench/ray_lanes.py reads it).
         self.stats: list[dict[str, Any]] = []
 
@@ -149,8 +158,13 @@ class RayExecutor(Executor):
                 host.handle.run.remote(job, inputs, sync), head.guard(job)
             )
         except (RayError, TimeoutError, _Lost, gitsync.GitSyncError) as exc:
-            self._drop(lane)
-            return head.lost(lane, _why(exc, job), started, time.monotonic() - t0)
+            node = self._drop(lane)
+            lost = head.lost(lane, _why(exc, job), started, time.monotonic() - t0)
+            if not _host_lost(exc):
+                return lost
+            if node:
+                self._lost_nodes[node] = time.monotonic()
+            return dataclasses.replace(lost, host_lost=True)
         finally:
             self._running.pop(job.job_id, None)
             self._starting.discard(job.job_id)
@@ -240,7 +254,7 @@ class RayExecutor(Executor):
     async def _place(self, lane: str, job: TurnJob, in_tree: bool) -> _Lane:
         r = job.request
         actor: Any = LaneActor  # what @ray.remote made of the class (typed or not)
-        handle = actor.options(**self.resources.ray_options()).remote(
+        handle = self._options(actor).remote(
             r.run_id, str(r.run_dir), str(r.workspace) if in_tree else None, lane
         )
         try:
@@ -263,11 +277,28 @@ class RayExecutor(Executor):
             )
         return _Lane(handle=handle, info=info)
 
-    def _drop(self, lane: str) -> None:
+    def _options(self, actor: Any) -> Any:
+        """The lane actor asking for the lane's resources, on none of the nodes a host was
+        lost on lately (Ray's node-id label; a Ray without label selectors places it
+        anywhere)."""
+        now = time.monotonic()
+        self._lost_nodes = {n: t for n, t in self._lost_nodes.items() if now - t < AVOID_SECONDS}
+        options = self.resources.ray_options()
+        if self._lost_nodes:
+            avoid = f"!in({','.join(sorted(self._lost_nodes))})"
+            with contextlib.suppress(TypeError, ValueError):
+                return actor.options(**options, label_selector={NODE_LABEL: avoid})
+        return actor.options(**options)
+
+    def _drop(self, lane: str) -> str | None:
+        """The lane's host ended and forgotten; the node it was on, if known."""
         host = self._lanes.pop(lane, None)
-        if host is not None:
-            with contextlib.suppress(Exception):
-                ray.kill(host.handle)
+        if host is None:
+            return None
+        with contextlib.suppress(Exception):
+            ray.kill(host.handle)
+        node = host.info.get("node")
+        return node if isinstance(node, str) else None
 
     async def cut(self, job_id: str) -> None:
         host = self._running.get(job_id)
@@ -309,6 +340,14 @@ class RayExecutor(Executor):
             ray.shutdown()
 
 
+def _host_lost(exc: BaseException) -> bool:
+    """The turn failed because its host went (its node, its process, its answers), not
+    through the turn, the lane's placement or the user's tree."""
+    if isinstance(exc, TimeoutError):
+        return True
+    return isinstance(exc, RayError) and not isinstance(exc, RayTaskError)
+
+
 def _why(exc: BaseException, job: TurnJob) -> str:
     if isinstance(exc, _Lost):
         return str(exc)
@@ -317,7 +356,7 @@ def _why(exc: BaseException, job: TurnJob) -> str:
     if isinstance(exc, TimeoutError):
         return (
             f"gave no answer {head.guard(job):g} s into the turn, past every timeout the "
-            "turn has; its next turn starts on a live node from its last recorded state"
+            f"turn has; {head.NEXT_TURN}"
         )
     return head.lost_mid_turn(exc)
 
