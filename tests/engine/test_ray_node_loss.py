@@ -6,6 +6,7 @@ node from the lane's last recorded state, no lane is held, and the run resumes h
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -142,6 +143,16 @@ def test_a_node_killed_mid_turn_costs_each_of_its_lanes_one_turn_and_never_the_l
     assert "lane_2_actor_a turn 1" in first["notes"]
     assert "lane_2_actor_b turn 2" not in first["notes"]
     assert not [e for e in evs if e["kind"] == "lane_held"]
+
+    # The session ended: the surviving node's copies of the run went with it (the dead
+    # node's stay where it died, with nothing there to remove them).
+    st = json.loads(cli("status", "--json", cwd=source_tree, check=True).stdout)
+    dead = cluster.nodes[victim][:12]
+    left = (cluster.tmp / "home" / "nodes").glob(f"*/{st['id']}*")
+    assert [p for p in left if p.parent.name != dead] == []
+    # `status` says where each lane's last turn ran.
+    hosts = {ln["lane"]: ln["host"] for ln in st["lanes"]}
+    assert hosts["lane-1"] is None and "node " in hosts["lane-2"]
 
     # The run resumes here, every lane on this machine, from the same recorded state.
     counted = sum(

@@ -266,7 +266,7 @@ class RayExecutor(Executor):
             raise _Lost(
                 f"could not be placed: no node of the cluster could take {lane} "
                 f"within {self.placement_timeout:g} s (it asks for "
-                f"{self.resources.describe()}); its next turn asks again"
+                f"{self.resources.describe()})"
             ) from None
         if info.get("version") != flamechase.__version__:
             ray.kill(handle)
@@ -349,10 +349,12 @@ def _host_lost(exc: BaseException) -> bool:
 
 
 def _why(exc: BaseException, job: TurnJob) -> str:
+    # What happened, and what comes next only when it is sure: a failure that counts may
+    # hold the lane (its reason then quotes this), a lost node never does.
     if isinstance(exc, _Lost):
         return str(exc)
     if isinstance(exc, gitsync.GitSyncError):
-        return f"could not be given your tree ({exc}); its next turn tries again on a new host"
+        return f"could not be given your tree ({exc})"
     if isinstance(exc, TimeoutError):
         return (
             f"gave no answer {head.guard(job):g} s into the turn, past every timeout the "
