@@ -125,6 +125,9 @@ def test_a_node_killed_mid_turn_costs_each_of_its_lanes_one_turn_and_never_the_l
             proc.kill()
             proc.communicate()
     assert proc.returncode == 130, err[-3000:]
+    # Ray's own lines never reached the terminal, the lost node's included: only the run's.
+    [said] = err.strip().splitlines()
+    assert said.startswith("flamechase: run ") and "stopped" in said
     evs = events(source_tree)
 
     # One failed turn for each lane that was on the node, the node's loss its reason.
