@@ -3,7 +3,10 @@ cluster needed (the actor class is stood in for; Ray's exceptions are real)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ pytest.importorskip("ray", reason="needs flamechase[ray]")
 
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayTaskError
 
+import flamechase
 from flamechase.engine.executor import LocalExecutor
 from flamechase.engine.remote import ray_executor
 from flamechase.engine.remote.options import LaneResources
@@ -55,3 +59,47 @@ def test_only_a_host_that_went_is_its_nodes_loss() -> None:
     assert ray_executor._host_lost(TimeoutError())  # no answer past every timeout
     assert not ray_executor._host_lost(RayTaskError("run", "Traceback", OSError("bug")))
     assert not ray_executor._host_lost(ray_executor._Lost("could not be placed"))
+
+
+class _Handle:
+    """An actor that comes up only where it was not kept from: the one node that can take
+    the lane is the one avoided."""
+
+    def __init__(self, avoided: bool) -> None:
+        self.describe = self
+        self.avoided = avoided
+
+    async def remote(self) -> dict[str, Any]:
+        if self.avoided:
+            await asyncio.sleep(3600)
+        return {"node": "aa" * 28, "host": "h", "version": flamechase.__version__}
+
+
+class _OnlyNode(_Actor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tries: list[bool] = []
+
+    def remote(self, *args: Any) -> _Handle:
+        avoided = "label_selector" in self.asked
+        self.tries.append(avoided)
+        return _Handle(avoided)
+
+
+def test_avoiding_a_lost_node_never_costs_more_than_the_avoidance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A lane only the avoided node can take waits out the avoidance, then goes there
+    (the node was alive after all), within its placement timeout."""
+    monkeypatch.setattr(ray_executor, "AVOID_SECONDS", 0.5)
+    only = _OnlyNode()
+    monkeypatch.setattr(ray_executor, "LaneActor", only)
+    ex = _executor()
+    ex.placement_timeout = 600
+    ex._lost_nodes = {"aa" * 28: time.monotonic()}
+    job: Any = SimpleNamespace(
+        request=SimpleNamespace(run_id="r", run_dir=Path("/r"), workspace=Path("/r/w"))
+    )
+    placed = asyncio.run(ex._place("lane-2", job, False))
+    assert placed.info["node"] == "aa" * 28
+    assert only.tries == [True, False]

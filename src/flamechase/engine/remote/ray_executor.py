@@ -20,8 +20,9 @@ stops answering past every timeout the turn has) makes that turn failed, with th
 marked `host_lost` (never held against the lane); the lane's actor is dropped, and its next
 turn starts a new actor from the head's copy on another node: none goes to a node a host was
 lost on for AVOID_SECONDS, since Ray keeps placing actors on a dead node until it declares it
-dead (some 15 s). A lane no node can take within `placement_timeout` fails its turn the same way:
-the run never waits on a dead or missing node.
+dead (some 15 s); a lane only such a node can take waits the avoidance out, then goes there.
+A lane no node can take within `placement_timeout` fails its turn the same way: the run never
+waits on a dead or missing node.
 """
 
 from __future__ import annotations
@@ -254,22 +255,31 @@ class RayExecutor(Executor):
     async def _place(self, lane: str, job: TurnJob, in_tree: bool) -> _Lane:
         r = job.request
         actor: Any = LaneActor  # what @ray.remote made of the class (typed or not)
-        handle = self._options(actor).remote(
-            r.run_id, str(r.run_dir), str(r.workspace) if in_tree else None, lane
-        )
-        try:
-            info: dict[str, Any] = await asyncio.wait_for(
-                handle.describe.remote(), self.placement_timeout
+        deadline = time.monotonic() + self.placement_timeout
+        while True:
+            # Avoiding lost nodes never costs more than the avoidance: past it, a lane no
+            # other node could take is placed anywhere, for the rest of its wait.
+            avoided = self._avoided_until()
+            handle = self._options(actor).remote(
+                r.run_id, str(r.run_dir), str(r.workspace) if in_tree else None, lane
             )
-        except TimeoutError:
-            ray.kill(handle)
-            raise _Lost(
-                f"could not be placed: no node of the cluster could take {lane} "
-                f"within {self.placement_timeout:g} s (it asks for "
-                f"{self.resources.describe()})"
-            ) from None
+            until = deadline if avoided is None else min(deadline, avoided)
+            try:
+                info: dict[str, Any] = await asyncio.wait_for(
+                    handle.describe.remote(), max(until - time.monotonic(), 0.0)
+                )
+                break
+            except TimeoutError:
+                _kill(handle)
+                if avoided is not None and time.monotonic() < deadline:
+                    continue
+                raise _Lost(
+                    f"could not be placed: no node of the cluster could take {lane} "
+                    f"within {self.placement_timeout:g} s (it asks for "
+                    f"{self.resources.describe()})"
+                ) from None
         if info.get("version") != flamechase.__version__:
-            ray.kill(handle)
+            _kill(handle)
             raise _Lost(
                 f"{str(info.get('node'))[:12]} ({info.get('host')}) runs "
                 f"flamechase {info.get('version')}, this machine "
@@ -277,12 +287,17 @@ class RayExecutor(Executor):
             )
         return _Lane(handle=handle, info=info)
 
+    def _avoided_until(self) -> float | None:
+        """When the last node avoided stops being avoided (None: none is now)."""
+        now = time.monotonic()
+        self._lost_nodes = {n: t for n, t in self._lost_nodes.items() if now - t < AVOID_SECONDS}
+        return max(self._lost_nodes.values()) + AVOID_SECONDS if self._lost_nodes else None
+
     def _options(self, actor: Any) -> Any:
         """The lane actor asking for the lane's resources, on none of the nodes a host was
         lost on lately (Ray's node-id label; a Ray without label selectors places it
         anywhere)."""
-        now = time.monotonic()
-        self._lost_nodes = {n: t for n, t in self._lost_nodes.items() if now - t < AVOID_SECONDS}
+        self._avoided_until()
         options = self.resources.ray_options()
         if self._lost_nodes:
             avoid = f"!in({','.join(sorted(self._lost_nodes))})"
@@ -338,6 +353,11 @@ class RayExecutor(Executor):
         await self.local.close()
         with contextlib.suppress(Exception):
             ray.shutdown()
+
+
+def _kill(handle: Any) -> None:
+    with contextlib.suppress(Exception):
+        ray.kill(handle)
 
 
 def _host_lost(exc: BaseException) -> bool:
