@@ -81,9 +81,11 @@ class LoopbackCluster:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def kill(self, name: str) -> None:
-        """Node `name` dies at once, everything on it."""
-        self._ask({"kill": name}, 120)
+    def kill(self, name: str, how: str = "node") -> None:
+        """Node `name` dies at once: everything of it (`node`), or only its raylet
+        (`raylet`: SIGKILLed and reaped, as a crash kills it; the node's workers are left
+        running, to notice on their own, and Ray declares the node dead only later)."""
+        self._ask({"kill": name, "how": how}, 120)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -127,7 +129,13 @@ def _serve(tmp: str) -> None:
     try:
         for line in sys.stdin:
             order = json.loads(line)
-            cluster.remove_node(nodes.pop(order["kill"]), allow_graceful=False)
+            node = nodes.pop(order["kill"])
+            if order.get("how") == "raylet":
+                [raylet] = node.all_processes["raylet"]
+                raylet.process.kill()
+                raylet.process.wait()
+            else:
+                cluster.remove_node(node, allow_graceful=False)
             print(json.dumps({"killed": order["kill"]}), flush=True)
     finally:
         cluster.shutdown()

@@ -511,3 +511,51 @@ def test_lane_one_runs_on_a_node_and_its_turns_come_back_as_commits(
         "lane-1 turn 1 (first_chaser)",
     ]
     assert git("rev-parse", "HEAD") == head_commit
+
+
+def test_a_cluster_of_another_ray_is_refused_before_ray_joins_it(
+    cluster: ray_cluster.LoopbackCluster, source_tree: Path, tmp_path: Path
+) -> None:
+    """The driver believes it runs Ray 2.0.0: refused in one line, exit 2, nothing written
+    (Ray's own check would come later, after its retries, in a traceback)."""
+    a = actor(tmp_path, "a.sh", REPORT_OK)
+    other_ray = [
+        sys.executable,
+        "-c",
+        "import runpy, ray; ray.__version__ = '2.0.0'; "
+        "runpy.run_module('flamechase', run_name='__main__', alter_sys=True)",
+    ]
+    out = subprocess.run(
+        [
+            *other_ray,
+            "exec",
+            "-f",
+            "flame_chase",
+            "--executor",
+            f"ray={cluster.address}",
+            "-a",
+            f"exec:{a}",
+            "-a",
+            f"exec:{a}",
+            "-p",
+            "budget.turns=2",
+            "x",
+        ],
+        cwd=source_tree,
+        env=ray_cluster.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    ray_version = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", "import json, ray; print(json.dumps(ray.__version__))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert f"runs Ray {ray_version}, this machine Ray 2.0.0" in line
+    assert not (Path(os.environ["FLAMECHASE_HOME"]) / "runs").exists()

@@ -106,6 +106,11 @@ class NearbyNodes(Executor):
         for host in self.hosts.values():
             await host.cut(job_id)
 
+    async def close(self) -> None:  # as RayExecutor.close: every host ends with the session
+        for host in self.hosts.values():
+            await host.close()
+        await self.local.close()
+
     async def measure(self, job: MeasureJob) -> dict[str, Any]:
         for host in self.hosts.values():
             if host.has_place(str(job.cwd)):
@@ -209,8 +214,18 @@ def test_lanes_in_copies_run_on_their_hosts_and_come_back_whole(
     assert measured[0]["payload"]["receipt"]["value"] == 7
     assert nodes.measured_on_nodes == 0
 
+    # `status` says where each lane's last turn ran.
+    st = json.loads(cli("status", "--json", cwd=source_tree, check=True).stdout)
+    hosts = {ln["lane"]: ln["host"] for ln in st["lanes"]}
+    assert hosts["lane-1"] is None and hosts["lane-2"].endswith("-lane-2")
+    text = cli("status", cwd=source_tree, check=True).stdout
+    assert f"ok, last turn on {hosts['lane-3']}" in text
+
+    # The run ended: its copies on the nodes went with it.
+    run_id = st["id"]
+    assert nodes.placed and not list((tmp_path / "nodes").glob(f"*/{run_id}*"))
+
     # The head's copies hold what each recorded turn wrote there.
-    run_id = json.loads(cli("status", "--json", cwd=source_tree, check=True).stdout)["id"]
     run_dir = tmp_path / "fc-home" / "runs" / run_id
     for n in ("lane-2", "lane-3"):
         notes = (run_dir / "lanes" / n / "workspace" / "notes.txt").read_text()

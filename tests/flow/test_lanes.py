@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from flamechase import events as ev
 from flamechase.flow import HoldLane, LaneDef, Outbox, PublishReport, StartTurn
 from flamechase.flow.lanes import LaneBook, report_id
@@ -63,6 +65,23 @@ def test_a_failed_turn_publishes_a_failure_report_and_two_hold_the_lane() -> Non
     assert [s.lane for s in b.turns_to_start()] == ["lane-1"]
     b, _ = b.evolve(ev.LaneReleased(lane="lane-2", reason="a new plan"))
     assert b.get("lane-2").consecutive_failures == 0 and not b.get("lane-2").held
+
+
+def test_a_turn_whose_node_was_lost_is_never_held_against_the_lane() -> None:
+    """One failed turn per lost node, whatever came before or after it: only the lane's own
+    failures count toward the hold."""
+    lost = ev.TurnFailed(
+        lane="lane-2", actor="b2", turn=2, attempt=1, at="t", error="node lost", node_lost=True
+    )
+    b, _ = book().evolve(failed("lane-2", "a2", 1))
+    b, owed = b.evolve(lost)
+    assert [type(c) for c in owed] == [PublishReport]  # reported, as any failed turn
+    assert b.get("lane-2").consecutive_failures == 1 and b.get("lane-2").turns == 2
+    b, owed = b.evolve(dataclasses.replace(lost, turn=3, actor="a2"))
+    assert not any(isinstance(c, HoldLane) for c in owed)
+    assert [s.number for s in b.turns_to_start() if s.lane == "lane-2"] == [4]
+    _, owed = b.evolve(failed("lane-2", "b2", 4))  # the lane's own second failure holds
+    assert "2 failed turns in a row" in owed[1].reason  # type: ignore[attr-defined]
 
 
 def test_a_blocked_report_holds_only_when_the_flow_holds() -> None:

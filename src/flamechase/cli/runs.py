@@ -53,6 +53,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
         lanes = r.lanes()
         spend = r.spend()
         inflight = {row["lane"]: row for row in r.inflight()}
+        hosts = r.lane_hosts()
         solo = r.solo_turns()
         try:
             stored = r.flow_state()
@@ -110,6 +111,8 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
                 "last_status": ln["last_status"],
                 "last_error": ln["last_error"],
                 "paused_until": ln["paused_until"],
+                # Where its last turn ran: "HOST, node ID" on a Ray node, None here.
+                "host": hosts.get(ln["lane"]),
                 "in_flight": (
                     {
                         "turn": inflight[ln["lane"]]["number"],
@@ -183,6 +186,20 @@ def status_command(run: str, as_json: bool) -> int:
     return 0
 
 
+def _lane_lines(ln: dict[str, Any]) -> list[str]:
+    """A lane in `status`: its turns, what comes next, its state, where its last turn ran
+    (when on a Ray node); then why it is held, or its last error."""
+    lane_state = "HELD" if ln["held"] else ("paused" if ln["paused_until"] else "ok")
+    nxt = f", next {ln['next_role']}" if ln.get("next_role") else ""
+    valid = ln.get("valid_turns", 0)
+    on = f", last turn on {ln['host']}" if ln.get("host") else ""
+    out = [f"  {ln['lane']}: {_count(ln['turns'], 'turn')} ({valid} valid){nxt}, {lane_state}{on}"]
+    why = ln["held_reason"] if ln["held"] else ln["last_error"]
+    if why:
+        out.append(f"      {'held' if ln['held'] else 'last error'}: {str(why)[:160]}")
+    return out
+
+
 def status_lines(st: dict[str, Any]) -> list[str]:
     """`status` for people: durations and counts as people write them."""
     from flamechase.events import budget_words, human_seconds
@@ -212,15 +229,7 @@ def status_lines(st: dict[str, Any]) -> list[str]:
     out.append("spent: " + ", ".join(used))
     out += [f"note: {n}" for n in st.get("notices") or () if n]
     for ln in st["lanes"]:
-        lane_state = "HELD" if ln["held"] else ("paused" if ln["paused_until"] else "ok")
-        nxt = f", next {ln['next_role']}" if ln.get("next_role") else ""
-        valid = ln.get("valid_turns", 0)
-        out.append(
-            f"  {ln['lane']}: {_count(ln['turns'], 'turn')} ({valid} valid){nxt}, {lane_state}"
-        )
-        why = ln["held_reason"] if ln["held"] else ln["last_error"]
-        if why:
-            out.append(f"      {'held' if ln['held'] else 'last error'}: {str(why)[:160]}")
+        out += _lane_lines(ln)
     for solo in st.get("outside_lanes") or ():
         busy = ", working" if solo.get("in_flight") else ""
         out.append(

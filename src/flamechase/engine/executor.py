@@ -76,6 +76,9 @@ class TurnResult:
     # Empty for a turn that ran here (the loop reads the artifact root itself).
     artifacts: tuple[ShippedFile, ...] = ()
     host: str | None = None  # the machine it ran on, when not this one ("HOST, node ID")
+    # Failed because the machine it ran on was lost (a Ray node gone mid-turn), not because of
+    # anything the turn did: recorded as such, and not held against the lane.
+    host_lost: bool = False
     # The flow's result model broke while it checked the result (`ResultModelBroke`): its
     # traceback. The turn is failed, and the run stops on it (a flow bug).
     flow_error: str | None = None

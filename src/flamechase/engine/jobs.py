@@ -82,7 +82,10 @@ class TurnDone:
             )
         if status == "failed":
             return ev.TurnFailed(
-                **common, counted=c.counted, error=(self.error or "turn failed")[:2000]
+                **common,
+                counted=c.counted,
+                error=(self.error or "turn failed")[:2000],
+                node_lost=r.host_lost and not self.refusal,
             )
         if status == "limited":
             return ev.LanePaused(

@@ -302,7 +302,7 @@ class Ledger:
             row.last_error, row.last_status = None, event.report_status
         elif isinstance(event, ev.TurnFailed):
             row.turns += 1
-            row.consecutive_failures += 1
+            row.consecutive_failures += 0 if event.node_lost else 1  # as the LaneBook counts
             row.last_error, row.last_status = event.error[:2000], "turn_failed"
         elif isinstance(event, ev.LanePaused):
             row.paused_until = event.until

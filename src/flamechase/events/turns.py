@@ -143,6 +143,9 @@ class TurnValid(TurnEnded):
 class TurnFailed(TurnEnded):
     kind: ClassVar[str] = "turn_failed"
     error: str = ""
+    # The machine the turn ran on was lost under it (a Ray node): the turn failed, but not
+    # through anything the lane did, so it never counts toward holding the lane.
+    node_lost: bool = False
     report_id: str | None = None  # set by flamechase 0.1, which published with the turn
 
     def describe(self) -> str:

@@ -8,7 +8,9 @@ to start and which instant commands each outcome owes:
   (`reports.failed_turn_record`) on a failed one, so partners and other lanes see failures;
 - a valid turn acknowledges the reports delivered to it (the engine does that for turns with
   `inbox_from`); a failed one leaves them for the partner, who gets them again;
-- with `holds`, two failed turns in a row or a `blocked` report hold the lane;
+- with `holds`, two failed turns in a row or a `blocked` report hold the lane; a turn that
+  failed because its machine was lost under it (`TurnFailed.node_lost`) is not counted: the
+  lane did nothing wrong, and its next turn runs elsewhere;
 - a turn cut by a stop, a crash or a usage limit is taken again by the same actor with the
   same number (nothing changes here: the engine numbers the attempt).
 
@@ -169,7 +171,7 @@ class LaneBook(FlowState):
         owed: list[Command] = [
             PublishReport(lane=lane.name, report_id=rid, record=record, kind="turn_failed")
         ]
-        failures = lane.consecutive_failures + 1
+        failures = lane.consecutive_failures + (0 if e.node_lost else 1)
         if self.holds and failures >= 2 and not lane.held:
             owed.append(HoldLane(lane.name, f"{failures} failed turns in a row: {error}"))
         lane = lane.replace(

@@ -534,6 +534,16 @@ class Reader:
             out.append(d)
         return out
 
+    def lane_hosts(self) -> dict[str, str | None]:
+        """Per lane, where its last ended turn ran: "HOST, node ID" when on another machine
+        (a Ray node), None when here."""
+        rows = self._q(
+            "SELECT lane, json_extract(payload, '$.host') AS host, MAX(seq) FROM events "
+            "WHERE lane IS NOT NULL AND kind IN "
+            "('turn_valid', 'turn_failed', 'turn_interrupted', 'lane_paused') GROUP BY lane"
+        )
+        return {r["lane"]: r["host"] for r in rows}
+
     def last_event(self, kinds: tuple[str, ...]) -> dict[str, Any] | None:
         """The newest event of one of `kinds`, as a row."""
         marks = ",".join("?" for _ in kinds)

@@ -8,6 +8,7 @@
     node.py          a lane's host on a node: its private copy, its turns, its measurements
                      (no Ray: the Ray actor wraps it, tests drive it directly)
     options.py       `--executor local|ray[=ADDRESS]`, `lane_resources.*`, `ray.*`
+    joining.py       joining a cluster: each thing Ray would wait on asked first, bounded
     ray_executor.py  the `Executor` that sends lanes to a Ray cluster (imports Ray)
 
 The control loop stays on the head and stays the only writer: a node gets a frozen `TurnJob`

@@ -169,12 +169,15 @@ def cut_before_start(started: str, duration: float) -> TurnResult:
     )
 
 
+NEXT_TURN = (
+    "its next turn starts on another node from its last recorded state (a lost node is not "
+    "held against the lane)"
+)
+
+
 def lost_mid_turn(exc: BaseException) -> str:
     first = (str(exc).strip().splitlines() or [""])[0][:300]
-    return (
-        f"was lost mid-turn ({type(exc).__name__}: {first}); its next turn starts on a "
-        "live node from its last recorded state"
-    )
+    return f"was lost mid-turn ({type(exc).__name__}: {first}); {NEXT_TURN}"
 
 
 def stats(

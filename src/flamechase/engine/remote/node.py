@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import os
 import platform
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -334,11 +335,23 @@ class LaneHost:
         return await LocalExecutor().measure(node_job)
 
     async def close(self) -> None:
+        """The lane's session here ends: its turns cut, their processes swept, and the run's
+        copies on this node removed (the head's copy is the lane's recorded state; a later
+        session sends it again). Other lanes of the run on this node end with it."""
         for event in self.cuts.values():
             event.set()
         if self.reaper is not None:
             with contextlib.suppress(Exception):
                 await self.reaper.settle()
+        await asyncio.to_thread(self.remove_copies)
+
+    def remove_copies(self) -> None:
+        """This run's copies on this node (`nodes/NODE/RUN/` and its trees), and the node's
+        directory once no run has one there."""
+        for path in (self.root, self.root.with_name(f"{self.root.name}.trees")):
+            shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.root.parent.rmdir()  # only when empty
 
 
 def _failed(error: str) -> TurnResult:

@@ -16,10 +16,13 @@ for lanes in private places (see `shipping`):
 
 The head lands each delta in its own copy of the place before the turn is recorded, so the
 head's copy is always the lane's last recorded state. A node lost mid-turn (or a host that
-stops answering past every timeout the turn has) makes that turn failed, with the reason;
-the lane's actor is dropped, and its next turn starts a new actor on a live node from the
-head's copy. A lane no node can take within `placement_timeout` fails its turn the same way:
-the run never waits on a dead or missing node.
+stops answering past every timeout the turn has) makes that turn failed, with the reason,
+marked `host_lost` (never held against the lane); the lane's actor is dropped, and its next
+turn starts a new actor from the head's copy on another node: none goes to a node a host was
+lost on for AVOID_SECONDS, since Ray keeps placing actors on a dead node until it declares it
+dead (some 15 s); a lane only such a node can take waits the avoidance out, then goes there.
+A lane no node can take within `placement_timeout` fails its turn the same way: the run never
+waits on a dead or missing node.
 """
 
 from __future__ import annotations
@@ -27,16 +30,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import logging
 import os
-import socket
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import ray
-from ray.exceptions import RayError
+from ray.exceptions import RayError, RayTaskError
 
 import flamechase
 from flamechase.engine.clock import iso
@@ -48,10 +49,12 @@ from flamechase.engine.executor import (
     TurnJob,
     TurnResult,
 )
-from flamechase.engine.remote import gitsync, head, shipping
+from flamechase.engine.remote import gitsync, head, joining, shipping
 from flamechase.engine.remote.node import LaneHost, TurnOutcome
 from flamechase.engine.remote.options import DEFAULT_WAIT, LaneResources
-from flamechase.errors import ExecutorUnavailable
+
+AVOID_SECONDS = 120.0  # how long no new host goes to a node a host was lost on
+NODE_LABEL = "ray.io/node-id"  # the label Ray gives every node: its id
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -93,52 +96,8 @@ class LaneActor:
 def connect(address: str | None) -> str:
     """Join the cluster (`address`, else RAY_ADDRESS, else the one `ray start` runs on this
     machine); its address. ExecutorUnavailable (exit 2, nothing written) when it cannot be
-    reached: Ray itself would retry an address that does not answer for ever."""
-    target = address or os.environ.get("RAY_ADDRESS") or "auto"
-    hint = (
-        "start one with `ray start --head` (see README, Scaling out) or give "
-        "--executor ray=HOST:PORT"
-    )
-    problem = _unreachable(target)
-    if problem is not None:
-        raise ExecutorUnavailable(f"--executor ray: {problem}; {hint}")
-    try:
-        ctx = ray.init(
-            address=target,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-            namespace="flamechase",
-        )
-    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise ExecutorUnavailable(
-            f"--executor ray: no Ray cluster at {target} ({first}); {hint}"
-        ) from None
-    return str(getattr(ctx, "address_info", {}).get("gcs_address", target))
-
-
-def _unreachable(target: str) -> str | None:
-    """Why the cluster at `target` cannot be joined, when a TCP connect says so at once."""
-    if target == "auto":
-        try:
-            from ray._private.services import canonicalize_bootstrap_address
-        except ImportError:  # Ray moved it: let ray.init judge
-            return None
-        try:
-            resolved = canonicalize_bootstrap_address(target)
-        except (ConnectionError, ValueError) as exc:
-            return f"no Ray cluster runs on this machine ({str(exc).splitlines()[0][:200]})"
-        if resolved is None:
-            return "no Ray cluster runs on this machine"
-        target = resolved
-    host, _, port = target.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        return None
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
-    except OSError as exc:
-        return f"nothing answers at {host}:{port} ({exc.strerror or exc})"
-    return None
+    joined, within seconds (see `joining`)."""
+    return joining.join(address)
 
 
 @dataclasses.dataclass(slots=True)
@@ -172,6 +131,10 @@ class RayExecutor(Executor):
         self._running: dict[str, _Lane] = {}
         self._starting: set[str] = set()  # remote jobs whose host is being readied
         self._cut: set[str] = set()  # ... and were cut meanwhile
+        # Nodes a lane's host was lost on, and when: no new host goes there for
+        # AVOID_SECONDS. Ray declares a node dead only some 15 s after it went, and until then
+        # places actors there (which die at once, costing the lane a second turn).
+        self._lost_nodes: dict[str, float] = {}
         # What each remote turn and each copy cost (bench/ray_lanes.py reads it).
         self.stats: list[dict[str, Any]] = []
 
@@ -196,8 +159,13 @@ class RayExecutor(Executor):
                 host.handle.run.remote(job, inputs, sync), head.guard(job)
             )
         except (RayError, TimeoutError, _Lost, gitsync.GitSyncError) as exc:
-            self._drop(lane)
-            return head.lost(lane, _why(exc, job), started, time.monotonic() - t0)
+            node = self._drop(lane)
+            lost = head.lost(lane, _why(exc, job), started, time.monotonic() - t0)
+            if not _host_lost(exc):
+                return lost
+            if node:
+                self._lost_nodes[node] = time.monotonic()
+            return dataclasses.replace(lost, host_lost=True)
         finally:
             self._running.pop(job.job_id, None)
             self._starting.discard(job.job_id)
@@ -287,22 +255,31 @@ class RayExecutor(Executor):
     async def _place(self, lane: str, job: TurnJob, in_tree: bool) -> _Lane:
         r = job.request
         actor: Any = LaneActor  # what @ray.remote made of the class (typed or not)
-        handle = actor.options(**self.resources.ray_options()).remote(
-            r.run_id, str(r.run_dir), str(r.workspace) if in_tree else None, lane
-        )
-        try:
-            info: dict[str, Any] = await asyncio.wait_for(
-                handle.describe.remote(), self.placement_timeout
+        deadline = time.monotonic() + self.placement_timeout
+        while True:
+            # Avoiding lost nodes never costs more than the avoidance: past it, a lane no
+            # other node could take is placed anywhere, for the rest of its wait.
+            avoided = self._avoided_until()
+            handle = self._options(actor).remote(
+                r.run_id, str(r.run_dir), str(r.workspace) if in_tree else None, lane
             )
-        except TimeoutError:
-            ray.kill(handle)
-            raise _Lost(
-                f"could not be placed: no node of the cluster could take {lane} "
-                f"within {self.placement_timeout:g} s (it asks for "
-                f"{self.resources.describe()}); its next turn asks again"
-            ) from None
+            until = deadline if avoided is None else min(deadline, avoided)
+            try:
+                info: dict[str, Any] = await asyncio.wait_for(
+                    handle.describe.remote(), max(until - time.monotonic(), 0.0)
+                )
+                break
+            except TimeoutError:
+                _kill(handle)
+                if avoided is not None and time.monotonic() < deadline:
+                    continue
+                raise _Lost(
+                    f"could not be placed: no node of the cluster could take {lane} "
+                    f"within {self.placement_timeout:g} s (it asks for "
+                    f"{self.resources.describe()})"
+                ) from None
         if info.get("version") != flamechase.__version__:
-            ray.kill(handle)
+            _kill(handle)
             raise _Lost(
                 f"{str(info.get('node'))[:12]} ({info.get('host')}) runs "
                 f"flamechase {info.get('version')}, this machine "
@@ -310,11 +287,33 @@ class RayExecutor(Executor):
             )
         return _Lane(handle=handle, info=info)
 
-    def _drop(self, lane: str) -> None:
+    def _avoided_until(self) -> float | None:
+        """When the last node avoided stops being avoided (None: none is now)."""
+        now = time.monotonic()
+        self._lost_nodes = {n: t for n, t in self._lost_nodes.items() if now - t < AVOID_SECONDS}
+        return max(self._lost_nodes.values()) + AVOID_SECONDS if self._lost_nodes else None
+
+    def _options(self, actor: Any) -> Any:
+        """The lane actor asking for the lane's resources, on none of the nodes a host was
+        lost on lately (Ray's node-id label; a Ray without label selectors places it
+        anywhere)."""
+        self._avoided_until()
+        options = self.resources.ray_options()
+        if self._lost_nodes:
+            avoid = f"!in({','.join(sorted(self._lost_nodes))})"
+            with contextlib.suppress(TypeError, ValueError):
+                return actor.options(**options, label_selector={NODE_LABEL: avoid})
+        return actor.options(**options)
+
+    def _drop(self, lane: str) -> str | None:
+        """The lane's host ended and forgotten; the node it was on, if known."""
         host = self._lanes.pop(lane, None)
-        if host is not None:
-            with contextlib.suppress(Exception):
-                ray.kill(host.handle)
+        if host is None:
+            return None
+        with contextlib.suppress(Exception):
+            ray.kill(host.handle)
+        node = host.info.get("node")
+        return node if isinstance(node, str) else None
 
     async def cut(self, job_id: str) -> None:
         host = self._running.get(job_id)
@@ -356,15 +355,30 @@ class RayExecutor(Executor):
             ray.shutdown()
 
 
+def _kill(handle: Any) -> None:
+    with contextlib.suppress(Exception):
+        ray.kill(handle)
+
+
+def _host_lost(exc: BaseException) -> bool:
+    """The turn failed because its host went (its node, its process, its answers), not
+    through the turn, the lane's placement or the user's tree."""
+    if isinstance(exc, TimeoutError):
+        return True
+    return isinstance(exc, RayError) and not isinstance(exc, RayTaskError)
+
+
 def _why(exc: BaseException, job: TurnJob) -> str:
+    # What happened, and what comes next only when it is sure: a failure that counts may
+    # hold the lane (its reason then quotes this), a lost node never does.
     if isinstance(exc, _Lost):
         return str(exc)
     if isinstance(exc, gitsync.GitSyncError):
-        return f"could not be given your tree ({exc}); its next turn tries again on a new host"
+        return f"could not be given your tree ({exc})"
     if isinstance(exc, TimeoutError):
         return (
             f"gave no answer {head.guard(job):g} s into the turn, past every timeout the "
-            "turn has; its next turn starts on a live node from its last recorded state"
+            f"turn has; {head.NEXT_TURN}"
         )
     return head.lost_mid_turn(exc)
 
