@@ -20,8 +20,15 @@ def start(
     """Run FLOW toward TASK here, as `exec -f FLOW` with its profile's `-a` and `-p` (and
     `params` after them, so they win). Returns the run's exit code."""
     from flamechase.cli import exec_cmd, profile
+    from flamechase.errors import ProfileError
 
-    saved = profile.get(flow_ref)
+    try:
+        saved = profile.get(flow_ref)
+    except ProfileError:
+        from flamechase.loader import load_flow
+
+        load_flow(flow_ref)  # a flow that does not exist is said so, not "make a profile"
+        raise
     callback = exec_cmd.command.callback
     assert callback is not None
     code: int = callback(
