@@ -41,7 +41,7 @@ NO_ENVIRONMENTS = (
     "agents",
     multiple=True,
     metavar="[ROLE=]SPEC[,...]",
-    help="agent for a role: CLI[@PROVIDER]/MODEL[:EFFORT], exec:PATH or sim/PROFILE",
+    help="agent for a role: CLI[@ACCOUNT]/MODEL[:EFFORT], exec:PATH or sim/PROFILE",
 )
 @click.option(
     "-p",
