@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
+from flamechase import budgets
 from flamechase.budgets import NO_BUDGET
 from flamechase.config import (
     BUDGET_KEYS,
@@ -422,3 +423,19 @@ def test_any_kv_text_splits_or_refuses_in_one_line(values: list[str]) -> None:
         _single_line(exc)
     else:
         assert len({k for k, _ in pairs}) == len(pairs)
+
+
+@pytest.mark.parametrize(
+    ("parse", "value"),
+    [
+        (budgets.parse_cost, "-5"),
+        (budgets.parse_cost, "$-5"),
+        (budgets.parse_count, "-5"),
+        (budgets.parse_duration, "-90s"),
+        (budgets.parse_tokens, " -5k"),
+    ],
+)
+def test_a_negative_budget_is_said_to_be_negative(parse: Any, value: str) -> None:
+    with pytest.raises(ParamError, match="a budget must not be negative; give ") as info:
+        parse(value)
+    assert "\n" not in str(info.value)

@@ -59,6 +59,9 @@ def _text(value: object, key: str, form: str) -> str | float:
     text = value.strip()
     if not text or len(text) > _MAX_VALUE_LEN:
         raise ParamError(f"{key}={_show(value)}: expected {form}")
+    if text.lstrip("$ ").startswith("-"):
+        # The form's own words ("expected …") would not say what is wrong with `-5`.
+        raise ParamError(f"{key}={_show(value)}: a budget must not be negative; give {form}")
     return text
 
 

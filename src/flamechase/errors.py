@@ -16,6 +16,8 @@
     │   ├── WorkspaceInvalid            the workspace is not a directory, was deleted, or is
     │   │                               /, a system directory or the home (--allow-workspace)
     │   ├── NothingToResume             --resume with no compatible run
+    │   ├── RunAlreadyEnded             the same command again, and resuming the run it
+    │   │                               ended would change nothing (say what, or start fresh)
     │   ├── LockHeld                    another run owns this source tree
     │   ├── LargeCopyRefused            oversized copy needs a confirmation nobody gave
     │   ├── BackendUnavailable          the CLI is not installed / effort unknown / no price
@@ -121,6 +123,10 @@ class WorkspaceInvalid(UsageError):
 
 class NothingToResume(UsageError):
     """--resume found no compatible run of this flow, workspace and task."""
+
+
+class RunAlreadyEnded(UsageError):
+    """The run this command would resume ended, and nothing given now would change that."""
 
 
 class LockHeld(UsageError):

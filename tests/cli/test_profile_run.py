@@ -130,6 +130,8 @@ def test_run_without_a_profile_and_rm(tmp_path: Path, chasers: list[str]) -> Non
         "no profile for flame_chase",
         "flamechase profile set flame_chase",
     )
+    # A flow that does not exist is said so, not given a profile to make.
+    _refused(cli("run", "nope", "go", cwd=ws), "no flow called 'nope'")
     cli("profile", "set", "flame_chase", *chasers, cwd=tmp_path, check=True)
     assert "flame_chase" in cli("profile", "list", cwd=tmp_path, check=True).stdout
     cli("profile", "rm", "flame_chase", cwd=tmp_path, check=True)

@@ -97,6 +97,10 @@ def test_invalid_report_fails_only_that_turn(ws: Path, tmp_path: Path) -> None:
     # Every turn failed: the run did no valid work, so it failed (issue 11), and says so.
     proc = _exec(ws, bad, shape, "budget.turns=2")
     assert proc.returncode == 1 and "none of its 2 turns was valid" in proc.stderr
+    # More budget would fail the same way: the advice is where the agents' errors are.
+    run_id = status(ws)["id"]
+    assert f"see why the agents failed: flamechase status {run_id}" in proc.stderr
+    assert "larger -p budget" not in proc.stderr
     turns = [e for e in events(ws) if e["kind"] == "turn_failed"]
     assert len(turns) == 2
     assert "not JSON" in turns[0]["payload"]["error"]
@@ -281,9 +285,11 @@ def test_resume_counts_budget_across_the_whole_run(ws: Path, tmp_path: Path) -> 
     a = actor(tmp_path, "a.sh", NOTE)
     assert _exec(ws, a, a, "budget.turns=2,rest_seconds=0.05").returncode == 0
     first = status(ws)["id"]
-    # Same task, no budget on the command line: the stored one is spent already.
+    # Same task, no budget on the command line: the stored one is spent already, so resuming
+    # would do nothing; the command says how to go on instead.
     again = _exec(ws, a, a, "rest_seconds=0.05")
-    assert again.returncode == 0, again.stderr
+    assert again.returncode == 2, again.stderr
+    assert "larger -p budget.turns=… (it had 2)" in again.stderr
     assert status(ws)["id"] == first
     assert status(ws)["budget"]["turns"]["used"] == 2
     # Raising the budget on resume continues the same run with the right actor.

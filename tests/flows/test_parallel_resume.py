@@ -74,9 +74,13 @@ def test_continue_with_a_changed_task_md_replans_in_a_fresh_snapshot(
     assert st["task"] == "first objective"
     assert all(ln["held"] for ln in st["lanes"])
     turns_before = len([e for e in team.log() if e["lane"]])
-    # 2. `continue` with TASK.md unchanged: same run, no planning, held lanes stay held.
+    # 2. `continue` with TASK.md unchanged would change nothing: refused in one line that
+    # says what held the run and what to type; nothing runs.
     proc = team.run(ws, task="Continue.")
-    assert proc.returncode == 3, proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert f"run {run_id} on this task already held: every lane is held" in proc.stderr
+    assert "change TASK.md" in proc.stderr and "-p resume_mode=fresh" in proc.stderr
     assert status(ws)["id"] == run_id
     assert len(team.coordinator_log()) == 1
     assert len([e for e in team.log() if e["lane"]]) == turns_before
@@ -125,10 +129,10 @@ def test_the_large_copy_check_counts_only_the_copies_a_resume_makes(
     assert team.run(ws, task="continue").returncode == 3
     run_id = status(ws)["id"]
     big = ("workspace_file_warning_threshold=1", "confirm_large_workspace_copies=true")
-    # A plain resume makes no copy: no warning, nothing to confirm.
+    # A plain `continue` would change nothing: refused before any copy is weighed.
     proc = team.run(ws, *big, task="continue")
-    assert proc.returncode == 3, proc.stderr
-    assert "WARNING" not in proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert "WARNING" not in proc.stderr and "already held" in proc.stderr
     # A changed objective makes one planning copy: warned, and refused without a terminal.
     (ws / "TASK.md").write_text("second objective\n")
     proc = team.run(ws, *big, task="continue")

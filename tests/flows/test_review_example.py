@@ -113,7 +113,7 @@ def test_the_guide_shows_the_example_whole() -> None:
     assert len(EXAMPLE.read_text().splitlines()) < 150
 
 
-def test_the_same_command_again_resumes_the_finished_run_and_fresh_starts_anew(
+def test_the_same_command_again_says_the_run_finished_and_fresh_starts_anew(
     tmp_path: Path,
 ) -> None:
     # What the guide's "Running the same command again" and the README say.
@@ -121,16 +121,17 @@ def test_the_same_command_again_resumes_the_finished_run_and_fresh_starts_anew(
     assert code == 0
     first = status(ws)
     again = cli(*_args(tmp_path), cwd=ws, timeout=60)
-    assert again.returncode == 0, again.stderr
-    assert "Run resumed (session 2)" in again.stdout
-    assert "both reviewers approved draft 1" in again.stderr
-    assert status(ws)["id"] == first["id"]
+    assert again.returncode == 2, again.stderr
+    line = again.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert f"run {first['id']} on this task already finished" in line
+    assert "both reviewers approved draft 1" in line and "-p resume_mode=fresh" in line
     assert status(ws)["budget"]["turns"]["used"] == 3  # no turn was taken again
     fresh = cli(*_args(tmp_path, "resume_mode=fresh"), cwd=ws, timeout=60)
     assert fresh.returncode == 0, fresh.stderr
     assert status(ws)["id"] != first["id"]
     guide = (ROOT / "docs" / "writing-a-flow.md").read_text()
     section = guide.split("## Running the same command again", 1)[1]
-    for said in ("finishes again at once", "-p resume_mode=fresh", "--resume", "--refresh"):
+    for said in ("is picked up only when", "-p resume_mode=fresh", "--resume", "--refresh"):
         assert said in section
-    assert "finishes again at once" in (ROOT / "README.md").read_text()
+    assert "is picked up only when" in (ROOT / "README.md").read_text()

@@ -149,6 +149,8 @@ def test_demo_runs_the_sample_and_summarises(tmp_path: Path) -> None:
     assert st["workspace"] == str(dest) and st["status"] == "finished"
     doc = _doc(Path(f"{dest}.html"))
     assert doc["run"]["id"] == st["id"]
+    # Its hints name the run it made.
+    assert f"next: flamechase status {st['id']} · flamechase events {st['id']}" in out
     # Again: a fresh directory, never the first one.
     again = cli("demo", "-p", "budget.turns=3", cwd=tmp_path, timeout=110)
     assert again.returncode == 0, again.stderr

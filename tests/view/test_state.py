@@ -290,3 +290,23 @@ def test_active_time_skips_the_time_a_crashed_run_was_down() -> None:
     assert fold.active_seconds() == 10 + 5
     assert fold.lanes["lane-1"].actor is None
     assert fold.status == "finished"
+
+
+@pytest.mark.parametrize(
+    ("payload", "shown"),
+    [
+        ({"cut": False, "under_way": 2}, "stopping (Ctrl-C again to cut the turns under way)"),
+        ({"cut": False, "under_way": 0}, "stopping"),
+        ({"cut": True, "under_way": 2}, "stopping"),
+    ],
+)
+def test_the_first_ctrl_c_says_in_the_header_that_a_second_cuts(
+    payload: dict[str, object], shown: str
+) -> None:
+    fold = RunFold(lanes=[("lane-1", ("a", "b"))])
+    at = "2026-01-01T00:00:00.000Z"
+    for seq, (kind, data) in enumerate([("run_created", {}), ("stopping", payload)], start=1):
+        fold.apply(
+            {"seq": seq, "at": at, "kind": kind, "lane": None, "actor": None, "payload": data}
+        )
+    assert fold.status == shown

@@ -71,3 +71,9 @@ def test_a_deleted_current_directory_is_refused(tmp_path: Path) -> None:
             checks.current_directory()
     finally:
         os.chdir(here)
+
+
+def test_a_home_in_the_system_list_is_called_a_home() -> None:
+    # root's home is /root: the user is told it is their home, not "a system directory".
+    with pytest.raises(WorkspaceInvalid, match="your home directory"):
+        checks.check_workspace(Path("/root"), allow=False, home=Path("/root"))

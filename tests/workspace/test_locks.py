@@ -155,3 +155,47 @@ def test_stale_owner_record_of_dead_run_does_not_block(locks: Path, source_tree:
         info = owner(locks, source_tree)
         assert info is not None
         assert info["run_id"] == "alive"
+
+
+def test_a_tree_inside_or_above_a_held_one_is_refused_naming_the_run(
+    locks: Path, tmp_path: Path
+) -> None:
+    outer = tmp_path / "repo"
+    inner = outer / "pkg" / "sub"
+    inner.mkdir(parents=True)
+    alias = tmp_path / "alias"
+    alias.symlink_to(outer)
+    with SourceLock(locks, outer, "20260101-out"):
+        for spelling in (inner, alias / "pkg"):
+            with pytest.raises(LockHeld) as info:
+                SourceLock(locks, spelling).acquire("20260102-in")
+            message = str(info.value)
+            assert "run 20260101-out" in message and f"owns {outer.resolve()}" in message
+            assert "is inside it" in message and "\n" not in message
+        # The refused run let its own lock go.
+        assert owner(locks, inner) is None
+    with SourceLock(locks, inner, "20260103-in"):
+        with pytest.raises(LockHeld) as info:
+            SourceLock(locks, outer).acquire("20260104-out")
+        assert "run 20260103-in" in str(info.value)
+        assert f"it is inside {outer.resolve()}" in str(info.value)
+        # A sibling tree is not nested.
+        (outer / "other").mkdir()
+        with SourceLock(locks, outer / "other", "20260105-sib"):
+            pass
+    # Once the holder is gone, the tree above is free.
+    with SourceLock(locks, outer, "20260106-out") as lock:
+        assert lock.held
+
+
+def test_a_held_lock_of_a_dead_owner_does_not_block_a_nested_tree(
+    locks: Path, tmp_path: Path
+) -> None:
+    outer = tmp_path / "repo"
+    (outer / "sub").mkdir(parents=True)
+    lock = SourceLock(locks, outer, "20260101-out")
+    lock.acquire()
+    lock.release()
+    # The record is cleared and the flock free: the nested run starts.
+    with SourceLock(locks, outer / "sub", "20260102-in") as inner:
+        assert inner.held

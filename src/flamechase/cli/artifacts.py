@@ -11,7 +11,7 @@ from flamechase.text import echo, echo_json
 
 
 @click.command("artifacts")
-@click.argument("run", default="last")
+@click.argument("run", required=False)
 @click.argument("report_id", required=False)
 @click.option(
     "--extract",
@@ -20,14 +20,14 @@ from flamechase.text import echo, echo_json
     help="write the package(s) under DIR (DIR/<report_id>/ without REPORT_ID)",
 )
 @click.option("--json", "as_json", is_flag=True)
-def command(run: str, report_id: str | None, dest: Path | None, as_json: bool) -> int:
+def command(run: str | None, report_id: str | None, dest: Path | None, as_json: bool) -> int:
     """List or extract RUN's artifact packages; every hash is checked on the way out."""
+    from flamechase.cli.pick import pick
     from flamechase.errors import RunNotFound
     from flamechase.store.blobs import BlobStore
-    from flamechase.store.catalog import resolve
     from flamechase.store.db import Reader
 
-    run_dir = resolve(run)
+    run_dir = pick(run)
     with Reader(run_dir / "run.db") as r:
         rows = r.artifacts(report_id)
     if report_id is not None and not rows:

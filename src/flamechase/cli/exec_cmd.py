@@ -41,7 +41,7 @@ NO_ENVIRONMENTS = (
     "agents",
     multiple=True,
     metavar="[ROLE=]SPEC[,...]",
-    help="agent for a role: CLI[@PROVIDER]/MODEL[:EFFORT], exec:PATH or sim/PROFILE",
+    help="agent for a role: CLI[@ACCOUNT]/MODEL[:EFFORT], exec:PATH or sim/PROFILE",
 )
 @click.option(
     "-p",
@@ -147,7 +147,7 @@ def command(
 
     if end.traceback and debugging():
         echo(end.traceback.rstrip("\n"), err=True, lines=True)
-    hint = f"; {end.hint}" if end.hint and flow.resumable else ""
+    hint = f"; {end.hint}" if end.hint and (flow.resumable or not end.hint_resumes) else ""
     echo(f"flamechase: run {end.run_id} {end.status}: {end.message}{hint}", err=True)
     return end.exit_code
 

@@ -22,8 +22,18 @@ def start(
     `params` after them, so they win), or with `agents` and no profile (the prompt asked for
     them). Returns the run's exit code."""
     from flamechase.cli import exec_cmd, profile
+    from flamechase.errors import ProfileError
 
-    saved = profile.get(flow_ref) if agents is None else profile.Profile(agents=list(agents))
+    if agents is not None:
+        saved = profile.Profile(agents=list(agents))
+    else:
+        try:
+            saved = profile.get(flow_ref)
+        except ProfileError:
+            from flamechase.loader import load_flow
+
+            load_flow(flow_ref)  # a flow that does not exist is said so, not "make a profile"
+            raise
     callback = exec_cmd.command.callback
     assert callback is not None
     code: int = callback(

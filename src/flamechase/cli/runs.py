@@ -171,13 +171,13 @@ def _shown(run_dir: Path) -> dict[str, Any]:
 
 
 @click.command("status")
-@click.argument("run", default="last")
+@click.argument("run", required=False)
 @click.option("--json", "as_json", is_flag=True, help="a JSON object")
-def status_command(run: str, as_json: bool) -> int:
+def status_command(run: str | None, as_json: bool) -> int:
     """Where RUN stands (an id, a unique prefix, or `last`)."""
-    from flamechase.store.catalog import resolve
+    from flamechase.cli.pick import pick
 
-    st = run_status(resolve(run), views=True)
+    st = run_status(pick(run), views=True)
     if as_json:
         echo_json(json.dumps(st, indent=1))
         return 0
@@ -286,16 +286,16 @@ def _count(n: int, word: str) -> str:
 
 
 @click.command("events")
-@click.argument("run", default="last")
+@click.argument("run", required=False)
 @click.option("--json", "as_json", is_flag=True, help="NDJSON, one event per line")
 @click.option("--follow", is_flag=True, help="keep printing new events until the run ends")
-def events_command(run: str, as_json: bool, follow: bool) -> int:
+def events_command(run: str | None, as_json: bool, follow: bool) -> int:
     """The event log of RUN."""
     from flamechase.cli.observe import Narrator
-    from flamechase.store.catalog import resolve
+    from flamechase.cli.pick import pick
     from flamechase.store.db import Reader
 
-    run_dir = resolve(run)
+    run_dir = pick(run)
     narrator = Narrator()
     after = 0
     ended = {"run_finished", "run_stopped", "run_failed", "run_held"}

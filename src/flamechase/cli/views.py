@@ -64,7 +64,7 @@ class _TurnLines:
 
 
 @click.command("show")
-@click.argument("run", default="last")
+@click.argument("run", required=False)
 @click.option(
     "--html",
     "html_out",
@@ -72,12 +72,12 @@ class _TurnLines:
     metavar="FILE",
     help="write the run's replay page (one self-contained HTML file)",
 )
-def show_command(run: str, html_out: Path | None) -> int:
+def show_command(run: str | None, html_out: Path | None) -> int:
     """What RUN amounted to; with --html, its step-by-step replay page."""
-    from flamechase.store.catalog import resolve
+    from flamechase.cli.pick import pick
     from flamechase.view.summary import summarize
 
-    run_dir = resolve(run)
+    run_dir = pick(run)
     if html_out is not None:
         from flamechase.view.replay import write_replay
 
@@ -260,7 +260,8 @@ def demo_command(*, dest: Path | None, params: tuple[str, ...], html_out: Path |
         echo(line)
     echo(f"replay: {out} (open it in a browser)")
     echo(f"the sample as the run left it: {dest}")
-    echo("next: flamechase status last · flamechase events last · flamechase serve")
+    run = outcome.run_dir.name
+    echo(f"next: flamechase status {run} · flamechase events {run} · flamechase serve")
     return outcome.exit_code
 
 
@@ -296,7 +297,7 @@ def serve_command(port: int) -> int:
 
 
 @click.command("trace")
-@click.argument("run", default="last")
+@click.argument("run", required=False)
 @click.option(
     "-o",
     "--output",
@@ -306,18 +307,18 @@ def serve_command(port: int) -> int:
     metavar="FILE",
     help="where the trace JSON goes",
 )
-def trace_command(run: str, out: Path) -> int:
+def trace_command(run: str | None, out: Path) -> int:
     """RUN as Chrome trace-event JSON: open FILE in Perfetto (ui.perfetto.dev) or chrome://tracing.
 
     One track per lane, one slice per turn (actor, status, cost), instant events and flow
     arrows for hand-offs.
     """
+    from flamechase.cli.pick import pick
     from flamechase.fsutil import atomic_write
-    from flamechase.store.catalog import resolve
     from flamechase.view.replay import load_run
     from flamechase.view.trace import build_trace
 
-    run_dir = resolve(run)
+    run_dir = pick(run)
     trace = build_trace(*load_run(run_dir))
     with _writing(out):
         atomic_write(out, json.dumps(trace, ensure_ascii=False).encode(), mode=0o644)

@@ -74,6 +74,8 @@ class RunEnd:
     # What the user may do about it, for `exec` to say: not journaled, since it holds only
     # for a run that can be resumed (a simulated run's state home is thrown away).
     hint: str = ""
+    # The hint is a resume (said only where the flow resumes), not advice of another kind.
+    hint_resumes: bool = True
     # The flow's own traceback when its code broke the run (also in the run directory).
     traceback: str = ""
     # The flow's code was left running in a worker thread (it never returned): the process
@@ -318,11 +320,18 @@ class Engine:
         """Record how the run ended; no process of this run survives it. A run whose counted
         turns all failed did not finish: it failed, and says so."""
         ledger, budget = self._ledger, self._budget
+        resumes = True
         if ledger is not None:
             valid, total = ledger.valid_turns()
             if total and not valid and status == "finished":
                 status = "failed"
                 message += f"; none of its {total} turn{'s' if total != 1 else ''} was valid"
+                # More of the same budget would fail the same way: the way out is the agents.
+                hint = (
+                    f"see why the agents failed: flamechase status {self.run_id} (each lane's "
+                    f"last error), flamechase events {self.run_id}"
+                )
+                resumes = False
             elif total:
                 message += f"; {valid} of {total} turn{'s' if total != 1 else ''} valid"
         code, kind = END_STATUS[status]
@@ -343,7 +352,7 @@ class Engine:
                     ),
                     fold=self.code.broken is None,
                 )
-        return RunEnd(self.run_id, status, code, message, hint)
+        return RunEnd(self.run_id, status, code, message, hint, hint_resumes=resumes)
 
     async def _cut_all(self) -> None:
         if self._jobs is None:

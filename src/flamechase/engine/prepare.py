@@ -20,6 +20,7 @@ from flamechase.config import parse_settings
 from flamechase.engine import objective as obj
 from flamechase.engine.checks import check_declarations
 from flamechase.engine.flowcode import FlowCode
+from flamechase.engine.rerun import check_rerun
 from flamechase.engine.roles import with_role_defaults
 from flamechase.errors import (
     BackendUnavailable,
@@ -131,7 +132,9 @@ def _prepare(req: RunRequest, ws: Path, code: FlowCode) -> Prepared:
         "Params", parse_settings, dict(req.settings), flow.Params, flow.name, passthrough=mine
     )
     found = _resume_decision(req, ws, given)
-    if found.row is not None:
+    if found.row is not None and found.run_dir is not None:
+        refresh = req.refresh and found.row.get("flow_hash") != flow_hash
+        check_rerun(found.run_dir, found.row, budget_given, req.resume, found.revised, refresh)
         _same_flow_code(found.row, flow_hash, req.refresh)
     params, budget = code.call(
         "Params", _params_and_budget, flow, given, budget_given, found.row, passthrough=mine

@@ -1,7 +1,10 @@
-"""Finding runs on disk: list them, and resolve `RUN` (an id, a unique prefix, or `last`)."""
+"""Finding runs on disk: list them, and resolve `RUN` (an id, a unique prefix, or `last`), or,
+with no RUN named, this directory's latest run."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +68,37 @@ def resolve(ref: str) -> Path:
     if not matches:
         raise RunNotFound(f"no run matches {ref!r}; see `flamechase runs` for ids, or use last")
     raise RunNotFound(f"{ref!r} matches {len(matches)} runs; give more of the id")
+
+
+def _covers(workspace: str, here: Path) -> bool:
+    """True if the run's workspace is `here` or a directory above it."""
+    ws = Path(workspace)
+    return ws == here or ws in here.parents
+
+
+def resolve_here(ref: str | None, note: Callable[[str], None] | None = None) -> Path:
+    """The run `ref` names; with none named, the latest run made on this directory (or on the
+    tree it lies in), and `note` says so when that is not the newest run anywhere; with no run
+    here, the newest anywhere, said as such."""
+    if ref is not None:
+        return resolve(ref)
+    runs = list_runs()
+    if not runs:
+        return resolve("last")  # its refusal says how to start one
+    here = Path(os.getcwd()).resolve()
+    mine = [r for r in runs if _covers(str(r["workspace"]), here)]
+    newest = runs[-1]
+    say = note or (lambda _text: None)
+    if not mine:
+        say(
+            f"no run on {here}; showing the newest anywhere, run {newest['id']} "
+            f"on {newest['workspace']}"
+        )
+        return home.runs_dir() / str(newest["id"])
+    picked = mine[-1]
+    if picked["id"] != newest["id"]:
+        say(
+            f"run {picked['id']}: this directory's latest (the newest anywhere is "
+            f"{newest['id']}, `last`)"
+        )
+    return home.runs_dir() / str(picked["id"])

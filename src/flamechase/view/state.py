@@ -376,7 +376,11 @@ class RunFold:
         self.places[e.place] = (e.how, e.label or f"{e.how} {e.place}")
 
     def _stopping(self, e: ev.Stopping, ch: Change, before: str | None) -> None:
-        self._status("stopping", ch)
+        # The header is all the live view shows of it: the way on is said there, as the log says.
+        again = not e.cut and e.under_way
+        self._status(
+            "stopping (Ctrl-C again to cut the turns under way)" if again else "stopping", ch
+        )
 
     def _budget_spent(self, e: ev.BudgetSpent, ch: Change, before: str | None) -> None:
         self._sync_budget(e.budget, e.at, ch)

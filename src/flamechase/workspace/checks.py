@@ -83,10 +83,10 @@ def check_workspace(workspace: Path, *, allow: bool, home: Path | None = None) -
         return
     user_home = (home or Path.home()).resolve()
     what = None
-    if str(ws) in SYSTEM_DIRS or str(ws.parent) in SYSTEM_PARENTS:
-        what = "the root directory" if str(ws) == "/" else "a system directory"
-    elif ws == user_home:
+    if ws == user_home:  # first: a home such as /root is also in the system list
         what = "your home directory"
+    elif str(ws) in SYSTEM_DIRS or str(ws.parent) in SYSTEM_PARENTS:
+        what = "the root directory" if str(ws) == "/" else "a system directory"
     if what is not None:
         raise WorkspaceInvalid(
             f"the workspace is {ws}, {what}: lane 1 would write anything in it; run "

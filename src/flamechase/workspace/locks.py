@@ -1,5 +1,11 @@
 """One run per source tree: an advisory `flock` keyed by the source's resolved path.
 
+Trees nest: a run on a directory inside or above a tree another live run holds is refused too
+(both would write the same files). Once its own lock is taken, a run looks at every other held
+lock; a holder whose tree is this one's ancestor or descendant, by path or by the directory's
+device and inode (a bind mount, another spelling), makes it let go and refuse. Each of two
+racing runs records itself before it looks, so at least one of them sees the other.
+
 Owns: `SourceLock` (take, describe, release the lock file `<locks>/<sha256(path)>.lock`, which
 holds the owner as JSON) and `owner` (who holds it, for `status`, without holding it).
 Must not touch: the run database, the source tree, any file but the lock file.
@@ -135,6 +141,10 @@ class SourceLock:
         except OSError:
             self.release()
             raise
+        nested = _nested_holder(self.locks_dir, self.source, self.path)
+        if nested is not None:
+            self.release()
+            raise LockHeld(nested)
 
     def _write_owner(self) -> None:
         assert self._fd is not None
@@ -185,12 +195,47 @@ class SourceLock:
         self.release()
 
 
-def owner(locks_dir: Path, source: Path) -> dict[str, Any] | None:
-    """Who holds the lock on `source`: its owner record, `{}` if held but unrecorded, or None.
+def _chain(path: Path) -> set[tuple[int, int]]:
+    """(device, inode) of `path` and of each directory above it."""
+    out = set()
+    for p in (path, *path.parents):
+        with contextlib.suppress(OSError):
+            st = os.stat(p)
+            out.add((st.st_dev, st.st_ino))
+    return out
 
-    Never creates anything; holds a shared lock for an instant only if the lock looks free.
-    """
-    path = lock_path(Path(locks_dir), Path(source))
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _nests(mine: Path, theirs: Path) -> str | None:
+    """ "inside" if `mine` lies in `theirs`, "above" if it holds it, else None."""
+    if mine == theirs:
+        return None  # the same path: the lock file itself said so already
+    if theirs in mine.parents:
+        return "inside"
+    if mine in theirs.parents:
+        return "above"
+    me, them = _identity(mine), _identity(theirs)
+    if me is None or them is None:
+        return None
+    if me == them:
+        return "inside"  # the same directory by another path (a bind mount)
+    if them in _chain(mine):
+        return "inside"
+    if me in _chain(theirs):
+        return "above"
+    return None
+
+
+def _held_record(path: Path) -> dict[str, Any] | None:
+    """The owner record of the lock file `path` if a live process holds it (`{}` if it wrote
+    none yet), else None. Holds a shared lock for an instant only if the lock looks free."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
@@ -208,3 +253,36 @@ def owner(locks_dir: Path, source: Path) -> dict[str, Any] | None:
         return None
     finally:
         os.close(fd)
+
+
+def _nested_holder(locks_dir: Path, source: Path, own: Path) -> str | None:
+    """The one-line refusal if a live run holds a tree inside or above `source`."""
+    try:
+        entries = sorted(p for p in locks_dir.iterdir() if p.suffix == ".lock" and p != own)
+    except OSError:
+        return None
+    for path in entries:
+        info = _held_record(path)
+        other = info.get("source") if info else None
+        if not isinstance(other, str) or not other:
+            continue
+        where = _nests(source, Path(other))
+        if where is None:
+            continue
+        assert info is not None
+        run = info.get("run_id")
+        who = f"run {run}" if isinstance(run, str) and run else "an unrecorded run"
+        place = f"{source} is inside it" if where == "inside" else f"it is inside {source}"
+        return (
+            f"another flamechase run ({who}) owns {other} and {place}; both would write the "
+            "same files: stop it first or wait for it"
+        )
+    return None
+
+
+def owner(locks_dir: Path, source: Path) -> dict[str, Any] | None:
+    """Who holds the lock on `source`: its owner record, `{}` if held but unrecorded, or None.
+
+    Never creates anything; holds a shared lock for an instant only if the lock looks free.
+    """
+    return _held_record(lock_path(Path(locks_dir), Path(source)))

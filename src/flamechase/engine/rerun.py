@@ -1,0 +1,93 @@
+"""Running the same command again after a run ended: resume it only when that can do something.
+
+A stopped or crashed run always resumes. A run that ended (finished, failed, held) is picked up
+again only when this command changes what it ended on: `--resume` says so outright, a revised
+objective (`continue` with a changed TASK.md) re-plans and releases held lanes, a larger bound
+gives a spent budget room, `--refresh` runs other flow code. Otherwise resuming would end it
+again at once (a failed planning stays failed), so the command is refused in one line: what the
+run ended with, and exactly what to type (resume with what, or start afresh).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flamechase import events as ev
+from flamechase.budgets import Budget
+from flamechase.errors import RunAlreadyEnded, StoreError
+from flamechase.store.db import DB_NAME, Reader
+
+__all__ = ["ENDED", "check_rerun", "spent_key"]
+
+# The statuses a run ends with; any other (stopped, running after a crash, starting) resumes.
+ENDED = ("finished", "failed", "held")
+_END_KINDS = (ev.RunFinished.kind, ev.RunFailed.kind, ev.RunHeld.kind)
+_MESSAGE_LIMIT = 400
+
+
+def spent_key(budget: Budget, spend: Mapping[str, Any], active_seconds: float) -> str | None:
+    """The first bound of `budget` that `spend` (as `Reader.spend()` gives it) has used up."""
+    if budget.duration is not None and active_seconds >= budget.duration:
+        return "duration"
+    if budget.turns is not None and int(spend["turns"]) >= budget.turns:
+        return "turns"
+    if budget.cost is not None and float(spend["cost"]) >= budget.cost:
+        return "cost"
+    if budget.output_tokens is not None and int(spend["output_tokens"]) >= budget.output_tokens:
+        return "output_tokens"
+    return None
+
+
+def _ended_with(run_dir: Path, row: Mapping[str, Any]) -> tuple[str, Mapping[str, Any], float]:
+    """The run's last end message, its spend and its active seconds."""
+    try:
+        with Reader(run_dir / DB_NAME) as r:
+            last = r.last_event(_END_KINDS)
+            spend = r.spend()
+    except StoreError:
+        return str(row.get("last_error") or ""), {}, 0.0
+    message = str((last or {}).get("payload", {}).get("message") or row.get("last_error") or "")
+    return message, spend, float(row.get("active_seconds") or 0.0)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
+
+
+def check_rerun(
+    run_dir: Path,
+    row: Mapping[str, Any],
+    budget_given: Mapping[str, object],
+    explicit: bool,
+    revised: bool,
+    refresh: bool,
+) -> None:
+    """Refuse (RunAlreadyEnded) to resume the ended run `row` when nothing given changes it:
+    `budget_given` the bounds this command sets, `explicit` --resume, `revised` a changed
+    objective, `refresh` other flow code asked for."""
+    status = str(row.get("status") or "")
+    if status not in ENDED or explicit or revised:
+        return
+    if refresh:
+        return
+    message, spend, active = _ended_with(run_dir, row)
+    stored = Budget.from_json(row.get("budget") or {})
+    budget_now = stored.merged(budget_given)
+    spent = spent_key(stored, spend, active) if spend else None
+    if spent is not None and spent_key(budget_now, spend, active) is None:
+        return  # more room where the budget ran out: the run goes on
+    run_id = row["id"]
+    if spent is not None:
+        bound = getattr(stored, spent)
+        go_on = f"to go on, run it again with a larger -p budget.{spent}=… (it had {bound:g}), or "
+    elif status == "held":
+        go_on = "do that, or " if "to go on" in message else "to go on, release what held it, or "
+    else:
+        go_on = "resuming it would end the same way; "
+    raise RunAlreadyEnded(
+        f"run {run_id} on this task already {status}: {_short(message) or 'no message'}; "
+        f"{go_on}start afresh with -p resume_mode=fresh"
+    )

@@ -1,0 +1,53 @@
+"""The same command again after a run ended: resumed only when that can do something,
+otherwise one line saying what the run ended with and what to type (a failed planning is
+never a trap)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.flows.pfc import Team
+from tests.helpers import status
+
+
+@pytest.fixture
+def ws(source_tree: Path) -> Path:
+    return source_tree
+
+
+def test_a_failed_planning_is_not_resumed_by_the_same_command(ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team", planner="sys.exit(3)")
+    assert team.run(ws, "budget.turns=2").returncode == 1
+    failed = status(ws)["id"]
+    # The coordinator works now; the same command does not resume the failed run.
+    team.set_hook()
+    proc = team.run(ws, "budget.turns=2")
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert f"run {failed} on this task already failed: planning failed" in line
+    assert "would end the same way" in line and "-p resume_mode=fresh" in line
+    assert status(ws)["id"] == failed
+    # What it says to type works: a new run, planned by the working coordinator.
+    proc = team.run(ws, "budget.turns=2", "resume_mode=fresh")
+    assert proc.returncode == 0, proc.stderr
+    assert status(ws)["id"] != failed
+
+
+def test_a_finished_run_resumes_only_with_more_budget(ws: Path, tmp_path: Path) -> None:
+    team = Team(tmp_path / "team")
+    assert team.run(ws, "budget.turns=2").returncode == 0
+    run_id = status(ws)["id"]
+    proc = team.run(ws, "budget.turns=2")
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert f"run {run_id} on this task already finished: budget turns is spent" in proc.stderr
+    assert "larger -p budget.turns=… (it had 2)" in proc.stderr
+    assert status(ws)["budget"]["turns"]["used"] == 2
+    # More room where the budget ran out: the same run goes on.
+    proc = team.run(ws, "budget.turns=3")
+    assert proc.returncode == 0, proc.stderr
+    st = status(ws)
+    assert st["id"] == run_id and st["budget"]["turns"]["used"] == 3
