@@ -137,9 +137,12 @@ def allocate(run_id: str, slot: str, *, home: Path | None = None) -> PortBlock:
         if entry is None:
             base = _free_base(entries)
             entry = {"base": base, "run_id": run_id, "slot": slot}
-        entry.update(me)
-        entries[key] = entry
-        _save(root, entries)
+        if any(entry.get(k) != v for k, v in me.items()):
+            # Written only when it changes (a new block, a resumed engine): a lane's next
+            # turn in the same engine costs a read, not an fsync.
+            entry.update(me)
+            entries[key] = entry
+            _save(root, entries)
         return PortBlock(int(entry["base"]), SIZE)
 
 
