@@ -29,6 +29,10 @@ def _age(text: str | None) -> float | None:
         ) from None
 
 
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
 def _kept_lines(kept: dict[str, dict[str, Any]]) -> list[str]:
     return [
         f"  kept unpublished work of {name}: {k['archive']}"
@@ -63,7 +67,7 @@ def gc_command(older_than: str | None, finished: bool, dry_run: bool, as_json: b
                 f"{c.run_id}  {c.status:<9} {size_text(c.bytes):>9}  {', '.join(sorted(c.copies))}"
             )
         total = sum(c.bytes for c in plan)
-        echo(f"reclaimable: {size_text(total)} in {len(plan)} runs (nothing removed: --dry-run)")
+        echo(f"reclaimable: {size_text(total)} in {_runs(len(plan))} (nothing removed: --dry-run)")
         return 0
     for run_dir in catalog.run_dirs():  # what a gc killed half-way left, whatever is due
         reclaim.finish_interrupted(run_dir)
@@ -75,7 +79,7 @@ def gc_command(older_than: str | None, finished: bool, dry_run: bool, as_json: b
         echo(f"{d.run_id}  freed {size_text(d.freed)}; it is no longer resumed")
         for line in _kept_lines(d.kept):
             echo(line)
-    echo(f"freed {size_text(sum(d.freed for d in done))} in {len(done)} runs")
+    echo(f"freed {size_text(sum(d.freed for d in done))} in {_runs(len(done))}")
     return 0
 
 

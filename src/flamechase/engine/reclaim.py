@@ -300,6 +300,7 @@ def reclaim(c: Candidate) -> Reclaimed:
         if d.is_dir():
             freed += _drop(run_dir, d)
     _mark(run_dir, kept)
+    ports.release_run(c.run_id)  # it is not resumed: its lanes' port blocks are free
     return Reclaimed(c.run_id, freed, kept)
 
 
