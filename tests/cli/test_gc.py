@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
+import subprocess
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
 
 from flamechase.engine import reclaim
 from tests.flows.pfc import Team
-from tests.helpers import cli, status
+from tests.helpers import FLAMECHASE, cli, status
 
 # Lane 2 edits its copy (work nobody published), then every lane stops.
 EDIT = """
@@ -100,7 +104,7 @@ def test_a_gc_killed_after_keeping_but_before_removing_leaves_nothing_half_done(
 
     (c,) = reclaim.plan([run_dir])
     with monkeypatch.context() as m, pytest.raises(Killed):
-        m.setattr(reclaim.shutil, "rmtree", die)
+        m.setattr(shutil, "rmtree", die)
         reclaim.reclaim(c)
     assert not copy.exists()  # gone from its name in one rename ...
     assert (run_dir / "kept" / "lanes_lane-2.tar.gz").is_file()  # ... after its work was kept
@@ -131,3 +135,29 @@ def test_budget_disk_refuses_a_new_copy_past_it_and_says_why(
     assert not team.lane_log("lane-2")  # no turn started on a copy it did not get
     bad = team.run(source_tree, "lanes=2,budget.disk=lots")
     assert bad.returncode == 2 and "budget.disk=lots" in bad.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after", [0.05, 0.2, 0.5, 1.0])
+def test_sigkill_anywhere_in_gc_leaves_a_copy_whole_or_gone_with_its_work_kept(
+    source_tree: Path, tmp_path: Path, after: float
+) -> None:
+    for i in range(3000):  # a copy large enough for the kill to land inside the removal
+        (source_tree / "pkg" / f"m{i:04d}.py").write_text(f"X = {i}\n" * 20)
+    team = Team(tmp_path / "team", EDIT)
+    assert team.run(source_tree, "lanes=2", timeout=300).returncode == 3
+    run_dir = _home() / "runs" / str(status(source_tree)["id"])
+    copy = run_dir / "lanes" / "lane-2" / "workspace"
+    files = sum(1 for _ in copy.rglob("*"))
+    proc = subprocess.Popen([*FLAMECHASE, "gc"], cwd=source_tree, stdout=subprocess.DEVNULL)
+    time.sleep(after)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    archive = run_dir / "kept" / "lanes_lane-2.tar.gz"
+    if copy.exists():
+        assert sum(1 for _ in copy.rglob("*")) == files  # whole, never half-removed
+    else:
+        assert archive.is_file()  # gone only after its work was kept
+    cli("gc", cwd=source_tree, check=True)
+    assert not copy.exists() and archive.is_file()
+    assert not list(run_dir.glob(".reclaiming-*"))

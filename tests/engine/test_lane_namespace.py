@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from tests.flows.pfc import Team
 
@@ -60,10 +61,10 @@ return c.ok("progress", "served")
 """
 
 
-def _saved(lane: str, name: str) -> dict[str, object]:
+def _saved(lane: str, name: str) -> dict[str, Any]:
     home = Path(os.environ["FLAMECHASE_HOME"])
     (path,) = home.glob(f"runs/*/lanes/{lane}/pfc/{name}")
-    got: dict[str, object] = json.loads(path.read_text())
+    got: dict[str, Any] = json.loads(path.read_text())
     return got
 
 
