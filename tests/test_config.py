@@ -366,9 +366,9 @@ def test_unknown_param_lists_the_valid_ones() -> None:
     with pytest.raises(ParamError) as info:
         parse_settings({"foo": "1"}, FlowParams, "flame_chase")
     assert str(info.value) == (
-        "flame_chase has no param 'foo'; valid params are budget.cost, budget.duration, "
-        "budget.graceful, budget.output_tokens, budget.turns, kill_grace, rest_seconds, "
-        "resume_mode, sandbox, silence_timeout, turn_timeout"
+        "flame_chase has no param 'foo'; valid params are budget.cost, budget.disk, "
+        "budget.duration, budget.graceful, budget.output_tokens, budget.turns, kill_grace, "
+        "rest_seconds, resume_mode, sandbox, silence_timeout, turn_timeout"
     )
 
 
@@ -439,3 +439,16 @@ def test_a_negative_budget_is_said_to_be_negative(parse: Any, value: str) -> Non
     with pytest.raises(ParamError, match="a budget must not be negative; give ") as info:
         parse(value)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("1", 1), ("500M", 500 << 20), ("20G", 20 << 30), ("1.5t", 3 << 39)]
+)
+def test_disk_budget_takes_bytes_or_sizes(text: str, size: int) -> None:
+    budget, _ = parse_settings({"budget.disk": text}, FlowParams, "flame_chase")
+    assert budget == {"disk": size}
+
+
+def test_disk_budget_refuses_what_is_not_a_size() -> None:
+    with pytest.raises(ParamError, match=r"budget.disk=lots: expected bytes or a size"):
+        parse_settings({"budget.disk": "lots"}, FlowParams, "flame_chase")

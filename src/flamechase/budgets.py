@@ -1,7 +1,8 @@
 """Budgets: what makes an unattended run stop, and the forms a user may write them in.
 
 `budget.duration` (`90s`, `1h30m`, `PT1H30M`, `HH:MM:SS`, seconds), `budget.cost` (USD),
-`budget.turns`, `budget.output_tokens` (`200k`, `1.5m`) and `budget.graceful`. Every refusal
+`budget.turns`, `budget.output_tokens` (`200k`, `1.5m`), `budget.disk` (`500M`, `20G`: what
+the run's directory may hold before it makes no new copy) and `budget.graceful`. Every refusal
 is a ParamError whose message is one line naming the key, the value and the accepted form.
 The forms are the published runtime's (hmz 0.2.2) minus `inf` for a cost: a budget is what
 makes an unattended run stop, so it must bound something.
@@ -24,6 +25,7 @@ __all__ = [
     "parse_bool",
     "parse_cost",
     "parse_count",
+    "parse_disk",
     "parse_duration",
     "parse_tokens",
 ]
@@ -220,6 +222,26 @@ def _whole(amount: Decimal, value: object, key: str) -> int:
     return int(amount)
 
 
+_DISK_FORM = "bytes or a size such as 500M, 20G or 1.5T"
+_DISK = re.compile(rf"({_NUMBER})\s*([kmgt]?)i?b?", re.IGNORECASE)
+_DISK_SCALE = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_disk(value: object, *, key: str = "budget.disk") -> int:
+    """Bytes in `value` (`budget.disk`): a number, or with K, M, G or T (powers of 1024)."""
+    text = _text(value, key, _DISK_FORM)
+    if isinstance(text, float):
+        amount = text
+    else:
+        m = _DISK.fullmatch(text)
+        if m is None:
+            raise ParamError(f"{key}={_show(value)}: expected {_DISK_FORM}")
+        amount = float(m.group(1)) * _DISK_SCALE[m.group(2).lower()]
+    if not math.isfinite(amount) or amount < 1:
+        raise ParamError(f"{key}={_show(value)}: must be at least one byte")
+    return int(amount)
+
+
 _TRUE = frozenset({"true", "yes", "1", "on", "y"})
 _FALSE = frozenset({"false", "no", "0", "off", "n"})
 
@@ -254,6 +276,7 @@ class Budget:
     turns: int | None = None
     output_tokens: int | None = None
     graceful: bool = True
+    disk: int | None = None  # bytes the run's directory may hold before a new copy is refused
 
     def is_empty(self) -> bool:
         """True when nothing bounds the run (`graceful` alone stops nothing)."""

@@ -25,6 +25,7 @@ from flamechase.budgets import (
     parse_bool,
     parse_cost,
     parse_count,
+    parse_disk,
     parse_duration,
     parse_tokens,
 )
@@ -50,6 +51,7 @@ BUDGET_KEYS = (
     "budget.turns",
     "budget.output_tokens",
     "budget.graceful",
+    "budget.disk",
 )
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -214,6 +216,7 @@ _BUDGET_PARSERS: dict[str, Callable[..., object]] = {
     "budget.turns": parse_count,
     "budget.output_tokens": parse_tokens,
     "budget.graceful": parse_bool,
+    "budget.disk": parse_disk,
 }
 
 

@@ -39,7 +39,8 @@
     │   │   ├── FlowCodeError           the flow's own code raised, exited or never returned
     │   │   │                           (its traceback is kept in the run directory)
     │   │   └── FlowSpins               decide() asked again and again, and nothing happened
-    │   └── DiskFull                    a file system the run writes is full
+    │   ├── DiskFull                    a file system the run writes is full
+    │   └── PortsExhausted              every lane port block is held by a live lane
     ├── StoreError                      the run database is unreadable / wrong schema
     ├── ArtifactError                   an artifact failed verification on extraction
     └── SnapshotFailed                  a workspace snapshot could not be made
@@ -195,6 +196,10 @@ class FlowSpins(FlowError):
 
 class DiskFull(RunFailed):
     """A file system the run writes to is full; free space there and resume the run."""
+
+
+class PortsExhausted(RunFailed):
+    """Every port block of the lanes' range is held by a live run's lane or listened on."""
 
 
 class StoreError(FlamechaseError):

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("runs", "runs_command"),
     "status": ("runs", "status_command"),
     "events": ("runs", "events_command"),
+    "gc": ("gc", "gc_command"),
     "artifacts": ("artifacts", "command"),
     "flows": ("flows", "group"),
     "profile": ("profile", "group"),

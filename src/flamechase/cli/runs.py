@@ -12,13 +12,20 @@ import click
 from flamechase.text import echo, echo_json
 
 
-@click.command("runs")
+@click.group("runs", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="a JSON list of runs")
-def runs_command(as_json: bool) -> int:
-    """List runs, oldest first."""
+@click.pass_context
+def runs_command(ctx: click.Context, as_json: bool) -> int:
+    """List runs, oldest first, with the disk each takes (`runs rm RUN` removes one)."""
+    if ctx.invoked_subcommand is not None:
+        return 0
     from flamechase.store.catalog import list_runs
+    from flamechase.store.home import runs_dir
+    from flamechase.workspace.diskuse import disk_use, size_text
 
     runs = list_runs()
+    for r in runs:
+        r["disk_bytes"] = disk_use(runs_dir() / r["id"])
     if as_json:
         echo_json(json.dumps(runs, indent=1))
         return 0
@@ -27,9 +34,18 @@ def runs_command(as_json: bool) -> int:
     for r in runs:
         echo(
             f"{r['id']}  {r['status']:<9} {r['flow']:<22} turns {r['turns']:<5} "
-            f"${r['cost_usd']:<9.4f} {r['workspace']}"
+            f"${r['cost_usd']:<9.4f} {size_text(r['disk_bytes']):>9}  {r['workspace']}"
         )
     return 0
+
+
+def _add_rm() -> None:
+    from flamechase.cli.gc import rm_command
+
+    runs_command.add_command(rm_command)
+
+
+_add_rm()
 
 
 # long: the `status --json` document, built field by field in one place.
@@ -46,6 +62,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
     from flamechase.budgets import Budget
     from flamechase.store.db import Reader
     from flamechase.store.home import locks_dir
+    from flamechase.workspace.diskuse import disk_use
     from flamechase.workspace.locks import owner
 
     with Reader(run_dir / "run.db") as r:
@@ -66,6 +83,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
             e["payload"].get("message", "")
             for e in r.events_of("notice", opened["seq"] if opened else 0)
         ]
+    disk_bytes = disk_use(run_dir)
     summary: dict[str, Any] = dict(stored["summary"]) if stored else {}
     lane_extra: dict[str, Any] = summary.pop("lanes", None) or {}
     status = run["status"]
@@ -92,6 +110,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
             "cost": {"limit": budget.cost, "used": round(float(spend["cost"]), 6)},
             "turns": {"limit": budget.turns, "used": int(spend["turns"])},
             "output_tokens": {"limit": budget.output_tokens, "used": int(spend["output_tokens"])},
+            "disk": {"limit": budget.disk, "used": disk_bytes},
             "graceful": budget.graceful,
             # Where each bound in force came from ("given now" by the session that set it
             # last, or "set earlier"); none at all: the run goes on until stopped.
@@ -134,6 +153,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
             else None
         ),
         "stopping": bool(engine_alive and stop and opened and stop["seq"] > opened["seq"]),
+        "disk_bytes": disk_bytes,
         "notices": notices,
     }
     if views:
@@ -200,6 +220,7 @@ def _lane_lines(ln: dict[str, Any]) -> list[str]:
     return out
 
 
+# long: every line of `status` for people, in the order they read it.
 def status_lines(st: dict[str, Any]) -> list[str]:
     """`status` for people: durations and counts as people write them."""
     from flamechase.events import budget_words, human_seconds
@@ -226,6 +247,10 @@ def status_lines(st: dict[str, Any]) -> list[str]:
         _count(int(b["turns"]["used"]), "turn"),
         f"${float(b['cost']['used']):.2f}",
     ]
+    if st.get("disk_bytes") is not None:
+        from flamechase.workspace.diskuse import size_text
+
+        used.append(f"disk {size_text(int(st['disk_bytes']))}")
     out.append("spent: " + ", ".join(used))
     out += [f"note: {n}" for n in st.get("notices") or () if n]
     for ln in st["lanes"]:

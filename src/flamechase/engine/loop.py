@@ -51,6 +51,7 @@ from flamechase.flow import commands as cm
 from flamechase.fsutil import atomic_write
 from flamechase.procs import Reaper
 from flamechase.store import home
+from flamechase.workspace.diskuse import disk_use, size_text
 
 __all__ = ["Engine", "Observer", "RunEnd"]
 
@@ -407,7 +408,7 @@ class Engine:
         if spent is not None:
             return self._end(
                 "finished",
-                f"budget {spent} is spent",
+                f"budget {spent} is spent" + self._disk_words(spent),
                 hint=f"to go on, resume with a larger -p budget.{spent}=…",
             )
         if not any(isinstance(c, cm.WaitUntil) for c in commands):
@@ -417,6 +418,23 @@ class Engine:
                 f"{[type(c).__name__ for c in commands] or 'none'}"
             )
         return None
+
+    def _copy_refused(self, c: cm.MakePlace) -> bool:
+        """budget.disk: a new copy past it is not made, and the run admits no more turns."""
+        if c.how == "empty" or self.prep.budget.disk is None:
+            return False
+        if self.budget.disk_over is not None:
+            return True
+        return self.budget.copy_refused(disk_use(self.dirs.layout.root))
+
+    def _disk_words(self, spent: str) -> str:
+        over, limit = self.budget.disk_over, self.prep.budget.disk
+        if spent != "disk" or over is None or limit is None:
+            return ""
+        return (
+            f" ({size_text(over)} under the run, budget.disk={size_text(limit)}: "
+            "no new copy; reclaim with flamechase gc)"
+        )
 
     async def _hard_stops(self) -> None:
         crossed = self.budget.crossed()
@@ -496,7 +514,8 @@ class Engine:
             elif not self.dirs.ready(c):
                 continue  # a place it uses is still being made: asked again once it is
             elif isinstance(c, cm.MakePlace):
-                self.jobs.make_place(c, self.dirs)
+                if not self._copy_refused(c):
+                    self.jobs.make_place(c, self.dirs)
             elif isinstance(c, cm.Measure | cm.Run):
                 self.jobs.measure(c, self.dirs.measure_job(c, self.builder), self.dirs)
             elif isinstance(c, cm.Freeze):

@@ -21,6 +21,7 @@ from flamechase.engine import objective as obj
 from flamechase.engine.checks import check_declarations
 from flamechase.engine.flowcode import FlowCode
 from flamechase.engine.rerun import check_rerun
+from flamechase.engine.reclaim import RECLAIMED
 from flamechase.engine.roles import with_role_defaults
 from flamechase.errors import (
     BackendUnavailable,
@@ -91,6 +92,8 @@ def _runs_of(flow: str, workspace: Path) -> list[tuple[str, Path, dict[str, Any]
     for entry in root.iterdir():
         db = entry / "run.db"
         if not db.is_file() or db.is_symlink():
+            continue
+        if (entry / RECLAIMED).exists():  # gc took its copies: a new run, not a resume
             continue
         try:
             with Reader(db) as r:

@@ -19,6 +19,7 @@ from flamechase import jail as jails
 from flamechase.agents.backend import TurnRequest
 from flamechase.agents.skills import mount as mount_skill
 from flamechase.engine import inbox as inbox_mod
+from flamechase.engine import namespace
 from flamechase.engine.confinement import turn_jail
 from flamechase.engine.executor import TurnJob
 from flamechase.engine.flowcode import FlowCode
@@ -191,6 +192,8 @@ class TurnBuilder:
         requests = io_dir / "requests.jsonl" if cmd.requests else None
         if requests is not None:
             env["FLAMECHASE_REQUESTS"] = str(requests)
+        ns = namespace.namespace_of(lay, self.run_id, lane=lane, place=cmd.place, role=cmd.role)
+        env.update(ns.env())
         env.update(cmd.env)
         jail = self.jail(
             lane=lane,
@@ -204,6 +207,8 @@ class TurnBuilder:
         )
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
+        else:
+            private_dirs(ns.tmp, lay.root)
         flow, code = prep.flow, self.code
         repair = code.repair_prompt(flow_state, ctx, REASON)
         before, _, after = repair.partition(REASON)
@@ -217,7 +222,7 @@ class TurnBuilder:
             attempt=attempt,
             workspace=workspace,
             io_dir=io_dir,
-            prompt=code.prompt(flow_state, ctx),
+            prompt=code.prompt(flow_state, ctx) + namespace.prompt_note(ns),
             env=env,
             turn_timeout=prep.params.turn_timeout,
             silence_timeout=prep.params.silence_timeout,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from flamechase import interpreter
-from flamechase.engine import yardstick
+from flamechase.engine import namespace, yardstick
 from flamechase.engine.executor import MeasureJob, measurement_env
 from flamechase.engine.layout import SOURCE, RunLayout
 from flamechase.engine.ledger import LaneRow, Ledger
@@ -231,6 +231,13 @@ class RunDirs:
         """Every private place made so far, by name."""
         return {name: Path(p["path"]) for name, p in self._places.items()}
 
+    def lane_names(self, lane: str | None, place: str, run_id: str) -> dict[str, str]:
+        """A lane's program binds the lane's ports, as its turns do (engine/namespace)."""
+        if lane is None:
+            return {}
+        ns = namespace.namespace_of(self.layout, run_id, lane=lane, place=place, role="evaluator")
+        return {k: v for k, v in ns.env().items() if k != "TMPDIR"}
+
     def measure_job(self, c: cm.Measure | cm.Run, builder: TurnBuilder) -> MeasureJob:
         """It runs the place's code: jailed like that place's turns. A yardstick (`Run.frozen`)
         runs in its own copy of the place, its frozen files read-only (see `yardstick`)."""
@@ -244,7 +251,7 @@ class RunDirs:
             )
         copy = self.layout.yardstick(c.key) if run is not None and run.frozen is not None else None
         cwd = copy or builder.place_path(c.place)
-        env = measurement_env()
+        env = {**measurement_env(), **self.lane_names(c.lane, c.place, builder.run_id)}
         jail = (
             None
             if unjailed

@@ -1,0 +1,163 @@
+"""`gc` and `runs rm` through the real CLI: a finished run's copies are reclaimed, a lane's
+unpublished edits are kept as an archive first (and the command says so), the run stays
+listed (with its disk use) but is no longer resumed, and a SIGKILL mid-reclaim leaves the copy
+whole or gone with its work kept, never half of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from flamechase.engine import reclaim
+from tests.flows.pfc import Team
+from tests.helpers import FLAMECHASE, cli, status
+
+# Lane 2 edits its copy (work nobody published), then every lane stops.
+EDIT = """
+if c.lane == "lane-2" and c.turn == 1:
+    (c.ws / "lane2-idea.txt").write_text("unpublished")
+if c.turn >= 2:
+    return c.ok("blocked", "stop here")
+"""
+
+
+def _home() -> Path:
+    return Path(os.environ["FLAMECHASE_HOME"])
+
+
+@pytest.fixture
+def held_run(source_tree: Path, tmp_path: Path) -> tuple[Path, str]:
+    team = Team(tmp_path / "team", EDIT)
+    proc = team.run(source_tree, "lanes=2", timeout=180)
+    assert proc.returncode == 3, proc.stderr
+    return source_tree, str(status(source_tree)["id"])
+
+
+def test_gc_keeps_unpublished_work_then_reclaims_the_copies(held_run: tuple[Path, str]) -> None:
+    ws, run_id = held_run
+    run_dir = _home() / "runs" / run_id
+    copy = run_dir / "lanes" / "lane-2" / "workspace"
+    assert (copy / "lane2-idea.txt").is_file()
+    before = status(ws)["disk_bytes"]
+    listed = json.loads(cli("runs", "--json", cwd=ws, check=True).stdout)
+    assert listed[-1]["disk_bytes"] == before > 0
+
+    dry = cli("gc", "--dry-run", cwd=ws, check=True).stdout
+    assert run_id in dry and "lanes/lane-2" in dry and "nothing removed" in dry
+    assert copy.is_dir()
+
+    out = cli("gc", cwd=ws, check=True).stdout
+    assert f"kept unpublished work of lanes/lane-2: {run_dir}/kept/" in out
+    assert "no longer resumed" in out
+    assert not copy.exists()
+    with tarfile.open(run_dir / "kept" / "lanes_lane-2.tar.gz") as tar:
+        got = tar.extractfile("lane2-idea.txt")
+        assert got is not None and got.read() == b"unpublished"
+        assert "solver.py" not in tar.getnames()  # unchanged files are not kept
+    after = status(ws)
+    assert after["disk_bytes"] < before  # the run is still there to look at
+    assert cli("gc", "--dry-run", cwd=ws, check=True).stdout.startswith("reclaimable: 0 B")
+    assert run_id not in (_home() / "ports.json").read_text()  # its port blocks are free
+
+
+def test_runs_rm_removes_a_run_and_keeps_its_work_beside_the_runs(
+    held_run: tuple[Path, str],
+) -> None:
+    ws, run_id = held_run
+    out = cli("runs", "rm", run_id[:12], cwd=ws, check=True).stdout
+    assert f"removed run {run_id}" in out
+    kept = _home() / "kept" / run_id / "lanes_lane-2.tar.gz"
+    assert str(kept) in out and kept.is_file()
+    assert not (_home() / "runs" / run_id).exists()
+    assert run_id not in cli("runs", cwd=ws, check=True).stdout
+    assert not list((_home() / "trash").iterdir())
+
+
+def test_gc_filters_finished_and_older_than(held_run: tuple[Path, str]) -> None:
+    ws, run_id = held_run
+    assert run_id not in cli("gc", "--dry-run", "--finished", cwd=ws, check=True).stdout
+    assert run_id not in cli("gc", "--dry-run", "--older-than", "1d", cwd=ws, check=True).stdout
+    bad = cli("gc", "--older-than", "soon", cwd=ws)
+    assert bad.returncode == 2 and "12h, 7d" in bad.stderr
+
+
+def test_a_gc_killed_after_keeping_but_before_removing_leaves_nothing_half_done(
+    held_run: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws, run_id = held_run
+    run_dir = _home() / "runs" / run_id
+    copy = run_dir / "lanes" / "lane-2" / "workspace"
+
+    class Killed(BaseException):
+        pass
+
+    def die(*_: object, **__: object) -> None:
+        raise Killed  # where a SIGKILL lands: after the rename, before the removal
+
+    (c,) = reclaim.plan([run_dir])
+    with monkeypatch.context() as m, pytest.raises(Killed):
+        m.setattr(shutil, "rmtree", die)
+        reclaim.reclaim(c)
+    assert not copy.exists()  # gone from its name in one rename ...
+    assert (run_dir / "kept" / "lanes_lane-2.tar.gz").is_file()  # ... after its work was kept
+    assert list(run_dir.glob(".reclaiming-*"))
+    cli("gc", cwd=ws, check=True)  # the next gc finishes it
+    assert not list(run_dir.glob(".reclaiming-*"))
+    assert (run_dir / "kept" / "lanes_lane-2.tar.gz").is_file()
+
+
+def test_a_reclaimed_run_is_not_resumed(held_run: tuple[Path, str], tmp_path: Path) -> None:
+    ws, run_id = held_run
+    cli("gc", cwd=ws, check=True)
+    team = Team(tmp_path / "again", 'return c.ok("blocked", "stop")')
+    assert team.run(ws, "lanes=2", timeout=180).returncode == 3
+    assert status(ws)["id"] != run_id
+
+
+def test_budget_disk_refuses_a_new_copy_past_it_and_says_why(
+    source_tree: Path, tmp_path: Path
+) -> None:
+    team = Team(tmp_path / "team", EDIT)
+    proc = team.run(source_tree, "lanes=2,budget.disk=1", timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    st = status(source_tree)
+    assert st["status"] == "finished"
+    assert "budget disk is spent" in st["ended"] and "flamechase gc" in st["ended"]
+    assert st["budget"]["disk"]["limit"] == 1
+    assert not team.lane_log("lane-2")  # no turn started on a copy it did not get
+    bad = team.run(source_tree, "lanes=2,budget.disk=lots")
+    assert bad.returncode == 2 and "budget.disk=lots" in bad.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after", [0.05, 0.2, 0.5, 1.0])
+def test_sigkill_anywhere_in_gc_leaves_a_copy_whole_or_gone_with_its_work_kept(
+    source_tree: Path, tmp_path: Path, after: float
+) -> None:
+    for i in range(3000):  # a copy large enough for the kill to land inside the removal
+        (source_tree / "pkg" / f"m{i:04d}.py").write_text(f"X = {i}\n" * 20)
+    team = Team(tmp_path / "team", EDIT)
+    assert team.run(source_tree, "lanes=2", timeout=300).returncode == 3
+    run_dir = _home() / "runs" / str(status(source_tree)["id"])
+    copy = run_dir / "lanes" / "lane-2" / "workspace"
+    files = sum(1 for _ in copy.rglob("*"))
+    proc = subprocess.Popen([*FLAMECHASE, "gc"], cwd=source_tree, stdout=subprocess.DEVNULL)
+    time.sleep(after)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    archive = run_dir / "kept" / "lanes_lane-2.tar.gz"
+    if copy.exists():
+        assert sum(1 for _ in copy.rglob("*")) == files  # whole, never half-removed
+    else:
+        assert archive.is_file()  # gone only after its work was kept
+    cli("gc", cwd=source_tree, check=True)
+    assert not copy.exists() and archive.is_file()
+    assert not list(run_dir.glob(".reclaiming-*"))
