@@ -11,11 +11,17 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from flamechase.view.renderables import dashboard
+from flamechase.view.replay import load_run
+from flamechase.view.state import RunFold
 from tests.helpers import FLAMECHASE, cli, events, status
 
 ACTOR = Path(__file__).with_name("actor.py")
@@ -161,3 +167,21 @@ def test_a_write_to_a_protected_path_opens_an_audit_the_packet_shows(
         "protected_write" in page.read_text() and "changed protected bench.py" in page.read_text()
     )
     assert status(ws)["status"] == "finished"
+    # status and the live view show the audit with what opened it and why it was decided so.
+    shown = cli("status", "last", cwd=ws, check=True).stdout
+    assert "trigger protected_write: turn 1 changed protected bench.py" in shown
+    assert "why lane-2: shown" in shown
+    live = _live(next(state_home.glob("runs/*/run.db")).parent)
+    assert "protected_write: turn 1 changed protected" in live and "M000002" in live
+
+
+def _live(run_dir: Path) -> str:
+    run, lanes, evs = load_run(run_dir)
+    fold = RunFold.from_run(run, lanes)
+    for e in evs:
+        fold.apply(e)
+    out = StringIO()
+    Console(file=out, width=300, color_system=None).print(
+        dashboard(fold.snapshot(), datetime.now(UTC))
+    )
+    return out.getvalue()
