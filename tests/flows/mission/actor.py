@@ -3,7 +3,8 @@
 The coordinator plans two missions and decides each audit from its packet: accept what is
 deliverable_ready (a lane 2 package with an integration directive), continue the rest. With
 the flag file `hang-audit` beside this script, its first decision session sleeps (the test
-kills the engine then). Lane 2 delivers a package on its first turn; lane 1 progresses until
+kills the engine then). With `edit-protected`, lane 2 also rewrites `bench.py` in its tree.
+Lane 2 delivers a package on its first turn; lane 1 progresses until
 it is given an integration mission, delivers it, then delivers its own mission.
 """
 
@@ -69,6 +70,8 @@ def main() -> None:
         else:
             out = decide(prompt)
     elif lane == "lane-2":
+        if (HERE / "edit-protected").exists():
+            Path("bench.py").write_text("print('score: 0')  # made easy\n")
         out = ready("patch.txt")
     elif "This is an integration mission" in prompt:
         Path(".integrated").write_text("")

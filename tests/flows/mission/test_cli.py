@@ -5,15 +5,23 @@ same state, the audit decided once and nothing lost."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
+from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rich.console import Console
 
+from flamechase.view.renderables import dashboard
+from flamechase.view.replay import load_run
+from flamechase.view.state import RunFold
 from tests.helpers import FLAMECHASE, cli, events, status
 
 ACTOR = Path(__file__).with_name("actor.py")
@@ -46,6 +54,11 @@ def _args(actor: Path) -> list[str]:
 
 def _kinds(evs: list[dict[str, object]], kind: str) -> list[dict[str, object]]:
     return [e for e in evs if e["kind"] == kind]
+
+
+def _packet(prompt: str) -> dict[str, Any]:
+    start, end = prompt.index("Packet:\n") + 8, prompt.index("\n\nWrite the decision")
+    return dict(json.loads(prompt[start:end]))
 
 
 def _check_the_whole_run(ws: Path) -> None:
@@ -115,3 +128,60 @@ def test_a_sigkill_while_an_audit_is_decided_loses_nothing(
         (1001, 1),
         (1001, 2),
     ]
+
+
+def test_a_write_to_a_protected_path_opens_an_audit_the_packet_shows(
+    ws: Path, actor: Path, state_home: Path
+) -> None:
+    (ws / "bench.py").write_text("print('score: 1')\n")
+    (actor.parent / "edit-protected").write_text("")
+    args = _args(actor)
+    proc = cli(*args[:-1], "-p", 'protected_paths=["bench.py"]', args[-1], cwd=ws, timeout=150)
+    assert proc.returncode == 0, proc.stderr
+    evs = events(ws)
+    opened = [e["payload"] for e in _kinds(evs, "audit_opened")]
+    protected = [p for p in opened if p["trigger_kind"] == "protected_write"]  # type: ignore[index]
+    assert protected and protected[0]["targets"] == ["lane-2"]  # type: ignore[index]
+    assert "bench.py" in str(protected[0]["why"])  # type: ignore[index]
+    # The runtime saw it from the tree, not from the lane's word: the report never says so.
+    prompts = state_home.glob("runs/*/audits/*/attempts/*/prompt.md")
+    packets = [_packet(p.read_text()) for p in prompts]
+    writes = [
+        w
+        for p in packets
+        for m in p["missions"]
+        if m["lane"] == "lane-2"
+        for w in m["protected_writes"]
+    ]
+    assert writes and writes[0]["paths"] == ["bench.py"] and writes[0]["turn"] == 1
+    assert not any(
+        w
+        for p in packets
+        for m in p["missions"]
+        if m["lane"] == "lane-1"
+        for w in m["protected_writes"]
+    )
+    page = ws.parent / "replay.html"
+    cli("show", "last", "--html", str(page), cwd=ws, check=True)
+    assert (
+        "protected_write" in page.read_text() and "changed protected bench.py" in page.read_text()
+    )
+    assert status(ws)["status"] == "finished"
+    # status and the live view show the audit with what opened it and why it was decided so.
+    shown = cli("status", "last", cwd=ws, check=True).stdout
+    assert "trigger protected_write: turn 1 changed protected bench.py" in shown
+    assert "why lane-2: shown" in shown
+    live = _live(next(state_home.glob("runs/*/run.db")).parent)
+    assert "protected_write: turn 1 changed protected" in live and "M000002" in live
+
+
+def _live(run_dir: Path) -> str:
+    run, lanes, evs = load_run(run_dir)
+    fold = RunFold.from_run(run, lanes)
+    for e in evs:
+        fold.apply(e)
+    out = StringIO()
+    Console(file=out, width=300, color_system=None).print(
+        dashboard(fold.snapshot(), datetime.now(UTC))
+    )
+    return out.getvalue()

@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from flamechase.events import FlowEvent, register
-from flamechase.events.present import Row, Seen, Shown, and_, clip
+from flamechase.events.present import Cell, Row, Seen, Shown, and_, clip
 
 
 @register
@@ -90,7 +90,16 @@ class AuditOpened(FlowEvent):
             f"Audit {self.audit_id} {how}: {self.scope}, pausing {and_(self.targets)} "
             f"({self.trigger_kind}: {clip(self.why, 160)}).",
             "warn",
-            rows=(_audit_row(self.audit_id, self.revision, self.scope, self.targets, "quiescing"),),
+            rows=(
+                _audit_row(
+                    self.audit_id,
+                    self.revision,
+                    self.scope,
+                    self.targets,
+                    "quiescing",
+                    trigger=f"{self.trigger_kind}: {clip(self.why, 80)}",
+                ),
+            ),
         )
 
 
@@ -133,6 +142,13 @@ class DecisionRefused(FlowEvent):
             f"Audit {self.audit_id}: decision session {self.session} gave no valid decision "
             f"({clip(self.error, 200)}); nothing applied, a fresh session retries.",
             "fail",
+            rows=(
+                Row(
+                    "audits",
+                    self.audit_id,
+                    {"state": f"deciding: session {self.session} refused, a fresh one retries"},
+                ),
+            ),
         )
 
 
@@ -171,7 +187,14 @@ class AuditDecided(FlowEvent):
         said = and_([f"{v.get('lane')} {v.get('verdict')}" for v in self.verdicts])
         why = "; ".join(f"{v.get('lane')}: {clip(v.get('reason'), 100)}" for v in self.verdicts)
         targets = [str(v.get("lane")) for v in self.verdicts]
-        row = _audit_row(self.audit_id, self.revision, self.scope, targets, "decided: " + said)
+        row = _audit_row(
+            self.audit_id,
+            self.revision,
+            self.scope,
+            targets,
+            "decided: " + said,
+            why=clip(why, 160),
+        )
         return Shown(f"Audit {self.audit_id} decided: {said} ({why}).", "plan", rows=(row,))
 
 
@@ -210,12 +233,17 @@ class IntegrationMoved(FlowEvent):
         )
 
 
-def _audit_row(aid: str, revision: int, scope: str, targets: list[str], state: str) -> Row:
-    return Row(
-        "audits",
-        aid,
-        {"revision": revision, "scope": scope, "targets": ", ".join(targets), "state": state},
-    )
+def _audit_row(
+    aid: str, revision: int, scope: str, targets: list[str], state: str, **more: str
+) -> Row:
+    # `more`: what opened it (a trigger) or why it was decided so, kept beside its state.
+    cells: dict[str, Cell] = {
+        "revision": revision,
+        "scope": scope,
+        "targets": ", ".join(targets),
+        "state": state,
+    }
+    return Row("audits", aid, {**cells, **more})
 
 
 @register

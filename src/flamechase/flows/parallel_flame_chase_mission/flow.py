@@ -37,11 +37,12 @@ from flamechase.flows.parallel_flame_chase.flow import PfcState
 from flamechase.flows.parallel_flame_chase.planner import PLANNER
 from flamechase.flows.parallel_flame_chase_mission import apply as applying
 from flamechase.flows.parallel_flame_chase_mission import audits as au
-from flamechase.flows.parallel_flame_chase_mission import clocks
+from flamechase.flows.parallel_flame_chase_mission import clocks, integrate
 from flamechase.flows.parallel_flame_chase_mission import events as mev
 from flamechase.flows.parallel_flame_chase_mission import ingress as ing
 from flamechase.flows.parallel_flame_chase_mission import packet as pk
 from flamechase.flows.parallel_flame_chase_mission import prompts as mp
+from flamechase.flows.parallel_flame_chase_mission import protect as pr
 from flamechase.flows.parallel_flame_chase_mission import sim as msim
 from flamechase.flows.parallel_flame_chase_mission.decisions import Decision
 from flamechase.flows.parallel_flame_chase_mission.missions import Missions, Status, epoch
@@ -51,7 +52,6 @@ from flamechase.flows.parallel_flame_chase_mission.specs import (
     TERMINAL,
     MissionPlanResult,
     MissionReport,
-    MissionSpec,
 )
 
 MISSION_REPORT = ResultSpec(MissionReport)
@@ -76,6 +76,7 @@ class MissionState(FlowState):
     audits: au.Audits = au.Audits()
     queue: Queue = Queue()
     ingress: ing.Ingress = ing.Ingress()
+    protect: pr.Protect = pr.Protect()
     planned: int = 0  # the plan revision the missions were made from
     streak: dict[str, int] = {}  # lane -> failed turns in a row
     latest: dict[str, dict[str, Any]] = {}  # lane -> its latest report, as the packet shows it
@@ -143,10 +144,14 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
             return self._planned(state, event.at)
         if isinstance(event, ev.RunResumed) and state.audits.open:  # a resume tries again
             return state.replace(audits=state.audits.retry())
+        if isinstance(event, ev.TurnValid | ev.TurnFailed) and event.lane and self._globs(state):
+            state = state.replace(protect=state.protect.ended(event.lane, turn, event.attempt))
         if isinstance(event, ev.TurnValid) and event.lane:
             return self._outcome(state, event)
         if isinstance(event, ev.TurnFailed) and event.lane:
             return self._failed(state, event)
+        if isinstance(event, ev.Frozen) and event.key.startswith(pr.KEY):
+            return self._protected(state, event)
         if isinstance(event, mev.AuditTriggered):
             return self._clock(state, event)
         if isinstance(event, mev.AuditDeciding) and state.audits.open:
@@ -239,6 +244,19 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
         )
         return self._trigger(state, t)
 
+    def _globs(self, state: MissionState) -> list[str]:
+        return list(state.pfc.params.model_dump().get("protected_paths") or [])
+
+    def _protected(self, state: MissionState, e: ev.Frozen) -> MissionState:
+        lane = e.key.removeprefix(pr.KEY).rsplit(":", 2)[0]
+        m = state.missions.of(lane)
+        book, w = state.protect.frozen(e, m.id if m else None)
+        state = state.replace(protect=book)
+        if w is None:
+            return state
+        t = au.Trigger(id=f"{e.key}", kind="protected_write", lane=lane, why=w.said(), at=e.at)
+        return self._trigger(state, t)
+
     def _clock(self, state: MissionState, e: mev.AuditTriggered) -> MissionState:
         if e.trigger_kind == "periodic_global_review":
             hours = float(state.pfc.params.model_dump().get("global_audit_hours") or 0)
@@ -321,42 +339,9 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
     # ---- integration -----------------------------------------------------------------------
 
     def _verified(self, state: MissionState, e: ev.Ran) -> MissionState:
-        iid = e.key.removeprefix("verify:")
-        item = state.queue.items.get(iid)
-        if item is None or item.status != "queued":
-            return state
-        if not e.ok:
-            why = "its frozen package no longer verifies: " + str(e.receipt.get("error"))
-            q, owed = state.queue.move(iid, "rejected", why)
-            state = self._owe(state.replace(queue=q), owed)
-            t = au.Trigger(
-                id=f"invalid:{iid}",
-                kind="invalid_deliverable",
-                lane=item.source_lane,
-                why=f"integration {iid}: {why}",
-                at=e.at,
-            )
-            return self._trigger(state, t)
-        ms, owed = state.missions, []
-        current = ms.of(LANE1)
-        resume = None
-        if current is not None and current.status == "active":
-            ms, owed = ms.move(current.id, "paused", at=e.at, why=f"integrating {iid}")
-            resume = current.id
-        spec = MissionSpec.model_validate(pk.integration_spec(item)).model_dump(mode="json")
-        ms, more = ms.create(
-            LANE1,
-            spec,
-            at=e.at,
-            why=f"integrate {iid} from {item.source_lane}",
-            origin="integration",
-            resume=resume,
-            item=iid,
-        )
-        q, qowed = state.queue.move(
-            iid, "active", "verified; lane 1 integrates it", mission_id=ms.current[LANE1]
-        )
-        return self._owe(state.replace(missions=ms, queue=q), [*owed, *more, *qowed])
+        state, owed, t = integrate.verified(state, e)
+        state = self._owe(state, owed)
+        return self._trigger(state, t) if t else state
 
     # ---- deciding --------------------------------------------------------------------------
 
@@ -369,9 +354,11 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
             return out
         waiting = self._integration(state)
         out += waiting
+        globs = self._globs(state)
+        out += state.protect.commands(state.pfc.book, globs) if globs else []
         for c in base:
             if isinstance(c, StartTurn) and c.lane is not None and self._free(state, c.lane):
-                if c.lane == LANE1 and waiting:
+                if (c.lane == LANE1 and waiting) or (globs and state.protect.waits(c.lane)):
                     continue
                 out.append(dataclasses.replace(c, result=MISSION_REPORT))
         out += self._auditing(state, now)

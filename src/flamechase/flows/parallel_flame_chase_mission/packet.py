@@ -120,7 +120,11 @@ def packet(objective: str, a: Audit, state: MissionState) -> dict[str, Any]:
             "triggers": [t.model_dump() for t in a.triggers[-10:]],
             "earlier_sessions": list(a.errors),
         },
-        "missions": [_mission(m) for lane in a.targets if (m := state.missions.of(lane))],
+        "missions": [
+            {**_mission(m), "protected_writes": state.protect.of(lane)}
+            for lane in a.targets
+            if (m := state.missions.of(lane))
+        ],
         "other_lanes": {
             lane: {"mission": m.id, "title": m.title, "status": m.status}
             for lane in state.missions.current
