@@ -151,3 +151,47 @@ def test_a_users_decision_is_refused_like_a_leads(tmp_path: Path) -> None:
     assert decided["source"] == "rules"
     (refused,) = [a for a in by_front(evs, "anomaly")["P"] if a["what"] == "user-decision-refused"]
     assert "owner is not a builder of this front" in refused["detail"]
+
+
+def test_without_a_lead_the_rules_split_an_overloaded_builder_and_change_method(
+    tmp_path: Path,
+) -> None:
+    # The lead fails twice (an empty note), so the rules decide; the critic keeps 5 major
+    # tickets open for core, whose two globs the rules halve onto the spare builder lane.
+    owners = {"core": ["src/P/core.py", "src/P/notes.md"]}
+    ws = repo(
+        tmp_path,
+        {"P": {"target": 3, "plan": {"owners": owners}}},
+        blocks=2,
+        rounds_per_block=3,
+    )
+    config = {
+        "P": {
+            "lead": {"lead_note": ""},
+            "many": 5,
+            "as": {"core-b": {"skip_value": True, "write": {"src/P/notes.md": "notes\n"}}},
+        }
+    }
+    proc = run(tmp_path, ws, config, "lead=true", lead=True)
+    assert "Traceback" not in proc.stderr
+    evs = events(ws)
+    (decided,) = by_front(evs, "lead_decided")["P"]
+    assert decided["source"] == "rules" and decided["block"] == 2
+    assert decided["split"] == {"core": ["src/P/core.py"], "core-b": ["src/P/notes.md"]}
+    assert "its files are split" in decided["note"]
+    assert {c["call"] for c in decided["items"]} == {"recurring"}  # open 3 rounds
+    assert any(a["what"] == "lead-failed" for a in by_front(evs, "anomaly")["P"])
+    split_turns = [e for e in evs if e["kind"] == "turn_started" and e["lane"] == "P.split"]
+    assert split_turns and split_turns[0]["payload"]["turn"] == 4
+    # The recurring tickets reach round 4's builders saying "change method".
+    handoffs = [
+        e["payload"]["result"]["handoff"]
+        for e in evs
+        if e["kind"] == "turn_valid" and e["lane"] in ("P.core", "P.split")
+    ]
+    assert "METHOD M-" not in "".join(handoffs[:3]) and "METHOD M-" in "".join(handoffs[3:])
+    checked = {(c["owner"], c["round"]): c for c in by_front(evs, "builder_checked")["P"]}
+    assert checked[("core-b", 4)]["accepted"] >= 1 and checked[("core-b", 4)]["outside"] == []
+    lanes = {ln["lane"]: ln for ln in status(ws)["lanes"]}
+    assert lanes["P.split"]["owner"] == "core-b"
+    assert lanes["P.split"]["files"] == ["src/P/notes.md"]

@@ -25,6 +25,7 @@ from flamechase.flows.parrallello.decision import EVERY, LeadDecision, digest, f
 from flamechase.flows.parrallello.plan import FrontSpec
 from flamechase.flows.parrallello.rounds import Ctx, begin
 from flamechase.flows.parrallello.state import FrontState, spec_of
+from flamechase.globs import any_match
 
 __all__ = ["LeadDecision", "apply", "between", "brief", "by_rules", "on_turn"]
 
@@ -76,9 +77,10 @@ def brief(front: FrontState, spec: FrontSpec) -> dict[str, Any]:
     }
 
 
-def by_rules(front: FrontState) -> dict[str, Any]:
+def by_rules(front: FrontState, spec: FrontSpec) -> dict[str, Any]:
     """The decision the runtime takes without a lead: recurring items change method, a
-    builder with too many tickets splits its work by files."""
+    builder with too many tickets is split by its files onto the spare builder lane (when
+    the front has one and the builder more than one glob; told to split its work otherwise)."""
     recurring = [t for t in front.tickets if t.rounds_open >= RECURRING_ROUNDS - 1]
     items = [
         {
@@ -99,21 +101,44 @@ def by_rules(front: FrontState) -> dict[str, Any]:
     for t in front.tickets:
         who = t.owner or "?"
         load[who] = load.get(who, 0) + 1
+    split: dict[str, list[str]] | None = None
     for who, n in sorted(load.items()):
-        if n >= SPLIT_TICKETS:
+        if n < SPLIT_TICKETS:
+            continue
+        split = split or _rules_split(front, spec, who)
+        if split is not None and who in split:
+            lines.append(
+                f"Builder {who} has {n} open tickets: its files are split, "
+                + "; ".join(f"{o} owns {', '.join(g)}" for o, g in split.items())
+                + "."
+            )
+        else:
             lines.append(
                 f"Builder {who} has {n} open tickets: split the work by files, one file "
                 "group per round, most severe first."
             )
     note = "\n".join(lines) or "No recurring item: carry on with the open tickets."
-    return {"items": items, "tickets": [], "lead_note": note}
+    return {"items": items, "tickets": [], "lead_note": note, **({"split": split} if split else {})}
 
 
-def apply(front: FrontState, decision: Mapping[str, Any], spec: FrontSpec) -> FrontState:
-    """The next block's tickets, note and files from a validated decision."""
+def _rules_split(front: FrontState, spec: FrontSpec, who: str) -> dict[str, list[str]] | None:
+    """An overloaded sole builder's globs halved between it and a new owner on the spare
+    lane; None when there is no spare lane or nothing to halve."""
+    globs = list(spec.owners.get(who, ()))
+    if front.spare is None or len(spec.owners) != 1 or len(globs) < 2:
+        return None
+    half = (len(globs) + 1) // 2
+    return {who: globs[:half], f"{who}-b"[:40]: globs[half:]}
+
+
+def apply(
+    front: FrontState, decision: Mapping[str, Any], spec: FrontSpec, *, spread: bool = False
+) -> FrontState:
+    """The next block's tickets, note and files from a validated decision (`spread`: the
+    rules' split, which also spreads the tickets that name no file of their owner's)."""
     d = LeadDecision.model_validate(decision, context=context(front, spec))
     if d.split is not None:
-        front = _split(front, d.split)
+        front = _split(front, d.split, spread)
     calls = {c.id: c for c in d.items}
     kept = []
     for t in front.tickets:
@@ -138,12 +163,20 @@ def apply(front: FrontState, decision: Mapping[str, Any], spec: FrontSpec) -> Fr
     return front.replace(tickets=tickets, lead_note=d.lead_note)
 
 
-def _split(front: FrontState, split: Mapping[str, tuple[str, ...]]) -> FrontState:
+def _split(front: FrontState, split: Mapping[str, tuple[str, ...]], spread: bool) -> FrontState:
     """The builders own the split's files from now on (a new owner takes the spare lane);
     a ticket whose owner is gone is assigned by its files."""
     lanes = {o: front.owners.get(o) or front.spare or "" for o in split}
     spare = front.spare if front.spare not in lanes.values() else None
-    tickets = tuple(t if t.owner in split else t.replace(owner=None) for t in front.tickets)
+    tickets = tuple(
+        t
+        if t.owner is not None
+        and t.owner in split
+        and all(any_match(split[t.owner], f) for f in t.files)
+        and (t.files or not spread)
+        else t.replace(owner=None)  # assigned by its files
+        for t in front.tickets
+    )
     return front.replace(
         files={o: tuple(g) for o, g in split.items()}, owners=lanes, spare=spare, tickets=tickets
     )
@@ -205,7 +238,7 @@ def between(front: FrontState, ctx: Ctx, with_lead: bool) -> tuple[FrontState, l
     elif with_lead and status == "done":
         decision, source = dict(front.lead.get("decision") or {}), "lead"
     else:
-        decision, source = by_rules(front), "rules"
+        decision, source = by_rules(front, ctx.spec), "rules"
         if status == "failed":
             owed.append(
                 _anomaly(
@@ -215,7 +248,7 @@ def between(front: FrontState, ctx: Ctx, with_lead: bool) -> tuple[FrontState, l
                     "the runtime's rules decide this block",
                 )
             )
-    front = apply(front, decision, ctx.spec)
+    front = apply(front, decision, ctx.spec, spread=source == "rules")
     ctx = dataclasses.replace(ctx, spec=spec_of(ctx.plan, front))
     record = {"block": front.block + 1, "source": source, **decision}
     front = front.replace(lead={}, decisions=(*front.decisions, record))
