@@ -128,6 +128,8 @@ if conf.get("job"):  # a background job the builder leaves running when it finis
 json.dump({{"tickets": [{{"id": t["id"], "status": "claimed_fixed", "evidence": "raised VALUE"}}
                         for t in brief["tickets"]],
            "handoff": f"VALUE {{value}} -> {{value + 1}}\\n" + "\\n".join(escapes)
+                      + "".join(f"\\nMETHOD {{t['id']}}" for t in brief["tickets"]
+                                if t["detail"].startswith("CHANGE METHOD"))
                       + ("\\nLEAD: " + brief["lead_note"] if brief.get("lead_note") else "")}},
           open(os.environ["FLAMECHASE_REPORT"], "w"))
 """
@@ -144,6 +146,11 @@ if severity:
     findings.append({{"id": "c1", "severity": severity, "title": "the critic objects",
                       "evidence": "scripted", "owner": "core"}})
     tickets.append({{"id": "C-1", "severity": severity, "title": "answer the objection",
+                     "owner": "core"}})
+for i in range(conf.get("many", 0)):  # that many major tickets for core, every round
+    findings.append({{"id": f"m{{i}}", "severity": "major", "title": f"item {{i}}",
+                      "evidence": "scripted", "owner": "core"}})
+    tickets.append({{"id": f"M-{{i}}", "severity": "major", "title": f"item {{i}}",
                      "owner": "core"}})
 approve = conf.get("approve", "auto")
 if approve == "auto":

@@ -73,3 +73,125 @@ def test_a_lead_splits_a_front_by_files_onto_its_spare_builder(tmp_path: Path) -
     assert (ws / "src" / "P" / "core.py").read_text() == "VALUE = 3\n"
     lanes = {ln["lane"]: ln for ln in status(ws)["lanes"]}
     assert lanes["P.split"]["owner"] == "docs" and lanes["P.split"]["files"] == ["src/P/notes.md"]
+
+
+def _killed_in_block_one(tmp_path: Path, ws: Path) -> tuple[list[str], dict[str, str]]:
+    """Run until block 1's builder hangs, then kill the engine: a run to resume."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.flows.parrallello.scripted import actors
+    from tests.flows.parrallello.test_cli import FAST
+    from tests.helpers import FLAMECHASE
+
+    args, env = actors(tmp_path, {"P": {"hang_round": 1}})
+    cmd = ["exec", "-f", "parrallello", *args, "-p", FAST, "-p", "plan=PLAN.yaml", "raise"]
+    engine = subprocess.Popen(
+        [*FLAMECHASE, *cmd],
+        cwd=ws,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    home = Path(os.environ["FLAMECHASE_HOME"])
+    deadline = time.monotonic() + 120
+    while not list(home.glob("runs/*/lanes/P.core/started-1")):
+        assert engine.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    engine.send_signal(signal.SIGKILL)
+    engine.wait()
+    return cmd, env
+
+
+def test_a_users_decision_on_resume_decides_the_next_block(tmp_path: Path) -> None:
+    ws = repo(tmp_path, {"P": {"target": 3}}, blocks=2, rounds_per_block=1)
+    cmd, env = _killed_in_block_one(tmp_path, ws)
+    note = "From the user: raise VALUE to 3 in one edit."
+    (tmp_path / "decision.yaml").write_text(
+        "front: P\n"
+        f"lead_note: {note!r}\n"
+        "tickets: [{id: U-1, severity: major, title: VALUE to 3, owner: core}]\n"
+    )
+    proc = cli(*cmd, "-p", f"lead_decision={tmp_path / 'decision.yaml'}", cwd=ws, env=env)
+    assert proc.returncode == 0, proc.stderr
+    evs = events(ws)
+    (decided,) = by_front(evs, "lead_decided")["P"]
+    assert decided["source"] == "user" and decided["block"] == 2 and decided["note"] == note
+    assert "U-1" in decided["tickets"]
+    valid = [e for e in evs if e["kind"] == "turn_valid" and e["lane"] == "P.core"]
+    assert valid[-1]["payload"]["result"]["handoff"].endswith(f"LEAD: {note}")
+    st = status(ws)["fronts"]["P"]
+    assert st["status"] == "approved" and st["lead"]["decisions"][0]["source"] == "user"
+    assert (
+        "Your decision (-p lead_decision) decides front P's block 2" in cli("events", cwd=ws).stdout
+    )
+
+
+def test_a_users_decision_is_refused_like_a_leads(tmp_path: Path) -> None:
+    ws = repo(tmp_path, {"P": {"target": 3}}, blocks=2, rounds_per_block=1)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"lead_note": "go", "items": [{"id": "X", "call": "recurring"}]}')
+    proc = run(tmp_path, ws, {}, f"lead_decision={bad}")
+    assert proc.returncode != 0
+    assert "lead_decision" in proc.stderr and "state the change of method" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    # Valid alone but not for this front (an owner it does not have): an anomaly, the
+    # rules decide, and the run goes on.
+    (tmp_path / "stray.json").write_text(
+        '{"P": {"lead_note": "go", "tickets": '
+        '[{"id": "U", "severity": "major", "title": "t", "owner": "ghost"}]}}'
+    )
+    cmd, env = _killed_in_block_one(tmp_path, ws)
+    proc = cli(*cmd, "-p", f"lead_decision={tmp_path / 'stray.json'}", cwd=ws, env=env)
+    assert proc.returncode == 0, proc.stderr
+    evs = events(ws)
+    (decided,) = by_front(evs, "lead_decided")["P"]
+    assert decided["source"] == "rules"
+    (refused,) = [a for a in by_front(evs, "anomaly")["P"] if a["what"] == "user-decision-refused"]
+    assert "owner is not a builder of this front" in refused["detail"]
+
+
+def test_without_a_lead_the_rules_split_an_overloaded_builder_and_change_method(
+    tmp_path: Path,
+) -> None:
+    # The lead fails twice (an empty note), so the rules decide; the critic keeps 5 major
+    # tickets open for core, whose two globs the rules halve onto the spare builder lane.
+    owners = {"core": ["src/P/core.py", "src/P/notes.md"]}
+    ws = repo(
+        tmp_path,
+        {"P": {"target": 3, "plan": {"owners": owners}}},
+        blocks=2,
+        rounds_per_block=3,
+    )
+    config = {
+        "P": {
+            "lead": {"lead_note": ""},
+            "many": 5,
+            "as": {"core-b": {"skip_value": True, "write": {"src/P/notes.md": "notes\n"}}},
+        }
+    }
+    proc = run(tmp_path, ws, config, "lead=true", lead=True)
+    assert "Traceback" not in proc.stderr
+    evs = events(ws)
+    (decided,) = by_front(evs, "lead_decided")["P"]
+    assert decided["source"] == "rules" and decided["block"] == 2
+    assert decided["split"] == {"core": ["src/P/core.py"], "core-b": ["src/P/notes.md"]}
+    assert "its files are split" in decided["note"]
+    assert {c["call"] for c in decided["items"]} == {"recurring"}  # open 3 rounds
+    assert any(a["what"] == "lead-failed" for a in by_front(evs, "anomaly")["P"])
+    split_turns = [e for e in evs if e["kind"] == "turn_started" and e["lane"] == "P.split"]
+    assert split_turns and split_turns[0]["payload"]["turn"] == 4
+    # The recurring tickets reach round 4's builders saying "change method".
+    handoffs = [
+        e["payload"]["result"]["handoff"]
+        for e in evs
+        if e["kind"] == "turn_valid" and e["lane"] in ("P.core", "P.split")
+    ]
+    assert "METHOD M-" not in "".join(handoffs[:3]) and "METHOD M-" in "".join(handoffs[3:])
+    checked = {(c["owner"], c["round"]): c for c in by_front(evs, "builder_checked")["P"]}
+    assert checked[("core-b", 4)]["accepted"] >= 1 and checked[("core-b", 4)]["outside"] == []
+    lanes = {ln["lane"]: ln for ln in status(ws)["lanes"]}
+    assert lanes["P.split"]["owner"] == "core-b"
+    assert lanes["P.split"]["files"] == ["src/P/notes.md"]

@@ -4,6 +4,7 @@ without one; its note binds the next block's builders and critic."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -134,3 +135,27 @@ def test_the_runs_last_line_reports_each_fronts_rounds_score_minors_and_cost() -
     d = Driver(plan(front(), blocks=1, rounds_per_block=2), Script(cost=0.25)).run()
     assert d.finished is not None
     assert d.finished.reason == "P1 approved (2 round(s), gate 1/1 PASS, 0 minor(s) left, $1.00)"
+
+
+def test_a_users_decision_file_is_read_whole_and_validated_alone(tmp_path: Path) -> None:
+    import pytest
+
+    from flamechase.flows.parrallello.decision import load_decisions
+
+    one = tmp_path / "one.yaml"
+    one.write_text("lead_note: go\nfront: P\n")
+    assert load_decisions(str(one)) == {"P": {"lead_note": "go"}}
+    every = tmp_path / "every.json"
+    every.write_text('{"lead_note": "go"}')
+    assert load_decisions(str(every)) == {"*": {"lead_note": "go"}}
+    assert load_decisions({"P": {"lead_note": "go"}}) == {"P": {"lead_note": "go"}}  # stored
+    for text, words in [
+        ("[1]", "a mapping"),
+        ('{"P": {"lead_note": ""}}', "front P: lead_note"),
+        ('{"lead_note": "x", "extra": 1}', "extra"),
+    ]:
+        every.write_text(text)
+        with pytest.raises(ValueError, match=words):
+            load_decisions(str(every))
+    with pytest.raises(ValueError, match="cannot read it"):
+        load_decisions(str(tmp_path / "missing.yaml"))

@@ -291,7 +291,7 @@ class LeadDecided(FlowEvent):
     kind: ClassVar[str] = "lead_decided"
     front: str = ""
     block: int = 1
-    source: str = "rules"  # lead | rules
+    source: str = "rules"  # lead | user (-p lead_decision) | rules
     items: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     tickets: list[str] = dataclasses.field(default_factory=list)
     note: str = ""
@@ -304,6 +304,7 @@ class LeadDecided(FlowEvent):
 
     def show(self, seen: Seen) -> Shown:
         who = "The lead decides" if self.source == "lead" else "The runtime's rules decide"
+        who = "Your decision (-p lead_decision) decides" if self.source == "user" else who
         calls = ", ".join(
             f"{c.get('id')} {c.get('call')}" for c in self.items if isinstance(c, Mapping)
         )

@@ -14,97 +14,24 @@ against the front (ids of open tickets, owners of the front) and records it
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from collections.abc import Mapping
+from typing import Any
 
 from flamechase import events as ev
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import tickets as tk
-from flamechase.flows.parrallello.plan import ID, FrontSpec
+from flamechase.flows.parrallello.decision import EVERY, LeadDecision, digest, first_error
+from flamechase.flows.parrallello.plan import FrontSpec
 from flamechase.flows.parrallello.rounds import Ctx, begin
 from flamechase.flows.parrallello.state import FrontState, spec_of
-from flamechase.flows.parrallello.verdict import TicketIn
-from flamechase.globs import any_match, overlap
+from flamechase.globs import any_match
 
 __all__ = ["LeadDecision", "apply", "between", "brief", "by_rules", "on_turn"]
 
 RECURRING_ROUNDS = 3  # an item open this many rounds is recurring: change method
 SPLIT_TICKETS = 5  # a builder with this many open tickets is told to split its work by files
-NOTE_CHARS = 1500
 LEAD_TRIES = 2  # a lead that fails twice leaves the block to the rules
-
-
-class ItemCall(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    id: str = Field(min_length=1, max_length=80)
-    call: Literal["recurring", "regression", "miscalibrated", "too_big"]
-    method: str = Field(default="", max_length=600)  # recurring: the change of method
-
-    @model_validator(mode="after")
-    def _method(self) -> ItemCall:
-        if self.call == "recurring" and len(self.method.strip()) < 10:
-            raise ValueError(f"item {self.id} is recurring: state the change of method")
-        return self
-
-
-class LeadDecision(BaseModel):
-    """A lead's decision for a front's next block (validated against the front)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    items: tuple[ItemCall, ...] = Field(default=(), max_length=16)
-    tickets: tuple[TicketIn, ...] = Field(default=(), max_length=8)
-    lead_note: str = Field(min_length=1, max_length=NOTE_CHARS)
-    # The front's files split between (at most two) builders from the next block on: each
-    # entry one of its globs or a path (no wildcard) inside them, no file for both.
-    split: dict[str, tuple[str, ...]] | None = Field(default=None, min_length=1, max_length=2)
-
-    @model_validator(mode="after")
-    def _known(self, info: ValidationInfo) -> LeadDecision:
-        ctx = info.context or {}
-        if self.split is not None and "files" in ctx:
-            _check_split(self.split, ctx["files"], bool(ctx.get("spare")))
-        open_ids, owners = ctx.get("open"), ctx.get("owners")
-        if isinstance(open_ids, list | tuple):
-            stray = [c.id for c in self.items if c.id not in open_ids]
-            if stray:
-                raise ValueError(f"item {stray[0]} is not an open ticket of this front")
-        if isinstance(owners, list | tuple):
-            owners = list(self.split) if self.split else owners  # the builders of next block
-            bad = [t.id for t in self.tickets if t.owner is not None and t.owner not in owners]
-            if bad:
-                raise ValueError(f"ticket {bad[0]}'s owner is not a builder of this front")
-        return self
-
-
-def _check_split(
-    split: Mapping[str, tuple[str, ...]], files: Mapping[str, Sequence[str]], spare: bool
-) -> None:
-    owned = [g for globs in files.values() for g in globs]
-    new = [o for o in split if o not in files]
-    if any(not re.fullmatch(ID, o) for o in split):
-        raise ValueError("split: an owner is a short name (letters, digits, _ -)")
-    if len(new) > (1 if spare else 0):  # the split's owners replace the front's
-        raise ValueError(
-            "split: this front has no builder lane for another owner"
-            if not spare
-            else "split: at most one new owner (the front's spare builder lane)"
-        )
-    for o, globs in split.items():
-        if not globs:
-            raise ValueError(f"split: owner {o} gets no files")
-        for g in globs:
-            inside = g in owned or (not any(c in g for c in "*?[") and any_match(owned, g))
-            if not inside:
-                raise ValueError(f"split: {g} is not one of the front's files")
-    pairs = [(o, g) for o, globs in split.items() for g in globs]
-    for (a, ga), (b, gb) in itertools.combinations(pairs, 2):
-        if a != b and (sample := overlap(ga, gb)) is not None:
-            raise ValueError(f"split: {a} ({ga}) and {b} ({gb}) would both own {sample}")
 
 
 def context(front: FrontState, spec: FrontSpec | None = None) -> dict[str, Any]:
@@ -150,9 +77,10 @@ def brief(front: FrontState, spec: FrontSpec) -> dict[str, Any]:
     }
 
 
-def by_rules(front: FrontState) -> dict[str, Any]:
+def by_rules(front: FrontState, spec: FrontSpec) -> dict[str, Any]:
     """The decision the runtime takes without a lead: recurring items change method, a
-    builder with too many tickets splits its work by files."""
+    builder with too many tickets is split by its files onto the spare builder lane (when
+    the front has one and the builder more than one glob; told to split its work otherwise)."""
     recurring = [t for t in front.tickets if t.rounds_open >= RECURRING_ROUNDS - 1]
     items = [
         {
@@ -173,21 +101,44 @@ def by_rules(front: FrontState) -> dict[str, Any]:
     for t in front.tickets:
         who = t.owner or "?"
         load[who] = load.get(who, 0) + 1
+    split: dict[str, list[str]] | None = None
     for who, n in sorted(load.items()):
-        if n >= SPLIT_TICKETS:
+        if n < SPLIT_TICKETS:
+            continue
+        split = split or _rules_split(front, spec, who)
+        if split is not None and who in split:
+            lines.append(
+                f"Builder {who} has {n} open tickets: its files are split, "
+                + "; ".join(f"{o} owns {', '.join(g)}" for o, g in split.items())
+                + "."
+            )
+        else:
             lines.append(
                 f"Builder {who} has {n} open tickets: split the work by files, one file "
                 "group per round, most severe first."
             )
     note = "\n".join(lines) or "No recurring item: carry on with the open tickets."
-    return {"items": items, "tickets": [], "lead_note": note}
+    return {"items": items, "tickets": [], "lead_note": note, **({"split": split} if split else {})}
 
 
-def apply(front: FrontState, decision: Mapping[str, Any], spec: FrontSpec) -> FrontState:
-    """The next block's tickets, note and files from a validated decision."""
+def _rules_split(front: FrontState, spec: FrontSpec, who: str) -> dict[str, list[str]] | None:
+    """An overloaded sole builder's globs halved between it and a new owner on the spare
+    lane; None when there is no spare lane or nothing to halve."""
+    globs = list(spec.owners.get(who, ()))
+    if front.spare is None or len(spec.owners) != 1 or len(globs) < 2:
+        return None
+    half = (len(globs) + 1) // 2
+    return {who: globs[:half], f"{who}-b"[:40]: globs[half:]}
+
+
+def apply(
+    front: FrontState, decision: Mapping[str, Any], spec: FrontSpec, *, spread: bool = False
+) -> FrontState:
+    """The next block's tickets, note and files from a validated decision (`spread`: the
+    rules' split, which also spreads the tickets that name no file of their owner's)."""
     d = LeadDecision.model_validate(decision, context=context(front, spec))
     if d.split is not None:
-        front = _split(front, d.split)
+        front = _split(front, d.split, spread)
     calls = {c.id: c for c in d.items}
     kept = []
     for t in front.tickets:
@@ -212,12 +163,20 @@ def apply(front: FrontState, decision: Mapping[str, Any], spec: FrontSpec) -> Fr
     return front.replace(tickets=tickets, lead_note=d.lead_note)
 
 
-def _split(front: FrontState, split: Mapping[str, tuple[str, ...]]) -> FrontState:
+def _split(front: FrontState, split: Mapping[str, tuple[str, ...]], spread: bool) -> FrontState:
     """The builders own the split's files from now on (a new owner takes the spare lane);
     a ticket whose owner is gone is assigned by its files."""
     lanes = {o: front.owners.get(o) or front.spare or "" for o in split}
     spare = front.spare if front.spare not in lanes.values() else None
-    tickets = tuple(t if t.owner in split else t.replace(owner=None) for t in front.tickets)
+    tickets = tuple(
+        t
+        if t.owner is not None
+        and t.owner in split
+        and all(any_match(split[t.owner], f) for f in t.files)
+        and (t.files or not spread)
+        else t.replace(owner=None)  # assigned by its files
+        for t in front.tickets
+    )
     return front.replace(
         files={o: tuple(g) for o, g in split.items()}, owners=lanes, spare=spare, tickets=tickets
     )
@@ -238,36 +197,58 @@ def on_turn(front: FrontState, event: ev.TurnEnded) -> FrontState:
     return front
 
 
+def _users(front: FrontState, ctx: Ctx) -> tuple[FrontState, dict[str, Any] | None, list[Command]]:
+    """The user's decision (-p lead_decision) for this front, if it has not taken it yet and
+    it is valid for the front (refused like a lead's otherwise: an anomaly, the rules)."""
+    given = ctx.knobs.lead_decision or {}
+    decision = given.get(front.id, given.get(EVERY))
+    if decision is None or digest(decision) == front.user_decided:
+        return front, None, []
+    front = front.replace(user_decided=digest(decision))
+    try:
+        LeadDecision.model_validate(decision, context=context(front, ctx.spec))
+    except ValueError as exc:
+        detail = f"-p lead_decision refused for front {front.id}: {first_error(exc)}"
+        return front, None, [_anomaly(front, "user-decision-refused", detail)]
+    return front, dict(decision), []
+
+
+def _anomaly(front: FrontState, what: str, detail: str) -> Emit:
+    return Emit(
+        fev.Anomaly(lane=front.lane, front=front.id, round=front.rounds, what=what, detail=detail)
+    )
+
+
 def between(front: FrontState, ctx: Ctx, with_lead: bool) -> tuple[FrontState, list[Command]]:
     """The next block starts once its recalibration (if any) is taken and its decision is
-    in: the lead's, or the rules' without a lead (or when the lead failed twice)."""
+    in: the user's (once, when given), else the lead's, else the rules' (without a lead, or
+    when the lead failed twice)."""
     if front.pending is not None:
         return front, []  # taken first (`front.commands`), then this again
+    front, users, owed = _users(front, ctx)
+    with_lead = with_lead and not owed  # a refused user's decision: the rules decide
     status = front.lead.get("status")
-    if with_lead and status is None:
+    if users is None and with_lead and status is None:
         turn = front.lane_turns + 1
-        return front.replace(lead={"status": "running", "turn": turn}, lane_turns=turn), []
-    if with_lead and status == "running":
-        return front, []
-    owed: list[Command] = []
-    if with_lead and status == "done":
+        return front.replace(lead={"status": "running", "turn": turn}, lane_turns=turn), owed
+    if users is None and with_lead and status == "running":
+        return front, owed
+    if users is not None:
+        decision, source = users, "user"
+    elif with_lead and status == "done":
         decision, source = dict(front.lead.get("decision") or {}), "lead"
     else:
-        decision, source = by_rules(front), "rules"
+        decision, source = by_rules(front, ctx.spec), "rules"
         if status == "failed":
             owed.append(
-                Emit(
-                    fev.Anomaly(
-                        lane=front.lane,
-                        front=front.id,
-                        round=front.rounds,
-                        what="lead-failed",
-                        detail=f"the lead failed twice ({front.lead.get('error')}); "
-                        "the runtime's rules decide this block",
-                    )
+                _anomaly(
+                    front,
+                    "lead-failed",
+                    f"the lead failed twice ({front.lead.get('error')}); "
+                    "the runtime's rules decide this block",
                 )
             )
-    front = apply(front, decision, ctx.spec)
+    front = apply(front, decision, ctx.spec, spread=source == "rules")
     ctx = dataclasses.replace(ctx, spec=spec_of(ctx.plan, front))
     record = {"block": front.block + 1, "source": source, **decision}
     front = front.replace(lead={}, decisions=(*front.decisions, record))

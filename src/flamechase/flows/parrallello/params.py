@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from flamechase.flow import CopyParams
+from flamechase.flows.parrallello.decision import load_decisions
 from flamechase.flows.parrallello.plan import PlanSpec, load_plan
 
 __all__ = ["ParrallelloParams"]
@@ -61,7 +62,21 @@ class ParrallelloParams(CopyParams):
         "binds the next block); without it the runtime's rules do",
     )
 
+    lead_decision: dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        description="a file of the lead decision's schema (one decision, with an optional "
+        "`front`, or front id -> decision), typically on resume: validated like a lead's, "
+        "taken once by each front it names at its next block end, recorded and shown",
+    )
+
     _plan: PlanSpec | None = PrivateAttr(default=None)
+
+    @field_validator("lead_decision", mode="before")
+    @classmethod
+    def _decision(cls, value: object) -> dict[str, dict[str, Any]] | None:
+        # Read here so that the file's content (not its path) is what the run stores and
+        # its resume event carries: the decider never reads a file.
+        return None if value is None else load_decisions(value)
 
     @field_validator("plan")
     @classmethod

@@ -172,6 +172,7 @@ class FrontState(FlowState):
     spare: str | None = None  # a builder lane no owner has yet (for a split)
     lead_note: str = ""  # the last decision's note: binds the block's builders and critic
     decisions: tuple[dict[str, Any], ...] = ()  # every decision between blocks, by block
+    user_decided: str = ""  # the digest of the user's decision (-p lead_decision) it took
     tickets: tuple[Ticket, ...] = ()
     handoffs: dict[str, str] = {}
     block: int = 0
@@ -210,6 +211,7 @@ class Knobs(FlowState):
     stop_share: float = 0.92
     fronts: int = 3
     lead: bool = False
+    lead_decision: dict[str, dict[str, Any]] | None = None  # a user's, by front id (or `*`)
 
     @classmethod
     def of(cls, params: ParrallelloParams) -> Knobs:
