@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench import history
+
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
 
@@ -364,8 +366,6 @@ def hashing(tmp: Path, rounds: int, mb: int) -> list[Figure]:
 
 def slope(tmp: Path, rounds: int) -> list[Figure]:
     """`status` and resume at 10,000 turns against the same at 100 (bench/history.py)."""
-    from bench import history
-
     small = history.make_run(tmp / "hist-100", 100)
     big = history.make_run(tmp / "hist-10000", 10_000)
     out = []
@@ -432,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(d)
         figures += startup(rounds * 2)
         figures += turns_figures(tmp, rounds, 10 if args.quick else 60)
+        notes.append(history.turn_files(tmp / "home"))
         more, said = copies(
             tmp, rounds, 500 if args.quick else 20_000, 4096 if args.quick else 10_000
         )

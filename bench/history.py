@@ -99,3 +99,24 @@ def resume_ms(run_dir: Path) -> Callable[[], float]:
         return (time.perf_counter() - t0) * 1000 / REPEAT
 
     return run
+
+
+# What each turn left before engine/turnfiles.py settled them, measured with the same runs
+# (flame_chase, the bench's exec agent, jail off) on 2026-12-02 from main at 80a5bc8.
+BEFORE_TURN_FILES = "16.0 KB allocated, 1,065 B of content"
+
+
+def turn_files(home: Path) -> str:
+    """What the runs under FLAMECHASE_HOME `home` left per turn under lanes/*/turns."""
+    dirs = [d for d in home.glob("runs/*/lanes/*/turns/*") if d.is_dir()]
+    if not dirs:
+        return "files a turn leaves under lanes/*/turns: no turn directory found"
+    files = [f for d in dirs for f in d.iterdir() if f.is_file()]
+    allocated = sum(p.lstat().st_blocks * 512 for p in [*dirs, *files])
+    content = sum(f.lstat().st_size for f in files)
+    return (
+        f"files a turn leaves under lanes/*/turns ({len(dirs)} turns of flame_chase, exec "
+        f"agent): {allocated / len(dirs) / 1024:.1f} KB allocated, {content / len(dirs):,.0f} B "
+        f"of content, its directory included; before they were settled "
+        f"(engine/turnfiles.py): {BEFORE_TURN_FILES}"
+    )
