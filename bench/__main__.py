@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench import history
+
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
 
@@ -362,6 +364,20 @@ def hashing(tmp: Path, rounds: int, mb: int) -> list[Figure]:
 # ---- the report -------------------------------------------------------------------------
 
 
+def slope(tmp: Path, rounds: int) -> list[Figure]:
+    """`status` and resume at 10,000 turns against the same at 100 (bench/history.py)."""
+    small = history.make_run(tmp / "hist-100", 100)
+    big = history.make_run(tmp / "hist-10000", 10_000)
+    out = []
+    for what, timer in (
+        ("`status` (run_status)", history.status_ms),
+        ("resume's reads", history.resume_ms),
+    ):
+        a, b = interleave(rounds, timer(big), timer(small))
+        out.append(Figure(f"{what}, 10,000 turns and events", "ms", a, "the same at 100", b))
+    return out
+
+
 def hmz_python() -> str | None:
     for name in ("python3.14", "python3.13", "python3.12"):
         found = shutil.which(name)
@@ -416,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(d)
         figures += startup(rounds * 2)
         figures += turns_figures(tmp, rounds, 10 if args.quick else 60)
+        notes.append(history.turn_files(tmp / "home"))
         more, said = copies(
             tmp, rounds, 500 if args.quick else 20_000, 4096 if args.quick else 10_000
         )
@@ -423,9 +440,10 @@ def main(argv: list[str] | None = None) -> int:
         notes += said
         figures += lanes3_bytes(tmp, 2 if args.quick else rounds, 5 if args.quick else 200)
         figures += hashing(tmp, rounds, 16 if args.quick else 256)
+        figures += slope(tmp, rounds * 2)
     notes.append(
         "not measured yet: the jail's start-up (runs here have sandbox=off), 8 lanes, "
-        "resume/status/replay at 100-100,000 events, copies on a reflink file system"
+        "replay at 100-100,000 events, status and resume at 100,000, copies on a reflink file system"
     )
     text = report(figures, notes, args.quick, time.monotonic() - t0)
     args.out.write_text(text)

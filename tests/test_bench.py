@@ -26,9 +26,19 @@ def test_quick_bench_reports_each_figure_with_its_peer_and_ratio(tmp_path: Path)
     text = out.read_text()
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
     figures = "\n".join(rows[1:])
-    for what in ("--help", "first agent", "start-to-start gap", "turns/s", "peak RSS", "3-lane"):
+    for what in (
+        "--help",
+        "first agent",
+        "start-to-start gap",
+        "turns/s",
+        "peak RSS",
+        "3-lane",
+        "`status` (run_status), 10,000 turns",
+        "resume's reads, 10,000 turns",
+    ):
         assert what in figures, what
     for peer in ("`cp -a`", "`cp -a --reflink=auto`", "`git worktree add`", "`sha256sum`"):
         assert peer in figures, peer
     assert all(row.split("|")[5].strip().startswith("x") for row in rows[1:]), figures
     assert "hmz 0.2.2" in text and "load average" in text
+    assert "files a turn leaves under lanes/*/turns" in text

@@ -762,7 +762,7 @@ def test_state_home_run_dirs_and_turn_files_are_private(tmp_path: Path, state_ho
     for lane in ("lane-1", "lane-2"):
         d = run_dir / "lanes" / lane
         private += [d, d / "turns", d / "artifacts", *d.glob("turns/*")]
-        private += [*d.glob("turns/*/prompt.md"), *d.glob("turns/*/inbox.json")]
+        private += [*d.glob("turns/*/prompt.md*"), *d.glob("turns/*/inbox.json")]
     assert len(private) > 15
     loose = {
         str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.lstat().st_mode))

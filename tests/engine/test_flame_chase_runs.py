@@ -5,6 +5,7 @@ Actors are `exec:` shell scripts; the database, processes and files are real.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -85,7 +86,9 @@ def test_exec_actor_gets_its_contract(ws: Path, tmp_path: Path) -> None:
     for key in ("FLAMECHASE_REPORT", "FLAMECHASE_USAGE", "FLAMECHASE_PROMPT", "FLAMECHASE_RUN_DIR"):
         assert env[key]
     assert "the objective" in (ws / "stdin.txt").read_text()
-    assert Path(env["FLAMECHASE_PROMPT"]).read_text() == (ws / "stdin.txt").read_text()
+    # Once the turn is recorded its prompt is kept gzipped (engine/turnfiles.py).
+    kept = Path(env["FLAMECHASE_PROMPT"] + ".gz").read_bytes()
+    assert gzip.decompress(kept).decode() == (ws / "stdin.txt").read_text()
     assert (ws / "cwd.txt").read_text().strip() == str(ws)
 
 

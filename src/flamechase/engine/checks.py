@@ -106,6 +106,9 @@ class Checks:
         self.turn_role: dict[tuple[str, int], str] = {}  # (lane, number) -> its role
         self.valid: set[tuple[str, int]] = set()  # (slot, number) of valid turns
         self.dropped: set[str] = set()  # places dropped (and not made again since)
+        # A stored run's turns, asked one (slot, number) at a time rather than loaded whole,
+        # so resuming a long run costs the same as a short one: (first role, was it valid).
+        self.stored: Callable[[str, int], tuple[str | None, bool]] | None = None
 
     @classmethod
     def of_run(
@@ -115,9 +118,10 @@ class Checks:
         checks = cls(flow, roles, lanes)
         checks.load(
             [m["key"] for m in reader.measurements()],
-            [*reader.turns(), *reader.inflight()],
+            reader.inflight(),
             [str(e["payload"].get("place")) for e in reader.events_of("place_dropped")],
         )
+        checks.stored = reader.turn_of
         return checks
 
     def load(
@@ -224,15 +228,16 @@ class Checks:
         for other in c.reads:
             place(c, other, "reads place")
         slot = c.lane if c.lane is not None else f"@{c.role}"
+        stored = self.stored(slot, c.number) if self.stored else (None, False)
         if c.lane is not None:
-            had = self.turn_role.get((c.lane, c.number))
+            had = self.turn_role.get((c.lane, c.number), stored[0])
             if had is not None and had != c.role:
                 self._bad(
                     c,
                     f"turn {c.number} of {c.lane} is {had}'s; one role per turn number "
                     "in a lane (number the next turn anew)",
                 )
-        if (slot, c.number) in self.valid:
+        if (slot, c.number) in self.valid or stored[1]:
             self._bad(
                 c,
                 f"turn {c.number} of {c.lane or c.role} was valid already; evolve() must "

@@ -19,7 +19,6 @@ from flamechase import events as ev
 from flamechase.engine.executor import Executor, MeasureJob, TurnResult
 from flamechase.engine.flowcode import FlowCode
 from flamechase.engine.measurelock import MeasurementLock
-from flamechase.engine.remote import shipping
 from flamechase.engine.scheduling import Planned
 from flamechase.flow import commands as cm
 from flamechase.store.blobs import ArtifactRefused
@@ -225,10 +224,16 @@ class Jobs:
             return TurnDone(planned, command, result)
         try:
             if result.artifacts:  # the turn ran elsewhere: its files land first, hash-checked
+                # Imported here: only turns run on another node need it (tarfile and all), and
+                # every `exec` would otherwise pay for it before its first agent.
+                from flamechase.engine.remote import shipping
+
                 await self.offload(shipping.land, planned.artifact_root, result.artifacts)
             refs = self.code.declared_artifacts(command.result, result.result)
             frozen = await self.offload(dirs.blobs.freeze, planned.artifact_root, refs)
             if result.artifacts:
+                from flamechase.engine.remote import shipping
+
                 shipping.check_frozen(frozen, result.artifacts)
         except ArtifactRefused as exc:
             return TurnDone(planned, command, result, refusal=f"invalid deliverable: {exc}")

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flamechase import events as ev
-from flamechase.engine import diskfull, opening
+from flamechase.engine import diskfull, opening, turnfiles
 from flamechase.engine.admission import BudgetTracker
 from flamechase.engine.checks import Checks, Progress
 from flamechase.engine.clock import Clock, RealClock
@@ -630,6 +630,7 @@ class Engine:
             if forget:
                 self.ledger.writer.forget_procs(forget)
             self._instants_in_tx()
+        turnfiles.settle(done.planned.io_dir, valid=isinstance(event, ev.TurnValid))
         if r.flow_error:  # recorded as failed, and the run stops on the flow's bug
             raise FlowCodeError(f"flow {self.flow.name}'s {r.error}", r.flow_error)
 

@@ -164,23 +164,8 @@ def budget_of(prep: Prepared, reader: Reader, clock: Clock) -> BudgetTracker:
         float(reader.run()["active_seconds"]),
         clock,
     )
-    tracker.reserved = owed_retakes(reader)
+    tracker.reserved = reader.owed_retakes()  # cut counted turns not taken again
     return tracker
-
-
-def owed_retakes(reader: Reader) -> set[str]:
-    """Slots of counted turns that were cut (interrupted, limited) and not yet taken again."""
-    done: set[tuple[str, int]] = set()
-    cut: dict[str, int] = {}
-    for t in reader.turns():
-        if not t["lane"] or not t.get("counted", 1):
-            continue
-        key = (t["lane"], t["number"])
-        if t["status"] in ("valid", "failed"):
-            done.add(key)
-        elif t["status"] in ("interrupted", "limited"):
-            cut[t["lane"]] = t["number"]
-    return {lane for lane, number in cut.items() if (lane, number) not in done}
 
 
 def recover(ledger: Ledger, reader: Reader, budget: BudgetTracker) -> list[dict[str, Any]]:

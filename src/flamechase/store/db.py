@@ -293,10 +293,23 @@ class Writer:
             row["report"] = _dumps(report)
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        cur = self._x(
-            f"INSERT INTO turns ({cols}) VALUES ({marks})",  # noqa: S608
-            tuple(row.values()),
-        )
+        counts = row.get("status") in ("valid", "failed") and row.get("counted", 1)
+        with self.transaction():
+            cur = self.conn.execute(
+                f"INSERT INTO turns ({cols}) VALUES ({marks})",  # noqa: S608
+                tuple(row.values()),
+            )
+            # The kept spend: what resume and `status` read instead of summing every turn.
+            self.conn.execute(
+                "UPDATE spend SET turns = turns + ?, cost = cost + ?,"
+                " output_tokens = output_tokens + ?, input_tokens = input_tokens + ?",
+                (
+                    1 if counts else 0,
+                    float(row.get("cost_usd") or 0),
+                    int(row.get("output_tokens") or 0),
+                    int(row.get("input_tokens") or 0),
+                ),
+            )
         return int(cur.lastrowid or 0)
 
     # ---- reports, cursors, artifacts, submissions ------------------------------------------
@@ -440,6 +453,17 @@ class Reader:
             out.append(d)
         return out
 
+    def turn_of(self, slot: str, number: int) -> tuple[str | None, bool]:
+        """Turn `number` of `slot` (a lane, or `@role`): the role of its first attempt and
+        whether an attempt was valid, through the (lane, number, attempt) key."""
+        r = self._q(
+            "SELECT (SELECT role FROM turns WHERE lane = ?1 AND number = ?2 ORDER BY attempt"
+            " LIMIT 1) AS role, EXISTS (SELECT 1 FROM turns WHERE lane = ?1 AND number = ?2"
+            " AND status = 'valid') AS valid",
+            (slot, number),
+        )[0]
+        return r["role"], bool(r["valid"])
+
     def solo_turns(self) -> list[dict[str, Any]]:
         """Per role that takes turns outside lanes (slot `@role`): its turns (valid and
         failed), valid ones, and the error of its last turn, in the order they first ran."""
@@ -449,23 +473,38 @@ class Reader:
             " count(*) FILTER (WHERE status = 'valid') AS valid,"
             " (SELECT error FROM turns t WHERE t.lane = turns.lane ORDER BY id DESC LIMIT 1)"
             " AS last_error"
-            " FROM turns WHERE lane LIKE '@%' GROUP BY lane ORDER BY first"
+            " FROM turns WHERE lane >= '@' AND lane < 'A' GROUP BY lane ORDER BY first"
         )
         return [dict(r) for r in rows]
 
     def spend(self) -> dict[str, float]:
-        r = self._q(
-            "SELECT count(*) FILTER (WHERE status IN ('valid','failed') AND counted = 1)"
-            " AS turns,"
-            " coalesce(sum(cost_usd),0) AS cost, coalesce(sum(output_tokens),0) AS out_tok,"
-            " coalesce(sum(input_tokens),0) AS in_tok FROM turns"
-        )[0]
-        return {
-            "turns": r["turns"],
-            "cost": r["cost"],
-            "output_tokens": r["out_tok"],
-            "input_tokens": r["in_tok"],
-        }
+        """Counted turns, cost and tokens so far: the one row the writer keeps (a database
+        older than migration 3 is summed)."""
+        try:
+            rows = self._q("SELECT turns, cost, output_tokens, input_tokens FROM spend")
+        except StoreError:  # no spend table yet: an older database, opened read-only
+            rows = self._q(
+                "SELECT count(*) FILTER (WHERE status IN ('valid','failed') AND counted = 1)"
+                " AS turns, coalesce(sum(cost_usd),0) AS cost,"
+                " coalesce(sum(output_tokens),0) AS output_tokens,"
+                " coalesce(sum(input_tokens),0) AS input_tokens FROM turns"
+            )
+        r = rows[0]
+        return {k: r[k] for k in ("turns", "cost", "output_tokens", "input_tokens")}
+
+    def owed_retakes(self) -> set[str]:
+        """Lanes whose last cut counted turn (interrupted, limited) was not taken again
+        (no valid or failed counted turn of the same number): read from the cut turns'
+        index and the (lane, number) key, not from every turn."""
+        rows = self._q(
+            "SELECT c.lane FROM turns c"
+            " WHERE c.status IN ('interrupted', 'limited') AND c.counted = 1 AND c.lane != ''"
+            " AND c.id = (SELECT max(x.id) FROM turns x WHERE x.lane = c.lane"
+            "   AND x.status IN ('interrupted', 'limited') AND x.counted = 1)"
+            " AND NOT EXISTS (SELECT 1 FROM turns d WHERE d.lane = c.lane"
+            "   AND d.number = c.number AND d.status IN ('valid', 'failed') AND d.counted = 1)"
+        )
+        return {str(r["lane"]) for r in rows}
 
     def cursors(self, consumer: str) -> dict[str, int]:
         return {
@@ -546,10 +585,12 @@ class Reader:
 
     def last_event(self, kinds: tuple[str, ...]) -> dict[str, Any] | None:
         """The newest event of one of `kinds`, as a row."""
-        marks = ",".join("?" for _ in kinds)
+        # One index probe per kind (events_kind), however long the run.
+        newest = " UNION ALL ".join(
+            "SELECT max(seq) AS s FROM events WHERE kind = ?" for _ in kinds
+        )
         rows = self._q(
-            f"SELECT * FROM events WHERE kind IN ({marks}) "  # noqa: S608
-            "ORDER BY seq DESC LIMIT 1",
+            f"SELECT * FROM events WHERE seq = (SELECT max(s) FROM ({newest}))",  # noqa: S608
             kinds,
         )
         if not rows:

@@ -171,4 +171,23 @@ MIGRATIONS: list[str] = [
         receipt TEXT NOT NULL
     );
     """,
+    # 3: what resume and `status` ask, answered without reading every turn or event: the
+    # spend kept as one row (insert_turn adds to it), cut turns and events by kind indexed.
+    """
+    CREATE TABLE spend (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        turns INTEGER NOT NULL,
+        cost REAL NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL
+    );
+    INSERT INTO spend
+        SELECT 1, count(*) FILTER (WHERE status IN ('valid','failed') AND counted = 1),
+               coalesce(sum(cost_usd), 0), coalesce(sum(output_tokens), 0),
+               coalesce(sum(input_tokens), 0)
+        FROM turns;
+    CREATE INDEX turns_cut ON turns (lane, id)
+        WHERE status IN ('interrupted', 'limited') AND counted = 1;
+    CREATE INDEX events_kind ON events (kind, seq);
+    """,
 ]

@@ -1,0 +1,116 @@
+"""What resume and `status` ask the run database costs the same at 100 turns as at 10,000:
+each question is answered through an index or a kept row, never by reading every turn or
+event (SQLite's own query plan says so; no timing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flamechase.store.db import Reader, Writer
+
+
+def _turn(w: Writer, lane: str, number: int, status: str, **extra: object) -> None:
+    w.insert_turn(
+        lane=lane,
+        number=number,
+        attempt=extra.pop("attempt", 1),
+        role=extra.pop("role", "coder"),
+        backend="fake",
+        status=status,
+        started="t",
+        ended="t",
+        duration=1.0,
+        **extra,
+    )
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "run.db"
+    w = Writer(path)
+    with w.transaction():
+        for n in range(1, 201):
+            _turn(w, "a", n, "valid", cost_usd=0.5, output_tokens=10, input_tokens=3)
+        _turn(w, "a", 201, "interrupted")  # cut and never taken again: owed
+        _turn(w, "b", 1, "limited")
+        _turn(w, "b", 1, "valid", attempt=2)  # taken again: not owed
+        _turn(w, "c", 1, "interrupted", counted=0)  # uncounted: owes nothing
+        _turn(w, "@planner", 1, "failed", role="planner")
+        for i in range(300):
+            w.event("turn_valid", lane="a", payload={"i": i})
+        w.event("run_created")
+        w.event("notice", payload={"message": "hello"})
+    w.close()
+    return path
+
+
+def test_the_spend_is_kept_as_it_is_summed(db: Path) -> None:
+    with Reader(db) as r:
+        kept = r.spend()
+        summed = r._q(
+            "SELECT count(*) FILTER (WHERE status IN ('valid','failed') AND counted = 1) AS t,"
+            " sum(cost_usd) AS c, sum(output_tokens) AS o, sum(input_tokens) AS i FROM turns"
+        )[0]
+    assert kept == {
+        "turns": summed["t"],
+        "cost": summed["c"],
+        "output_tokens": summed["o"],
+        "input_tokens": summed["i"],
+    }
+    assert kept["turns"] == 202
+
+
+def test_a_database_made_before_the_kept_spend_gets_it_summed(tmp_path: Path) -> None:
+    path = tmp_path / "run.db"
+    w = Writer(path)
+    _turn(w, "a", 1, "valid", cost_usd=2.0)
+    w.conn.execute("DROP TABLE spend")
+    w.conn.execute("DELETE FROM migrations WHERE n = 3")
+    w.conn.execute("DROP INDEX turns_cut")
+    w.conn.execute("DROP INDEX events_kind")
+    w.close()
+    with Reader(path) as r:
+        assert r.spend()["cost"] == 2.0  # read-only, before any writer migrated it
+    Writer(path).close()
+    with Reader(path) as r:
+        assert r.spend() == {"turns": 1, "cost": 2.0, "output_tokens": 0, "input_tokens": 0}
+
+
+def test_cut_turns_owed_again_and_turn_lookups(db: Path) -> None:
+    with Reader(db) as r:
+        assert r.owed_retakes() == {"a"}
+        assert r.turn_of("a", 5) == ("coder", True)
+        assert r.turn_of("a", 201) == ("coder", False)
+        assert r.turn_of("a", 999) == (None, False)
+        assert r.turn_of("@planner", 1) == ("planner", False)
+        assert r.last_event(("run_created", "run_resumed"))["kind"] == "run_created"
+        assert r.last_event(("nothing",)) is None
+        assert [e["payload"]["message"] for e in r.events_of("notice")] == ["hello"]
+        assert [s["lane"] for s in r.solo_turns()] == ["@planner"]
+
+
+def _plan(r: Reader, sql: str, params: tuple[object, ...]) -> str:
+    return " | ".join(row[3] for row in r.conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+
+
+def test_the_history_queries_read_through_indexes(db: Path) -> None:
+    traced: list[str] = []
+    with Reader(db) as r:
+        r.conn.set_trace_callback(traced.append)
+        r.owed_retakes()
+        r.turn_of("a", 5)
+        r.spend()
+        r.last_event(("run_created", "run_resumed"))
+        r.events_of("notice", 0)
+        r.solo_turns()
+        r.conn.set_trace_callback(None)
+        assert len(traced) == 6
+        plans = {sql: _plan(r, sql, ()) for sql in traced}
+    for sql, plan in plans.items():
+        # "SCAN x" without an index reads every row (the kept spend is one row); a scan of
+        # a partial index reads only its rows (the cut turns); otherwise a SEARCH.
+        for step in plan.split(" | "):
+            if step.startswith("SCAN") and step not in ("SCAN spend", "SCAN CONSTANT ROW"):
+                assert "USING INDEX turns_cut" in step, (sql, plan)
