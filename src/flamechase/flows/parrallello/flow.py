@@ -31,7 +31,7 @@ from flamechase.flow import (
     StartTurn,
     TurnContext,
 )
-from flamechase.flows.parrallello import briefs, closing, front, progress
+from flamechase.flows.parrallello import briefs, closing, front, progress, usage
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import roles as parrallello_roles
 from flamechase.flows.parrallello import runtime as rt
@@ -186,7 +186,9 @@ class Parrallello(Flow[PState, ParrallelloParams]):
 
     def _ctx(self, state: PState, f: FrontState, at: str) -> Ctx:
         assert state.plan is not None
-        return Ctx(state.plan, state.plan.front(f.id), state.knobs, state.places, at)
+        u = state.usage
+        spec = state.plan.front(f.id)
+        return Ctx(state.plan, spec, state.knobs, state.places, at, u.stop, u.pause)
 
     def _each(self, state: PState, change: Any, event: ev.Event) -> PState:
         """Apply `change(front, ctx) -> (front, owed)` to every front, then move them on."""
@@ -243,7 +245,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                     if failed
                     else f"{share:.0%} of a budget is spent"
                     if share >= state.knobs.stop_share
-                    else None
+                    else state.usage.stop or state.usage.pause
                 )
                 if reason:
                     fronts[spec.id], more = closing.end_front(
@@ -259,6 +261,10 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return state
         if key.what == "checkpoint":
             return self._checkpointed(state, event)
+        if key.what == "usage":
+            u, read = usage.answered(state.usage, event.receipt)
+            state = state.replace(usage=u, outbox=state.outbox.add(Emit(read)))
+            return self._settle(state, [], event.at)
         failed = rt.tool_failed(key, event.receipt)
         if failed:  # never judge work on a copy that failed: once more, then stop the run
             tries = state.retried.get(event.key, 0) + 1
@@ -366,6 +372,13 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                     "failed", f"the checkpoint of the source failed: {state.checkpoint['error']}"
                 ),
             ]
+        probe = state.knobs.usage_probe
+        if probe:
+            ended = sum(len(f.history) for f in state.fronts.values())
+            if usage.due(state.usage, ended):
+                out.append(usage.probe(state.usage.seen + 1, probe, rt.SOURCE))
+            if state.usage.seen == 0:  # no front opens before the first reading
+                return out
         for f in state.fronts.values():
             out += front.commands(state, f)
         if all(f.done for f in state.fronts.values()) and not state.outbox:
@@ -407,6 +420,8 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         ]
 
     def _finish(self, state: PState) -> FinishRun:
+        if state.usage.pause:
+            return FinishRun("held", state.usage.pause)
         rows = [
             f"{f.id} {f.status.replace('_', ' ')} ({f.rounds} round(s))"
             for f in state.fronts.values()

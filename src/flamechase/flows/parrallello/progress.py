@@ -120,12 +120,14 @@ def describe(state: PState) -> dict[str, Any]:
         + (f" · gate {row['gate']}" if row["gate"] else "")
         for fid, row in fronts.items()
     ]
+    said = state.usage.line()
     return {
+        "usage": state.usage.model_dump() if state.knobs.usage_probe else None,
         "progress": {"overall": whole, "bar": bar(whole)},
         "fronts": fronts,
         "checkpoint": state.checkpoint,
         "spend": state.spend.model_dump(),
         "anomalies": list(state.anomalies[-10:]),
         "lanes": lanes,
-        "display": display,
+        "display": display + ([said] if said else []),
     }

@@ -11,6 +11,7 @@ from flamechase.flows.parrallello.gates import GateResult
 from flamechase.flows.parrallello.params import ParrallelloParams
 from flamechase.flows.parrallello.plan import PlanSpec
 from flamechase.flows.parrallello.tickets import Ticket
+from flamechase.flows.parrallello.usage import UsageState
 
 __all__ = [
     "BuilderRun",
@@ -185,6 +186,7 @@ class Knobs(FlowState):
     paced_ceiling: int = 40
     stop_share: float = 0.92
     fronts: int = 3
+    usage_probe: str | None = None
 
     @classmethod
     def of(cls, params: ParrallelloParams) -> Knobs:
@@ -207,4 +209,5 @@ class PState(FlowState):
     anomalies: tuple[dict[str, Any], ...] = ()
     retried: dict[str, int] = {}  # runtime programs that failed once, by key
     fatal: str | None = None  # a runtime program failed twice: the run cannot go on
+    usage: UsageState = UsageState()  # the account-usage probe's last word (usage.py)
     outbox: Outbox = Outbox()
