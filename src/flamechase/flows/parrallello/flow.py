@@ -31,7 +31,7 @@ from flamechase.flow import (
     StartTurn,
     TurnContext,
 )
-from flamechase.flows.parrallello import briefs, closing, front, progress, usage
+from flamechase.flows.parrallello import briefs, closing, front, progress, pulse, usage
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import roles as parrallello_roles
 from flamechase.flows.parrallello import runtime as rt
@@ -180,6 +180,14 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return self._ran(state, event)
         if isinstance(event, ev.TurnEnded):
             return self._turn_ended(state, event)
+        if isinstance(event, pulse.Pulse):
+            return state.replace(
+                pulses={**state.pulses, pulse.slot(event.front, event.block): event.number}
+            )
+        if isinstance(event, fev.Anomaly):  # kept for the pulse (and `status`)
+            seen = {"front": event.front, "round": event.round, "what": event.what}
+            seen |= {"detail": event.detail[:300], "at": event.at}
+            return state.replace(anomalies=(*state.anomalies, seen)[-50:])
         if isinstance(event, ev.TurnStarted) and event.actor == PLANNER:
             return state.replace(planner_busy=True)
         return state
@@ -381,6 +389,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                 return out
         for f in state.fronts.values():
             out += front.commands(state, f)
+        out += pulse.commands(state, now)
         if all(f.done for f in state.fronts.values()) and not state.outbox:
             return [*out, self._finish(state)]
         return out

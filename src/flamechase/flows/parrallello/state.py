@@ -209,5 +209,6 @@ class PState(FlowState):
     anomalies: tuple[dict[str, Any], ...] = ()
     retried: dict[str, int] = {}  # runtime programs that failed once, by key
     fatal: str | None = None  # a runtime program failed twice: the run cannot go on
+    pulses: dict[str, int] = {}  # "front:block" -> pulses said (pulse.py)
     usage: UsageState = UsageState()  # the account-usage probe's last word (usage.py)
     outbox: Outbox = Outbox()
