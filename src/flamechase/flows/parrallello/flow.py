@@ -28,10 +28,11 @@ from flamechase.flow import (
     Role,
     RunSetup,
     SimActor,
+    Skill,
     StartTurn,
     TurnContext,
 )
-from flamechase.flows.parrallello import briefs, closing, front, progress, pulse, usage
+from flamechase.flows.parrallello import briefs, closing, front, progress, pulse, skills, usage
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import roles as parrallello_roles
 from flamechase.flows.parrallello import runtime as rt
@@ -452,7 +453,12 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                 str(ctx.workspace),
                 state.planner_errors,
             )
-        return briefs.words(ctx.turn.note["brief"], str(ctx.report_path), str(ctx.workspace))
+        brief = ctx.turn.note["brief"]
+        return briefs.words(brief, str(ctx.report_path), str(ctx.workspace), ctx.skill)
+
+    def skill(self, role: str) -> Skill | None:
+        """The builder's and the critic's rules (skills.py); the planner and prep: none."""
+        return skills.for_role(role)
 
     def repair_prompt(self, state: PState, ctx: TurnContext, reason: str) -> str:
         return (
