@@ -79,3 +79,35 @@ def test_a_lane_session_carries_the_skill_where_its_cli_loads_one(
         if e.conversation and "You are lane_1_actor" not in e.conversation.text
     ]
     assert planning and all(skill.NAME not in c.raw for c in planning)
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex"])
+def test_flame_chase_turns_carry_the_flame_chase_skill(
+    cli: str, flamechase: Flamechase, server: ModelServer
+) -> None:
+    from flamechase.flows.flame_chase import skill as chase
+
+    require(cli)
+    done = flamechase(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        f"first_chaser={SPECS[cli]},second_chaser={SPECS[cli]}",
+        "-p",
+        "budget.turns=2,rest_seconds=0.05",
+        "improve the sample",
+        timeout=360,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    chases = [
+        e.conversation
+        for e in server.exchanges(main=True)
+        if e.conversation and "of a flame chase" in e.conversation.text
+    ]
+    assert chases
+    carried = chase.NAME if cli == "claude" else f"# Skill: {chase.NAME}"
+    for conv in chases:
+        assert carried in conv.raw
+        assert f"Follow the {chase.NAME} skill" in conv.text
+        assert "nothing of this conversation reaches the next turn" not in conv.text

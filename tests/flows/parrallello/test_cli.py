@@ -357,3 +357,21 @@ def test_a_builder_sitting_on_the_lock_cannot_fail_another_fronts_performance_ga
     assert "HOG 0 RELEASE 76 " in note and "ended early for the runtime's gate" in note
     verdicts = {f: v[0]["approved"] for f, v in by_front(evs, "verdict_recorded").items()}
     assert verdicts == {"A": True, "H": True}
+
+
+def test_account_usage_from_a_probe_pauses_the_run_in_one_line(tmp_path: Path) -> None:
+    ws = repo(tmp_path, {"P": {"target": 99}}, blocks=2, rounds_per_block=1)
+    (ws / "usage.sh").write_text(
+        'echo "asking the account"\necho \'{"weekly": 0.5, "extra_credit": 0.93}\'\n'
+    )
+    git(ws, "add", "usage.sh")
+    git(ws, "-c", "user.email=u@example.invalid", "-c", "user.name=u", "commit", "-qm", "probe")
+    proc = run(tmp_path, ws, {"P": {}}, "usage_probe=sh usage.sh")
+    assert proc.returncode == 3, proc.stderr  # held: paused, as the seed says
+    (read,) = [e["payload"] for e in events(ws) if e["kind"] == "usage_read"]
+    assert read["shares"] == {"weekly": 0.5, "extra_credit": 0.93}
+    said = "extra credit at 93% of its ceiling (≥ 90%): the run pauses at the end of the round"
+    assert read["pause"] == said
+    st = status(ws)
+    assert st["fronts"]["P"]["status"] == "stopped" and st["fronts"]["P"]["ended"] == said
+    assert st["usage"]["pause"] == said

@@ -17,9 +17,11 @@ from flamechase.flow import (
     Role,
     RunSetup,
     SimActor,
+    Skill,
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook
+from flamechase.flows.flame_chase import skill as chase_skill
 from flamechase.flows.sample_lanes.actor import LaneActor
 
 ROLES = ("first_chaser", "second_chaser")
@@ -76,6 +78,26 @@ class FlameChase(Flow[ChaseState]):
         previous = ""
         if lane.last_error:
             previous = f"\nThe previous turn failed: {lane.last_error}\n"
+        shape = json.dumps(
+            {
+                "status": "progress | deliverable_ready | no_result | blocked",
+                "summary": "what you did and found (required)",
+                "changes": ["files changed"],
+                "evidence": ["observed results"],
+                "tests": ["commands run and their outcome"],
+                "risks": [],
+                "next_step": "the single most useful next step",
+            },
+            indent=2,
+        )
+        if ctx.skill:  # the protocol is the mounted skill's: only this turn's facts here
+            return (
+                f"You are {role}, taking turn {ctx.turn.number} of a flame chase on this "
+                f"repository ({ctx.workspace}); your partner is {partner}. Follow the "
+                f"{ctx.skill} skill, the flame chase protocol (load it first).\n"
+                f"{previous}\nObjective:\n{ctx.objective}\n\n"
+                f"Write your turn report as JSON to {ctx.report_path}:\n{shape}\n"
+            )
         return (
             f"You are {role}, taking turn {ctx.turn.number} of a flame chase on this "
             f"repository ({ctx.workspace}). You and {partner} take turns, each in a fresh "
@@ -85,21 +107,14 @@ class FlameChase(Flow[ChaseState]):
             "tested work toward the objective. Do not invent success.\n"
             f"{previous}\nObjective:\n{ctx.objective}\n\n"
             f"Finish by writing your turn report as JSON to {ctx.report_path}:\n"
-            + json.dumps(
-                {
-                    "status": "progress | deliverable_ready | no_result | blocked",
-                    "summary": "what you did and found (required)",
-                    "changes": ["files changed"],
-                    "evidence": ["observed results"],
-                    "tests": ["commands run and their outcome"],
-                    "risks": [],
-                    "next_step": "the single most useful next step",
-                },
-                indent=2,
-            )
+            + shape
             + "\nUse status progress when work landed, no_result when a direction is "
             "exhausted, blocked for a concrete blocker. No other keys.\n"
         )
+
+    def skill(self, role: str) -> Skill | None:
+        """The flame chase protocol, for both chasers."""
+        return chase_skill.SKILL
 
 
 FLOW = FlameChase()

@@ -30,6 +30,30 @@ RULES = (
     "At your ceiling, write your handoff note (at most 15 lines) and stop.",
 )
 
+CRITIC_RULES = (
+    "Assume the work is wrong and try to refute that the front meets its targets; "
+    "every finding needs evidence. Torn between two severities, pick the higher.",
+    "major: a target or criterion not met, wrong behaviour, data loss, a security "
+    "flaw, a claim of 'fixed' the evidence contradicts. medium: a changed behaviour "
+    "no test would catch, an edge case wrong, a defect that will cost a later round. "
+    "minor: naming, comments, docs, style.",
+    "Do not edit the front's files. You may add gate items for what you probed "
+    "(dated, in the gate script) and make targets stricter, declared in gate_changes "
+    "(add_items): the runtime runs the changed gate first and takes it only if no "
+    "item is removed or renamed and no target is looser. The yardstick only tightens.",
+    "A recalibration (kind recalibrate: new `targets` for the items it names, items "
+    "it `removes`) needs a proof record {reason: resolution|noise|denominator|"
+    "clock-contention|reference-fails-gate, measurement: what you measured, date: "
+    "YYYY-MM-DD}; it is written into the front's contract and applies from the next "
+    "block, never to this round. Anything else is refused and blocks approval.",
+    "Numbers first, eyes last: judge by the gate's output and your own "
+    "measurements; look at images only after, at most 3 contact sheets of at most "
+    "1600 px.",
+    "Return at most 8 tickets, each for one owner, most severe first.",
+    "Approval is 0 majors, 0 mediums and every gate PASS: the runtime recounts your "
+    "findings and applies the rule itself.",
+)
+
 
 _LEAD_RULE = ("The lead's note (lead_note) binds this block: follow it.",)
 
@@ -136,28 +160,9 @@ def critic_brief(
         "history": [r.model_dump() for r in front.history[-3:]],
         "machine": rt.machine_commands(),
         "rules": [
-            "Assume the work is wrong and try to refute that the front meets its targets; "
-            "every finding needs evidence. Torn between two severities, pick the higher.",
-            "major: a target or criterion not met, wrong behaviour, data loss, a security "
-            "flaw, a claim of 'fixed' the evidence contradicts. medium: a changed behaviour "
-            "no test would catch, an edge case wrong, a defect that will cost a later round. "
-            "minor: naming, comments, docs, style.",
-            "Do not edit the front's files. You may add gate items for what you probed "
-            "(dated, in the gate script) and make targets stricter, declared in gate_changes "
-            "(add_items): the runtime runs the changed gate first and takes it only if no "
-            "item is removed or renamed and no target is looser. The yardstick only tightens.",
-            "A recalibration (kind recalibrate: new `targets` for the items it names, items "
-            "it `removes`) needs a proof record {reason: resolution|noise|denominator|"
-            "clock-contention|reference-fails-gate, measurement: what you measured, date: "
-            "YYYY-MM-DD}; it is written into the front's contract and applies from the next "
-            "block, never to this round. Anything else is refused and blocks approval.",
-            "Numbers first, eyes last: judge by the gate's output and your own "
-            "measurements; look at images only after, at most 3 contact sheets of at most "
-            "1600 px.",
-            "Return at most 8 tickets, each for one owner, most severe first.",
+            *CRITIC_RULES[:-1],
             *_LEAD_RULE[: bool(front.lead_note)],
-            "Approval is 0 majors, 0 mediums and every gate PASS: the runtime recounts your "
-            "findings and applies the rule itself.",
+            CRITIC_RULES[-1],
         ],
         "result": {
             "findings": [
@@ -234,7 +239,9 @@ def prep_brief(plan: PlanSpec, spec: FrontSpec, busy: Mapping[str, list[str]]) -
     }
 
 
-def words(brief: Mapping[str, Any], report_path: str, workspace: str) -> str:
+def words(brief: Mapping[str, Any], report_path: str, workspace: str, skill: str = "") -> str:
+    """The prompt around a brief. `skill`: the name of the role's skill when its CLI has it
+    mounted (`skills.py`), which then carries the rules instead of the prompt."""
     role = brief["role"]
     if role == "builder":
         head = (
@@ -256,8 +263,12 @@ def words(brief: Mapping[str, Any], report_path: str, workspace: str) -> str:
         head = f"You are a one-pass prep agent for front {brief['front']} (wave {brief['wave']})."
     return (
         f"{head}\nGoal: {brief['goal']}\nWork in {workspace}.\n"
-        "Rules:\n"
-        + "".join(f"- {r}\n" for r in brief["rules"])
+        + (
+            f"Rules: follow the {skill} skill, your role's rules (mounted for you: load it "
+            "first).\n"
+            if skill
+            else "Rules:\n" + "".join(f"- {r}\n" for r in brief["rules"])
+        )
         + "Your brief (also in $FLAMECHASE_BRIEF):\n"
         + json.dumps(
             {k: v for k, v in brief.items() if k not in ("rules", "result")},

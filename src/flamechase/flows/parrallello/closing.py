@@ -382,6 +382,7 @@ def _after(
             front.status == "approved"
             or rs.block >= ctx.plan.blocks
             or run_share >= ctx.knobs.stop_share
+            or bool(ctx.usage_stop or ctx.usage_pause)
         )
         row = {
             "block": rs.block,
@@ -417,14 +418,16 @@ def _after(
             f"ceiling reached: {ctx.plan.blocks} block(s) of {ctx.plan.rounds_per_block} round(s)",
             owed,
         )
-    if block_over and run_share >= ctx.knobs.stop_share:
+    if block_over and (ctx.usage_stop or run_share >= ctx.knobs.stop_share):
         return end_front(
             front,
             ctx,
             "stopped",
-            f"{run_share:.0%} of a budget is spent: no new block starts",
+            ctx.usage_stop or f"{run_share:.0%} of a budget is spent: no new block starts",
             owed,
         )
+    if ctx.usage_pause:
+        return end_front(front, ctx, "stopped", ctx.usage_pause, owed)
     if block_over:
         # Between blocks: a proven recalibration is taken (`front.on_ran`) and the lead (or
         # the rules) decides; the next block starts once both are done.

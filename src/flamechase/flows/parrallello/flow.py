@@ -28,10 +28,11 @@ from flamechase.flow import (
     Role,
     RunSetup,
     SimActor,
+    Skill,
     StartTurn,
     TurnContext,
 )
-from flamechase.flows.parrallello import briefs, closing, front, progress
+from flamechase.flows.parrallello import briefs, closing, front, progress, pulse, skills, usage
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import roles as parrallello_roles
 from flamechase.flows.parrallello import runtime as rt
@@ -208,13 +209,23 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return self._ran(state, event)
         if isinstance(event, ev.TurnEnded):
             return self._turn_ended(state, event)
+        if isinstance(event, pulse.Pulse):
+            return state.replace(
+                pulses={**state.pulses, pulse.slot(event.front, event.block): event.number}
+            )
+        if isinstance(event, fev.Anomaly):  # kept for the pulse (and `status`)
+            seen = {"front": event.front, "round": event.round, "what": event.what}
+            seen |= {"detail": event.detail[:300], "at": event.at}
+            return state.replace(anomalies=(*state.anomalies, seen)[-50:])
         if isinstance(event, ev.TurnStarted) and event.actor == PLANNER:
             return state.replace(planner_busy=True)
         return state
 
     def _ctx(self, state: PState, f: FrontState, at: str) -> Ctx:
         assert state.plan is not None
-        return Ctx(state.plan, spec_of(state.plan, f), state.knobs, state.places, at)
+        u = state.usage
+        spec = spec_of(state.plan, f)
+        return Ctx(state.plan, spec, state.knobs, state.places, at, u.stop, u.pause)
 
     def _each(self, state: PState, change: Any, event: ev.Event) -> PState:
         """Apply `change(front, ctx) -> (front, owed)` to every front, then move them on."""
@@ -271,7 +282,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                     if failed
                     else f"{share:.0%} of a budget is spent"
                     if share >= state.knobs.stop_share
-                    else None
+                    else state.usage.stop or state.usage.pause
                 )
                 if reason:
                     fronts[spec.id], more = closing.end_front(
@@ -287,6 +298,10 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return state
         if key.what == "checkpoint":
             return self._checkpointed(state, event)
+        if key.what == "usage":
+            u, read = usage.answered(state.usage, event.receipt)
+            state = state.replace(usage=u, outbox=state.outbox.add(Emit(read)))
+            return self._settle(state, [], event.at)
         failed = rt.tool_failed(key, event.receipt)
         if failed:  # never judge work on a copy that failed: once more, then stop the run
             tries = state.retried.get(event.key, 0) + 1
@@ -393,8 +408,16 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                     "failed", f"the checkpoint of the source failed: {state.checkpoint['error']}"
                 ),
             ]
+        probe = state.knobs.usage_probe
+        if probe:
+            ended = sum(len(f.history) for f in state.fronts.values())
+            if usage.due(state.usage, ended):
+                out.append(usage.probe(state.usage.seen + 1, probe, rt.SOURCE))
+            if state.usage.seen == 0:  # no front opens before the first reading
+                return out
         for f in state.fronts.values():
             out += front.commands(state, f)
+        out += pulse.commands(state, now)
         if all(f.done for f in state.fronts.values()) and not state.outbox:
             return [*out, self._finish(state)]
         return out
@@ -434,6 +457,8 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         ]
 
     def _finish(self, state: PState) -> FinishRun:
+        if state.usage.pause:
+            return FinishRun("held", state.usage.pause)
         rows = [progress.final_row(f) for f in state.fronts.values()]
         ok = all(
             f.status == "approved" and not (f.integrated or {}).get("error")
@@ -452,7 +477,12 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                 str(ctx.workspace),
                 state.planner_errors,
             )
-        return briefs.words(ctx.turn.note["brief"], str(ctx.report_path), str(ctx.workspace))
+        brief = ctx.turn.note["brief"]
+        return briefs.words(brief, str(ctx.report_path), str(ctx.workspace), ctx.skill)
+
+    def skill(self, role: str) -> Skill | None:
+        """The builder's and the critic's rules (skills.py); the planner and prep: none."""
+        return skills.for_role(role)
 
     def repair_prompt(self, state: PState, ctx: TurnContext, reason: str) -> str:
         return (

@@ -69,6 +69,15 @@ class ParrallelloParams(CopyParams):
         "taken once by each front it names at its next block end, recorded and shown",
     )
 
+    usage_probe: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="a command printing account usage as JSON "
+        '({"weekly": 0.93, "window_5h": 0.4, "extra_credit": 0.1}): weekly >= 92 % or the '
+        "5 h window >= 95 % starts no new block, extra credit >= 90 % pauses at the round's end",
+    )
+
     _plan: PlanSpec | None = PrivateAttr(default=None)
 
     @field_validator("lead_decision", mode="before")

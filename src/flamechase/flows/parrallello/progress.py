@@ -147,7 +147,9 @@ def describe(state: PState) -> dict[str, Any]:
         for fid, row in fronts.items()
     ]
     display += _anomaly_lines(state)
+    said = state.usage.line()
     return {
+        "usage": state.usage.model_dump() if state.knobs.usage_probe else None,
         "progress": {"overall": whole, "bar": bar(whole)},
         "fronts": fronts,
         "checkpoint": state.checkpoint,
@@ -155,7 +157,7 @@ def describe(state: PState) -> dict[str, Any]:
         "anomalies": list(state.anomalies),
         "anomaly_count": state.anomaly_count,
         "lanes": lanes,
-        "display": display,
+        "display": display + ([said] if said else []),
     }
 
 

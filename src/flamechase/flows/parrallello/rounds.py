@@ -54,6 +54,8 @@ class Ctx:
     knobs: Knobs
     places: Mapping[str, str]
     at: str = ""
+    usage_stop: str | None = None  # an account-usage threshold: no new block (usage.py)
+    usage_pause: str | None = None  # ... or no new round
 
     def path(self, place: str) -> str:
         return self.places.get(place, "")

@@ -11,6 +11,7 @@ from flamechase.flows.parrallello.gates import GateResult
 from flamechase.flows.parrallello.params import ParrallelloParams
 from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
 from flamechase.flows.parrallello.tickets import Ticket
+from flamechase.flows.parrallello.usage import UsageState
 
 __all__ = [
     "BuilderRun",
@@ -212,6 +213,7 @@ class Knobs(FlowState):
     fronts: int = 3
     lead: bool = False
     lead_decision: dict[str, dict[str, Any]] | None = None  # a user's, by front id (or `*`)
+    usage_probe: str | None = None
 
     @classmethod
     def of(cls, params: ParrallelloParams) -> Knobs:
@@ -235,4 +237,6 @@ class PState(FlowState):
     anomaly_count: int = 0  # every anomaly of the run, kept or not
     retried: dict[str, int] = {}  # runtime programs that failed once, by key
     fatal: str | None = None  # a runtime program failed twice: the run cannot go on
+    pulses: dict[str, int] = {}  # "front:block" -> pulses said (pulse.py)
+    usage: UsageState = UsageState()  # the account-usage probe's last word (usage.py)
     outbox: Outbox = Outbox()

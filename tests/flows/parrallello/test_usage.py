@@ -1,0 +1,141 @@
+"""parrallello's account-usage thresholds: the probe's JSON judged, and what the decider does
+with it (no new block, a pause at the end of the round), through the stand-in runtime."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from flamechase.flow import Run
+from flamechase.flows.parrallello import events as fev
+from flamechase.flows.parrallello import progress
+from flamechase.flows.parrallello.runtime import parse_key
+from flamechase.flows.parrallello.usage import UsageRead, judge, parse
+from tests.flows.parrallello.decider import Driver, Script, front, plan
+
+
+def test_the_last_json_line_gives_the_shares() -> None:
+    out = 'checking…\n{"weekly": 0.5}\n{"weekly": 0.93, "window_5h": 0.4, "other": 1}\n'
+    assert parse(out) == {"weekly": 0.93, "window_5h": 0.4}
+
+
+@pytest.mark.parametrize(
+    "out",
+    ["nothing here", '{"weekly": "high"}', '{"monthly": 0.2}', "[0.9]", '{"weekly": true}'],
+)
+def test_a_probe_without_usable_json_is_refused_in_words(out: str) -> None:
+    with pytest.raises(ValueError, match=r"JSON|number|none of"):
+        parse(out)
+
+
+def test_each_threshold_as_the_seed_gives_it() -> None:
+    assert judge({"weekly": 0.91, "window_5h": 0.94, "extra_credit": 0.89}) == (None, None)
+    stop, pause = judge({"weekly": 0.92})
+    assert stop == "weekly usage at 92% (≥ 92%): no new block starts" and pause is None
+    stop, _ = judge({"window_5h": 0.95})
+    assert stop is not None and stop.startswith("5 h window at 95%")
+    _, pause = judge({"extra_credit": 0.9})
+    assert pause == (
+        "extra credit at 90% of its ceiling (≥ 90%): the run pauses at the end of the round"
+    )
+
+
+class Probed(Driver):
+    """The stand-in runtime, with the usage probe answering from `shares(n)` (n = 1, 2, …)."""
+
+    def __init__(self, shares: Callable[[int], Any], *args: Any, **kw: Any) -> None:
+        self.shares = shares
+        self.probes: list[Run] = []
+        super().__init__(*args, usage_probe="./usage.sh", **kw)
+
+    def receipt(self, c: Run) -> dict[str, Any]:
+        key = parse_key(c.key)
+        if key is not None and key.what == "usage":
+            self.probes.append(c)
+            answer = self.shares(key.round)
+            if isinstance(answer, str):
+                return {"output": "", "exit_code": 2, "error": answer}
+            return {"output": json.dumps(answer) + "\n", "exit_code": 0, "error": None}
+        return super().receipt(c)
+
+
+def failing() -> Script:
+    return Script(gate=lambda f, r: {"T.a": False})
+
+
+def test_a_probe_runs_before_the_first_front_and_after_each_round() -> None:
+    d = Probed(lambda n: {"weekly": 0.1}, plan(front(), blocks=2, rounds_per_block=2), failing())
+    d.run()
+    rounds = len(d.of(fev.RoundStarted))
+    assert rounds == 4 and len(d.probes) == rounds + 1
+    assert d.probes[0].argv == ("/bin/sh", "-c", "./usage.sh") and d.probes[0].frozen == {}
+    first_probe = next(i for i, e in enumerate(d.events) if isinstance(e, UsageRead))
+    first_round = next(i for i, e in enumerate(d.events) if isinstance(e, fev.RoundStarted))
+    assert first_probe < first_round
+    assert d.finished is not None and d.finished.status == "failed"  # not approved: the gate
+
+
+def test_weekly_usage_over_92_starts_no_new_block() -> None:
+    d = Probed(
+        lambda n: {"weekly": 0.95 if n >= 2 else 0.5},
+        plan(front(), blocks=3, rounds_per_block=2),
+        failing(),
+    )
+    d.run()
+    (end,) = d.of(fev.FrontEnded)
+    assert end.status == "stopped"
+    assert end.reason == "weekly usage at 95% (≥ 92%): no new block starts"
+    assert len(d.of(fev.RoundStarted)) == 2  # the block that was running ends; no new one
+    said = [e.describe() for e in d.of(UsageRead)]
+    assert "usage weekly 95%: weekly usage at 95% (≥ 92%): no new block starts" in said
+    line = progress.describe(d.state)["display"][-1]
+    assert line == "usage: weekly usage at 95% (≥ 92%): no new block starts"
+
+
+def test_a_waiting_front_never_opens_once_the_5h_window_is_over_95() -> None:
+    d = Probed(
+        lambda n: {"window_5h": 0.97 if n >= 2 else 0.2},
+        plan(front("P1"), front("P2", wave=2, depends_on=["P1"]), blocks=1, rounds_per_block=1),
+        Script(gate=lambda f, r: {"T.a": True}),
+    )
+    d.run()
+    ends = {e.front: e for e in d.of(fev.FrontEnded)}
+    assert ends["P1"].status == "approved"
+    assert ends["P2"].status == "stopped" and ends["P2"].reason.startswith("5 h window at 97%")
+
+
+def test_extra_credit_over_90_pauses_the_run_at_the_end_of_the_round() -> None:
+    d = Probed(
+        lambda n: {"extra_credit": 0.92 if n >= 2 else 0.1},
+        plan(front(), blocks=3, rounds_per_block=3),
+        failing(),
+    )
+    d.run()
+    # Read after round 1, while round 2 (started on round 1's verdict) runs: that one ends.
+    assert len(d.of(fev.RoundStarted)) == 2
+    (end,) = d.of(fev.FrontEnded)
+    assert end.status == "stopped" and "pauses at the end of the round" in end.reason
+    assert d.finished is not None and d.finished.status == "held"
+    assert d.finished.reason.startswith("extra credit at 92% of its ceiling")
+
+
+def test_a_failing_probe_is_said_and_stops_nothing() -> None:
+    d = Probed(
+        lambda n: "exit code 127",
+        plan(front(), blocks=1, rounds_per_block=1),
+        Script(gate=lambda f, r: {"T.a": True}),
+    )
+    d.run()
+    (read, *_) = d.of(UsageRead)
+    assert read.describe() == "usage probe told nothing: exit code 127"
+    assert d.finished is not None and d.finished.status == "finished"
+    assert progress.describe(d.state)["display"][-1] == ("usage: the probe failed (exit code 127)")
+
+
+def test_without_a_probe_nothing_is_asked() -> None:
+    d = Driver(plan(front(), blocks=1, rounds_per_block=1), Script()).run()
+    assert not d.of(UsageRead)
+    assert progress.describe(d.state)["usage"] is None
