@@ -4,7 +4,7 @@ git-less tree and real places)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +12,10 @@ import pytest
 
 from flamechase import events as ev
 from flamechase.engine.executor import TurnJob
+from flamechase.flow import Command, DropPlace, Emit, MakePlace, StartTurn
 from flamechase.flows.parallel_flame_chase_mission import FLOW
 from flamechase.flows.parallel_flame_chase_mission import events as mev
+from flamechase.flows.parallel_flame_chase_mission import refresh as refreshing
 from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine, run_for_real
 from tests.flows.mission.script import answer, mission, plan, progress, team, verdict
 
@@ -75,3 +77,31 @@ def test_a_redirected_lane_works_on_a_fresh_copy_of_lane_1s_tree(ws: Path) -> No
     assert after, "lane 2 worked again after the redirect"
     assert seen[1] == (False, False) and seen[2] == (False, True)
     assert seen[after[0]] == (True, False)
+
+
+def test_a_refresh_owed_in_the_stored_state_is_carried_out_after_a_resume(ws: Path) -> None:
+    """The decision's fold owes the drop; the state a resume loads still owes it, then owes
+    the new copy, and lane 2 starts no turn on either the old copy or a missing one."""
+    clock = FakeClock()
+    run = run_engine(
+        "parallel_flame_chase_mission",
+        ws,
+        executor=ScriptedExecutor(clock, team(lambda c: {}, {}), measure=run_for_real),
+        clock=clock,
+        settings={"lanes": "2", "budget.turns": "2"},
+    )
+    state = run.record().state_as(FLOW)
+    redirect = {"audit_id": "A000009", "lanes": [{"lane": "lane-2", "verdict": "redirect"}]}
+    owing, said = refreshing.refresh(state, redirect)
+    assert [type(c.event).__name__ for c in said if isinstance(c, Emit)] == ["LaneRefreshed"]
+    resumed = FLOW.load_state(owing.model_dump_json())  # what a resume loads
+
+    def lane2_turns(commands: Sequence[Command]) -> list[Command]:
+        return [c for c in commands if isinstance(c, StartTurn) and c.lane == "lane-2"]
+
+    first = FLOW.decide(resumed, clock.time())
+    assert DropPlace("lanes/lane-2") in first and not lane2_turns(first)
+    gone = FLOW.evolve(resumed, ev.PlaceDropped(place="lanes/lane-2"))
+    then = FLOW.decide(gone, clock.time())
+    assert [c.name for c in then if isinstance(c, MakePlace)] == ["lanes/lane-2"]
+    assert not lane2_turns(then)
