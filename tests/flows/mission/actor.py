@@ -6,6 +6,10 @@ the flag file `hang-audit` beside this script, its first decision session sleeps
 kills the engine then). With `edit-protected`, lane 2 also rewrites `bench.py` in its tree.
 Lane 2 delivers a package on its first turn; lane 1 progresses until
 it is given an integration mission, delivers it, then delivers its own mission.
+With `redirect`, lane 1 adds `added_by_lane1.txt` to your tree on its turns; lane 2's first
+mission edits `stray` in its copy and reports `blocked`; the coordinator redirects it to
+mission "retry" once its snapshot of your tree has lane 1's file (continues it before), and the
+retry's first turn says in its summary which of the two files its tree has, then delivers.
 """
 
 from __future__ import annotations
@@ -51,6 +55,13 @@ def decide(prompt: str) -> dict[str, object]:
     lanes = []
     for m in packet["missions"]:
         v: dict[str, object] = {"lane": m["lane"], "verdict": "continue", "reason": "on track"}
+        # Its snapshot is of your tree now: redirect once lane 1's file is in it (before,
+        # continue: the lane blocks again and is audited again).
+        if (m.get("outcome") or {}).get("status") == "blocked" and Path(
+            "added_by_lane1.txt"
+        ).exists():
+            nxt = {**mission("retry"), "change_scale": "probe"}
+            v = {**v, "verdict": "redirect", "changes": ["scale"], "next_mission": nxt}
         if (m.get("outcome") or {}).get("status") == "deliverable_ready":
             v = {"lane": m["lane"], "verdict": "accept", "reason": "shown"}
             if m["lane"] != "lane-1":
@@ -69,6 +80,14 @@ def main() -> None:
             }
         else:
             out = decide(prompt)
+    elif lane == "lane-2" and (HERE / "redirect").exists() and "retry" not in prompt:
+        Path("stray").write_text("an edit of the first mission\n")
+        time.sleep(0.5)
+        out = {"status": "blocked", "summary": "stuck", "evidence": ["tried it"]}
+    elif lane == "lane-2" and (HERE / "redirect").exists() and not Path(".said").exists():
+        Path(".said").write_text("")
+        has = [n for n in ("added_by_lane1.txt", "stray") if Path(n).exists()]
+        out = {"status": "progress", "summary": f"tree has: {' '.join(has) or 'neither'}"}
     elif lane == "lane-2":
         if (HERE / "edit-protected").exists():
             Path("bench.py").write_text("print('score: 0')  # made easy\n")
@@ -79,6 +98,8 @@ def main() -> None:
     elif Path(".integrated").exists():
         out = ready("own.txt")
     else:
+        if (HERE / "redirect").exists():
+            Path("added_by_lane1.txt").write_text("new\n")
         out = {"status": "progress", "summary": "a step"}
     Path(E["FLAMECHASE_REPORT"]).write_text(json.dumps(out))
 

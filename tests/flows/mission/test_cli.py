@@ -185,3 +185,26 @@ def _live(run_dir: Path) -> str:
         dashboard(fold.snapshot(), datetime.now(UTC))
     )
     return out.getvalue()
+
+
+def test_a_redirected_lane_2_works_on_a_fresh_copy_of_lane_1s_tree(
+    ws: Path, actor: Path, state_home: Path
+) -> None:
+    (actor.parent / "redirect").write_text("")
+    proc = cli(*_args(actor), cwd=ws, timeout=150)
+    assert proc.returncode == 0, proc.stderr
+    evs = events(ws)
+    [refreshed] = _kinds(evs, "lane_refreshed")
+    assert refreshed["lane"] == "lane-2"
+    decided: list[Any] = [e["payload"] for e in _kinds(evs, "audit_decided")]
+    verdicts = [v["verdict"] for d in decided for v in d["verdicts"]]
+    assert "redirect" in verdicts
+    said = [
+        e["payload"]["summary"]  # type: ignore[index]
+        for e in _kinds(evs, "turn_valid")
+        if e["lane"] == "lane-2" and e["seq"] > refreshed["seq"]  # type: ignore[operator]
+    ]
+    # The redirected mission's first turn: lane 1's file is there, the old copy's edit is not.
+    assert said[0] == "tree has: added_by_lane1.txt"
+    assert status(ws)["status"] == "finished"
+    assert (ws / "added_by_lane1.txt").exists() and not (ws / "stray").exists()

@@ -200,6 +200,29 @@ class AuditDecided(FlowEvent):
 
 @register
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LaneRefreshed(FlowEvent):
+    """A redirected lane 2..N's private copy is remade from lane 1's tree as it is now, so
+    its next mission starts on the current tree; the old copy (and its edits) is dropped."""
+
+    kind: ClassVar[str] = "lane_refreshed"
+    place: str = ""
+    audit_id: str = ""
+    mission_id: str = ""  # the mission the new copy is for
+
+    def describe(self) -> str:
+        return f"{self.lane}'s copy {self.place} remade from lane 1's tree"
+
+    def show(self, seen: Seen) -> Shown:
+        return Shown(
+            f"{self.lane}'s private copy is remade from lane 1's current tree for its "
+            f"redirected mission {self.mission_id} (audit {self.audit_id}); the old copy is "
+            "dropped.",
+            "plan",
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class IntegrationMoved(FlowEvent):
     """An integration item for lane 1 changed state: queued, active, accepted, rejected."""
 

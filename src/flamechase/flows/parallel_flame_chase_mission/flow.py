@@ -43,6 +43,7 @@ from flamechase.flows.parallel_flame_chase_mission import ingress as ing
 from flamechase.flows.parallel_flame_chase_mission import packet as pk
 from flamechase.flows.parallel_flame_chase_mission import prompts as mp
 from flamechase.flows.parallel_flame_chase_mission import protect as pr
+from flamechase.flows.parallel_flame_chase_mission import refresh as refreshing
 from flamechase.flows.parallel_flame_chase_mission import sim as msim
 from flamechase.flows.parallel_flame_chase_mission.decisions import Decision
 from flamechase.flows.parallel_flame_chase_mission.missions import Missions, Status, epoch
@@ -334,7 +335,8 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
             pfc=pfc,
             streak={k: v for k, v in state.streak.items() if k not in a.targets},
         )
-        return self._owe(state, [*done.owed, Emit(decided)])
+        state, remade = refreshing.refresh(state, d)
+        return self._owe(state, [*done.owed, Emit(decided), *remade])
 
     # ---- integration -----------------------------------------------------------------------
 
@@ -355,7 +357,10 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
         waiting = self._integration(state)
         out += waiting
         globs = self._globs(state)
-        out += state.protect.commands(state.pfc.book, globs) if globs else []
+        if globs:  # not on a lane copy being remade: its baseline is hashed once it is made
+            private = {ln.place for ln in state.pfc.book.lanes.values() if not ln.in_source}
+            gone = set(state.pfc.dropping) | (private - set(state.pfc.places))
+            out += [f for f in state.protect.commands(state.pfc.book, globs) if f.place not in gone]
         for c in base:
             if isinstance(c, StartTurn) and c.lane is not None and self._free(state, c.lane):
                 if (c.lane == LANE1 and waiting) or (globs and state.protect.waits(c.lane)):
@@ -384,6 +389,8 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
         return out
 
     def _free(self, state: MissionState, lane: str) -> bool:
+        if state.pfc.book.get(lane).place in state.pfc.dropping:
+            return False  # its copy is being remade (a redirect): it works on the new one
         return state.missions.active(lane) and not state.audits.paused(lane)
 
     def _integration(self, state: MissionState) -> list[Command]:
