@@ -213,10 +213,6 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return state.replace(
                 pulses={**state.pulses, pulse.slot(event.front, event.block): event.number}
             )
-        if isinstance(event, fev.Anomaly):  # kept for the pulse (and `status`)
-            seen = {"front": event.front, "round": event.round, "what": event.what}
-            seen |= {"detail": event.detail[:300], "at": event.at}
-            return state.replace(anomalies=(*state.anomalies, seen)[-50:])
         if isinstance(event, ev.TurnStarted) and event.actor == PLANNER:
             return state.replace(planner_busy=True)
         return state
