@@ -482,7 +482,7 @@ class Engine:
         if isinstance(c, cm.PublishReport):
             self.ledger.publish(c.lane, c.report_id, c.record, c.kind, c.artifacts)
         elif isinstance(c, cm.HoldLane):
-            self.ledger.hold(c.lane, c.reason)
+            self.ledger.hold(c.lane, c.reason, c.remedy)
         elif isinstance(c, cm.ReleaseLane):
             self.ledger.release(c.lane, c.reason)
         elif isinstance(c, cm.Emit):
