@@ -162,7 +162,10 @@ def _say_take(run_id: str) -> None:
     run_dir = runs_dir() / run_id
     if not (run_dir / DB_NAME).is_file():
         return
-    take = take_command(run_dir, fold_run(run_dir))
+    try:
+        take = take_command(run_dir, fold_run(run_dir))
+    except Exception:  # a hint only: the run has ended and said how; never fail after that
+        return
     if take:
         echo(
             f"flamechase: a verified candidate is better than your tree; to take it: {take}",
