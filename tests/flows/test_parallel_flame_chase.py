@@ -26,7 +26,7 @@ from tests.flows.pfc import (
     run_dir,
     turn_events,
 )
-from tests.helpers import events, status
+from tests.helpers import cli, events, status
 
 STOP_AT_2 = 'if c.turn >= 2:\n    return c.ok("blocked", "stop here")'
 
@@ -380,6 +380,12 @@ def test_two_failures_hold_a_lane_while_the_others_go_on(ws: Path, tmp_path: Pat
         assert lane_of(st, lane)["consecutive_failures"] == 0
     held = [e for e in evs if e["kind"] == "lane_held"]
     assert [e["lane"] for e in held].count("lane-2") == 1
+    # One held lane says what releases it: in the log, the live view's fold and `status`.
+    assert "task `continue`" in held[0]["payload"]["remedy"]
+    assert "lane-2 is HELD" in proc.stdout and "The other lanes go on" in proc.stdout
+    assert "coordinator's next plan releases it" in l2["held_remedy"]
+    text = cli("status", cwd=ws, check=True).stdout
+    assert "to release it: the other lanes go on; the coordinator's next plan" in text
 
 
 def test_a_blocked_report_holds_and_all_held_ends_the_run(ws: Path, tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""`flamechase artifacts`: list frozen artifact packages, rebuild them, verified."""
+"""`flamechase artifacts`: list frozen artifact packages, rebuild them, verified; `artifacts
+apply` lays a verified candidate over the user's tree (`cli/apply.py`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ from flamechase.text import echo, echo_json
 
 
 @click.command("artifacts")
-@click.argument("run", required=False)
-@click.argument("report_id", required=False)
+@click.argument("args", nargs=-1, metavar="[RUN] [REPORT_ID] | apply [RUN] ID")
 @click.option(
     "--extract",
     "dest",
@@ -20,13 +20,27 @@ from flamechase.text import echo, echo_json
     help="write the package(s) under DIR (DIR/<report_id>/ without REPORT_ID)",
 )
 @click.option("--json", "as_json", is_flag=True)
-def command(run: str | None, report_id: str | None, dest: Path | None, as_json: bool) -> int:
-    """List or extract RUN's artifact packages; every hash is checked on the way out."""
+def command(args: tuple[str, ...], dest: Path | None, as_json: bool) -> int:
+    """List or extract RUN's artifact packages; every hash is checked on the way out.
+
+    `flamechase artifacts apply [RUN] ID` lays candidate ID, as the runtime measured and
+    verified it, over the tree the run worked on: refused when the tree has changed there since
+    the run ended, or while a run holds the tree.
+    """
     from flamechase.cli.pick import pick
     from flamechase.errors import RunNotFound
     from flamechase.store.blobs import BlobStore
     from flamechase.store.db import Reader
 
+    if args[:1] == ("apply",):
+        if not 2 <= len(args) <= 3 or dest is not None:
+            raise click.UsageError("give `flamechase artifacts apply [RUN] ID` (no --extract)")
+        from flamechase.cli.apply import apply_candidate
+
+        return apply_candidate(pick(args[1] if len(args) == 3 else None), args[-1], as_json)
+    if len(args) > 2:
+        raise click.UsageError("give at most RUN and REPORT_ID")
+    run, report_id = (*args, None, None)[:2]
     run_dir = pick(run)
     with Reader(run_dir / "run.db") as r:
         rows = r.artifacts(report_id)

@@ -149,7 +149,28 @@ def command(
         echo(end.traceback.rstrip("\n"), err=True, lines=True)
     hint = f"; {end.hint}" if end.hint and (flow.resumable or not end.hint_resumes) else ""
     echo(f"flamechase: run {end.run_id} {end.status}: {end.message}{hint}", err=True)
+    _say_take(end.run_id)
     return end.exit_code
+
+
+def _say_take(run_id: str) -> None:
+    """When a verified candidate beats what the run left in the tree: the command to take it."""
+    from flamechase.store.db import DB_NAME
+    from flamechase.store.home import runs_dir
+    from flamechase.view.summary import fold_run, take_command
+
+    run_dir = runs_dir() / run_id
+    if not (run_dir / DB_NAME).is_file():
+        return
+    try:
+        take = take_command(run_dir, fold_run(run_dir))
+    except Exception:  # a hint only: the run has ended and said how; never fail after that
+        return
+    if take:
+        echo(
+            f"flamechase: a verified candidate is better than your tree; to take it: {take}",
+            err=True,
+        )
 
 
 # The two choices the seeds offer, and the answers people give for each, as `start_or_stop`

@@ -79,6 +79,8 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
         opened = r.last_event(("run_created", "run_resumed"))
         ended = r.last_event(("run_finished", "run_stopped", "run_failed", "run_held"))
         stop = r.last_event(("stopping",))
+        # What releases each held lane, as its flow said when it held it.
+        remedies = {e["lane"]: e["payload"].get("remedy", "") for e in r.events_of("lane_held")}
         notices = [
             e["payload"].get("message", "")
             for e in r.events_of("notice", opened["seq"] if opened else 0)
@@ -127,6 +129,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
                 "consecutive_failures": ln["consecutive_failures"],
                 "held": ln["held"],
                 "held_reason": ln["held_reason"],
+                "held_remedy": (remedies.get(ln["lane"]) or None) if ln["held"] else None,
                 "last_status": ln["last_status"],
                 "last_error": ln["last_error"],
                 "paused_until": ln["paused_until"],
@@ -208,7 +211,7 @@ def status_command(run: str | None, as_json: bool) -> int:
 
 def _lane_lines(ln: dict[str, Any]) -> list[str]:
     """A lane in `status`: its turns, what comes next, its state, where its last turn ran
-    (when on a Ray node); then why it is held, or its last error."""
+    (when on a Ray node); then why it is held, or its last error, and what releases it."""
     lane_state = "HELD" if ln["held"] else ("paused" if ln["paused_until"] else "ok")
     nxt = f", next {ln['next_role']}" if ln.get("next_role") else ""
     valid = ln.get("valid_turns", 0)
@@ -217,6 +220,8 @@ def _lane_lines(ln: dict[str, Any]) -> list[str]:
     why = ln["held_reason"] if ln["held"] else ln["last_error"]
     if why:
         out.append(f"      {'held' if ln['held'] else 'last error'}: {str(why)[:160]}")
+    if ln.get("held_remedy"):
+        out.append(f"      to release it: {ln['held_remedy']}")
     return out
 
 

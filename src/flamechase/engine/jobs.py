@@ -21,6 +21,7 @@ from flamechase.engine.flowcode import FlowCode
 from flamechase.engine.measurelock import MeasurementLock
 from flamechase.engine.scheduling import Planned
 from flamechase.flow import commands as cm
+from flamechase.store import handover
 from flamechase.store.blobs import ArtifactRefused
 
 if TYPE_CHECKING:
@@ -130,10 +131,13 @@ class PlaceDone:
     dirs: RunDirs
     changed: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
+    package: dict[str, Any] | None = None  # an overlay's frozen files (store.handover)
 
     def record(self, ledger: Ledger) -> None:
         self.dirs.place_recorded(self.command.name)
         with ledger.tx():
+            if self.package is not None:
+                ledger.writer.set_meta(handover.meta_key(self.command.name), self.package)
             ledger.place_made(
                 self.command.name,
                 self.path,
@@ -265,7 +269,10 @@ class Jobs:
             path, changed, deleted = await self.offload(
                 dirs.make_place, command.name, command.how, command.base, command.over, restore
             )
-            return PlaceDone(command, str(path), dirs, tuple(changed), tuple(deleted))
+            package = None
+            if command.how == "overlay":
+                package = await self.offload(dirs.candidate, command.base, path, changed, deleted)
+            return PlaceDone(command, str(path), dirs, tuple(changed), tuple(deleted), package)
 
         self._other[key] = asyncio.ensure_future(make())
         self._watch(self._other[key])

@@ -194,13 +194,13 @@ class Ledger:
             paused_until=row.paused_until,
         )
 
-    def hold(self, lane: str, reason: str) -> None:
+    def hold(self, lane: str, reason: str, remedy: str = "") -> None:
         row = self.lanes.get(lane)
         if row is None or row.held:
             return
         row.held, row.held_reason = True, reason
         self._save_lane(row)
-        self.journal(ev.LaneHeld(lane=lane, reason=reason))
+        self.journal(ev.LaneHeld(lane=lane, reason=reason, remedy=remedy))
 
     def release(self, lane: str, reason: str) -> None:
         row = self.lanes.get(lane)

@@ -50,7 +50,7 @@ from flamechase.errors import (
 from flamechase.flow import commands as cm
 from flamechase.fsutil import atomic_write
 from flamechase.procs import Reaper
-from flamechase.store import home
+from flamechase.store import handover, home
 from flamechase.workspace.diskuse import disk_use, size_text
 
 __all__ = ["Engine", "Observer", "RunEnd"]
@@ -347,6 +347,14 @@ class Engine:
                     active_seconds=budget.active_seconds() if budget else 0.0,
                     last_error=message if status == "failed" else None,
                 )
+                dirs = getattr(self, "dirs", None)  # None when the run ended while opening
+                if dirs is not None:
+                    # What the tree holds where candidates would go: `artifacts apply` refuses
+                    # when the user has changed any of it since.
+                    packages = dirs.reader.metas(handover.PREFIX)
+                    paths = {p for pkg in packages.values() for p in handover.touched(pkg)}
+                    state = handover.tree_state(self.prep.workspace, sorted(paths))
+                    ledger.writer.set_meta(handover.TREE_AT_END, state)
                 ledger.journal(
                     kind(
                         message=message, budget=budget.report() if budget else {}, valid_turns=valid
@@ -492,7 +500,7 @@ class Engine:
         if isinstance(c, cm.PublishReport):
             self.ledger.publish(c.lane, c.report_id, c.record, c.kind, c.artifacts)
         elif isinstance(c, cm.HoldLane):
-            self.ledger.hold(c.lane, c.reason)
+            self.ledger.hold(c.lane, c.reason, c.remedy)
         elif isinstance(c, cm.ReleaseLane):
             self.ledger.release(c.lane, c.reason)
         elif isinstance(c, cm.Emit):

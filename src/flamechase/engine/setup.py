@@ -28,6 +28,7 @@ from flamechase.errors import FlowError, SnapshotFailed
 from flamechase.flow import commands as cm
 from flamechase.fsutil import atomic_write, private_dirs
 from flamechase.procs import Reaper
+from flamechase.store import handover
 from flamechase.store.blobs import BlobStore
 from flamechase.store.db import Reader
 from flamechase.tools import locks
@@ -136,6 +137,13 @@ class RunDirs:
         elif not dest.exists():
             snapshot(source, dest)
         return dest, changed, deleted
+
+    def candidate(
+        self, base: str | None, dest: Path, changed: list[str], deleted: list[str]
+    ) -> dict[str, Any] | None:
+        """An overlay's changed files frozen from the runtime's copy, for `artifacts apply`."""
+        base_dir = self.place_path(base or SOURCE)
+        return handover.freeze_candidate(self.blobs, base_dir, dest, changed, deleted)
 
     def place_path(self, name: str) -> Path:
         return self.prep.workspace if name == SOURCE else self.layout.place(name)

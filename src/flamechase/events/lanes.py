@@ -14,12 +14,14 @@ from flamechase.events.present import Score, Seen, Shown, and_, clip, plural, se
 class LaneHeld(Event):
     kind: ClassVar[str] = "lane_held"
     reason: str = ""
+    remedy: str = ""  # what releases the lane, in its flow's words
 
     def describe(self) -> str:
-        return f"HELD: {self.reason[:160]}"
+        return f"HELD: {self.reason[:160]}" + (f"; {self.remedy}" if self.remedy else "")
 
     def show(self, seen: Seen) -> Shown:
-        return Shown(f"{self.lane} is HELD: {clip(self.reason, 200)}.", "fail")
+        remedy = f" {self.remedy[:1].upper()}{self.remedy[1:]}." if self.remedy else ""
+        return Shown(f"{self.lane} is HELD: {clip(self.reason, 200)}.{remedy}", "fail")
 
 
 @register

@@ -332,10 +332,12 @@ class PublishReport(Command):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HoldLane(Command):
-    """No new turn starts in `lane` until it is released. Answered by `LaneHeld`."""
+    """No new turn starts in `lane` until it is released. Answered by `LaneHeld`. `remedy`,
+    in the flow's words, is what releases it (the log, the live view and `status` say it)."""
 
     lane: str
     reason: str
+    remedy: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -69,6 +69,8 @@ class LaneBook(FlowState):
     shares_reports: bool = True
     # Each lane also receives the reports the runtime addresses to it (source `system:LANE`).
     system_reports: bool = False
+    # What releases a held lane, in the flow's words (carried by `HoldLane` to every view).
+    remedy: str = ""
 
     @classmethod
     def open(
@@ -79,6 +81,7 @@ class LaneBook(FlowState):
         holds: bool,
         shares_reports: bool,
         system_reports: bool = False,
+        remedy: str = "",
     ) -> LaneBook:
         book = {
             d.name: Lane(name=d.name, actors=(d.roles[0], d.roles[1]), place=d.place) for d in lanes
@@ -89,6 +92,7 @@ class LaneBook(FlowState):
             holds=holds,
             shares_reports=shares_reports,
             system_reports=system_reports,
+            remedy=remedy,
         )
 
     def _with(self, lane: Lane) -> LaneBook:
@@ -142,7 +146,7 @@ class LaneBook(FlowState):
         ]
         status = e.report_status
         if self.holds and status == "blocked":
-            owed.append(HoldLane(lane.name, f"reported blocked: {e.summary[:300]}"))
+            owed.append(HoldLane(lane.name, f"reported blocked: {e.summary[:300]}", self.remedy))
         lane = lane.replace(
             turns=lane.turns + 1,
             valid_turns=lane.valid_turns + 1,
@@ -173,7 +177,9 @@ class LaneBook(FlowState):
         ]
         failures = lane.consecutive_failures + (0 if e.node_lost else 1)
         if self.holds and failures >= 2 and not lane.held:
-            owed.append(HoldLane(lane.name, f"{failures} failed turns in a row: {error}"))
+            owed.append(
+                HoldLane(lane.name, f"{failures} failed turns in a row: {error}", self.remedy)
+            )
         lane = lane.replace(
             turns=lane.turns + 1,
             next_actor=1 - lane.next_actor % 2,

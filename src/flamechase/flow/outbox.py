@@ -36,7 +36,7 @@ def _encode(cmd: Command) -> dict[str, Any]:
             "artifacts": [dict(a) for a in cmd.artifacts],
         }
     if isinstance(cmd, HoldLane):
-        return {"do": "hold", "lane": cmd.lane, "reason": cmd.reason}
+        return {"do": "hold", "lane": cmd.lane, "reason": cmd.reason, "remedy": cmd.remedy}
     if isinstance(cmd, ReleaseLane):
         return {"do": "release", "lane": cmd.lane, "reason": cmd.reason}
     if isinstance(cmd, Emit):
@@ -55,7 +55,7 @@ def _decode(data: dict[str, Any]) -> Command:
             artifacts=tuple(data["artifacts"]),
         )
     if do == "hold":
-        return HoldLane(lane=data["lane"], reason=data["reason"])
+        return HoldLane(lane=data["lane"], reason=data["reason"], remedy=data.get("remedy", ""))
     if do == "release":
         return ReleaseLane(lane=data["lane"], reason=data["reason"])
     event = ev.parse(data["event"])

@@ -630,5 +630,12 @@ class Reader:
         rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
         return json.loads(rows[0]["value"]) if rows else None
 
+    def metas(self, prefix: str) -> dict[str, Any]:
+        """Every meta value whose key starts with `prefix`, by the rest of the key."""
+        rows = self._q(
+            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+        )
+        return {r["key"][len(prefix) :]: json.loads(r["value"]) for r in rows}
+
     def sessions(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self._q("SELECT * FROM sessions ORDER BY n")]

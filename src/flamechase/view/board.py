@@ -45,6 +45,7 @@ class Board:
         self.leaders: dict[tuple[str, str], Entry] = {}
         self._top: list[tuple[float, int, Entry]] = []
         self.submissions = 0
+        self.verified: dict[str, Entry] = {}  # report id -> its measured entry
 
     def declare(self, ranking: Ranking) -> None:
         self.evaluator = ranking.measured_by is not None
@@ -67,6 +68,8 @@ class Board:
             verified=score.verified,
             ranked=True,
         )
+        if entry.verified:
+            self.verified[entry.report_id] = entry
         ident = (metric_key(entry.metric), entry.direction)
         if self.primary is None:
             self.primary = ident

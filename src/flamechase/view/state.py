@@ -360,7 +360,10 @@ class RunFold:
     def _held(self, e: ev.LaneHeld, ch: Change, before: str | None) -> None:
         if e.lane:
             self._lane(e.lane)
-            self._set(e.lane, ch, held=True, held_reason=e.reason)
+            # The remedy must survive the live view's clip of a long (agent-written) reason.
+            reason = e.reason if len(e.reason) <= 160 else e.reason[:159] + "…"
+            why = f"{reason}; to release it: {e.remedy}" if e.remedy else e.reason
+            self._set(e.lane, ch, held=True, held_reason=why)
 
     def _released(self, e: ev.LaneReleased, ch: Change, before: str | None) -> None:
         if e.lane and e.lane in self.lanes:

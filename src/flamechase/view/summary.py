@@ -34,6 +34,7 @@ class Summary:
     turns: int
     active_seconds: float
     events: int
+    take: str | None = None  # the command that applies the best candidate, when it is not there
 
     def lines(self) -> list[str]:
         out = [
@@ -60,6 +61,8 @@ class Summary:
         for lane, rid, n, actor in self.integrated:
             out.append(f"  {lane} ({actor}) integrated {rid} ({n} artifact{'s' if n != 1 else ''})")
         out.append(f"best candidate: {self.best or 'none ranked'}")
+        if self.take:
+            out.append(f"  it is not in your tree; to take it: {self.take}")
         return out
 
 
@@ -156,7 +159,31 @@ def _engine(cls: type) -> bool:
 
 def summarize(run_dir: Path) -> Summary:
     """The summary of the run in `run_dir`, read-only."""
-    return summarize_fold(fold_run(run_dir))
+    fold = fold_run(run_dir)
+    return dataclasses.replace(summarize_fold(fold), take=take_command(run_dir, fold))
+
+
+def take_command(run_dir: Path, fold: RunFold) -> str | None:
+    """`flamechase artifacts apply RUN ID` for the best candidate, when it is verified, kept
+    to apply, and the tree as the run left it does not hold it already."""
+    from flamechase.store import handover
+
+    best = fold.best
+    if best is None or not best.verified:
+        return None
+    with Reader(run_dir / DB_NAME) as r:
+        packages = r.metas(handover.PREFIX)
+        at_end = r.meta(handover.TREE_AT_END)
+    package = next((v for k, v in packages.items() if k.rsplit("/", 1)[-1] == best.report_id), None)
+    if package is None or at_end is None:
+        return None
+    files = package["files"]
+    wanted = {
+        p: files[p]["sha256"] if p in files else handover.ABSENT for p in handover.touched(package)
+    }
+    if all(at_end.get(p) == sha for p, sha in wanted.items()):
+        return None
+    return f"flamechase artifacts apply {fold.run_id} {best.report_id}"
 
 
 def panels_json(panels: tuple[Panel, ...]) -> list[dict[str, Any]]:

@@ -38,6 +38,11 @@ GO_ON = (
     "to go on, change TASK.md and run the same command with the task `continue`: the "
     "coordinator re-plans and the held lanes are released"
 )
+# One held lane: the others go on; only the coordinator's next plan releases it.
+UNHOLD = (
+    "the other lanes go on; the coordinator's next plan releases it: once the run has ended, "
+    "change TASK.md and run the same command with the task `continue`"
+)
 
 
 class ParallelParams(MeasuredLaneParams):
@@ -147,7 +152,12 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
     def start(self, setup: RunSetup[ParallelParams]) -> PfcState:
         params = setup.params
         book = LaneBook.open(
-            setup.run_id, setup.lanes, holds=self.holds, shares_reports=True, system_reports=True
+            setup.run_id,
+            setup.lanes,
+            holds=self.holds,
+            shares_reports=True,
+            system_reports=True,
+            remedy=UNHOLD,
         )
         state = PfcState(params=params, book=book)
         declared = candidates.declared(params.model_dump())

@@ -1,0 +1,81 @@
+"""`flamechase artifacts apply [RUN] ID`: a verified candidate laid over the run's tree.
+
+What is written is what the runtime froze when it built the candidate's measurement copy
+(`store.handover`), each blob hashed again on the way out; never the lane's tree, which its
+agents could change after they were measured. Refused in one line while a run holds the tree
+(its lane 1 writes there) and when the tree no longer holds, at a path the candidate touches,
+what the run left there: the user's own edits are never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from flamechase.text import echo, echo_json
+
+_SHOWN = 4
+
+
+def _paths(paths: list[str]) -> str:
+    more = f" and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else ""
+    return ", ".join(paths[:_SHOWN]) + more
+
+
+def apply_candidate(run_dir: Path, rid: str, as_json: bool) -> int:
+    from flamechase.errors import ArtifactError
+    from flamechase.store import handover
+    from flamechase.store.blobs import BlobStore
+    from flamechase.store.db import DB_NAME, Reader
+    from flamechase.store.home import locks_dir
+    from flamechase.view.summary import fold_run
+    from flamechase.workspace.locks import owner
+
+    with Reader(run_dir / DB_NAME) as r:
+        run = r.run()
+        packages = r.metas(handover.PREFIX)
+        at_end = r.meta(handover.TREE_AT_END) or {}
+    run_id = run["id"]
+    entry = fold_run(run_dir).board.verified.get(rid)
+    if entry is None:
+        raise ArtifactError(
+            f"run {run_id} has no verified candidate {rid!r}; "
+            f"`flamechase status {run_id}` lists its leaderboard"
+        )
+    place = next((p for p in packages if p.rsplit("/", 1)[-1] == rid), None)
+    if place is None:
+        raise ArtifactError(
+            f"candidate {rid} was verified but not kept to apply (it changes a link or a "
+            f"file too big to freeze, or the run predates `apply`); its reports' files: "
+            f"flamechase artifacts {run_id} {rid} --extract DIR"
+        )
+    package = packages[place]
+    tree = Path(run["workspace"])
+    held = owner(locks_dir(), tree)
+    if held:
+        raise ArtifactError(
+            f"run {held.get('run_id', '?')} holds {tree} and its lane 1 writes there; "
+            "apply once it has ended (Ctrl-C it, or wait)"
+        )
+    if not tree.is_dir():
+        raise ArtifactError(f"the run's tree {tree} is gone; nothing to apply the candidate to")
+    paths = handover.touched(package)
+    expected = {p: at_end.get(p, package["base"].get(p)) for p in paths}
+    drift = handover.drifted(package, expected, handover.tree_state(tree, paths))
+    if drift:
+        raise ArtifactError(
+            f"{tree} has changed at {_paths(drift)} since run {run_id} left it; {rid} was not "
+            "applied: commit or set those changes aside, then apply again"
+        )
+    done = handover.apply(BlobStore(run_dir / "blobs"), tree, package)
+    if as_json:
+        echo_json(json.dumps({"report_id": rid, "tree": str(tree), **done}, indent=1))
+        return 0
+    said = [
+        f"{what} {_paths(done[what])}" for what in ("changed", "added", "deleted") if done[what]
+    ]
+    echo(
+        f"applied {rid} ({entry.metric} = {entry.value:g}, verified) to {tree}: "
+        + ("; ".join(said) if said else "already there, nothing changed")
+    )
+    return 0
