@@ -70,6 +70,7 @@ SHORT_HELP: dict[str, str] = {
     "events": "The event log of RUN.",
     "exec": "Run FLOW on the current directory toward TASK (`continue` reads TASK.md).",
     "flows": "Flows you can run: built-in, installed from an index, or from installed packages.",
+    "gc": "Reclaim the copies and scratch directories of runs no engine is running.",
     "job": "Background jobs: start, wait, list, logs, kill, reap.",
     "lock": "The exclusive measurement lock: run, acquire, release, status.",
     "pr": "Pull requests of a lane (parallel_flame_chase:git_pr), from inside its clone.",
@@ -77,7 +78,7 @@ SHORT_HELP: dict[str, str] = {
     "run": "Run FLOW on the current directory toward TASK with the agents and budgets of its "
     "profile (`flamechase profile set FLOW -a ... -p ...`); the words of TASK are joined by "
     "spaces.",
-    "runs": "List runs, oldest first.",
+    "runs": "List runs, oldest first, with the disk each takes (`runs rm RUN` removes one).",
     "serve": "A local page listing runs and replaying them live (127.0.0.1 only, token in the "
     "URL).",
     "show": "What RUN amounted to; with --html, its step-by-step replay page.",
