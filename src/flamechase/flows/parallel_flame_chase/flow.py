@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -27,6 +27,7 @@ from flamechase.flows.parallel_flame_chase import candidates, planner
 from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase import measure as pfc_measure
 from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
+from flamechase.flows.parallel_flame_chase import refresh as pfc_refresh
 from flamechase.flows.parallel_flame_chase import sim as pfc_sim
 from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
 from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
@@ -50,6 +51,12 @@ class ParallelParams(MeasuredLaneParams):
         description="globs of files the evaluator uses besides those its command names; "
         "frozen at the start, a submission that changes them is not measured",
     )
+    lane_refresh: Literal["rebase", "never"] = Field(
+        default="rebase",
+        description="rebase: before a lane 2..N turn, carry the lane copy's changes onto "
+        "lane 1's tree once lane 1 had a valid turn since (conflicts keep the lane's "
+        "version and are named in its prompt); never: copies stay on the tree they began on",
+    )
 
 
 class PfcState(FlowState):
@@ -66,6 +73,13 @@ class PfcState(FlowState):
     frozen: dict[str, str] | None = None  # the evaluator's files (path -> sha256) once frozen
     freeze_error: str | None = None
     dropping: tuple[str, ...] = ()  # measurement places to remove
+    source: str = ""  # the user's tree (lane 1's), what lane copies are refreshed onto
+    lane1_valid: int = 0  # valid lane-1 turns: how far lane 1's tree has moved
+    fresh: dict[str, pfc_refresh.Fresh] = {}  # private lane -> the lane-1 tree it is on
+
+
+def lane_name(n: int) -> str:
+    return f"lane-{n}"
 
 
 def lane_place(n: int) -> str:
@@ -135,7 +149,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         book = LaneBook.open(
             setup.run_id, setup.lanes, holds=True, shares_reports=True, system_reports=True
         )
-        state = PfcState(params=params, book=book)
+        state = PfcState(params=params, book=book, source=setup.source)
         declared = candidates.declared(params.model_dump())
         if declared:
             state = state.replace(
@@ -175,6 +189,12 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             )
         if event.lane is None and event.actor == PLANNER:
             return self._planning(state, event)
+        if isinstance(event, ev.Ran) and event.key.startswith(pfc_refresh.PREFIX):
+            lane = event.key[len(pfc_refresh.PREFIX) :].split(":", 1)[0]
+            nxt = state.book.get(lane).turns + 1
+            return state.replace(fresh=pfc_refresh.ran(state.fresh, event, nxt) or state.fresh)
+        if isinstance(event, ev.TurnValid) and event.lane == lane_name(1):
+            state = state.replace(lane1_valid=state.lane1_valid + 1)
         if isinstance(event, ev.TurnValid) and event.result.get("submission"):
             return self._submitted(state, event)
         if isinstance(event, ev.Measured) and event.key in state.measuring:
@@ -312,7 +332,19 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             and not state.dropping
         ):
             return [*out, FinishRun("held", state.book.held_message(GO_ON))]
-        return out + state.book.turns_to_start()
+        return out + self._turns(state)
+
+    def _turns(self, state: PfcState) -> list[Command]:
+        """The lanes' next turns, a lane 2..N turn after its copy is on lane 1's tree."""
+        turns = state.book.turns_to_start()
+        if state.params.lane_refresh == "never":
+            return list(turns)
+        lanes = list(state.book.lanes.values())
+        runs = pfc_refresh.commands(
+            state.fresh, lanes, state.places, state.lane1_valid, state.source
+        )
+        wait = pfc_refresh.waiting(state.fresh, lanes, state.lane1_valid, state.source)
+        return [*runs, *(t for t in turns if t.lane not in wait)]
 
     # ---- words -----------------------------------------------------------------------------
 
@@ -332,7 +364,8 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         for entry in (state.plan or {}).get("lanes", []):
             if entry.get("lane") == lane.name and isinstance(entry.get("mission"), dict):
                 mission = entry["mission"]
-        return pfc_prompts.lane_prompt(
+        note = pfc_refresh.note(state.fresh.get(lane.name), ctx.turn.number)
+        return note + pfc_prompts.lane_prompt(
             run_id=ctx.run_id,
             lane=lane.name,
             in_source=lane.in_source,
