@@ -54,3 +54,35 @@ def test_a_lane_turn_starts_on_lane_1s_tree_with_its_own_edits_and_conflicts_nam
     assert (source_tree / "README.md").read_text() == "lane 1's readme\n"
     assert not (source_tree / "own.txt").exists()
     assert (run_dir(state_home, source_tree) / "lanerefresh.git" / "HEAD").is_file()
+
+
+STALE_HOOK = """
+if c.lane == "lane-1":
+    if c.turn == 2:  # lane 2's turn-1 report is published once its turn 2 has started
+        assert c.wait(lambda es: any(e["lane"] == "lane-2" and e["turn"] >= 2 for e in es), 60)
+    if c.turn < 3:
+        return None
+    c.save("lane-1-turn-3.txt", c.prompt)
+    return c.ok("blocked", "stop here")
+if c.turn == 1:  # written on the tree lane 1 began with, read after lane 1's turns 1 and 2
+    assert c.wait(lambda es: any(e["lane"] == "lane-1" and e["turn"] >= 2 for e in es), 60)
+    return None
+return c.ok("blocked", "stop here")
+"""
+
+
+def test_lane_1s_inbox_marks_a_report_written_before_its_last_two_turns_stale_by_2(
+    source_tree: Path, tmp_path: Path, state_home: Path
+) -> None:
+    team = Team(tmp_path / "team", STALE_HOOK)
+    proc = team.run(source_tree, "lanes=2", lanes=2)
+    assert proc.returncode == 3, proc.stderr
+    prompt = team.saved("lane-1-turn-3.txt")
+    inbox = json.loads(
+        prompt.split("not yet acknowledged by this lane")[1]
+        .split(":\n", 1)[1]
+        .split("\n\nArtifact paths")[0]
+    )
+    marks = {e["report_id"]: e.get("written_against") for e in inbox}
+    turn_1 = [m for rid, m in marks.items() if rid.startswith("lane-2.0001")]
+    assert turn_1 == [{"lane_1_valid_turns": 0, "freshness": "stale by 2 lane-1 turns"}], marks

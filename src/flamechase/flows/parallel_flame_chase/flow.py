@@ -23,7 +23,7 @@ from flamechase.flow import (
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook, report_id
-from flamechase.flows.parallel_flame_chase import candidates, planner
+from flamechase.flows.parallel_flame_chase import candidates, planner, staleness
 from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase import measure as pfc_measure
 from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
@@ -76,6 +76,7 @@ class PfcState(FlowState):
     source: str = ""  # the user's tree (lane 1's), what lane copies are refreshed onto
     lane1_valid: int = 0  # valid lane-1 turns: how far lane 1's tree has moved
     fresh: dict[str, pfc_refresh.Fresh] = {}  # private lane -> the lane-1 tree it is on
+    written_at: dict[str, int] = {}  # lane 2..N report id -> lane1_valid its copy was on
 
 
 def lane_name(n: int) -> str:
@@ -193,8 +194,8 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             lane = event.key[len(pfc_refresh.PREFIX) :].split(":", 1)[0]
             nxt = state.book.get(lane).turns + 1
             return state.replace(fresh=pfc_refresh.ran(state.fresh, event, nxt) or state.fresh)
-        if isinstance(event, ev.TurnValid) and event.lane == lane_name(1):
-            state = state.replace(lane1_valid=state.lane1_valid + 1)
+        if isinstance(event, ev.TurnValid) and event.lane:
+            state = self._written(state, event, event.lane)
         if isinstance(event, ev.TurnValid) and event.result.get("submission"):
             return self._submitted(state, event)
         if isinstance(event, ev.Measured) and event.key in state.measuring:
@@ -210,6 +211,15 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         if step.plan is not None:
             state = state.replace(plan=step.plan, revision=p.revision)
         return state
+
+    def _written(self, state: PfcState, event: ev.TurnValid, lane: str) -> PfcState:
+        """Lane 1 moved on, or a lane's report was written against the tree its copy is on."""
+        if lane == lane_name(1):
+            return state.replace(lane1_valid=state.lane1_valid + 1)
+        fresh = state.fresh.get(lane)
+        rid = report_id(state.book.run_id, lane, event.turn, event.attempt)
+        on = fresh.on if fresh is not None else 0
+        return state.replace(written_at={**state.written_at, rid: on})
 
     def _submitted(self, state: PfcState, event: ev.TurnValid) -> PfcState:
         lane = event.lane or ""
@@ -381,7 +391,11 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             consecutive_failures=lane.consecutive_failures,
             last_error=lane.last_error,
             workspace_map=ctx.workspace_map,
-            inbox=ctx.inbox,
+            inbox=(
+                staleness.mark(ctx.inbox, state.written_at, state.lane1_valid)
+                if lane.in_source
+                else ctx.inbox
+            ),
             inbox_path=ctx.inbox_path,
             checkpoint_path=ctx.checkpoint_path,
             checkpoint_identity=ctx.checkpoint_identity,
