@@ -18,6 +18,7 @@ from flamechase.flow import (
     MakePlace,
     Outbox,
     Role,
+    Run,
     RunSetup,
     SimActor,
     TurnContext,
@@ -354,6 +355,10 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             state.fresh, lanes, state.places, state.lane1_valid, state.source
         )
         wait = pfc_refresh.waiting(state.fresh, lanes, state.lane1_valid, state.source)
+        if any(r.key.split(":")[2] == "record" for r in runs if isinstance(r, Run)):
+            # Every copy's base is recorded before any lane (lane 1 too) starts: the base is
+            # then the tree the copy was made from, and the lanes start together as before.
+            return runs
         return [*runs, *(t for t in turns if t.lane not in wait)]
 
     # ---- words -----------------------------------------------------------------------------
