@@ -197,7 +197,8 @@ def test_lane_1_works_in_the_source_others_in_private_snapshots(
     (ws / "tool.sh").chmod(0o755)
     (ws / "readme-link").symlink_to("README.md")
     before = _tree(ws)
-    assert team.run(ws).returncode == 3
+    # Copies kept on the tree they began on (refreshing them: test_pfc_lane_refresh.py).
+    assert team.run(ws, "lane_refresh=never").returncode == 3
     root = run_dir(state_home, ws)
     for e in team.log():
         if not e["lane"]:
@@ -420,8 +421,8 @@ def test_a_blocked_report_holds_and_all_held_ends_the_run(ws: Path, tmp_path: Pa
 
 
 def test_budget_lets_turns_in_flight_land(ws: Path, tmp_path: Path) -> None:
-    # The budget is long enough for planning on a busy machine; each lane's first turn
-    # outlasts it.
+    # The budget is long enough for planning (and recording each copy's base) on a busy
+    # machine; each lane's first turn outlasts it.
     team = Team(tmp_path / "team", "time.sleep(12)")
     proc = team.run(ws, "budget.duration=10s")
     assert proc.returncode == 0, proc.stderr

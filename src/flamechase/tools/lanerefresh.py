@@ -1,14 +1,14 @@
 """Keeping an explorer lane's copy in step: its own changes carried onto lane 1's tree.
 
-    python -I -m flamechase.tools.lanerefresh record --repo REPO --tree DIR
+    python -I -m flamechase.tools.lanerefresh record [--repo REPO] --tree DIR
         DIR's tree as a commit: {"base": SHA}
-    python -I -m flamechase.tools.lanerefresh refresh --repo REPO --base SHA --lane LANE
+    python -I -m flamechase.tools.lanerefresh refresh [--repo REPO] --base SHA --lane LANE
             --copy DIR --onto DIR
         {"base": SHA (lane 1's tree now), "written": N, "conflicts": [PATH, ...]}
 
 A runtime program a flow runs with `Run` (unjailed: it writes the runtime's own repository),
 one JSON line out (`{"error"}` and exit 1 on failure); asked again after a crash, it gives
-the same result.
+the same result. `--repo` defaults to `$FLAMECHASE_RUN_DIR/lanerefresh.git` (set by `Run`).
 
 Owns a private git repository of the runtime (`repo`, bare, made here) and three steps:
 `record(repo, tree_dir)` (a tree as a commit: the base a lane's copy was made from),
@@ -186,18 +186,27 @@ def _place(repo: Path, root: Path, rel: str, mode: str, sha: str, *, deleted: bo
         atomic_write(target, data, mode=0o755 if mode == "100755" else 0o644)
 
 
+def _default_repo() -> Path | None:
+    # Run by a flow (`Run`): the run directory's own repository, which no agent can write.
+    run_dir = os.environ.get("FLAMECHASE_RUN_DIR")
+    return Path(run_dir) / "lanerefresh.git" if run_dir else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="flamechase.tools.lanerefresh")
     sub = ap.add_subparsers(dest="what", required=True)
     rec = sub.add_parser("record")
-    rec.add_argument("--repo", type=Path, required=True)
+    rec.add_argument("--repo", type=Path, default=_default_repo())
     rec.add_argument("--tree", type=Path, required=True)
     ref = sub.add_parser("refresh")
-    for name in ("--repo", "--copy", "--onto"):
+    ref.add_argument("--repo", type=Path, default=_default_repo())
+    for name in ("--copy", "--onto"):
         ref.add_argument(name, type=Path, required=True)
     ref.add_argument("--base", required=True)
     ref.add_argument("--lane", required=True)
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.repo is None:
+        ap.error("--repo is required outside a run (FLAMECHASE_RUN_DIR unset)")
     try:
         if args.what == "record":
             out: dict[str, object] = {"base": record(args.repo, args.tree)}

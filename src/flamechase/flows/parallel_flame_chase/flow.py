@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -18,16 +18,18 @@ from flamechase.flow import (
     MakePlace,
     Outbox,
     Role,
+    Run,
     RunSetup,
     SimActor,
     Skill,
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook, report_id
-from flamechase.flows.parallel_flame_chase import candidates, planner
+from flamechase.flows.parallel_flame_chase import candidates, planner, staleness
 from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase import measure as pfc_measure
 from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
+from flamechase.flows.parallel_flame_chase import refresh as pfc_refresh
 from flamechase.flows.parallel_flame_chase import sim as pfc_sim
 from flamechase.flows.parallel_flame_chase import skill as pfc_skill
 from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
@@ -58,6 +60,12 @@ class ParallelParams(MeasuredLaneParams):
         description="globs of files the evaluator uses besides those its command names; "
         "frozen at the start, a submission that changes them is not measured",
     )
+    lane_refresh: Literal["rebase", "never"] = Field(
+        default="rebase",
+        description="rebase: before a lane 2..N turn, carry the lane copy's changes onto "
+        "lane 1's tree once lane 1 had a valid turn since (conflicts keep the lane's "
+        "version and are named in its prompt); never: copies stay on the tree they began on",
+    )
 
 
 class PfcState(FlowState):
@@ -74,6 +82,14 @@ class PfcState(FlowState):
     frozen: dict[str, str] | None = None  # the evaluator's files (path -> sha256) once frozen
     freeze_error: str | None = None
     dropping: tuple[str, ...] = ()  # measurement places to remove
+    source: str = ""  # the user's tree (lane 1's), what lane copies are refreshed onto
+    lane1_valid: int = 0  # valid lane-1 turns: how far lane 1's tree has moved
+    fresh: dict[str, pfc_refresh.Fresh] = {}  # private lane -> the lane-1 tree it is on
+    written_at: dict[str, int] = {}  # lane 2..N report id -> lane1_valid its copy was on
+
+
+def lane_name(n: int) -> str:
+    return f"lane-{n}"
 
 
 def lane_place(n: int) -> str:
@@ -159,7 +175,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             system_reports=True,
             remedy=UNHOLD,
         )
-        state = PfcState(params=params, book=book)
+        state = PfcState(params=params, book=book, source=setup.source)
         declared = candidates.declared(params.model_dump())
         if declared:
             state = state.replace(
@@ -199,6 +215,12 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             )
         if event.lane is None and event.actor == PLANNER:
             return self._planning(state, event)
+        if isinstance(event, ev.Ran) and event.key.startswith(pfc_refresh.PREFIX):
+            lane = event.key[len(pfc_refresh.PREFIX) :].split(":", 1)[0]
+            nxt = state.book.get(lane).turns + 1
+            return state.replace(fresh=pfc_refresh.ran(state.fresh, event, nxt) or state.fresh)
+        if isinstance(event, ev.TurnValid) and event.lane:
+            state = self._written(state, event, event.lane)
         if isinstance(event, ev.TurnValid) and event.result.get("submission"):
             return self._submitted(state, event)
         if isinstance(event, ev.Measured) and event.key in state.measuring:
@@ -221,6 +243,15 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
                 dropping=(*state.dropping, *(k for k in spent if k not in state.dropping)),
             )
         return state
+
+    def _written(self, state: PfcState, event: ev.TurnValid, lane: str) -> PfcState:
+        """Lane 1 moved on, or a lane's report was written against the tree its copy is on."""
+        if lane == lane_name(1):
+            return state.replace(lane1_valid=state.lane1_valid + 1)
+        fresh = state.fresh.get(lane)
+        rid = report_id(state.book.run_id, lane, event.turn, event.attempt)
+        on = fresh.on if fresh is not None else 0
+        return state.replace(written_at={**state.written_at, rid: on})
 
     def _submitted(self, state: PfcState, event: ev.TurnValid) -> PfcState:
         lane = event.lane or ""
@@ -345,7 +376,23 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             and not state.dropping
         ):
             return [*out, FinishRun("held", state.book.held_message(GO_ON))]
-        return out + state.book.turns_to_start()
+        return out + self._turns(state)
+
+    def _turns(self, state: PfcState) -> list[Command]:
+        """The lanes' next turns, a lane 2..N turn after its copy is on lane 1's tree."""
+        turns = state.book.turns_to_start()
+        if state.params.lane_refresh == "never":
+            return list(turns)
+        lanes = list(state.book.lanes.values())
+        runs = pfc_refresh.commands(
+            state.fresh, lanes, state.places, state.lane1_valid, state.source
+        )
+        wait = pfc_refresh.waiting(state.fresh, lanes, state.lane1_valid, state.source)
+        if any(r.key.split(":")[2] == "record" for r in runs if isinstance(r, Run)):
+            # Every copy's base is recorded before any lane (lane 1 too) starts: the base is
+            # then the tree the copy was made from, and the lanes start together as before.
+            return runs
+        return [*runs, *(t for t in turns if t.lane not in wait)]
 
     # ---- words -----------------------------------------------------------------------------
 
@@ -365,7 +412,8 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         for entry in (state.plan or {}).get("lanes", []):
             if entry.get("lane") == lane.name and isinstance(entry.get("mission"), dict):
                 mission = entry["mission"]
-        return pfc_prompts.lane_prompt(
+        note = pfc_refresh.note(state.fresh.get(lane.name), ctx.turn.number)
+        return note + pfc_prompts.lane_prompt(
             run_id=ctx.run_id,
             lane=lane.name,
             in_source=lane.in_source,
@@ -381,7 +429,11 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             consecutive_failures=lane.consecutive_failures,
             last_error=lane.last_error,
             workspace_map=ctx.workspace_map,
-            inbox=ctx.inbox,
+            inbox=(
+                staleness.mark(ctx.inbox, state.written_at, state.lane1_valid)
+                if lane.in_source
+                else ctx.inbox
+            ),
             inbox_path=ctx.inbox_path,
             checkpoint_path=ctx.checkpoint_path,
             checkpoint_identity=ctx.checkpoint_identity,

@@ -1,0 +1,132 @@
+"""Explorer lanes kept fresh (`lane_refresh=rebase`): before a lane 2..N turn, when lane 1
+has had a valid turn since the lane's base, the runtime program `flamechase.tools.lanerefresh`
+carries the lane copy's own changes onto lane 1's current tree (a three-way merge).
+Conflicting files keep the lane's version and are named in that lane's next prompt.
+
+Pure: the flow keeps one `Fresh` per private lane; `commands` asks for the programs, `ran`
+folds their answers, `waiting` names the lanes whose turn must wait for one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flamechase import events as ev
+from flamechase.flow import Command, FlowState, Run, runtime_module
+from flamechase.flow.lanes import Lane
+
+PREFIX = "lanerefresh:"
+_TOOL = "flamechase.tools.lanerefresh"
+
+
+class Fresh(FlowState):
+    """Where a lane copy stands: the commit of lane 1's tree it is based on, and how many
+    valid lane-1 turns that tree had seen (`at`)."""
+
+    base: str = ""  # empty until recorded
+    at: int = 0  # the lane-1 count last asked for (a failed refresh is retried after the next)
+    on: int = 0  # the lane-1 count of the tree the copy is on
+    conflicts: tuple[str, ...] = ()  # of the last refresh, named in `for_turn`'s prompt
+    for_turn: int = 0
+    error: str | None = None
+
+
+def _key(lane: str, what: str, at: int) -> str:
+    return f"{PREFIX}{lane}:{what}:{at}"
+
+
+def wanted(fresh: Fresh | None, lane1_valid: int) -> str | None:
+    """What the lane needs before its next turn: "record", "refresh" or nothing."""
+    if fresh is None:
+        return "record"
+    if not fresh.base:  # a record that failed: this lane goes on unrefreshed
+        return None if fresh.error else "record"
+    return "refresh" if fresh.at < lane1_valid else None
+
+
+def commands(
+    fresh: Mapping[str, Fresh],
+    lanes: Sequence[Lane],
+    places: Mapping[str, str],
+    lane1_valid: int,
+    source: str,
+) -> list[Command]:
+    out: list[Command] = []
+    if not source:  # a run begun before lane refresh existed: its lanes go on as they are
+        return out
+    for lane in lanes:
+        if lane.in_source or lane.busy or lane.place not in places:
+            continue
+        f = fresh.get(lane.name)
+        what = wanted(f, lane1_valid)
+        copy = places[lane.place]
+        if what == "record":
+            argv = runtime_module(_TOOL, "record", "--tree", copy)
+        elif what == "refresh" and f is not None:
+            argv = runtime_module(
+                _TOOL, "refresh", "--base", f.base, "--lane", lane.name, "--copy", copy,
+                "--onto", source,
+            )  # fmt: skip
+        else:
+            continue
+        out.append(
+            Run(
+                key=_key(lane.name, what, lane1_valid),
+                place=lane.place,
+                lane=lane.name,
+                argv=argv,
+                reads=("source",),
+                jailed=False,  # writes the runtime's own repository under the run directory
+                label=f"{lane.name}'s refresh onto lane 1's tree",
+            )
+        )
+    return out
+
+
+def waiting(
+    fresh: Mapping[str, Fresh], lanes: Sequence[Lane], lane1_valid: int, source: str
+) -> set[str]:
+    if not source:
+        return set()
+    return {ln.name for ln in lanes if not ln.in_source and wanted(fresh.get(ln.name), lane1_valid)}
+
+
+def _output(receipt: Mapping[str, Any]) -> dict[str, Any]:
+    for line in reversed(str(receipt.get("output") or "").splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return data
+    return {}
+
+
+def ran(fresh: Mapping[str, Fresh], event: ev.Ran, next_turn: int) -> dict[str, Fresh] | None:
+    """`fresh` with a refresh program's answer folded in (None: not one of ours)."""
+    if not event.key.startswith(PREFIX):
+        return None
+    lane, what, at_s = event.key[len(PREFIX) :].rsplit(":", 2)
+    out = _output(event.receipt)
+    old = fresh.get(lane) or Fresh()
+    if event.receipt.get("error") or "error" in out or not out.get("base"):
+        # The turn goes on the copy as it is; the next valid lane-1 turn tries again.
+        err = str(out.get("error") or event.receipt.get("error") or "no result")
+        return {**fresh, lane: old.replace(at=int(at_s), error=err)}
+    conflicts = tuple(str(p) for p in out.get("conflicts") or ()) if what == "refresh" else ()
+    at = int(at_s)
+    new = Fresh(base=str(out["base"]), at=at, on=at, conflicts=conflicts, for_turn=next_turn)
+    return {**fresh, lane: new}
+
+
+def note(fresh: Fresh | None, turn: int) -> str:
+    """The words a lane's prompt gets after a refresh that kept its version of some files."""
+    if fresh is None or fresh.for_turn != turn or not fresh.conflicts:
+        return ""
+    return (
+        "Your copy was refreshed onto lane 1's current tree before this turn. These "
+        "files changed in both; your version was kept, lane 1's is not in your copy — "
+        "reconcile them deliberately: " + ", ".join(fresh.conflicts) + ".\n\n"
+    )
