@@ -30,7 +30,7 @@ from flamechase.flow import (
     StartTurn,
     TurnContext,
 )
-from flamechase.flows.parrallello import briefs, closing, front, progress
+from flamechase.flows.parrallello import briefs, closing, control, front, progress
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello import sim as fronts_sim
@@ -232,6 +232,9 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return _owe(state, owed, at)
         state, more = self._blocked(state, at, share)
         owed += more
+        for c in list(owed):  # the control plane, written from the state once it moved on
+            if isinstance(c, Emit) and isinstance(c.event, fev.BlockEnded):
+                state = control.snapshot(state, c.event.front, c.event.block)
         whole = progress.overall(state)
         owed = [
             Emit(dataclasses.replace(c.event, overall=whole))
@@ -282,6 +285,8 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return state
         if key.what == "checkpoint":
             return self._checkpointed(state, event)
+        if key.what == "control":
+            return control.ran(state, event.key, event.receipt)
         failed = rt.tool_failed(key, event.receipt)
         if failed:  # never judge work on a copy that failed: once more, then stop the run
             tries = state.retried.get(event.key, 0) + 1
@@ -388,9 +393,14 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                     "failed", f"the checkpoint of the source failed: {state.checkpoint['error']}"
                 ),
             ]
+        out += control.commands(state)
         for f in state.fronts.values():
             out += front.commands(state, f)
-        if all(f.done for f in state.fronts.values()) and not state.outbox:
+        if (
+            all(f.done for f in state.fronts.values())
+            and not state.outbox
+            and state.control_due is None
+        ):
             return [*out, self._finish(state)]
         return out
 

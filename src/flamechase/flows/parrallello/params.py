@@ -69,7 +69,26 @@ class ParrallelloParams(CopyParams):
         "taken once by each front it names at its next block end, recorded and shown",
     )
 
+    control_dir: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="a relative path in your tree: at each block end the plan and each "
+        "front's contract, verdicts, tickets and baseline are written there (one commit of "
+        "its own when the tree is git); off by default",
+    )
+
     _plan: PlanSpec | None = PrivateAttr(default=None)
+
+    @field_validator("control_dir")
+    @classmethod
+    def _inside(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = value.replace("\\", "/").split("/")
+        if value.startswith("/") or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+            raise ValueError(f"{value!r} is not a plain relative path inside your tree (a/b)")
+        return value
 
     @field_validator("lead_decision", mode="before")
     @classmethod

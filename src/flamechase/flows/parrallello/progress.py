@@ -151,6 +151,7 @@ def describe(state: PState) -> dict[str, Any]:
         "progress": {"overall": whole, "bar": bar(whole)},
         "fronts": fronts,
         "checkpoint": state.checkpoint,
+        "control": state.control,
         "spend": state.spend.model_dump(),
         "anomalies": list(state.anomalies),
         "anomaly_count": state.anomaly_count,

@@ -212,6 +212,7 @@ class Knobs(FlowState):
     fronts: int = 3
     lead: bool = False
     lead_decision: dict[str, dict[str, Any]] | None = None  # a user's, by front id (or `*`)
+    control_dir: str | None = None
 
     @classmethod
     def of(cls, params: ParrallelloParams) -> Knobs:
@@ -235,4 +236,7 @@ class PState(FlowState):
     anomaly_count: int = 0  # every anomaly of the run, kept or not
     retried: dict[str, int] = {}  # runtime programs that failed once, by key
     fatal: str | None = None  # a runtime program failed twice: the run cannot go on
+    controls: int = 0  # control-plane writes owed so far
+    control: dict[str, Any] | None = None  # the last one's result
+    control_due: dict[str, str] | None = None  # the one owed: key, message, files (JSON)
     outbox: Outbox = Outbox()
