@@ -170,6 +170,13 @@ def control(root: Path, where: str, files: dict[str, str], message: str) -> dict
     return out
 
 
+def release(root: Path, tag: str, message: str) -> dict[str, object]:
+    if not is_repo(root):
+        return {"skipped": f"{root} is not a git repository"}
+    _git(root, "tag", "-a", tag, "-m", message)
+    return {"tag": tag, "commit": _head(root)}
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m flamechase.tools.gitpoint")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -185,6 +192,9 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--dir", dest="where", required=True)
     k.add_argument("--data", required=True)
     k.add_argument("--message", required=True)
+    r = sub.add_parser("release")
+    r.add_argument("--tag", required=True)
+    r.add_argument("--message", required=True)
     return ap
 
 
@@ -199,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 result = {"skipped": f"{root} is not a git repository"}
                 code = 3 if args.require else 0
+        elif args.cmd == "release":
+            result = release(root, args.tag, args.message)
         elif args.cmd == "control":
             result = control(root, args.where, json.loads(args.data), args.message)
         else:

@@ -4,6 +4,7 @@ real `flamechase` command: scripted actors, real gates, real git."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,19 @@ def test_an_approved_front_lands_and_its_control_plane_is_a_commit_of_its_own(
     assert verdict["approved"] is True
     assert (ws / "src" / "A" / "core.py").read_text() == "VALUE = 2\n"
     assert git(ws, "status", "--porcelain") == ""
+
+
+def test_an_approved_run_is_tagged_and_a_tree_without_git_says_so(tmp_path: Path) -> None:
+    ws = repo(tmp_path, {"A": {}}, blocks=1, rounds_per_block=1)
+    proc = run(tmp_path, ws, {"A": {}}, "release_tag=v1.0")
+    assert proc.returncode == 0, proc.stderr
+    assert git(ws, "rev-parse", "v1.0^{commit}") == git(ws, "rev-parse", "HEAD")
+    assert "tagged v1.0" in proc.stdout + proc.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    bare = repo(plain, {"A": {}}, blocks=1, rounds_per_block=1)
+    shutil.rmtree(bare / ".git")
+    proc = run(plain, bare, {"A": {}}, "release_tag=v1.0")
+    assert proc.returncode == 0, proc.stderr
+    said = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "not tagged" in ln]
+    assert said and all("not tagged v1.0:" in ln and "not a git repository" in ln for ln in said)

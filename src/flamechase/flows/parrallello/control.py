@@ -14,7 +14,7 @@ from flamechase.flow import Command, Run, runtime_module
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello.state import FrontState, PState
 
-__all__ = ["commands", "files_of", "ran", "snapshot"]
+__all__ = ["commands", "files_of", "ran", "release", "result", "snapshot"]
 
 
 def _json(data: Any) -> str:
@@ -85,3 +85,23 @@ def ran(state: PState, k: str, receipt: dict[str, Any]) -> PState:
     return state.replace(
         control=done, control_due=None if due is not None and due["key"] == k else due
     )
+
+
+def result(receipt: dict[str, Any]) -> dict[str, Any]:
+    """What `gitpoint` printed (its error when it printed nothing)."""
+    return rt.tool_output(receipt, "GITPOINT") or {
+        "error": str(receipt.get("error") or "no output")[:300]
+    }
+
+
+def release(state: PState, ok: bool) -> list[Command]:
+    """An approved run's final commit tagged (`-p release_tag`), before it finishes."""
+    tag = state.knobs.release_tag
+    if not tag or state.release is not None or not ok:
+        return []
+    message = f"parrallello run {state.run_id}: approved"
+    argv = runtime_module(
+        "flamechase.tools.gitpoint", "release", "--tag", tag, "--message", message
+    )
+    k = rt.key("-", "release")
+    return [Run(key=k, place=rt.SOURCE, argv=argv, timeout=600, label=rt.label_of(k))]

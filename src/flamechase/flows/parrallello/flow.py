@@ -285,6 +285,8 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return state
         if key.what == "checkpoint":
             return self._checkpointed(state, event)
+        if key.what == "release":
+            return state.replace(release=control.result(event.receipt))
         if key.what == "control":
             return control.ran(state, event.key, event.receipt)
         failed = rt.tool_failed(key, event.receipt)
@@ -401,7 +403,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             and not state.outbox
             and state.control_due is None
         ):
-            return [*out, self._finish(state)]
+            return [*out, *(control.release(state, self._ok(state)) or [self._finish(state)])]
         return out
 
     def _plan_commands(self, state: PState) -> list[Command]:
@@ -438,12 +440,22 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             )
         ]
 
-    def _finish(self, state: PState) -> FinishRun:
-        rows = [progress.final_row(f) for f in state.fronts.values()]
-        ok = all(
+    def _ok(self, state: PState) -> bool:
+        return all(
             f.status == "approved" and not (f.integrated or {}).get("error")
             for f in state.fronts.values()
         )
+
+    def _finish(self, state: PState) -> FinishRun:
+        rows = [progress.final_row(f) for f in state.fronts.values()]
+        ok = self._ok(state)
+        done = state.release or {}
+        if done.get("tag"):
+            rows.append(f"tagged {done['tag']}")
+        elif done:
+            rows.append(
+                f"not tagged {state.knobs.release_tag}: {done.get('skipped') or done.get('error')}"
+            )
         return FinishRun("finished" if ok else "failed", "; ".join(rows))
 
     # ---- words ---------------------------------------------------------------------------------

@@ -78,6 +78,12 @@ class ParrallelloParams(CopyParams):
         "its own when the tree is git); off by default",
     )
 
+    release_tag: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$",
+        description="an approved run's final commit is tagged so (when the tree is git)",
+    )
+
     _plan: PlanSpec | None = PrivateAttr(default=None)
 
     @field_validator("control_dir")

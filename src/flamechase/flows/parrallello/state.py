@@ -213,6 +213,7 @@ class Knobs(FlowState):
     lead: bool = False
     lead_decision: dict[str, dict[str, Any]] | None = None  # a user's, by front id (or `*`)
     control_dir: str | None = None
+    release_tag: str | None = None
 
     @classmethod
     def of(cls, params: ParrallelloParams) -> Knobs:
@@ -239,4 +240,5 @@ class PState(FlowState):
     controls: int = 0  # control-plane writes owed so far
     control: dict[str, Any] | None = None  # the last one's result
     control_due: dict[str, str] | None = None  # the one owed: key, message, files (JSON)
+    release: dict[str, Any] | None = None  # the release tag's result (-p release_tag)
     outbox: Outbox = Outbox()
