@@ -129,3 +129,36 @@ def test_an_integration_into_the_runtimes_own_python_is_refused(repo: Path, tmp_
     out = json.loads(proc.stdout.strip().splitlines()[-1].removeprefix("GITPOINT "))
     assert proc.returncode == 3 and "lies in the Python installation" in str(out["error"]), out
     assert not (repo / site / "evil.pth").exists()
+
+
+def test_control_writes_its_files_and_commits_them_alone(repo: Path) -> None:
+    (repo / "work.txt").write_text("the user's uncommitted work\n")
+    files = {"plan.json": "{}\n", "P/contract.json": '{"targets": {}}\n'}
+    code, out = tool(
+        repo, "control", "--dir", "ctl", "--data", json.dumps(files), "--message", "ctl 1"
+    )
+    assert code == 0 and out["files"] == 2 and out["commit"]
+    assert (repo / "ctl" / "P" / "contract.json").read_text() == '{"targets": {}}\n'
+    assert git(repo, "show", "--name-only", "--format=%s", "HEAD").split("\n") == [
+        "ctl 1",
+        "",
+        "ctl/P/contract.json",
+        "ctl/plan.json",
+    ]
+    assert git(repo, "status", "--porcelain") == "?? work.txt"
+    # The same files again: nothing new to commit.
+    code, again = tool(
+        repo, "control", "--dir", "ctl", "--data", json.dumps(files), "--message", "ctl 2"
+    )
+    assert code == 0 and again["commit"] is None
+
+
+def test_control_never_writes_outside_its_directory(repo: Path, tmp_path: Path) -> None:
+    code, out = tool(repo, "control", "--dir", "ctl", "--data", '{"../x": "no"}', "--message", "m")
+    assert code == 3 and "not inside ctl" in str(out["error"])
+    assert not (repo / "x").exists()
+
+
+def test_control_outside_git_only_writes_the_files(tmp_path: Path) -> None:
+    code, out = tool(tmp_path, "control", "--dir", "c", "--data", '{"a": "1"}', "--message", "m")
+    assert code == 0 and out["commit"] is None and (tmp_path / "c" / "a").read_text() == "1"

@@ -6,6 +6,9 @@
     python -m flamechase.tools.gitpoint integrate --from COPY --allow GLOB... --message TEXT
         copy COPY's changes under the allowed globs into the current tree (treesync's rules:
         byte comparison, git-ignored paths skipped) and commit exactly those paths.
+    python -m flamechase.tools.gitpoint control --dir DIR --data JSON --message TEXT
+        write JSON's files (relative path -> text, from the run's state) under DIR and
+        commit DIR alone, as one commit of its own.
 
 Not a git repository: `checkpoint` reports `skipped` (exit 3 with `--require`), `integrate`
 copies and commits nothing. Commits use the repository's identity, or `flamechase` when it
@@ -21,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,6 +46,9 @@ _IDENTITY = {
 _GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
+_LOCK_TRIES = 40
+
+
 class GitFailed(RuntimeError):
     pass
 
@@ -58,15 +65,20 @@ def _git(
     )
     if not probe.stdout.strip():
         env.update(_IDENTITY)
-    proc = subprocess.run(
-        [*_GIT, "-C", str(root), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
-    )
+    for _ in range(_LOCK_TRIES):
+        proc = subprocess.run(
+            [*_GIT, "-C", str(root), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=600,
+        )
+        # The control plane's commit and a front's integration may meet on the index.
+        if proc.returncode == 0 or "index.lock" not in proc.stderr:
+            break
+        time.sleep(0.5)
     if proc.returncode not in ok:
         err = (proc.stderr or proc.stdout).strip().splitlines()
         raise GitFailed(f"git {args[0]} exited {proc.returncode}: {err[-1] if err else ''}")
@@ -139,6 +151,32 @@ def integrate(root: Path, other: Path, allow: Sequence[str], message: str) -> di
     return out
 
 
+def control(root: Path, where: str, files: dict[str, str], message: str) -> dict[str, object]:
+    base = (root / where).resolve()
+    if not base.is_relative_to(root.resolve()) or base == root.resolve():
+        raise GitFailed(f"{where} is not inside {root}")
+    for rel, text in sorted(files.items()):
+        path = (base / rel).resolve()
+        if not path.is_relative_to(base):
+            raise GitFailed(f"{rel} is not inside {where}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    out: dict[str, object] = {"files": len(files), "dir": where, "commit": None}
+    if is_repo(root):
+        _git(root, "add", "-A", "--", where)
+        if _git(root, "diff", "--cached", "--quiet", "--", where, ok=(0, 1)).returncode == 1:
+            _git(root, "commit", "--no-verify", "-q", "-m", message, "--", where)
+            out["commit"] = _head(root)
+    return out
+
+
+def release(root: Path, tag: str, message: str) -> dict[str, object]:
+    if not is_repo(root):
+        return {"skipped": f"{root} is not a git repository"}
+    _git(root, "tag", "-a", tag, "-m", message)
+    return {"tag": tag, "commit": _head(root)}
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m flamechase.tools.gitpoint")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -150,6 +188,13 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--from", dest="other", required=True)
     i.add_argument("--allow", nargs="*", default=[])
     i.add_argument("--message", required=True)
+    k = sub.add_parser("control")
+    k.add_argument("--dir", dest="where", required=True)
+    k.add_argument("--data", required=True)
+    k.add_argument("--message", required=True)
+    r = sub.add_parser("release")
+    r.add_argument("--tag", required=True)
+    r.add_argument("--message", required=True)
     return ap
 
 
@@ -164,9 +209,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 result = {"skipped": f"{root} is not a git repository"}
                 code = 3 if args.require else 0
+        elif args.cmd == "release":
+            result = release(root, args.tag, args.message)
+        elif args.cmd == "control":
+            result = control(root, args.where, json.loads(args.data), args.message)
         else:
             result = integrate(root, Path(args.other), args.allow, args.message)
-    except (GitFailed, OSError, subprocess.SubprocessError) as exc:
+    except (GitFailed, OSError, ValueError, subprocess.SubprocessError) as exc:
         result, code = {"error": str(exc)}, 3
     print("GITPOINT " + json.dumps(result, sort_keys=True))
     return code

@@ -4,11 +4,15 @@
         -a critic=claude/claude-opus-4-5:high -a prep=codex/gpt-5 \
         -p plan=PLAN.yaml,budget.cost=200 "$(cat TASK.md)"
 
-The runtime plays the lead, deterministically: it checkpoints the source, preps future fronts,
+The runtime runs the protocol (an optional `lead` session, or the runtime's rules, decides
+between blocks): it checkpoints the source, preps future fronts,
 opens fronts wave by wave, runs the rounds (fresh builders on their own files, the gate
 `--full`, a fresh critic), recounts every verdict and applies the approval rule itself, paces
 blocks by their spend, and integrates approved fronts into the source. See docs/parrallello.md.
 """
+
+# long file: the decider's one dispatch of every event and command parrallello has; what each
+# concern does lives in its own module (front, rounds, closing, lead, usage, pulse, control)
 
 from __future__ import annotations
 
@@ -32,7 +36,16 @@ from flamechase.flow import (
     StartTurn,
     TurnContext,
 )
-from flamechase.flows.parrallello import briefs, closing, front, progress, pulse, skills, usage
+from flamechase.flows.parrallello import (
+    briefs,
+    closing,
+    control,
+    front,
+    progress,
+    pulse,
+    skills,
+    usage,
+)
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import roles as parrallello_roles
 from flamechase.flows.parrallello import runtime as rt
@@ -244,6 +257,9 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return _owe(state, owed, at)
         state, more = self._blocked(state, at, share)
         owed += more
+        for c in list(owed):  # the control plane, written from the state once it moved on
+            if isinstance(c, Emit) and isinstance(c.event, fev.BlockEnded):
+                state = control.snapshot(state, c.event.front, c.event.block)
         whole = progress.overall(state)
         owed = [
             Emit(dataclasses.replace(c.event, overall=whole))
@@ -298,6 +314,10 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             u, read = usage.answered(state.usage, event.receipt)
             state = state.replace(usage=u, outbox=state.outbox.add(Emit(read)))
             return self._settle(state, [], event.at)
+        if key.what == "release":
+            return state.replace(release=control.result(event.receipt))
+        if key.what == "control":
+            return control.ran(state, event.key, event.receipt)
         failed = rt.tool_failed(key, event.receipt)
         if failed:  # never judge work on a copy that failed: once more, then stop the run
             tries = state.retried.get(event.key, 0) + 1
@@ -411,11 +431,19 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                 out.append(usage.probe(state.usage.seen + 1, probe, rt.SOURCE))
             if state.usage.seen == 0:  # no front opens before the first reading
                 return out
+        out += control.commands(state)
         for f in state.fronts.values():
             out += front.commands(state, f)
         out += pulse.commands(state, now)
-        if all(f.done for f in state.fronts.values()) and not state.outbox:
-            return [*out, self._finish(state)]
+        if (
+            all(f.done for f in state.fronts.values())
+            and not state.outbox
+            and state.control_due is None
+        ):
+            return [
+                *out,
+                *(control.release(state, progress.approved(state)) or [progress.finish(state)]),
+            ]
         return out
 
     def _plan_commands(self, state: PState) -> list[Command]:
@@ -451,16 +479,6 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                 require=state.knobs.checkpoint == "require",
             )
         ]
-
-    def _finish(self, state: PState) -> FinishRun:
-        if state.usage.pause:
-            return FinishRun("held", state.usage.pause)
-        rows = [progress.final_row(f) for f in state.fronts.values()]
-        ok = all(
-            f.status == "approved" and not (f.integrated or {}).get("error")
-            for f in state.fronts.values()
-        )
-        return FinishRun("finished" if ok else "failed", "; ".join(rows))
 
     # ---- words ---------------------------------------------------------------------------------
 

@@ -80,7 +80,9 @@ def commands(state: PState, front: FrontState) -> list[Command]:
         return _leading(state, front, spec)
     if front.status == "building":
         return rounds.commands(front, ctx)
-    if front.status == "approved" and front.integrated is None and _next_to_land(state) == front:
+    landing = front.status == "approved" and front.integrated is None
+    # A control-plane commit owed goes first: the two never commit in the tree at once.
+    if landing and state.control_due is None and _next_to_land(state) == front:
         path = state.places.get(rt.front_place(front.lane), "")
         return [
             rt.integrate(

@@ -78,7 +78,32 @@ class ParrallelloParams(CopyParams):
         "5 h window >= 95 % starts no new block, extra credit >= 90 % pauses at the round's end",
     )
 
+    control_dir: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="a relative path in your tree: at each block end the plan and each "
+        "front's contract, verdicts, tickets and baseline are written there (one commit of "
+        "its own when the tree is git); off by default",
+    )
+
+    release_tag: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$",
+        description="an approved run's final commit is tagged so (when the tree is git)",
+    )
+
     _plan: PlanSpec | None = PrivateAttr(default=None)
+
+    @field_validator("control_dir")
+    @classmethod
+    def _inside(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = value.replace("\\", "/").split("/")
+        if value.startswith("/") or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+            raise ValueError(f"{value!r} is not a plain relative path inside your tree (a/b)")
+        return value
 
     @field_validator("lead_decision", mode="before")
     @classmethod

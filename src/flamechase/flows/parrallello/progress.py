@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flamechase.flow import FinishRun
 from flamechase.flows.parrallello.plan import PlanSpec
 from flamechase.flows.parrallello.state import FrontState, PState, spec_of
 
@@ -153,6 +154,7 @@ def describe(state: PState) -> dict[str, Any]:
         "progress": {"overall": whole, "bar": bar(whole)},
         "fronts": fronts,
         "checkpoint": state.checkpoint,
+        "control": state.control,
         "spend": state.spend.model_dump(),
         "anomalies": list(state.anomalies),
         "anomaly_count": state.anomaly_count,
@@ -187,3 +189,27 @@ def final_row(front: FrontState) -> str:
         f"{front.id} {front.status.replace('_', ' ')} ({front.rounds} round(s), gate {gate}"
         f"{minors}, ${cost:.2f})"
     )
+
+
+def approved(state: PState) -> bool:
+    """Every front approved and integrated without an error."""
+    return all(
+        f.status == "approved" and not (f.integrated or {}).get("error")
+        for f in state.fronts.values()
+    )
+
+
+def finish(state: PState) -> FinishRun:
+    """The run's end: held on the usage pause; otherwise each front's row and the tag."""
+    if state.usage.pause:
+        return FinishRun("held", state.usage.pause)
+    rows = [final_row(f) for f in state.fronts.values()]
+    ok = approved(state)
+    done = state.release or {}
+    if done.get("tag"):
+        rows.append(f"tagged {done['tag']}")
+    elif done:
+        rows.append(
+            f"not tagged {state.knobs.release_tag}: {done.get('skipped') or done.get('error')}"
+        )
+    return FinishRun("finished" if ok else "failed", "; ".join(rows))

@@ -42,6 +42,8 @@ def parse_key(text: str) -> Key | None:
 
 # What each program is, in words (`Run.label`: the views never show a key).
 _WORDS = {
+    "release": "the release tag of your tree",
+    "control": "the control plane written into your tree",
     "sync": "the copy of front {front}'s tree into builder {who}'s place",
     "csync": "the copy of front {front}'s tree into its critic's place",
     "diff": "the check of builder {who}'s changes against its files in front {front}",

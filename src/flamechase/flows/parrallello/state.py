@@ -214,6 +214,8 @@ class Knobs(FlowState):
     lead: bool = False
     lead_decision: dict[str, dict[str, Any]] | None = None  # a user's, by front id (or `*`)
     usage_probe: str | None = None
+    control_dir: str | None = None
+    release_tag: str | None = None
 
     @classmethod
     def of(cls, params: ParrallelloParams) -> Knobs:
@@ -239,4 +241,8 @@ class PState(FlowState):
     fatal: str | None = None  # a runtime program failed twice: the run cannot go on
     pulses: dict[str, int] = {}  # "front:block" -> pulses said (pulse.py)
     usage: UsageState = UsageState()  # the account-usage probe's last word (usage.py)
+    controls: int = 0  # control-plane writes owed so far
+    control: dict[str, Any] | None = None  # the last one's result
+    control_due: dict[str, str] | None = None  # the one owed: key, message, files (JSON)
+    release: dict[str, Any] | None = None  # the release tag's result (-p release_tag)
     outbox: Outbox = Outbox()
