@@ -19,9 +19,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 CHEATER = """
-def mine(status):
+def mine(status, lane=None):
     prs = json.loads(c.pr("list", "--json").stdout)["pull_requests"]
-    return [p for p in prs if p["lane"] == c.lane and p["status"] == status]
+    return [p for p in prs if p["lane"] == (lane or c.lane) and p["status"] == status]
 if c.lane == "lane-1" and c.turn == 1:
     c.propose("lane-1/fast", {"score.py": "print('SCORE: 1')\\n"})
     return "made the evaluator print 1"
@@ -34,7 +34,12 @@ if c.lane == "lane-1":
 if c.turn == 1:
     c.propose("lane-2/a", {"a.txt": "10\\n"})
     return "lowered a"
-c.wait("my PR merged", lambda: mine("merged"))
+# Lane 2 ends its second turn only once lane 1's PR is judged too, and dawdles in its third,
+# so the budget's sixth turn is lane 1's third (whose inbox says why), however slow the machine.
+if c.turn >= 3:
+    time.sleep(10)  # outlasts lane 1's second turn, so the sixth turn is lane 1's third
+    return "nothing more to do"
+c.wait("my PR merged", lambda: mine("merged") and mine("tampered", "lane-1"))
 return "saw it merged"
 """
 
@@ -43,7 +48,7 @@ def test_a_pr_that_rewrites_the_evaluator_is_tampered_and_main_keeps_its_real_sc
     tmp_path: Path,
 ) -> None:
     team = Team(tmp_path, CHEATER)
-    proc = team.run(turns=5)
+    proc = team.run(turns=6)
     assert proc.returncode == 0, proc.stderr
     st = team.status()
     prs = {p["lane"]: p for p in st["pull_requests"]}
