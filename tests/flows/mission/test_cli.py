@@ -5,6 +5,7 @@ same state, the audit decided once and nothing lost."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -144,8 +145,9 @@ def test_a_write_to_a_protected_path_opens_an_audit_the_packet_shows(
     assert protected and protected[0]["targets"] == ["lane-2"]  # type: ignore[index]
     assert "bench.py" in str(protected[0]["why"])  # type: ignore[index]
     # The runtime saw it from the tree, not from the lane's word: the report never says so.
-    prompts = state_home.glob("runs/*/audits/*/attempts/*/prompt.md")
-    packets = [_packet(p.read_text()) for p in prompts]
+    # A recorded turn's prompt is kept gzipped (engine/turnfiles.py).
+    prompts = state_home.glob("runs/*/audits/*/attempts/*/prompt.md.gz")
+    packets = [_packet(gzip.decompress(p.read_bytes()).decode()) for p in prompts]
     writes = [
         w
         for p in packets

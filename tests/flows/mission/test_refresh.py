@@ -53,7 +53,9 @@ def test_a_redirected_lane_works_on_a_fresh_copy_of_lane_1s_tree(ws: Path) -> No
         ws,
         executor=ScriptedExecutor(clock, script, measure=run_for_real),
         clock=clock,
-        settings={"lanes": "2", "budget.turns": "8"},
+        # Without lane_refresh's rebase, which would carry lane 1's file over before the
+        # redirect: here the redirect's own fresh copy is what is tested.
+        settings={"lanes": "2", "budget.turns": "8", "lane_refresh": "never"},
     )
     record = run.record()
     [decided] = record.of(mev.AuditDecided)

@@ -200,9 +200,11 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             state = state.replace(places={**state.places, event.place: event.path})
             return self._measure_place(state, event)
         if isinstance(event, ev.PlaceDropped):
+            lane = next((n for n, ln in state.book.lanes.items() if ln.place == event.place), "")
             return state.replace(
                 dropping=tuple(p for p in state.dropping if p != event.place),
                 places={k: v for k, v in state.places.items() if k != event.place},
+                fresh=pfc_refresh.dropped(state.fresh, lane) if lane else state.fresh,
             )
         if isinstance(event, ev.Frozen) and event.key == pfc_measure.FROZEN:
             return state.replace(frozen=event.files, freeze_error=event.error)

@@ -31,10 +31,21 @@ class Fresh(FlowState):
     conflicts: tuple[str, ...] = ()  # of the last refresh, named in `for_turn`'s prompt
     for_turn: int = 0
     error: str | None = None
+    remake: int = 0  # which copy of the lane this is (a dropped copy's remake records anew)
 
 
-def _key(lane: str, what: str, at: int) -> str:
-    return f"{PREFIX}{lane}:{what}:{at}"
+def _key(lane: str, what: str, at: int, copy: int) -> str:
+    return f"{PREFIX}{lane}:{what}:{at}:{copy}"
+
+
+def dropped(fresh: Mapping[str, Fresh], lane: str) -> dict[str, Fresh]:
+    """`fresh` after the lane's copy was dropped: its remake is recorded as a new base (a
+    flow that remakes a lane's copy, such as a mission's redirect, must not refresh the new
+    copy from the old one's base)."""
+    old = fresh.get(lane)
+    if old is None:
+        return dict(fresh)
+    return {**fresh, lane: Fresh(remake=old.remake + 1)}
 
 
 def wanted(fresh: Fresh | None, lane1_valid: int) -> str | None:
@@ -73,7 +84,7 @@ def commands(
             continue
         out.append(
             Run(
-                key=_key(lane.name, what, lane1_valid),
+                key=_key(lane.name, what, lane1_valid, f.remake if f is not None else 0),
                 place=lane.place,
                 lane=lane.name,
                 argv=argv,
@@ -108,16 +119,19 @@ def ran(fresh: Mapping[str, Fresh], event: ev.Ran, next_turn: int) -> dict[str, 
     """`fresh` with a refresh program's answer folded in (None: not one of ours)."""
     if not event.key.startswith(PREFIX):
         return None
-    lane, what, at_s = event.key[len(PREFIX) :].rsplit(":", 2)
+    lane, what, at_s, copy_s = event.key[len(PREFIX) :].rsplit(":", 3)
     out = _output(event.receipt)
     old = fresh.get(lane) or Fresh()
+    if int(copy_s) != old.remake:  # an answer about a copy since dropped
+        return dict(fresh)
     if event.receipt.get("error") or "error" in out or not out.get("base"):
         # The turn goes on the copy as it is; the next valid lane-1 turn tries again.
         err = str(out.get("error") or event.receipt.get("error") or "no result")
         return {**fresh, lane: old.replace(at=int(at_s), error=err)}
     conflicts = tuple(str(p) for p in out.get("conflicts") or ()) if what == "refresh" else ()
     at = int(at_s)
-    new = Fresh(base=str(out["base"]), at=at, on=at, conflicts=conflicts, for_turn=next_turn)
+    new = old.replace(base=str(out["base"]), at=at, on=at, conflicts=conflicts, error=None)
+    new = new.replace(for_turn=next_turn)
     return {**fresh, lane: new}
 
 
