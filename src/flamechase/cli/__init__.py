@@ -73,7 +73,7 @@ SHORT_HELP: dict[str, str] = {
     "gc": "Reclaim the copies and scratch directories of runs no engine is running.",
     "job": "Background jobs: start, wait, list, logs, kill, reap.",
     "lock": "The exclusive measurement lock: run, acquire, release, status.",
-    "pr": "Pull requests of a lane (parallel_flame_chase:git_pr), from inside its clone.",
+    "pr": "Pull requests of a lane whose flow has them, from inside the lane's clone.",
     "profile": "Agents and budgets per flow, for `flamechase run FLOW TASK` and the prompt.",
     "run": "Run FLOW on the current directory toward TASK with the agents and budgets of its "
     "profile (`flamechase profile set FLOW -a ... -p ...`); the words of TASK are joined by "

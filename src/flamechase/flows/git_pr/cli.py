@@ -78,7 +78,7 @@ def _append(path: Path, request: dict[str, Any]) -> None:
 
 @click.group("pr")
 def command() -> None:
-    """Pull requests of a lane (parallel_flame_chase:git_pr), from inside its clone."""
+    """Pull requests of a lane whose flow has them, from inside the lane's clone."""
 
 
 @command.command("open")
