@@ -9,8 +9,10 @@ does instead, exit 2, nothing written.
 from __future__ import annotations
 
 import io
+import json
 import os
 import pty
+import re
 import select
 import subprocess
 import time
@@ -204,9 +206,10 @@ def test_a_spent_budget_says_how_to_go_on_only_when_the_flow_can_resume(source_t
     )
     assert proc.returncode == 0, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.endswith(
-        "finished: budget turns is spent; 1 of 1 turn valid; "
-        "to go on, resume with a larger -p budget.turns=…"
+    assert re.search(
+        r"finished: budget turns is spent; 1 of 1 turn valid\. Spent \$[0-9.]+ over 1 turn; "
+        r"to go on, resume with a larger -p budget\.turns=…$",
+        last,
     ), last
     # A flow that never resumes gets no such advice.
     relay = Path(__file__).parent / "simflows" / "relay.py"
@@ -223,4 +226,34 @@ def test_a_spent_budget_says_how_to_go_on_only_when_the_flow_can_resume(source_t
         cwd=source_tree,
     )
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.endswith("finished: budget turns is spent; 1 of 1 turn valid"), last
+    assert re.search(r"finished: budget turns is spent; 1 of 1 turn valid\. Spent [^;]+$", last)
+
+
+@pytest.mark.parametrize("mode", [[], ["--json"]])
+def test_the_end_of_a_run_is_said_once_on_stderr(source_tree: Path, mode: list[str]) -> None:
+    # Before: the log's last line on stdout and a line on stderr both told the end.
+    proc = cli(
+        "exec",
+        "-f",
+        "flame_chase",
+        "-a",
+        "sim/steady",
+        "-a",
+        "sim/steady",
+        "-p",
+        "budget.turns=1,rest_seconds=0.05",
+        *mode,
+        "t",
+        cwd=source_tree,
+    )
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if line[:1] != "{"]
+    ends = [line for line in said if "budget turns is spent;" in line]  # the JSON's aside
+    assert len(ends) == 1 and ends[0] in proc.stderr, said
+    shape = r"flamechase: run \S+ finished: .+\. Spent \$[0-9.]+ over 1 turn; .+"
+    assert re.fullmatch(shape, ends[0]), ends
+    if mode:  # a program reading --json still gets the end as an event
+        kinds = [json.loads(line)["kind"] for line in proc.stdout.splitlines()]
+        assert kinds[-1] == "run_finished"
+    else:
+        assert "files a report" in proc.stdout.splitlines()[-1]  # the log's own last event

@@ -65,8 +65,9 @@ def test_a_run_from_the_prompt_shows_its_view_and_comes_back(profiled: Path) -> 
     child = _spawn(profiled)
     child.send("$flame_chase make it better\r")
     child.expect("lane-1")  # the live view, drawn in the terminal
-    child.expect_exact("$flame_chase ended with exit code 0")
+    child.expect(r"flamechase: run \S+ finished: ")  # the end, said once (not again below)
     child.expect_exact(MARK)
+    assert "ended with exit code" not in child.before
     st = status(profiled)
     assert (st["flow"], st["task"], st["status"]) == ("flame_chase", "make it better", "finished")
     # History: Up brings the last line back.
@@ -114,8 +115,9 @@ def test_a_stopped_run_comes_back_to_the_prompt(tmp_path: Path) -> None:
     child.kill(signal.SIGINT)
     _delivered(child.pid, signal.SIGINT)
     (gate / "release").touch()
-    child.expect_exact("$flame_chase ended with exit code 130")
+    child.expect(r"flamechase: run \S+ stopped: ")
     child.expect_exact(MARK)
+    assert "ended with exit code" not in child.before
     assert status(ws)["status"] == "stopped"
     child.send("exit\r")
     child.expect(pexpect.EOF)
@@ -196,9 +198,12 @@ def test_the_prompt_reads_lines_from_a_pipe_and_keeps_them(
         assert prompt.repl(runner=start, session=session, say=said.append) == 0
     assert said[1].startswith("start a run with $FLOW TASK (flows: flame_chase,")
     assert said[2] == "$flame_chase: say what the agents should achieve"
-    assert said[3:] == ["flamechase: $flame_chase ended with exit code 0"]
+    assert said[3:] == []  # the run said its end itself: once, on stderr
     assert "$flame_chase make it better" in history.read_text()
-    assert "budget turns is spent" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "budget turns is spent" not in out  # the log leaves the end line to stderr
+    ends = [line for line in err.splitlines() if line.startswith("flamechase: run ")]
+    assert len(ends) == 1 and " finished: budget turns is spent" in ends[0], err
 
 
 def test_a_flow_that_exits_leaves_the_prompt_open(
@@ -240,5 +245,6 @@ def test_a_flow_that_exits_leaves_the_prompt_open(
         session = PromptSession(input=keys, output=DummyOutput())
         keys.send_text(f"${flow} two\rexit\r")
         assert prompt.repl(runner=start, session=session, say=said.append) == 0
-    assert said[1:] == [f"flamechase: ${flow} ended with exit code 1"]
-    assert "decide() called sys.exit(0)" in capsys.readouterr().err
+    assert said[1:] == []  # the run's own end line says it failed
+    err = capsys.readouterr().err
+    assert "decide() called sys.exit(0)" in err and " failed: " in err

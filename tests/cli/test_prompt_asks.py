@@ -76,7 +76,7 @@ def test_a_flow_without_a_profile_asks_each_role_by_name_then_saves_and_runs(
     child.expect_exact(f"save these as the profile for {flow}? [Y/n]:")
     child.send("\r")
     child.expect_exact(f"profile for {flow} saved in")
-    child.expect_exact(f"${flow} ended with exit code 0")
+    child.expect(r"flamechase: run \S+ finished: ")
     child.expect_exact(MARK)
     child.send("exit\r")
     child.expect(pexpect.EOF)

@@ -15,7 +15,7 @@ from flamechase.errors import UsageError
 from flamechase.text import echo
 
 if TYPE_CHECKING:
-    from flamechase.engine.loop import Observer
+    from flamechase.engine.loop import Observer, RunEnd
     from flamechase.engine.prepare import Prepared
 
 NO_ENVIRONMENTS = (
@@ -147,10 +147,18 @@ def command(
 
     if end.traceback and debugging():
         echo(end.traceback.rstrip("\n"), err=True, lines=True)
-    hint = f"; {end.hint}" if end.hint and (flow.resumable or not end.hint_resumes) else ""
-    echo(f"flamechase: run {end.run_id} {end.status}: {end.message}{hint}", err=True)
+    echo(end_line(end, resumable=flow.resumable), err=True)
     _say_take(end.run_id)
     return end.exit_code
+
+
+def end_line(end: RunEnd, *, resumable: bool) -> str:
+    """The run's end, said once and always on stderr (with --json, piped or on a terminal
+    alike): its id, how it ended, what it spent and what to do next. The log on stdout leaves
+    its own end line out (cli/observe.py), the live view keeps it off its recent lines."""
+    spent = f". {end.spent}" if end.spent else ""
+    hint = f"; {end.hint}" if end.hint and (resumable or not end.hint_resumes) else ""
+    return f"flamechase: run {end.run_id} {end.status}: {end.message}{spent}{hint}"
 
 
 def _say_take(run_id: str) -> None:

@@ -91,10 +91,18 @@ class Narrator:
 
 
 class LineObserver:
+    """One line per event on stdout, but for the run's end: `exec` says that once, on stderr,
+    with the run's id and what to do next (exec_cmd.end_line)."""
+
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = QuietWhenGone(out or sys.stdout)
         self.narrator = Narrator()
 
     def event(self, event: dict[str, Any]) -> None:
-        self.out.write(printable(self.narrator.line(event)) + "\n")
+        from flamechase.view.state import END_KINDS
+
+        line = self.narrator.line(event)  # folded all the same: the fold is the run's
+        if event.get("kind") in END_KINDS:
+            return
+        self.out.write(printable(line) + "\n")
         self.out.flush()

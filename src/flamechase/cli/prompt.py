@@ -160,7 +160,8 @@ def _one(line: str, runner: Runner, say: Callable[[str], None], ask: asking.Ask)
             return True
         agents = None if saved else tuple(answers)
     code = _run(runner, flow, task, agents, say=say)
-    say(f"flamechase: ${flow} ended with exit code {code}")
+    if code is not None:
+        say(f"flamechase: ${flow} ended with exit code {code}")
     return True
 
 
@@ -171,10 +172,15 @@ def _run(
     agents: tuple[str, ...] | None,
     *,
     say: Callable[[str], None],
-) -> int:
-    """One run; a refusal or a stop comes back to the prompt as one line."""
+) -> int | None:
+    """One run; a refusal or a stop comes back to the prompt as one line and its exit code.
+    None when the run ran to its end: it said that end itself, once (exec_cmd.end_line)."""
     try:
-        return runner(flow, task) if agents is None else runner(flow, task, agents=agents)
+        if agents is None:
+            runner(flow, task)
+        else:
+            runner(flow, task, agents=agents)
+        return None
     except FlamechaseError as exc:
         say(f"flamechase: error: {_first(str(exc))}")
         return exc.exit_code

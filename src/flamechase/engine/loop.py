@@ -47,6 +47,7 @@ from flamechase.errors import (
     FlowCodeError,
     FlowError,
 )
+from flamechase.events.present import money, plural
 from flamechase.flow import commands as cm
 from flamechase.fsutil import atomic_write
 from flamechase.procs import Reaper
@@ -82,6 +83,9 @@ class RunEnd:
     # The flow's code was left running in a worker thread (it never returned): the process
     # should exit rather than go on beside it.
     abandoned: bool = False
+    # What the whole run spent ("Spent $0.25 over 2 turns"): the end's one line says it, since
+    # the log's own end line is not printed beside it.
+    spent: str = ""
 
 
 class Engine:
@@ -361,7 +365,10 @@ class Engine:
                     ),
                     fold=self.code.broken is None,
                 )
-        return RunEnd(self.run_id, status, code, message, hint, hint_resumes=resumes)
+        spent = ""
+        if budget is not None:
+            spent = f"Spent {money(budget.spend.cost)} over {plural(budget.spend.turns, 'turn')}"
+        return RunEnd(self.run_id, status, code, message, hint, hint_resumes=resumes, spent=spent)
 
     async def _cut_all(self) -> None:
         if self._jobs is None:

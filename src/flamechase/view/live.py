@@ -24,7 +24,7 @@ from rich.live import Live
 
 from flamechase.errors import StoreError
 from flamechase.view.renderables import dashboard
-from flamechase.view.state import Change, RunFold
+from flamechase.view.state import END_KINDS, Change, RunFold
 
 __all__ = ["LiveObserver", "event_line", "fold_for"]
 
@@ -108,7 +108,9 @@ class LiveObserver:
         with self._lock:
             change = self.fold.apply(ev)
             self._seen = max(self._seen, seq)
-            self.recent.append(event_line(ev, change))
+            if ev.get("kind") not in END_KINDS:
+                # The status in the title says it ended; its one line is exec's, on stderr.
+                self.recent.append(event_line(ev, change))
             if not self.fold.run_id and ev.get("kind") == "run_created":
                 self.fold.run_id = self._run_id()
         if self._started and ev.get("kind") != "turn_started":
