@@ -81,9 +81,11 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
         stop = r.last_event(("stopping",))
         # What releases each held lane, as its flow said when it held it.
         remedies = {e["lane"]: e["payload"].get("remedy", "") for e in r.events_of("lane_held")}
-        notices = [
-            e["payload"].get("message", "")
-            for e in r.events_of("notice", opened["seq"] if opened else 0)
+        said = r.events_of("notice", opened["seq"] if opened else 0)
+        notices = [e["payload"].get("message", "") for e in said]
+        # A long notice in full (its detail), for `status --verbose`.
+        notices_in_full = [
+            e["payload"].get("detail") or e["payload"].get("message", "") for e in said
         ]
     disk_bytes = disk_use(run_dir)
     summary: dict[str, Any] = dict(stored["summary"]) if stored else {}
@@ -158,6 +160,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
         "stopping": bool(engine_alive and stop and opened and stop["seq"] > opened["seq"]),
         "disk_bytes": disk_bytes,
         "notices": notices,
+        "notices_in_full": notices_in_full,
     }
     if views:
         out.update(_shown(run_dir))
@@ -196,7 +199,13 @@ def _shown(run_dir: Path) -> dict[str, Any]:
 @click.command("status")
 @click.argument("run", required=False)
 @click.option("--json", "as_json", is_flag=True, help="a JSON object")
-def status_command(run: str | None, as_json: bool) -> int:
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="notices in full (what the jail stops and leaves open, whose spend is self-reported)",
+)
+def status_command(run: str | None, as_json: bool, verbose: bool) -> int:
     """Where RUN stands (an id, a unique prefix, or `last`)."""
     from flamechase.cli.pick import pick
 
@@ -204,7 +213,7 @@ def status_command(run: str | None, as_json: bool) -> int:
     if as_json:
         echo_json(json.dumps(st, indent=1))
         return 0
-    for line in status_lines(st):
+    for line in status_lines(st, verbose=verbose):
         echo(line)
     return 0
 
@@ -226,8 +235,9 @@ def _lane_lines(ln: dict[str, Any]) -> list[str]:
 
 
 # long: every line of `status` for people, in the order they read it.
-def status_lines(st: dict[str, Any]) -> list[str]:
-    """`status` for people: durations and counts as people write them."""
+def status_lines(st: dict[str, Any], *, verbose: bool = False) -> list[str]:
+    """`status` for people: durations and counts as people write them; `verbose`: each
+    notice in full, not its one line."""
     from flamechase.events import budget_words, human_seconds
 
     state = "stopping" if st.get("stopping") else st["status"]
@@ -257,7 +267,10 @@ def status_lines(st: dict[str, Any]) -> list[str]:
 
         used.append(f"disk {size_text(int(st['disk_bytes']))}")
     out.append("spent: " + ", ".join(used))
-    out += [f"note: {n}" for n in st.get("notices") or () if n]
+    notes = (st.get("notices_in_full") if verbose else None) or st.get("notices") or ()
+    out += [f"note: {n}" for n in notes if n]
+    if not verbose and st.get("notices_in_full", notes) != list(notes):
+        out.append("  (`flamechase status --verbose` shows the notices in full)")
     for ln in st["lanes"]:
         out += _lane_lines(ln)
     for solo in st.get("outside_lanes") or ():

@@ -20,6 +20,7 @@ from flamechase.config import parse_settings
 from flamechase.engine import objective as obj
 from flamechase.engine.checks import check_declarations
 from flamechase.engine.flowcode import FlowCode
+from flamechase.engine.notices import Folded, StartNotice, jail_notice
 from flamechase.engine.reclaim import RECLAIMED
 from flamechase.engine.rerun import check_rerun
 from flamechase.engine.roles import with_role_defaults
@@ -75,7 +76,7 @@ class Prepared:
     workspace: Path
     resume_from: Path | None  # run directory of the run to pick up
     revised: bool  # resuming with a changed objective: re-plan
-    notices: tuple[str, ...]
+    notices: tuple[StartNotice, ...]
     jail_mode: jails.Mode = "off"  # the jail of lanes outside the source
     flow_source: str = ""
     flow_hash: str = ""
@@ -153,7 +154,7 @@ def _prepare(req: RunRequest, ws: Path, code: FlowCode) -> Prepared:
         for key, value in budget.to_json().items()
         if key != "graceful" and value is not None
     }
-    notices: list[str] = []
+    notices: list[StartNotice] = []
     if budget.is_empty():
         # The seeds: a run ends "when the budget runs out, or you stop it".
         notices.append(NO_BUDGET)
@@ -162,7 +163,7 @@ def _prepare(req: RunRequest, ws: Path, code: FlowCode) -> Prepared:
     # Every role's agents run jailed to their own place (or, said explicitly, unconfined).
     choice = jails.choose(params.sandbox, jails.probe())
     _installation_outside(ws, choice.mode)
-    notices += [*choice.notices[:-1], f"every agent and measurement: {choice.notices[-1]}"]
+    notices += [*choice.notices[:-1], jail_notice(choice.mode, choice.notices[-1])]
     notices += code.call("start_notices()", flow.start_notices, params)
     return Prepared(
         flow=flow,
@@ -264,7 +265,11 @@ def _params_and_budget(
 
 
 def _agents(
-    req: RunRequest, code: FlowCode, params: FlowParams, budget: Budget, notices: list[str]
+    req: RunRequest,
+    code: FlowCode,
+    params: FlowParams,
+    budget: Budget,
+    notices: list[StartNotice],
 ) -> tuple[dict[str, AgentSpec], dict[str, Backend]]:
     """Every role's agent, checked here (installed, priced), with what to say at start."""
     flow = code.flow
@@ -294,10 +299,17 @@ def _agents(
             notices.append(notice)
         backends[role] = backend
     if self_reported:
-        notices.append(
+        detail = (
             "spend of " + ", ".join(self_reported) + " is self-reported by the "
             "agent (exec:, sim, acp:); cost and token budgets count what it reports"
         )
+        one = len(self_reported) == 1
+        whose = (
+            "1 role is self-reported by its agent"
+            if one
+            else (f"{len(self_reported)} roles is self-reported by their agents")
+        )
+        notices.append(Folded(f"spend of {whose}", detail))
     return agents, backends
 
 

@@ -108,13 +108,16 @@ def human_seconds(seconds: float) -> str:
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Notice(Event):
     kind: ClassVar[str] = "notice"
-    message: str = ""
+    message: str = ""  # the line every view shows
+    # The whole of a long notice, which `status --verbose` shows instead (engine/notices.py).
+    detail: str = ""
 
     def describe(self) -> str:
         return self.message
 
     def show(self, seen: Seen) -> Shown:
-        return Shown(f"Notice: {clip(self.message, 400)}", "warn")
+        more = "; `flamechase status --verbose` for the rest" if self.detail else ""
+        return Shown(f"Notice: {clip(self.message, 400)}{more}", "warn")
 
 
 @register

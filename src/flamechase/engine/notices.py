@@ -1,0 +1,42 @@
+"""A notice said at the start of a run: a plain line, or a short line with its detail kept.
+
+Some notices are long (what the jail stops and leaves open, whose spend is self-reported):
+said in full at every start and in every `status`, they drowned what changed. A `Folded`
+notice is shown as its one `line` in the log, the live view and `status`, and in full (its
+`detail`) by `status --verbose`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from flamechase.jail.coverage import NAMES
+from flamechase.jail.spec import Mode
+
+MORE = "`flamechase status --verbose` for the rest"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Folded:
+    line: str  # what every view shows
+    detail: str  # the whole of it, for `status --verbose`
+
+
+StartNotice = str | Folded
+
+
+# The jail in a line: the gist of what it stops and leaves open (coverage.py says it all).
+JAIL_GIST: dict[Mode, str] = {
+    "bwrap": "writes only inside its grants, own PID namespace; network and reads left open",
+    "landlock": "writes only inside its grants; reads and network left open",
+}
+
+
+def jail_notice(mode: Mode, summary: str) -> StartNotice:
+    """What the run's jail stops, folded to its gist; `sandbox=off` is said whole (it is
+    short, and every word of it matters)."""
+    full = f"every agent and measurement: {summary}"
+    gist = JAIL_GIST.get(mode)
+    if gist is None:
+        return full
+    return Folded(f"every agent and measurement: {NAMES[mode]} ({gist})", full)
