@@ -177,3 +177,61 @@ def test_without_an_evaluator_claims_are_ranked_but_unverified(ws: Path, tmp_pat
         ids[0],
         ids[1],
     ]
+
+
+HOSTILE_EVAL = """\
+import os, pathlib, sys
+here = pathlib.Path(".")
+pristine = (
+    (here / "README.md").read_text() == "sample\\n"
+    and (here / "pkg" / "mod.py").read_text() == "X = 1\\n"
+    and (here / "TASK.md").stat().st_mode & 0o777 == 0o644
+    and not (here / "planted.py").exists()
+    and not (here / "pkg" / "planted").exists()
+)
+print("SCORE:", (here / "score.txt").read_text().strip() if pristine else 666)
+# Then it vandalises its measurement place: in place, behind the mtime's back.
+mod = here / "pkg" / "mod.py"
+st = mod.stat()
+with open(mod, "r+b") as f:
+    f.write(b"X = 9\\n")
+os.utime(mod, ns=(st.st_atime_ns, st.st_mtime_ns))
+with open(here / "README.md", "r+b") as f:
+    f.truncate(1)
+(here / "TASK.md").chmod(0o777)
+(here / "planted.py").write_text("planted\\n")
+(here / "pkg" / "planted").mkdir()
+(here / "pkg" / "planted" / "x").write_text("x\\n")
+"""
+
+
+def test_a_measurement_place_vandalised_by_its_evaluator_is_reset_for_the_next(
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
+    (ws / "eval.py").write_text(HOSTILE_EVAL)
+    (ws / "TASK.md").chmod(0o644)
+    team = Team(
+        tmp_path / "team",
+        """
+        if c.turn > 3:
+            return c.ok("blocked", "stop here")
+        (c.ws / "score.txt").write_text(str(c.turn))
+        sub = {"title": "candidate", "metric": "score", "value": c.turn,
+               "direction": "minimize", "evaluator": "python3 eval.py", "evidence": []}
+        return c.deliver({f"cand-{c.turn}.txt": str(c.turn)}, submission=sub)
+    """,
+    )
+    proc = team.run(ws, "lanes=1", "evaluator=python3 eval.py")
+    assert proc.returncode == 3, proc.stderr
+    subs = of_kind(events(ws), "candidate_submitted")
+    # Every measurement saw the baseline with only its lane's changes: not the last one's mess.
+    assert [s["payload"]["measured"] for s in subs] == [1.0, 2.0, 3.0]
+    assert all(s["payload"]["verified"] for s in subs)
+    root = run_dir(state_home, ws)
+    baseline = root / "baseline" / "workspace"
+    assert (baseline / "pkg" / "mod.py").read_text() == "X = 1\n"
+    assert (baseline / "README.md").read_text() == "sample\n"
+    assert (baseline / "TASK.md").stat().st_mode & 0o777 == 0o644
+    assert not (baseline / "planted.py").exists()
+    # The kept copy went with the engine: nothing of it is left on disk.
+    assert not (root / "pool").exists()

@@ -42,6 +42,11 @@ class RunLayout:
         return self.place_dir(name) / "workspace"
 
     @property
+    def pool(self) -> Path:
+        """Overlay places' copies kept between uses (workspace/reuse), this engine's only."""
+        return self.root / "pool"
+
+    @property
     def yardsticks(self) -> Path:
         return self.root / "yardsticks"
 

@@ -54,6 +54,7 @@ from flamechase.fsutil import atomic_write
 from flamechase.procs import Reaper
 from flamechase.store import handover, home
 from flamechase.workspace.diskuse import disk_use, size_text
+from flamechase.workspace.reuse import CopyPool
 
 __all__ = ["Engine", "Observer", "RunEnd"]
 
@@ -192,6 +193,10 @@ class Engine:
                 opened.reader.close()
             with contextlib.suppress(Exception):
                 opened.ledger.close()
+            with contextlib.suppress(Exception):
+                # Kept measurement copies are this engine's (their manifests are in memory):
+                # the disk they hold is given back with the lock, not left for `gc`.
+                CopyPool.remove(opened.layout.pool)
             opened.lock.release()
             self.code.close()
 

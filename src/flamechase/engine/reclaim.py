@@ -114,7 +114,7 @@ def candidate(run_dir: Path) -> Candidate | None:
     copies = {
         n: p for n, p in copies.items() if _inside(run_dir, p) and p.is_dir() and not p.is_symlink()
     }
-    scratch = [run_dir / "yardsticks"]
+    scratch = [run_dir / "yardsticks", run_dir / "pool"]
     for top in ("lanes", "roles", "planning"):
         for d in sorted((run_dir / top).glob("*")) if (run_dir / top).is_dir() else []:
             scratch += [d / "tmp", d / "homes"]

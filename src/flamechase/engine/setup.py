@@ -34,6 +34,7 @@ from flamechase.store.db import Reader
 from flamechase.tools import locks
 from flamechase.workspace import overlay
 from flamechase.workspace.guard import ControlPaths
+from flamechase.workspace.reuse import CopyPool
 from flamechase.workspace.snapshots import clean_partials, snapshot
 
 
@@ -49,6 +50,9 @@ class RunDirs:
         self._places: dict[str, dict[str, Any]] = {}
         self._rest_until: dict[str, float] = {}
         self._tokens: list[str] = []
+        # Overlay places (measurement copies) are kept when dropped and brought back to their
+        # base in O(changed) for the next one, instead of a whole copy each (workspace/reuse).
+        self.pool = CopyPool(layout.pool)
 
     # ---- making ------------------------------------------------------------------------------
 
@@ -63,6 +67,7 @@ class RunDirs:
         locks.unclaim(lay.root)
         clean_partials(lay.lanes)
         yardstick.remove(lay.yardsticks)  # copies a crash left behind
+        CopyPool.remove(self.pool.root)  # kept copies whose manifests went with the engine
         self._lanes = self.reader.lanes()
         for row in self._lanes:
             name = row["lane"]
@@ -128,8 +133,8 @@ class RunDirs:
             dest.mkdir(mode=0o700, exist_ok=True)
         elif how == "overlay":
             if dest.exists():  # a crash half-way: start over, the base is still there
-                shutil.rmtree(dest)
-            snapshot(source, dest)
+                self.remove(dest)
+            self.pool.take(source, dest)
             changed, deleted = overlay.differences(source, self.place_path(over or SOURCE))
             overlay.lay_over(dest, self.place_path(over or SOURCE), changed, deleted)
             for rel, sha in (restore or {}).items():
@@ -183,10 +188,12 @@ class RunDirs:
         self.guard.forget(path)
         return path
 
-    @staticmethod
-    def remove(path: Path) -> None:
-        """Remove a private place's copy (runs in a worker thread)."""
-        if path.exists():
+    def remove(self, path: Path) -> None:
+        """Remove a private place's copy, or keep it for reuse if it is an overlay's (runs in a
+        worker thread)."""
+        if self.pool.lent(path):
+            self.pool.give(path)
+        elif path.exists():
             shutil.rmtree(path)
 
     def frozen(self, key: str | None) -> dict[str, str]:

@@ -18,21 +18,20 @@ SKIP = frozenset({".git"})
 
 
 def _entries(root: Path) -> dict[str, os.stat_result]:
+    # One lstat an entry (scandir), links never followed, `.git` left out.
     out: dict[str, os.stat_result] = {}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [
-            d for d in dirnames if d not in SKIP and not os.path.islink(os.path.join(dirpath, d))
-        ]
-        names = filenames + [
-            d
-            for d in os.listdir(dirpath)
-            if os.path.islink(os.path.join(dirpath, d)) and d not in filenames
-        ]
-        for name in names:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
-                out[os.path.relpath(path, root)] = st
+    stack = [(os.fspath(root), "")]
+    while stack:
+        path, rel = stack.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                st = entry.stat(follow_symlinks=False)
+                child = f"{rel}/{entry.name}" if rel else entry.name
+                if stat.S_ISDIR(st.st_mode):
+                    if entry.name not in SKIP:
+                        stack.append((entry.path, child))
+                elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+                    out[child] = st
     return out
 
 

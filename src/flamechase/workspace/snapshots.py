@@ -27,7 +27,7 @@ from flamechase.errors import SnapshotFailed
 from flamechase.fsutil import fsync_dir
 from flamechase.workspace.stats import measure
 
-__all__ = ["clean_partials", "snapshot"]
+__all__ = ["clean_partials", "remove_tree", "snapshot"]
 
 PARTIAL_RE = re.compile(r"^\..+\.partial-[0-9a-f]{32}$")
 CP_ARGS = ("-a", "--reflink=auto", "--")
@@ -79,7 +79,7 @@ def _ignore_specials(directory: str, names: list[str]) -> set[str]:
     return skipped
 
 
-def _remove_tree(path: Path) -> None:
+def remove_tree(path: Path) -> None:
     """Remove `path` (a tree, a file or a link) without following links; tolerate read-only dirs."""
     try:
         st = os.lstat(path)
@@ -150,7 +150,7 @@ def _copy_tree(source: Path, tmp: Path, dest: Path) -> None:
         error = _copy_with_cp(cp, source, tmp)
         if error is None:
             return
-        _remove_tree(tmp)
+        remove_tree(tmp)
         os.mkdir(tmp, 0o700)
     _copy_with_python(source, tmp, dest)
 
@@ -215,17 +215,17 @@ def snapshot(source: Path, dest: Path) -> None:
         os.rename(tmp, dest)
         fsync_dir(parent)
     except SnapshotFailed:
-        _remove_tree(tmp)
+        remove_tree(tmp)
         raise
     except Exception as exc:
-        _remove_tree(tmp)
+        remove_tree(tmp)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise SnapshotFailed(
             f"could not snapshot {src} into {dest}: {_first_line(reason)}; "
             "check disk space and permissions, then retry"
         ) from exc
     except BaseException:
-        _remove_tree(tmp)
+        remove_tree(tmp)
         raise
 
 
@@ -243,6 +243,6 @@ def clean_partials(parent: Path) -> list[Path]:
     for name in sorted(names):
         if PARTIAL_RE.match(name):
             path = Path(parent) / name
-            _remove_tree(path)
+            remove_tree(path)
             removed.append(path)
     return removed

@@ -1,0 +1,297 @@
+"""Copies of a place kept for reuse, brought back to it in O(changed) (measurement places).
+
+Where the file system has no reflink, a fresh copy of a 20,000-file tree for every
+submission measured writes the whole tree each time. Instead a copy is kept between uses
+with two manifests, one of the copy and one of its base, of every entry's
+(type, inode, size, mtime_ns, ctime_ns, mode), and `sync` restores only the entries whose
+signature moved on either side: a path the measured code wrote, truncated, chmodded, renamed,
+replaced or added in the copy, or one the base itself changed. The ctime is the safeguard:
+the measured code can set a file's mtime back (`os.utime`) but no unprivileged process can
+set a ctime, which the kernel stamps on every change of content or metadata; the inode
+catches a file replaced by another. Only what the runtime itself restored is re-stamped in
+the manifest, so the copy is, after `sync`, what its base is.
+
+A copy only ever reads its base: nothing here writes the base, and nothing written in a copy
+reaches it (restores copy bytes from base to copy, never link them). Sync never follows a
+link and handles parents before children, so a directory swapped for a link is removed as a
+link, not written through. The copies are this engine's: their manifests live in memory and a
+crash's leftovers are removed when the run is opened again (`remove`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flamechase.workspace.snapshots import remove_tree, snapshot
+
+__all__ = ["CopyPool", "Sig", "SyncStats", "scan", "sync"]
+
+# (type bits, inode, size, mtime_ns, ctime_ns, permission bits)
+Sig = tuple[int, int, int, int, int, int]
+FICLONE = 0x40049409  # linux/fs.h: share the source's extents (reflink) where the FS can
+_TICK_NS = 20_000_000  # longer than a coarse clock tick (HZ >= 100): see `_settle`
+
+
+def _sig(st: os.stat_result) -> Sig:
+    return (
+        stat.S_IFMT(st.st_mode),
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        stat.S_IMODE(st.st_mode),
+    )
+
+
+def _kept(mode: int) -> bool:
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)
+
+
+def scan(root: Path, *, specials: bool = False) -> dict[str, Sig]:
+    """Every directory, regular file and link below `root` (`""` is the root itself), by
+    relative path; FIFOs, sockets and devices only with `specials` (a snapshot leaves them
+    out of a copy, so a copy that has one was given it). A directory the owner made
+    unreadable is made readable first (it is the runtime's copy)."""
+    top = os.fspath(root)
+    out: dict[str, Sig] = {"": _sig(os.lstat(top))}
+    stack = [(top, "")]
+    while stack:
+        path, rel = stack.pop()
+        try:
+            entries = list(os.scandir(path))
+        except PermissionError:
+            os.chmod(path, 0o700)
+            entries = list(os.scandir(path))
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            if not specials and not _kept(st.st_mode):
+                continue
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            out[child] = _sig(st)
+            if stat.S_ISDIR(st.st_mode):
+                stack.append((entry.path, child))
+    return out
+
+
+@dataclass
+class SyncStats:
+    restored: int = 0  # files, links and directories put back from the base
+    removed: int = 0  # entries the base does not have
+    bytes: int = 0  # bytes copied
+
+
+def _depth_key(rel: str) -> tuple[str, ...]:
+    # Parents sort before their children, and a directory's whole subtree right after it.
+    return tuple(rel.split("/")) if rel else ()
+
+
+def _remove(path: str) -> None:
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        remove_tree(Path(path))  # read-only directories the measured code left included
+    else:
+        os.unlink(path)
+
+
+def clone_file(src: str, dst: str) -> int:
+    """Copy `src`'s bytes, mode and times to a new file `dst`: shared extents where the file
+    system has reflink, a plain copy elsewhere; the bytes copied (0 for a clone)."""
+    sfd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(sfd)
+        dfd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            copied = 0
+            try:
+                fcntl.ioctl(dfd, FICLONE, sfd)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY):
+                    raise
+                while n := os.sendfile(dfd, sfd, None, 1 << 30):
+                    copied += n
+            os.fchmod(dfd, stat.S_IMODE(st.st_mode))
+            os.utime(dfd, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(dfd)
+    finally:
+        os.close(sfd)
+    return copied
+
+
+class _Fixer:
+    """The writes of one sync, below `copy`: parents opened for writing once each."""
+
+    def __init__(self, base: Path, copy: Path) -> None:
+        self.base, self.copy = os.fspath(base), os.fspath(copy)
+        self.stats = SyncStats()
+        self._opened: set[str] = set()
+
+    def src(self, rel: str) -> str:
+        return os.path.join(self.base, rel) if rel else self.base
+
+    def dst(self, rel: str) -> str:
+        return os.path.join(self.copy, rel) if rel else self.copy
+
+    def open_parent(self, rel: str) -> None:
+        # A read-only directory (the base's own, or one the measured code chmodded): the
+        # runtime owns the copy, so it may write there; the directory's mode is put back last.
+        parent = rel.rpartition("/")[0]
+        if parent not in self._opened:
+            self._opened.add(parent)
+            path = self.dst(parent)
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+            if mode & 0o700 != 0o700:
+                os.chmod(path, mode | 0o700)
+
+    def remove(self, rel: str) -> None:
+        self.open_parent(rel)
+        _remove(self.dst(rel))
+        self.stats.removed += 1
+
+    def put(self, rel: str, kind: int) -> None:
+        """Make `rel` (nothing there now, its parent a real directory) what the base has."""
+        self.open_parent(rel)
+        src, dst = self.src(rel), self.dst(rel)
+        if kind == stat.S_IFLNK:
+            os.symlink(os.readlink(src), dst)
+        elif kind == stat.S_IFREG:
+            tmp = os.path.join(os.path.dirname(dst), f".restore-{uuid.uuid4().hex}")
+            try:
+                self.stats.bytes += clone_file(src, tmp)
+                os.rename(tmp, dst)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
+        else:
+            os.mkdir(dst, 0o700)
+        self.stats.restored += 1
+
+    def dir_meta(self, rel: str) -> None:
+        st = os.lstat(self.src(rel))
+        os.chmod(self.dst(rel), stat.S_IMODE(st.st_mode))
+        os.utime(self.dst(rel), ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
+
+def sync(
+    base: Path, copy: Path, base_seen: dict[str, Sig], copy_seen: dict[str, Sig]
+) -> tuple[dict[str, Sig], dict[str, Sig], SyncStats]:
+    """Bring `copy` back to what `base` is now, touching only what moved since the manifests
+    `base_seen` and `copy_seen` were taken (when the copy last equalled the base); the new
+    manifests and what was done."""
+    base_now, copy_now = scan(base), scan(copy, specials=True)
+    fix = _Fixer(base, copy)
+    touched: set[str] = set()  # entries restored, and directories whose entries changed
+    skip: str | None = None  # a subtree removed: nothing of the copy is left below it
+    # Neither side moved: the copy still has what the base has. Only the rest is sorted.
+    moved = [
+        rel
+        for rel in base_now.keys() | copy_now.keys()
+        if base_seen.get(rel) != base_now.get(rel) or copy_seen.get(rel) != copy_now.get(rel)
+    ]
+    for rel in sorted(moved, key=_depth_key):
+        b, c = base_now.get(rel), copy_now.get(rel)
+        if skip is not None and rel.startswith(skip):
+            c = None  # went with the subtree removed above it
+        else:
+            skip = None
+        if c is not None and (b is None or b[0] != c[0] or b[0] != stat.S_IFDIR):
+            if rel == "":
+                raise OSError(errno.ENOTDIR, "the copy's root is not a directory", copy)
+            fix.remove(rel)  # not the base's, or not a directory that can be fixed in place
+            skip = rel + "/"
+            c = None
+        touched.add(rel.rpartition("/")[0])
+        if b is None:
+            continue
+        if c is None:
+            fix.put(rel, b[0])
+        touched.add(rel)
+    # Directories last, deepest first: their entries are right, now their mode and times.
+    touched &= base_now.keys()  # not what was inside a subtree removed whole
+    for rel in sorted(touched, key=_depth_key, reverse=True):
+        if base_now[rel][0] == stat.S_IFDIR:
+            fix.dir_meta(rel)
+    copy_next = {rel: sig for rel, sig in copy_now.items() if rel in base_now}
+    copy_next.update({rel: _sig(os.lstat(fix.dst(rel))) for rel in touched})
+    _settle(copy_next)
+    return base_now, copy_next, fix.stats
+
+
+def _settle(manifest: dict[str, Sig]) -> None:
+    """Wait until the clock has left the tick of the newest ctime recorded: a change made in
+    that same coarse tick could otherwise carry the very ctime the manifest holds."""
+    newest = max(sig[4] for sig in manifest.values())
+    while (wait := newest + _TICK_NS - time.time_ns()) > 0:
+        time.sleep(wait / 1e9)
+
+
+@dataclass
+class _Copy:
+    path: Path
+    base_seen: dict[str, Sig]
+    copy_seen: dict[str, Sig]
+
+
+@dataclass
+class CopyPool:
+    """Copies of places kept under `root` between uses. `take` puts a copy equal to a base at
+    a destination (reusing a returned one in O(changed), or snapshotting); `give` takes it
+    back instead of removing it. Thread-safe: places are made in worker threads."""
+
+    root: Path
+    _free: dict[Path, list[_Copy]] = field(default_factory=dict)
+    _lent: dict[Path, tuple[Path, _Copy]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    last: SyncStats | None = None  # what the latest `take` did (None: a whole snapshot)
+
+    def take(self, base: Path, dest: Path) -> None:
+        """Make `dest` (not there) a copy of `base`."""
+        with self._lock:
+            free = self._free.get(base, [])
+            kept = free.pop() if free else None
+        if kept is None:
+            snapshot(base, dest)
+            kept = _Copy(dest, scan(base), scan(dest))
+            _settle(kept.copy_seen)
+            self.last = None
+        else:
+            kept.base_seen, kept.copy_seen, self.last = sync(
+                base, kept.path, kept.base_seen, kept.copy_seen
+            )
+            os.rename(kept.path, dest)
+        with self._lock:
+            self._lent[dest] = (base, kept)
+
+    def lent(self, path: Path) -> bool:
+        with self._lock:
+            return path in self._lent
+
+    def give(self, path: Path) -> None:
+        """Take back the copy `take` put at `path` (whatever was done in it since)."""
+        with self._lock:
+            base, kept = self._lent.pop(path)
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            _remove(os.fspath(path))  # not the copy any more: nothing to keep
+            return
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        home = self.root / uuid.uuid4().hex
+        os.rename(path, home)
+        kept.path = home
+        with self._lock:
+            self._free.setdefault(base, []).append(kept)
+
+    @staticmethod
+    def remove(root: Path) -> None:
+        """Remove the copies a previous engine kept (their manifests went with it)."""
+        if os.path.lexists(root):
+            _remove(os.fspath(root))
