@@ -62,6 +62,7 @@ class Script:
     cost: float = 0.0
     hashes: Callable[[str, int], dict[str, str]] = lambda f, r: {f"gates/{f}.py": "h1"}
     fail_turn: Callable[[StartTurn], bool] = lambda c: False
+    sheets: Callable[[str, int], dict[str, Any]] = lambda f, r: {"taken": [], "refused": []}
     handoff: Callable[[str, int, str], str] = lambda f, r, o: "did it"
     lead: Callable[[str, int, dict[str, Any]], dict[str, Any]] = lambda f, b, brief: {
         "lead_note": f"lead note after block {b}"
@@ -166,6 +167,8 @@ class Driver:
             return tool(
                 "TREESYNC", {"files": self.script.hashes(key.front, key.round), "digest": "d"}
             )
+        if key.what == "sheets":
+            return tool("SHEETS", self.script.sheets(key.front, key.round))
         if key.what == "reap":
             return tool("JOBS", {"killed": [], "reaped": [], "jobs": 0})
         if key.what == "integrate":

@@ -4,12 +4,14 @@ parrallello end to end through the real `flamechase` command.
 A repository has per front `src/<F>/core.py` (`VALUE = 1`) and a gate `gates/<F>.py` that
 passes when VALUE reaches the front's target; `mode` makes a gate misbehave in one of the ways
 the runtime must fail closed on. The builder (`exec:`) raises VALUE by one in its own file and
-can be told (a JSON config in $PLL_CONFIG, keyed by front) to also write outside its files,
+can be told (a JSON config in $PLL_CONFIG, keyed by front) to leave images for the critic
+(`images`: name -> "WxH", "text" or "link:PATH"), to also write outside its files,
 edit its gate, append to files (`write`: path -> text), wait for other builders (to prove
 they run at once) or for a marker another left in its lane's directory (`LANE/NAME`), hang
 once, hold the run's measurement lock (`hog`: for up to that many seconds, leaving a
 `holding` marker) or leave a background job (`job`: its argv) running. The critic
-returns findings of a given severity, says whatever `approve` it is told, and can change
+records the contact sheets it finds (`lanes/<F>/sheets-<round>.json`), returns findings of a
+given severity, says whatever `approve` it is told, and can change
 the gate in its copy (`critic_gate`: text substitutions in a round, and the `gate_changes` it
 declares for them), as a cheating or a recalibrating critic would.
 """
@@ -98,6 +100,17 @@ if conf.get("gate_edit"):
 for rel, extra in conf.get("write", {{}}).items():  # appended to (or new) files of its own
     os.makedirs(os.path.dirname(rel) or ".", exist_ok=True)
     open(rel, "a").write(extra)
+sheets = ".parrallello/sheets"  # images for the critic: name -> "WxH", "text" or "link:PATH"
+for name, kind in conf.get("images", {{}}).items():
+    os.makedirs(sheets, exist_ok=True)
+    if kind == "text":
+        open(os.path.join(sheets, name), "w").write("not an image\\n")
+    elif kind.startswith("link:"):
+        os.symlink(kind[5:], os.path.join(sheets, name))
+    else:
+        from PIL import Image
+        w, h = map(int, kind.split("x"))
+        Image.new("RGB", (w, h), (255, 0, 0)).save(os.path.join(sheets, name), "PNG")
 escapes = []
 for target in conf.get("escape", []):
     target = target.replace("RUN_DIR", os.environ["FLAMECHASE_RUN_DIR"])
@@ -140,6 +153,15 @@ import json, os
 brief = json.loads(os.environ["FLAMECHASE_BRIEF"])
 conf = json.load(open(os.environ["PLL_CONFIG"])).get(brief["front"], {{}})
 run = brief["gate"]["full_run"]
+seen = {{}}  # what the critic finds of the contact sheets its brief names, in its own copy
+for sheet in brief["contact_sheets"]["files"]:
+    from PIL import Image
+    with Image.open(sheet["name"]) as img:
+        seen[sheet["name"]] = [img.format, *img.size]
+lane_dir = os.path.join(os.environ["FLAMECHASE_RUN_DIR"], "lanes", os.environ["FLAMECHASE_LANE"])
+json.dump({{"seen": seen, "listed": sorted(os.listdir(".parrallello/sheets"))
+            if os.path.isdir(".parrallello/sheets") else None}},
+          open(os.path.join(lane_dir, f"sheets-{{brief['round']}}.json"), "w"))
 findings, tickets = [], []
 severity = conf.get("severity")
 if severity:

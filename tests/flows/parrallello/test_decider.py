@@ -7,6 +7,7 @@ from flamechase import events as ev
 from flamechase.flow import MakePlace, Run, StartTurn
 from flamechase.flows.parrallello import FLOW
 from flamechase.flows.parrallello import events as fev
+from flamechase.flows.parrallello.sheets import SheetsTaken
 from tests.flows.parrallello.decider import Driver, Script, diff, front, plan
 
 
@@ -345,3 +346,45 @@ def test_a_rounds_handoff_note_reaches_the_next_rounds_builder_and_critic_cut_to
     # The critic also reads this round's note; round 1 had no note before it.
     assert by_round[2, "critic"]["builders"]["core"]["handoff"] == "r2 note of core"
     assert by_round[1, "builder"]["handoffs"] == by_round[1, "critic"]["earlier_handoffs"] == {}
+
+
+def test_the_builders_images_reach_the_critic_after_its_copy_is_synced() -> None:
+    sheet = {"name": ".parrallello/sheets/sheet-1.png", "from": "core", "file": "x.png"}
+    taken = {"taken": [{**sheet, "size": [1600, 900], "resized_from": [3200, 1800]}]}
+    refused = {"refused": [{"from": "core", "file": "y.png", "why": "a symbolic link"}]}
+    d = Driver(
+        plan(front(), blocks=1, rounds_per_block=2),
+        Script(gate=lambda f, r: {"T.a": r >= 2}, sheets=lambda f, r: {**taken, **refused}),
+    ).run()
+    runs = [c.key for cs in d.commands for c in cs if isinstance(c, Run)]
+    for rnd in (1, 2):  # after the mirror that would remove them, before the critic
+        assert runs.index(f"pll:P1:csync:{rnd}:") < runs.index(f"pll:P1:sheets:{rnd}:")
+    (run,) = [c for cs in d.commands for c in cs if isinstance(c, Run) and "sheets:1" in c.key]
+    assert run.place == "critics/P1" and run.reads == ("builders/P1.core",)
+    assert "--max" in run.argv and run.argv[run.argv.index("--max") + 1] == "3"
+    assert run.argv[run.argv.index("--px") + 1] == "1600"
+    said = d.of(SheetsTaken)
+    assert [(s.round, s.taken, s.resized, s.refused_count) for s in said] == [
+        (1, [sheet["name"]], 1, 1),
+        (2, [sheet["name"]], 1, 1),
+    ]
+    assert (
+        said[0].describe()
+        == "P1 round 1: 1 contact sheet taken to the critic (1 downsized), 1 refused"
+    )
+    critic = next(
+        c for cs in d.commands for c in cs if isinstance(c, StartTurn) and c.role == "critic"
+    )
+    sheets = critic.note["brief"]["contact_sheets"]
+    assert sheets["dir"] == ".parrallello/sheets" and sheets["refused"] == 1
+    assert [f["name"] for f in sheets["files"]] == [sheet["name"]]
+
+
+def test_a_round_with_no_builder_runs_no_sheets_and_a_round_with_no_images_says_nothing() -> None:
+    d = Driver(plan(front(), blocks=1, rounds_per_block=2)).run()
+    assert d.of(SheetsTaken) == []  # no builder left an image: no line
+    lone = Driver(
+        plan(front(), blocks=1, rounds_per_block=1), Script(gate=lambda f, r: {"T.a": True})
+    ).run()  # nothing to fix: the round is the critic's alone
+    runs = [c.key for cs in lone.commands for c in cs if isinstance(c, Run)]
+    assert not any(":sheets:" in k for k in runs) and any(":csync:" in k for k in runs)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flamechase.flows.parrallello import runtime as rt
+from flamechase.flows.parrallello import sheets
 from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
 from flamechase.flows.parrallello.state import FrontState, RoundState
 
@@ -28,6 +29,10 @@ RULES = (
     "Keep output out of your context: run noisy commands with their output to a file and read "
     "the tail.",
     "At your ceiling, write your handoff note (at most 15 lines) and stop.",
+    f"Numbers first, eyes last: the gate decides. An image the critic should see (a render, "
+    f"a plot) goes into {rt.SHEETS}/ of your copy (never taken into the front's tree); the "
+    f"runtime takes at most {rt.SHEETS_MAX} of all builders' to the critic, decoded and "
+    f"downsized to {rt.SHEETS_PX} px, and refuses links, non-images and the rest.",
 )
 
 CRITIC_RULES = (
@@ -47,8 +52,9 @@ CRITIC_RULES = (
     "YYYY-MM-DD}; it is written into the front's contract and applies from the next "
     "block, never to this round. Anything else is refused and blocks approval.",
     "Numbers first, eyes last: judge by the gate's output and your own "
-    "measurements; look at images only after, at most 3 contact sheets of at most "
-    "1600 px.",
+    f"measurements; look at images only after, at most {rt.SHEETS_MAX} contact sheets of at "
+    f"most {rt.SHEETS_PX} px: the runtime takes them from the builders' images into "
+    f"{rt.SHEETS}/ of your copy (the brief's contact_sheets).",
     "Return at most 8 tickets, each for one owner, most severe first.",
     "Approval is 0 majors, 0 mediums and every gate PASS: the runtime recounts your "
     "findings and applies the rule itself.",
@@ -154,6 +160,7 @@ def critic_brief(
             },
         },
         "builders": builders,
+        "contact_sheets": sheets.brief(rs),
         "earlier_handoffs": _earlier_notes(front, rs),
         "lead_note": front.lead_note,
         "open_tickets": [t.brief() for t in front.tickets],

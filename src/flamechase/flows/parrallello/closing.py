@@ -9,7 +9,7 @@ from typing import Any
 
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
-from flamechase.flows.parrallello import gatechange, lead
+from flamechase.flows.parrallello import gatechange, lead, sheets
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.progress import front_fraction
 from flamechase.flows.parrallello.rounds import Ctx, begin
@@ -78,7 +78,15 @@ def _step(front: FrontState, rs: RoundState, ctx: Ctx) -> tuple[RoundState, list
     if rs.phase == "gate" and rs.hashed and rs.gate is not None:
         return rs.replace(phase="critic_sync"), []
     if rs.phase == "critic_sync" and rs.critic_synced:
-        return rs.replace(phase="critic"), []
+        if not rs.builders:
+            return rs.replace(phase="critic"), []
+        if rs.sheets is not None:
+            return rs.replace(phase="critic"), sheets.said(front, rs, rs.sheets)
+    return _critic_steps(front, rs)
+
+
+def _critic_steps(front: FrontState, rs: RoundState) -> tuple[RoundState, list[Command]]:
+    """The critic's phases, from its verdict to the round's own (`_step` goes on here)."""
     if rs.phase == "critic" and rs.verdict is not None:
         return rs.replace(phase="critic_check"), []
     if rs.phase == "critic" and rs.critic_failures >= 2:

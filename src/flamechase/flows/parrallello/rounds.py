@@ -8,7 +8,9 @@
     apply         the accepted files copied into the front's tree
     gate          the gate files hashed against their frozen hashes, and `--full` run from a
                   copy whose frozen files are checked and read-only (a yardstick)
-    critic_sync   the critic's copy made identical to the front's tree
+    critic_sync   the critic's copy made identical to the front's tree, then at most 3 of the
+                  images the builders left (`rt.SHEETS`) taken into it as contact sheets of
+                  at most 1600 px, decoded and checked by the runtime (`tools/sheets`)
     critic        a fresh adversarial critic, with the gate's result, the builders' claims
                   and handoff notes
     critic_check  what the critic changed: its declared gate change (tried next), anything
@@ -170,6 +172,11 @@ def _critic_commands(front: FrontState, rs: RoundState, ctx: Ctx) -> list[Comman
         if place not in ctx.places:
             label = f"the critic's copy of front {front.id}"
             return [MakePlace(place, how="empty", label=label)]
+        if rs.critic_synced:  # after the mirror, which would remove them
+            if rs.sheets is not None or not rs.builders:
+                return []
+            builders = [(b.owner, b.place, ctx.path(b.place)) for b in rs.builders.values()]
+            return [rt.sheets(k(fid, "sheets", n), place, front.lane, builders)]
         return [
             rt.mirror(
                 k(fid, "csync", n),
@@ -280,6 +287,8 @@ def on_ran(
         rs = _hashed(front, rs, out, receipt)
     elif key.what == "gate":
         rs = rs.replace(gate=judge_gate(receipt, only=spec.only, contract=front.contract))
+    elif key.what == "sheets":
+        rs = rs.replace(sheets=rt.tool_output(dict(receipt), "SHEETS") or {"error": _err(receipt)})
     elif key.what == "csync":
         rs = rs.replace(critic_synced=out is not None and "error" not in out)
     elif key.what == "cdiff":

@@ -19,7 +19,18 @@ from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
 __all__ = ["Key", "front_place", "parse_key", "tool_output"]
 
 SOURCE = "source"
-IGNORES = ("**/__pycache__/**", "**/*.pyc", ".pytest_cache/**", ".mypy_cache/**", ".ruff_cache/**")
+# Where a builder leaves images for the critic, and where the critic finds the contact sheets
+# the runtime made of them: never compared, never taken into a front's tree.
+SHEETS = ".parrallello/sheets"
+SHEETS_MAX, SHEETS_PX = 3, 1600  # the seed's "at most 3 contact sheets (at most 1600 px)"
+IGNORES = (
+    "**/__pycache__/**",
+    "**/*.pyc",
+    ".pytest_cache/**",
+    ".mypy_cache/**",
+    ".ruff_cache/**",
+    f"{SHEETS}/**",
+)
 
 
 class Key(NamedTuple):
@@ -63,6 +74,7 @@ _WORDS = {
     "gate": "front {front}'s gate",
     "regate": "front {front}'s gate again, as the critic changed it",
     "reap": "the clean-up of builder {who}'s background jobs",
+    "sheets": "the contact sheets the builders of front {front} left, taken to its critic",
     "checkpoint": "a git checkpoint of your tree",
     "integrate": "the landing of front {front} in your tree",
 }
@@ -230,6 +242,32 @@ def reap(k: str, place: str, lane: str) -> Run:
         lane=lane,
         argv=runtime_module("flamechase", "job", "reap"),
         timeout=120,
+        label=label_of(k),
+    )
+
+
+def sheets(k: str, place: str, lane: str, builders: Sequence[tuple[str, str, str]]) -> Run:
+    """At most `SHEETS_MAX` of the images the builders (owner, place, path) left in `SHEETS`,
+    decoded, checked and resized by the runtime into the critic's `place` (tools/sheets)."""
+    argv = runtime_module(
+        "flamechase.tools.sheets",
+        "collect",
+        "--dir",
+        SHEETS,
+        "--max",
+        str(SHEETS_MAX),
+        "--px",
+        str(SHEETS_PX),
+        "--from",
+        *(f"{owner}={path}" for owner, _, path in builders),
+    )
+    return Run(
+        key=k,
+        place=place,
+        lane=lane,
+        argv=argv,
+        reads=tuple(p for _, p, _ in builders),
+        timeout=300,
         label=label_of(k),
     )
 

@@ -111,6 +111,7 @@ class RoundState(FlowState):
     gate: GateResult | None = None
     critic_turn: int = 0
     critic_synced: bool = False
+    sheets: dict[str, Any] | None = None  # the contact sheets taken to the critic (tools/sheets)
     critic_failures: int = 0
     critic_error: str | None = None
     verdict: dict[str, Any] | None = None
