@@ -64,7 +64,8 @@ def test_a_mistake_in_a_flow_is_one_line_from_exec(m: Mistake, tmp_path: Path) -
         return
     st = status(ws)
     assert st["status"] == "failed"
-    assert line.endswith(st["last_error"]) and "flow mistake" in st["last_error"]
+    # The run's one end line names the recorded error, then what the run spent.
+    assert f"failed: {st['last_error']}" in line and "flow mistake" in st["last_error"]
     kept = tmp_path / "fc-home" / "runs" / st["id"] / "flow-traceback.txt"
     assert kept.exists() == m.traceback
     if m.traceback:
