@@ -95,14 +95,15 @@ class LineObserver:
     with the run's id and what to do next (exec_cmd.end_line)."""
 
     def __init__(self, out: TextIO | None = None) -> None:
+        from flamechase.view.state import END_KINDS  # the fold's module, loaded when a run is
+
         self.out = QuietWhenGone(out or sys.stdout)
         self.narrator = Narrator()
+        self._ends = END_KINDS
 
     def event(self, event: dict[str, Any]) -> None:
-        from flamechase.view.state import END_KINDS
-
         line = self.narrator.line(event)  # folded all the same: the fold is the run's
-        if event.get("kind") in END_KINDS:
+        if event.get("kind") in self._ends:
             return
         self.out.write(printable(line) + "\n")
         self.out.flush()

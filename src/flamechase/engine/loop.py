@@ -32,7 +32,7 @@ from flamechase.engine.executor import Executor, LocalExecutor, TurnResult
 from flamechase.engine.flowcode import FlowCode, hear_signals
 from flamechase.engine.jobs import Done, Jobs, Offload, TurnDone
 from flamechase.engine.ledger import Ledger, Observer
-from flamechase.engine.notices import Folded
+from flamechase.engine.notices import notice_event
 from flamechase.engine.prepare import Prepared
 from flamechase.engine.recovery import sweep_leftovers
 from flamechase.engine.scheduling import TurnBuilder, slot_of
@@ -242,10 +242,7 @@ class Engine:
             opening.recover(self.ledger, opened.reader, self.budget)
             self._resumed(opened, session)
         for notice in prep.notices:
-            if isinstance(notice, Folded):
-                self.ledger.say(ev.Notice(message=notice.line, detail=notice.detail))
-            else:
-                self.ledger.say(ev.Notice(message=notice))
+            self.ledger.say(notice_event(notice))
         self.dirs.make()
         if prep.revised:
             with self.ledger.tx():

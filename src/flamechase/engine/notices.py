@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from flamechase.events.run import Notice
 from flamechase.jail.coverage import NAMES
 from flamechase.jail.spec import Mode
-
-MORE = "`flamechase status --verbose` for the rest"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -40,3 +39,10 @@ def jail_notice(mode: Mode, summary: str) -> StartNotice:
     if gist is None:
         return full
     return Folded(f"every agent and measurement: {NAMES[mode]} ({gist})", full)
+
+
+def notice_event(notice: StartNotice) -> Notice:
+    """The event a start notice is said as: a folded one keeps its detail for `--verbose`."""
+    if isinstance(notice, Folded):
+        return Notice(message=notice.line, detail=notice.detail)
+    return Notice(message=notice)
