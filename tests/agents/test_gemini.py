@@ -5,13 +5,16 @@ until midnight Pacific; recorded output replays to the right outcome."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from flamechase.agents import skills
 from flamechase.agents.backend import TurnRequest
 from flamechase.agents.gemini import GeminiBackend
+from flamechase.flow import Skill
 from tests.agents.helpers import Spawns, ask_once, backend, run
 
 pytestmark = pytest.mark.usefixtures("fake_bin")
@@ -44,6 +47,17 @@ def test_argv_is_headless_stream_json_yolo_and_the_prompt_is_on_stdin(
     [stdin] = [r["stdin"] for r in cli_log("gemini") if "stdin" in r]
     assert stdin == request.prompt
     assert answer.text == "Writing the report."
+
+
+def test_a_mounted_skill_adds_its_context_directory(
+    request_for: Callable[..., TurnRequest], spawns: Spawns, cli_log: Log, tmp_path: Path
+) -> None:
+    skill = Skill(name="lane-rules", description="How a lane works.", body="# Rules\n")
+    mounted = skills.mount("gemini", skill, tmp_path / "turn")
+    [answer] = run(ask_once(gemini(), request_for(skill=mounted), spawns))
+    assert answer.status == "finished", answer.error
+    [start] = [r for r in cli_log("gemini") if "argv" in r]
+    assert mounted is not None and start["argv"][-2:] == list(mounted.argv)
 
 
 def test_usage_is_priced_per_model_without_cached_input(

@@ -4,13 +4,17 @@ recorded output replayed to the right outcome."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from flamechase.agents import skills
 from flamechase.agents.backend import TurnRequest
 from flamechase.agents.opencode import OpencodeBackend
+from flamechase.flow import Skill
 from tests.agents.helpers import Spawns, ask_once, backend, run
 
 pytestmark = pytest.mark.usefixtures("fake_bin")
@@ -42,6 +46,19 @@ def test_argv_is_run_json_with_model_variant_and_prompt_on_stdin(
     [stdin] = [r["stdin"] for r in cli_log("opencode") if "stdin" in r]
     assert stdin == request.prompt
     assert answer.text == "Done: fake turn."
+
+
+def test_a_mounted_skill_reaches_opencode_as_its_inline_config(
+    request_for: Callable[..., TurnRequest], spawns: Spawns, cli_log: Log, tmp_path: Path
+) -> None:
+    skill = Skill(name="lane-rules", description="How a lane works.", body="# Rules\n")
+    mounted = skills.mount("opencode", skill, tmp_path / "turn", environ={})
+    assert mounted is not None
+    [answer] = run(ask_once(opencode(), request_for(skill=mounted), spawns))
+    assert answer.status == "finished", answer.error
+    [start] = [r for r in cli_log("opencode") if "argv" in r]
+    config = json.loads(start["env"]["OPENCODE_CONFIG_CONTENT"])
+    assert Path(config["instructions"][0]).read_text().startswith("# Skill: lane-rules")
 
 
 def test_reported_step_costs_are_summed(

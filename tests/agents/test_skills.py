@@ -1,5 +1,7 @@
 """A flow's skill, mounted per CLI: Claude Code a plugin of the session (its SKILL.md in the
-turn's own directory), Codex the thread's developer instructions, the others none."""
+turn's own directory), Codex the thread's developer instructions, Gemini CLI a GEMINI.md in a
+directory of the turn's own, opencode an instructions file named in its inline config; exec,
+acp and sim agents none."""
 
 from __future__ import annotations
 
@@ -32,14 +34,63 @@ def test_claude_gets_a_plugin_of_the_session_in_the_turn_directory(tmp_path: Pat
     assert body.strip() == "# Rules"
 
 
-def test_codex_gets_developer_instructions_and_the_others_nothing(tmp_path: Path) -> None:
+def test_codex_gets_developer_instructions_and_agents_without_a_mechanism_nothing(
+    tmp_path: Path,
+) -> None:
     mounted = skills.mount("codex", SKILL, tmp_path)
-    assert mounted is not None and mounted.argv == ()
+    assert mounted is not None and mounted.argv == () and dict(mounted.env) == {}
     assert mounted.instructions.startswith("# Skill: lane-rules")
     assert "# Rules" in mounted.instructions
-    for cli in ("gemini", "opencode", "exec", "acp", "sim"):
+    for cli in ("exec", "acp", "sim"):
         assert skills.mount(cli, SKILL, tmp_path) is None
     assert list(tmp_path.iterdir()) == []
+
+
+def test_gemini_gets_a_context_file_in_a_directory_of_the_turn_it_includes(
+    tmp_path: Path,
+) -> None:
+    mounted = skills.mount("gemini", SKILL, tmp_path)
+    assert mounted is not None and mounted.name == "lane-rules"
+    flag, directory = mounted.argv
+    assert flag == "--include-directories" and Path(directory).is_relative_to(tmp_path)
+    # GEMINI.md: the name Gemini CLI always loads, whatever `context.fileName` adds.
+    text = (Path(directory) / "GEMINI.md").read_text()
+    assert text == skills.instructions(SKILL)
+    assert [p.name for p in Path(directory).iterdir()] == ["GEMINI.md"]
+
+
+def test_opencode_gets_an_instructions_file_named_in_its_inline_config(tmp_path: Path) -> None:
+    mounted = skills.mount("opencode", SKILL, tmp_path, environ={})
+    assert mounted is not None and mounted.argv == ()
+    config = json.loads(mounted.env["OPENCODE_CONFIG_CONTENT"])
+    (path,) = config["instructions"]
+    assert Path(path).is_absolute() and Path(path).is_relative_to(tmp_path)
+    assert Path(path).read_text() == skills.instructions(SKILL)
+
+
+def test_an_inline_opencode_config_of_the_users_is_kept_and_extended(tmp_path: Path) -> None:
+    theirs = json.dumps({"instructions": ["~/rules.md"], "share": "disabled"})
+    mounted = skills.mount("opencode", SKILL, tmp_path, environ={"OPENCODE_CONFIG_CONTENT": theirs})
+    assert mounted is not None
+    config = json.loads(mounted.env["OPENCODE_CONFIG_CONTENT"])
+    assert config["share"] == "disabled"
+    assert config["instructions"][0] == "~/rules.md"
+    assert config["instructions"][1].endswith("lane-rules.md")
+
+
+@pytest.mark.parametrize("theirs", ["{not json", "[1]", '{"instructions": "one.md"}'])
+def test_an_inline_opencode_config_we_cannot_extend_leaves_the_skill_to_the_prompt(
+    theirs: str, tmp_path: Path
+) -> None:
+    environ = {"OPENCODE_CONFIG_CONTENT": theirs}
+    assert skills.mount("opencode", SKILL, tmp_path, environ=environ) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_cli_with_a_mount_is_named_in_the_mounts_flows_show_lists(tmp_path: Path) -> None:
+    for cli in ("claude", "codex", "gemini", "opencode"):
+        assert skills.mount(cli, SKILL, tmp_path / cli, environ={}) is not None
+        assert cli in skills.MOUNTS
 
 
 def test_parallel_flame_chase_brings_its_lane_protocol_to_lane_actors_only() -> None:

@@ -434,3 +434,12 @@ def test_show_says_when_the_roles_depend_on_a_required_param(tmp_path: Path) -> 
     proc = cli("flows", "show", str(path), cwd=tmp_path, check=True)
     assert "roles: depend on solvers, target (give them with -p)" in proc.stdout.splitlines()
     assert "Traceback" not in proc.stderr
+
+
+def test_flows_show_says_where_each_cli_takes_the_flows_skill(tmp_path: Path) -> None:
+    shown = cli("flows", "show", "parallel_flame_chase", cwd=tmp_path, check=True).stdout
+    [line] = [ln for ln in shown.splitlines() if ln.startswith("skill parallel-flame-chase")]
+    for where in ("claude: a plugin", "codex: the thread's developer", "gemini: a GEMINI.md"):
+        assert where in line
+    assert "opencode: an instructions file" in line
+    assert "other agents (exec:, acp:) get it in the prompt" in line

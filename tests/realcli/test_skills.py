@@ -6,6 +6,8 @@ here, and its prompt keeps the protocol's text. The CLI's own state home holds n
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,19 +16,27 @@ from flamechase.flows.parallel_flame_chase import skill
 from tests.realcli.clis import SPECS, require
 from tests.realcli.conftest import Flamechase
 from tests.realcli.helpers import turns
+from tests.realcli.script import Conversation
 from tests.realcli.server import ModelServer
 
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(300)]
 
 # Words of the protocol only the prompt without a skill carries.
 PROTOCOL_IN_PROMPT = "Status: progress = work landed"
-# What the model is given of the skill: Claude Code lists its name and description; Codex
-# gets the whole text.
+# What the model is given of the skill: Claude Code lists its name and description; Codex,
+# Gemini CLI and opencode get the whole text.
 CARRIED = {
     "claude": (skill.NAME, "The parallel flame chase lane protocol: how an actor works"),
     "codex": (f"# Skill: {skill.NAME}", "## Checkpoint", "deliverable_ready"),
+    "gemini": (f"# Skill: {skill.NAME}", "## Checkpoint", "deliverable_ready"),
+    "opencode": (f"# Skill: {skill.NAME}", "## Checkpoint", "deliverable_ready"),
 }
-STATE = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini"}
+STATE = {
+    "claude": (".claude",),
+    "codex": (".codex",),
+    "gemini": (".gemini",),
+    "opencode": (".config/opencode", ".local/share/opencode"),
+}
 
 
 def one_lane(flamechase: Flamechase, spec: str) -> None:
@@ -45,7 +55,7 @@ def one_lane(flamechase: Flamechase, spec: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-@pytest.mark.parametrize("cli", ["claude", "codex", "gemini"])
+@pytest.mark.parametrize("cli", ["claude", "codex", "gemini", "opencode"])
 def test_a_lane_session_carries_the_skill_where_its_cli_loads_one(
     cli: str, flamechase: Flamechase, server: ModelServer, state_home: Path
 ) -> None:
@@ -60,18 +70,15 @@ def test_a_lane_session_carries_the_skill_where_its_cli_loads_one(
     ]
     assert lane
     for conv in lane:
-        if cli in CARRIED:
-            for words in CARRIED[cli]:
-                assert words in conv.raw, words
-            assert f"Follow the {skill.NAME} skill" in conv.text
-            assert PROTOCOL_IN_PROMPT not in conv.text
-        else:
-            assert PROTOCOL_IN_PROMPT in conv.text
-            assert f"Follow the {skill.NAME} skill" not in conv.text
+        for words in CARRIED[cli]:
+            assert words in conv.raw, words
+        assert f"Follow the {skill.NAME} skill" in conv.text
+        assert PROTOCOL_IN_PROMPT not in conv.text
     # Mounted for the session only: nothing of it in the CLI's own home.
-    home = Path(flamechase.env["HOME"]) / STATE[cli]
-    found = [p for p in home.rglob("*") if skill.NAME in p.name] if home.exists() else []
-    assert found == []
+    for state in STATE[cli]:
+        home = Path(flamechase.env["HOME"]) / state
+        found = [p for p in home.rglob("*") if skill.NAME in p.name] if home.exists() else []
+        assert found == []
     # The coordinator plans with its own words, and no skill.
     planning = [
         e.conversation
@@ -81,13 +88,46 @@ def test_a_lane_session_carries_the_skill_where_its_cli_loads_one(
     assert planning and all(skill.NAME not in c.raw for c in planning)
 
 
-@pytest.mark.parametrize("cli", ["claude", "codex"])
-def test_flame_chase_turns_carry_the_flame_chase_skill(
+# The user's own instruction file of each CLI, which a mounted skill must leave in force.
+USER_RULES = "Users own rule: answer in plain words."
+
+
+def users_own_instructions(cli: str, home: Path) -> list[Path]:
+    """Write the user's own instruction files of `cli` under `home`; the files written."""
+    if cli == "opencode":
+        config = home / ".config/opencode/opencode.json"
+        config.write_text(
+            json.dumps({**json.loads(config.read_text()), "instructions": ["~/my-rules.md"]})
+        )
+        (home / "my-rules.md").write_text(USER_RULES + "\n")
+        return [config, home / "my-rules.md"]
+    name = {
+        "claude": ".claude/CLAUDE.md",
+        "codex": ".codex/AGENTS.md",
+        "gemini": ".gemini/GEMINI.md",
+    }
+    path = home / name[cli]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(USER_RULES + "\n")
+    return [path]
+
+
+def turn_prompt(conv: Conversation) -> str:
+    """The flame chase turn's own prompt (Gemini CLI sends its context files ahead of it)."""
+    found = re.search(r"You are \w+_chaser, taking turn", conv.text)
+    assert found, conv.text[:2000]
+    return conv.text[found.start() :]
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "gemini", "opencode"])
+def test_flame_chase_turns_carry_the_flame_chase_skill_and_the_users_own_rules(
     cli: str, flamechase: Flamechase, server: ModelServer
 ) -> None:
     from flamechase.flows.flame_chase import skill as chase
 
     require(cli)
+    home = Path(flamechase.env["HOME"])
+    before = {p: p.read_bytes() for p in users_own_instructions(cli, home)}
     done = flamechase(
         "exec",
         "-f",
@@ -109,5 +149,9 @@ def test_flame_chase_turns_carry_the_flame_chase_skill(
     carried = chase.NAME if cli == "claude" else f"# Skill: {chase.NAME}"
     for conv in chases:
         assert carried in conv.raw
-        assert f"Follow the {chase.NAME} skill" in conv.text
-        assert "nothing of this conversation reaches the next turn" not in conv.text
+        assert USER_RULES in conv.raw  # the user's own rules still apply
+        prompt = turn_prompt(conv)
+        assert f"Follow the {chase.NAME} skill" in prompt
+        assert "nothing of this conversation reaches the next turn" not in prompt
+    # The user's own files are as they were.
+    assert {p: p.read_bytes() for p in before} == before

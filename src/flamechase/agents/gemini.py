@@ -4,9 +4,11 @@ Argv (cwd = the workspace; the prompt goes on stdin, which makes the run headles
 argv length limits)::
 
     gemini --output-format stream-json --approval-mode yolo [--model MODEL]
-           --include-directories IO_DIR [...] [--resume SESSION_ID]
+           --include-directories IO_DIR [...] [--include-directories SKILL_DIR]
+           [--resume SESSION_ID]
 
 with GEMINI_CLI_TRUST_WORKSPACE=true (a headless run in an untrusted folder exits 55).
+SKILL_DIR holds the flow's skill as a GEMINI.md context file (agents/skills.py).
 
 Events, one JSON object per line: `init` (session_id, model), `message` (assistant text,
 maybe in deltas), `tool_use`, `tool_result`, `error` (warnings and errors), and a final
@@ -230,6 +232,8 @@ class GeminiSession(CliSession):
         # artifacts, checkpoint) live in the run directory, so they are added as workspaces.
         for directory in turn_dirs(self.request):
             argv += ["--include-directories", directory]
+        if self.request.skill is not None:
+            argv += self.request.skill.argv  # the flow's skill: a context file's directory
         if self.session_id:
             argv += ["--resume", self.session_id]
         return argv

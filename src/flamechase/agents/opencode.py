@@ -6,6 +6,9 @@ not a terminal, so no prompt ever meets an argv length limit)::
     opencode run --format json --dangerously-skip-permissions [--model PROVIDER/MODEL]
                  [--variant EFFORT] [--session SESSION_ID]
 
+with OPENCODE_CONFIG_CONTENT naming the flow's skill as an instructions file when the flow
+has one for the role (agents/skills.py).
+
 Events, one JSON object per line, each with `type`, `timestamp` and `sessionID`:
 `step_start`, `text` (part.text), `tool_use`, `reasoning`, `step_finish` (part.tokens and
 part.cost of that step), `error` (error.name, error.data.message) and, in newer versions,
@@ -168,7 +171,9 @@ class OpencodeSession(CliSession):
             if obj is not None:
                 run.feed(obj)
 
-        code = await self._run_once(self.argv(), prompt, deadline, feed)
+        # The flow's skill: an instructions file named in OPENCODE_CONFIG_CONTENT (skills.py).
+        skill_env = self.request.skill.env if self.request.skill is not None else None
+        code = await self._run_once(self.argv(), prompt, deadline, feed, extra_env=skill_env)
         stderr = self.stderr_tail() if (code != 0 or run.errors) else ""
         self.session_id = run.session_id or self.session_id
         self.continues = self.session_id is not None

@@ -252,8 +252,8 @@ def _skill_lines(flow: Flow[Any], params: FlowParams) -> list[str]:
         return []
     where = "; ".join(f"{cli}: {how}" for cli, how in MOUNTS.items())
     return [
-        f"skill {name} (for {', '.join(roles)}): mounted on {where}; other CLIs get it in the "
-        "prompt"
+        f"skill {name} (for {', '.join(roles)}): mounted on {where}; other agents (exec:, "
+        "acp:) get it in the prompt"
         for name, roles in by_skill.items()
     ]
 

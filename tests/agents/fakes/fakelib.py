@@ -36,7 +36,8 @@ def log_start(cli: str, argv: list[str]) -> None:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k.startswith("FLAMECHASE_") or k == "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS"
+        if k.startswith("FLAMECHASE_")
+        or k in ("CLAUDE_CODE_DISABLE_BACKGROUND_TASKS", "OPENCODE_CONFIG_CONTENT")
     }
     log(cli, {"argv": argv, "env": env, "cwd": os.getcwd()})
 
