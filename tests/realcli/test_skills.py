@@ -101,11 +101,14 @@ def users_own_instructions(cli: str, home: Path) -> list[Path]:
         )
         (home / "my-rules.md").write_text(USER_RULES + "\n")
         return [config, home / "my-rules.md"]
-    name = {
-        "claude": ".claude/CLAUDE.md",
-        "codex": ".codex/AGENTS.md",
-        "gemini": ".gemini/GEMINI.md",
-    }
+    if cli == "gemini":
+        # A context file of another name: the mounted GEMINI.md must load all the same.
+        settings = home / ".gemini/settings.json"
+        data = json.loads(settings.read_text())
+        settings.write_text(json.dumps({**data, "context": {"fileName": "RULES.md"}}))
+        (home / ".gemini/RULES.md").write_text(USER_RULES + "\n")
+        return [home / ".gemini/RULES.md"]
+    name = {"claude": ".claude/CLAUDE.md", "codex": ".codex/AGENTS.md"}
     path = home / name[cli]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(USER_RULES + "\n")
