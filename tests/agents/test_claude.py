@@ -188,6 +188,34 @@ def test_replaying_a_weekly_limit_pauses_the_lane(
     assert answer.usage.cost_usd == pytest.approx(0.1474618)
 
 
+@pytest.mark.parametrize(
+    ("stream", "shares"),
+    [
+        # seven_day is the event's window (0.88); unifiedWindows gives the 5-hour one too.
+        (
+            "claude-stream-json-2.1.277-rate-limit-warning.jsonl",
+            {"weekly": 0.88, "window_5h": 0.34},
+        ),
+        (
+            "claude-stream-json-2.1.289-background-tasks-two-results.jsonl",
+            {"weekly": 0.19, "window_5h": 0.06},
+        ),
+        ("claude-stream-json-2.1.220-partial-messages-sanitized.jsonl", {}),  # no utilization
+    ],
+)
+def test_the_accounts_usage_shares_of_a_rate_limit_event_ride_with_the_answer(
+    request_for: Callable[..., TurnRequest],
+    spawns: Spawns,
+    monkeypatch: pytest.MonkeyPatch,
+    stream: str,
+    shares: dict[str, float],
+) -> None:
+    monkeypatch.setenv("FAKE_CLAUDE_SCENARIO", f"replay:{stream}")
+    [answer] = run(ask_once(claude(), request_for(), spawns))
+    assert answer.usage.shares == shares
+    assert answer.usage.shares_from == ("claude" if shares else "")
+
+
 def test_replaying_a_real_session_counts_its_cost(
     request_for: Callable[..., TurnRequest], spawns: Spawns, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -168,6 +168,30 @@ def test_replaying_a_recorded_run_counts_its_tokens(
     assert answer.text.startswith("`health`: OK")
 
 
+def test_the_accounts_usage_windows_ride_with_the_answer_by_their_length(
+    request_for: Callable[..., TurnRequest], spawns: Spawns, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Recorded account/rateLimits/updated lines: the account's own limit at 0 %, another
+    # limit id's 5-hour window at 97 % (one model's: not read), then the account's weekly
+    # window at 93 % and its 5-hour window at 12 %.
+    monkeypatch.setenv("FAKE_CODEX_SCENARIO", "limits:codex-app-server-account-rate-limits.jsonl")
+    [answer] = run(ask_once(codex(), request_for(), spawns))
+    assert answer.status == "finished", answer.error
+    assert answer.usage.shares == {"window_5h": 0.12, "weekly": 0.93}
+    assert answer.usage.shares_from == "codex"
+
+
+def test_a_window_is_named_by_its_length_not_its_slot() -> None:
+    from flamechase.agents.account import from_codex
+
+    weekly_first = {
+        "limitId": "codex",
+        "primary": {"usedPercent": 27, "windowDurationMins": 10080},
+        "secondary": {"usedPercent": 50, "windowDurationMins": 1440},  # a day: not judged
+    }
+    assert from_codex(weekly_first) == {"weekly": 0.27}
+
+
 def test_replaying_the_recorded_usage_limit_pauses_the_lane(
     request_for: Callable[..., TurnRequest], spawns: Spawns, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -497,6 +497,14 @@ def test_partial_usage_file_fills_the_rest_with_zero(tmp_path: Path) -> None:
     assert read_usage(path) == (Usage(output_tokens=12, self_reported=True), None)
 
 
+def test_an_agent_may_report_its_accounts_usage_shares(tmp_path: Path) -> None:
+    path = tmp_path / "usage.json"
+    path.write_text('{"cost_usd": 0.5, "account": {"weekly": 0.95, "window_5h": 0.2}}')
+    usage, note = read_usage(path)
+    assert note is None and usage.cost_usd == 0.5
+    assert (usage.shares, usage.shares_from) == ({"weekly": 0.95, "window_5h": 0.2}, "exec")
+
+
 def test_missing_usage_file_is_zero_without_a_note(tmp_path: Path) -> None:
     assert read_usage(tmp_path / "usage.json") == (Usage(self_reported=True), None)
 
@@ -516,6 +524,8 @@ def test_missing_usage_file_is_zero_without_a_note(tmp_path: Path) -> None:
         ('{"output_tokens": 1e30}', "output_tokens is implausibly large"),
         ("[" * 100000, "larger than 64 KiB"),
         ("[" * 60000, "not JSON"),
+        ('{"account": {"monthly": 0.5}}', "account.monthly is not one of"),
+        ('{"account": {"weekly": "93%"}}', "account.weekly must be a fraction"),
     ],
 )
 def test_malformed_usage_file_is_ignored_with_a_note(

@@ -35,6 +35,11 @@ class Usage:
     cache_write_tokens: int = 0
     # True when the figure comes from the agent itself (exec:, ACP), not a CLI or price table.
     self_reported: bool = False
+    # The account's usage shares the CLI reported meanwhile (`weekly`, `window_5h`,
+    # `extra_credit`, fractions of 1: agents/account.py), and which CLI said them. Not a
+    # cost: a later answer's figure replaces an earlier one's, never adds to it.
+    shares: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    shares_from: str = ""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -44,7 +49,15 @@ class Usage:
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             self_reported=self.self_reported or other.self_reported,
+            shares={**self.shares, **other.shares},
+            shares_from=other.shares_from if other.shares else self.shares_from,
         )
+
+    def reporting(self, shares: Mapping[str, float], by: str) -> Usage:
+        """This usage with the account shares `by` (a CLI) reported; itself when none."""
+        if not shares:
+            return self
+        return dataclasses.replace(self, shares=dict(shares), shares_from=by)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

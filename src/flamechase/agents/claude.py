@@ -15,7 +15,8 @@ still arrive as `control_request` lines are allowed, except AskUserQuestion, whi
 with "nobody is there to answer": the session is unattended.
 
 Usage: `total_cost_usd` and `modelUsage` are running totals per process, so a turn costs the
-difference. Usage-limit results ("Weekly limit reached ∙ resets 5am") become `limited`;
+difference. The account's usage shares a `rate_limit_event` gives ride with it
+(agents/account.py). Usage-limit results ("Weekly limit reached ∙ resets 5am") become `limited`;
 overloads and rate limits are retried with back-off. Must not touch run state.
 """
 
@@ -28,6 +29,7 @@ from collections import deque
 from datetime import datetime
 from typing import Any
 
+from flamechase.agents import account
 from flamechase.agents.backend import Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.clisession import (
     CliBackend,
@@ -65,6 +67,7 @@ class ClaudeTurn:
         # Error-ish texts seen on the way (a subagent stopped by a limit, a rejected window).
         self.notes: deque[str] = deque(maxlen=8)
         self.rejected_reset: float | None = None
+        self.shares: dict[str, float] = {}  # the account's usage, as the stream reports it
 
     @property
     def done(self) -> bool:
@@ -97,6 +100,7 @@ class ClaudeTurn:
                 self.notes.append(as_str(obj.get("summary"))[:2000])
         elif kind == "rate_limit_event":
             info = as_dict(obj.get("rate_limit_info"))
+            self.shares.update(account.from_claude(info))
             if info.get("status") == "rejected":
                 self.rejected_reset = as_float(info.get("resetsAt"))
                 self.notes.append(f"usage limit reached ({as_str(info.get('rateLimitType'))})")
@@ -107,7 +111,7 @@ class ClaudeTurn:
     def verdict(self, totals: RunningTotals, model: str) -> Verdict:
         """The ask's outcome from its `result` (call only when `done`)."""
         res = self.result or {}
-        usage = result_usage(res, totals, model)
+        usage = result_usage(res, totals, model).reporting(self.shares, "claude")
         text = as_str(res.get("result"))
         structured = res.get("structured_output")
         subtype = as_str(res.get("subtype"))
@@ -129,6 +133,7 @@ class ClaudeTurn:
         """The outcome when the stream ended with no result (crash, kill, excerpt)."""
         verdict = self._judge_error(error, None)
         verdict.exit_code = exit_code
+        verdict.usage = verdict.usage.reporting(self.shares, "claude")
         return verdict
 
     def _judge_error(self, message: str, api_status: object) -> Verdict:

@@ -18,7 +18,8 @@ under codex's workspace-write sandbox with the workspace and the turn's own file
 Approval requests, which `approvalPolicy: never` should prevent, are accepted.
 
 Usage: `tokenUsage.total` is a running total per thread (input includes cached tokens), so a
-turn costs the difference, priced from the table: codex reports no cost. The parser also reads
+turn costs the difference, priced from the table: codex reports no cost. The account's usage
+shares of `account/rateLimits/updated` ride with it (agents/account.py). The parser also reads
 `codex exec --json` events (`turn.completed`, `turn.failed`, ...), the form of the recorded
 streams in the tests. Must not touch run state.
 """
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from flamechase.agents import account
 from flamechase.agents.backend import Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.clisession import (
     CliBackend,
@@ -76,6 +78,7 @@ class CodexTurn:
         self.text = ""
         self.tokens = TokenCounts()
         self.limit_reset: float | None = None
+        self.shares: dict[str, float] = {}  # the account's usage, as codex reports it
 
     # -- feeding --
 
@@ -158,6 +161,7 @@ class CodexTurn:
         )
 
     def _rate_limits(self, limits: dict[str, Any]) -> None:
+        self.shares.update(account.from_codex(limits))
         for window in ("primary", "secondary"):
             w = as_dict(limits.get(window))
             used = as_float(w.get("usedPercent"))
@@ -191,7 +195,8 @@ class CodexTurn:
     # -- judging --
 
     def usage(self) -> Usage:
-        return self.tokens.usage(priced(self.model, self.tokens) or 0.0)
+        cost = priced(self.model, self.tokens) or 0.0
+        return self.tokens.usage(cost).reporting(self.shares, "codex")
 
     def verdict(self) -> Verdict:
         usage = self.usage()

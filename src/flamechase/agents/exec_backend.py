@@ -35,7 +35,9 @@ turn (and once more per repair of that turn's report). The program:
 * may write `$FLAMECHASE_USAGE`: a JSON object with any of ``cost_usd``, ``input_tokens``,
   ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens`` — non-negative finite
   numbers (token counts whole), for this run only, never running totals. Budgets count it as
-  self-reported spend. A malformed file (not JSON, a negative or non-numeric value, over 64 KiB,
+  self-reported spend. ``account`` may give the account's usage as the agent sees it:
+  ``{"weekly": 0.4, "window_5h": 0.1, "extra_credit": 0.0}`` (fractions of 1; agents/account.py).
+  A malformed file (not JSON, a negative or non-numeric value, over 64 KiB,
   a symbolic link) is ignored and noted in the turn's record; it never fails the turn.
   Usage is read whatever the exit status: spend is spend.
 
@@ -79,6 +81,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flamechase import jail, procs
+from flamechase.agents import account
 from flamechase.agents.backend import Answer, Backend, Session, SpawnHook, TurnRequest, Usage
 from flamechase.agents.turnio import agent_env, prepare_io
 from flamechase.errors import BackendUnavailable
@@ -325,6 +328,11 @@ def _usage_from(data: Any) -> Usage:
     if not isinstance(data, dict):
         raise _UsageFileError(f"expected a JSON object, got {type(data).__name__}")
     values: dict[str, Any] = {}
+    if data.get("account") is not None:
+        try:
+            values.update(shares=account.checked(data["account"]), shares_from="exec")
+        except ValueError as exc:
+            raise _UsageFileError(str(exc)) from None
     for key in _USAGE_FIELDS:
         if key not in data or data[key] is None:
             continue

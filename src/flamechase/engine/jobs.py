@@ -65,6 +65,8 @@ class TurnDone:
             requests=list(r.requests),
             requests_refused=list(r.requests_refused),
             host=r.host,
+            usage_shares=dict(u.shares),
+            usage_source=u.shares_from if u.shares else "",
         )
         status = self.status
         if status == "valid":

@@ -327,7 +327,7 @@ class Engine:
 
     # ---- ending ----------------------------------------------------------------------------
 
-    def _end(self, status: str, message: str, *, hint: str = "") -> RunEnd:
+    def _end(self, status: str, message: str, *, hint: str = "", again: bool = False) -> RunEnd:
         """Record how the run ended; no process of this run survives it. A run whose counted
         turns all failed did not finish: it failed, and says so."""
         ledger, budget = self._ledger, self._budget
@@ -367,7 +367,10 @@ class Engine:
                     ledger.writer.set_meta(handover.TREE_AT_END, state)
                 ledger.journal(
                     kind(
-                        message=message, budget=budget.report() if budget else {}, valid_turns=valid
+                        message=message,
+                        budget=budget.report() if budget else {},
+                        valid_turns=valid,
+                        resumes=again and status == "held",
                     ),
                     fold=self.code.broken is None,
                 )
@@ -422,7 +425,8 @@ class Engine:
         if self.stopping:
             return self._end("stopped", "stopped by a signal")
         if self._finish is not None:
-            return self._end(self._finish.status, self._finish.reason)
+            f = self._finish
+            return self._end(f.status, f.reason, again=f.resumes)
         if deferred:
             return None
         spent = self.budget.spent()

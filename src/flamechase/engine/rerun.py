@@ -3,9 +3,10 @@
 A stopped or crashed run always resumes. A run that ended (finished, failed, held) is picked up
 again only when this command changes what it ended on: `--resume` says so outright, a revised
 objective (`continue` with a changed TASK.md) re-plans and releases held lanes, a larger bound
-gives a spent budget room, `--refresh` runs other flow code. Otherwise resuming would end it
-again at once (a failed planning stays failed), so the command is refused in one line: what the
-run ended with, and exactly what to type (resume with what, or start afresh).
+gives a spent budget room, `--refresh` runs other flow code, and a run its flow held so that
+the same command picks it up (`FinishRun.resumes`: the flow looks again). Otherwise resuming
+would end it again at once (a failed planning stays failed), so the command is refused in one
+line: what the run ended with, and exactly what to type (resume with what, or start afresh).
 """
 
 from __future__ import annotations
@@ -40,16 +41,21 @@ def spent_key(budget: Budget, spend: Mapping[str, Any], active_seconds: float) -
     return None
 
 
-def _ended_with(run_dir: Path, row: Mapping[str, Any]) -> tuple[str, Mapping[str, Any], float]:
-    """The run's last end message, its spend and its active seconds."""
+def _ended_with(
+    run_dir: Path, row: Mapping[str, Any]
+) -> tuple[str, Mapping[str, Any], float, bool]:
+    """The run's last end message, its spend, its active seconds, and whether it was held
+    so that the same command picks it up again (`FinishRun.resumes`)."""
     try:
         with Reader(run_dir / DB_NAME) as r:
             last = r.last_event(_END_KINDS)
             spend = r.spend()
     except StoreError:
-        return str(row.get("last_error") or ""), {}, 0.0
-    message = str((last or {}).get("payload", {}).get("message") or row.get("last_error") or "")
-    return message, spend, float(row.get("active_seconds") or 0.0)
+        return str(row.get("last_error") or ""), {}, 0.0, False
+    payload = (last or {}).get("payload", {})
+    message = str(payload.get("message") or row.get("last_error") or "")
+    again = (last or {}).get("kind") == ev.RunHeld.kind and payload.get("resumes") is True
+    return message, spend, float(row.get("active_seconds") or 0.0), again
 
 
 def _short(text: str) -> str:
@@ -73,7 +79,9 @@ def check_rerun(
         return
     if refresh:
         return
-    message, spend, active = _ended_with(run_dir, row)
+    message, spend, active, again = _ended_with(run_dir, row)
+    if again:
+        return  # held until the flow looks again: the same command asks it to
     stored = Budget.from_json(row.get("budget") or {})
     budget_now = stored.merged(budget_given)
     spent = spent_key(stored, spend, active) if spend else None

@@ -269,6 +269,8 @@ class RunEnded(Event):
     message: str = ""
     budget: dict[str, Any] = dataclasses.field(default_factory=dict)
     valid_turns: int | None = None
+    # A held run the same command picks up again (`FinishRun.resumes`; engine/rerun.py).
+    resumes: bool = False
 
     @property
     def status(self) -> str:

@@ -97,6 +97,11 @@ class TurnEnded(Event):
     requests_refused: list[str] = dataclasses.field(default_factory=list)
     # Where the turn ran when not on the machine that runs the run (a Ray node), else None.
     host: str | None = None
+    # The account's usage shares its CLI reported during the turn (`weekly`, `window_5h`,
+    # `extra_credit`, fractions of 1: agents/account.py), and which CLI said them; a fact of
+    # the account, not a spend of the turn.
+    usage_shares: dict[str, float] = dataclasses.field(default_factory=dict)
+    usage_source: str = ""
 
     @property
     def status(self) -> str:

@@ -362,10 +362,13 @@ class WaitUntil(Command):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FinishRun(Command):
-    """End the run: `finished` (exit 0), `held` (exit 3) or `failed` (exit 1)."""
+    """End the run: `finished` (exit 0), `held` (exit 3) or `failed` (exit 1). A `held` run
+    that `resumes` is picked up again by the same command, without `--resume`: the flow
+    looks again at what held it (an account's usage, say) and holds it again if it must."""
 
     status: Literal["finished", "held", "failed"]
     reason: str
+    resumes: bool = False
 
 
 INSTANT: tuple[type[Command], ...] = (PublishReport, HoldLane, ReleaseLane, Emit)

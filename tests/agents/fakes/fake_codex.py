@@ -152,6 +152,9 @@ class Server:
             raise SystemExit(101)
         if name.startswith("replay:"):
             return self.replay(name, tid, turn_id)
+        if name.startswith("limits:"):  # recorded app-server notifications, then a turn
+            for line in fl.replay_lines(name):
+                fl.emit_raw(line + b"\n")
         if name in ("limit", "ratelimit", "error"):
             message = {
                 "limit": LIMIT,

@@ -13,7 +13,8 @@ once, hold the run's measurement lock (`hog`: for up to that many seconds, leavi
 records the contact sheets it finds (`lanes/<F>/sheets-<round>.json`), returns findings of a
 given severity, says whatever `approve` it is told, and can change
 the gate in its copy (`critic_gate`: text substitutions in a round, and the `gate_changes` it
-declares for them), as a cheating or a recalibrating critic would.
+declares for them), as a cheating or a recalibrating critic would, and report the account's
+usage shares in a round (`account`: round -> shares), as a CLI does.
 """
 
 from __future__ import annotations
@@ -186,6 +187,9 @@ if edit and edit.get("round", 1) == brief["round"]:
         text = text.replace(old, new)
     open(path, "w").write(text)
     changes = edit["changes"]
+account = conf.get("account", {{}}).get(str(brief["round"]))  # the account's usage, as a CLI
+if account:  # reports it: an exec agent in its usage file
+    json.dump({{"account": account}}, open(os.environ["FLAMECHASE_USAGE"], "w"))
 json.dump({{"findings": findings, "tickets": tickets, "approve": approve,
            "gate_changes": changes,
            "summary": "scripted review" + (" LEAD: " + brief["lead_note"]

@@ -370,8 +370,53 @@ def test_account_usage_from_a_probe_pauses_the_run_in_one_line(tmp_path: Path) -
     assert proc.returncode == 3, proc.stderr  # held: paused, as the seed says
     (read,) = [e["payload"] for e in events(ws) if e["kind"] == "usage_read"]
     assert read["shares"] == {"weekly": 0.5, "extra_credit": 0.93}
-    said = "extra credit at 93% of its ceiling (≥ 90%): the run pauses at the end of the round"
+    said = (
+        "extra credit at 93% of its ceiling (≥ 90%, from the probe): "
+        "the run pauses at the end of the round"
+    )
     assert read["pause"] == said
     st = status(ws)
-    assert st["fronts"]["P"]["status"] == "stopped" and st["fronts"]["P"]["ended"] == said
+    assert st["fronts"]["P"]["status"] == "waiting"  # no front opens on the pause
     assert st["usage"]["pause"] == said
+
+
+def test_a_run_held_on_the_extra_credit_resumes_with_its_next_round(tmp_path: Path) -> None:
+    ws = repo(tmp_path, {"P": {"target": 3}}, blocks=1, rounds_per_block=3)
+    (ws / "usage.sh").write_text("cat account.json\n")  # the probe: reads what the test says
+    git(ws, "add", "usage.sh")
+    git(ws, "-c", "user.email=u@example.invalid", "-c", "user.name=u", "commit", "-qm", "probe")
+    probe = "usage_probe=sh usage.sh"
+    (ws / "account.json").write_text('{"extra_credit": 0.1}\n')
+    # Round 1's critic (an exec agent) reports the extra credit at 93 %, as a CLI would.
+    config = {"P": {"account": {"1": {"extra_credit": 0.93, "weekly": 0.3}}}}
+    first = run(tmp_path, ws, config, probe)
+    assert first.returncode == 3, first.stderr
+    turn_ends = [e["payload"] for e in events(ws) if e["kind"] == "turn_valid"]
+    assert {
+        "usage_shares": {"extra_credit": 0.93, "weekly": 0.3},
+        "usage_source": "exec",
+    }.items() <= (next(t for t in turn_ends if t["usage_shares"]).items())
+    st = status(ws)
+    assert st["fronts"]["P"]["round"] == 1
+    assert st["usage"]["pause"].startswith(
+        "extra credit at 93% of its ceiling (≥ 90%, from exec at a critic turn)"
+    )
+    # The probe read after the round is the freshest word on the share, shown with its source.
+    assert "usage: extra credit at 93%" in "\n".join(st["display"])
+    assert st["usage"]["sources"] == {
+        "extra_credit": "the probe",
+        "weekly": "exec at a critic turn",
+    }
+    # Resumed by the same command while the probe still reads over 90 %: one line, held.
+    (ws / "account.json").write_text('{"extra_credit": 0.95}\n')
+    still = run(tmp_path, ws, {"P": {}}, probe)
+    assert still.returncode == 3, still.stderr
+    out = still.stdout + still.stderr
+    assert "still held: extra credit at 95% of its ceiling (≥ 90%, from the probe)" in out
+    # ... and once it reads below: round 2, not round 1 again, and the front is approved.
+    (ws / "account.json").write_text('{"extra_credit": 0.2}\n')
+    done = run(tmp_path, ws, {"P": {}}, probe)
+    assert done.returncode == 0, done.stdout + done.stderr
+    evs = events(ws)
+    assert [e["payload"]["round"] for e in evs if e["kind"] == "round_started"] == [1, 2]
+    assert status(ws)["fronts"]["P"]["status"] == "approved"

@@ -3,13 +3,15 @@ with it (no new block, a pause at the end of the round), through the stand-in ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from flamechase.flow import Run
+from flamechase import events as ev
+from flamechase.flow import Run, StartTurn
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import progress
 from flamechase.flows.parrallello.runtime import parse_key
@@ -35,6 +37,8 @@ def test_each_threshold_as_the_seed_gives_it() -> None:
     assert judge({"weekly": 0.91, "window_5h": 0.94, "extra_credit": 0.89}) == (None, None)
     stop, pause = judge({"weekly": 0.92})
     assert stop == "weekly usage at 92% (≥ 92%): no new block starts" and pause is None
+    stop, _ = judge({"weekly": 0.92}, {"weekly": "claude at a critic turn"})
+    assert stop == "weekly usage at 92% (≥ 92%, from claude at a critic turn): no new block starts"
     stop, _ = judge({"window_5h": 0.95})
     assert stop is not None and stop.startswith("5 h window at 95%")
     _, pause = judge({"extra_credit": 0.9})
@@ -87,12 +91,14 @@ def test_weekly_usage_over_92_starts_no_new_block() -> None:
     d.run()
     (end,) = d.of(fev.FrontEnded)
     assert end.status == "stopped"
-    assert end.reason == "weekly usage at 95% (≥ 92%): no new block starts"
+    assert end.reason == "weekly usage at 95% (≥ 92%, from the probe): no new block starts"
     assert len(d.of(fev.RoundStarted)) == 2  # the block that was running ends; no new one
     said = [e.describe() for e in d.of(UsageRead)]
-    assert "usage weekly 95%: weekly usage at 95% (≥ 92%): no new block starts" in said
+    assert (
+        "usage weekly 95%: weekly usage at 95% (≥ 92%, from the probe): no new block starts" in said
+    )
     line = progress.describe(d.state)["display"][-1]
-    assert line == "usage: weekly usage at 95% (≥ 92%): no new block starts"
+    assert line == "usage: weekly usage at 95% (≥ 92%, from the probe): no new block starts"
 
 
 def test_a_waiting_front_never_opens_once_the_5h_window_is_over_95() -> None:
@@ -107,7 +113,7 @@ def test_a_waiting_front_never_opens_once_the_5h_window_is_over_95() -> None:
     assert ends["P2"].status == "stopped" and ends["P2"].reason.startswith("5 h window at 97%")
 
 
-def test_extra_credit_over_90_pauses_the_run_at_the_end_of_the_round() -> None:
+def test_extra_credit_over_90_holds_the_run_at_the_end_of_the_round() -> None:
     d = Probed(
         lambda n: {"extra_credit": 0.92 if n >= 2 else 0.1},
         plan(front(), blocks=3, rounds_per_block=3),
@@ -116,10 +122,126 @@ def test_extra_credit_over_90_pauses_the_run_at_the_end_of_the_round() -> None:
     d.run()
     # Read after round 1, while round 2 (started on round 1's verdict) runs: that one ends.
     assert len(d.of(fev.RoundStarted)) == 2
-    (end,) = d.of(fev.FrontEnded)
-    assert end.status == "stopped" and "pauses at the end of the round" in end.reason
+    assert not d.of(fev.FrontEnded)  # paused, not ended: the front keeps its place
+    assert d.finished is not None and d.finished.status == "held" and d.finished.resumes
+    assert d.finished.reason.startswith(
+        "extra credit at 92% of its ceiling (≥ 90%, from the probe)"
+    )
+    assert "front(s) P1 wait; to go on, run the same command again once it is below" in (
+        d.finished.reason
+    )
+
+
+def resume(d: Driver) -> Driver:
+    """The same command again: the engine journals a resume and asks `decide` again."""
+    d.finished = None
+    d.feed(ev.RunResumed(session=2, budget={"turns": 1000}))
+    return d.run()
+
+
+def test_a_held_run_resumes_with_its_next_round_once_the_probe_reads_below() -> None:
+    readings = {2: 0.95}  # after round 1: over; later (and on the resume): below
+    d = Probed(
+        lambda n: {"extra_credit": readings.get(n, 0.1)},
+        plan(front(), blocks=1, rounds_per_block=3),
+        Script(gate=lambda f, r: {"T.a": r >= 3}),
+    )
+    d.run()
     assert d.finished is not None and d.finished.status == "held"
-    assert d.finished.reason.startswith("extra credit at 92% of its ceiling")
+    assert [e.round for e in d.of(fev.RoundStarted)] == [1, 2]
+    resume(d)
+    # The probe is asked before anything starts; the front goes on with round 3, not round 1.
+    first = next(i for i, e in enumerate(d.events) if isinstance(e, ev.RunResumed))
+    after = d.events[first:]
+    read = next(e for e in after if isinstance(e, UsageRead))
+    assert after.index(read) < next(
+        i for i, e in enumerate(after) if isinstance(e, fev.RoundStarted)
+    )
+    assert read.describe() == (
+        "usage on the resume: the probe reads extra_credit 10%; "
+        "the paused fronts go on with their next round"
+    )
+    assert [e.round for e in d.of(fev.RoundStarted)] == [1, 2, 3]
+    (end,) = d.of(fev.FrontEnded)
+    assert end.status == "approved"
+    assert d.finished is not None and d.finished.status == "finished"
+
+
+def test_a_resume_still_over_the_threshold_says_so_and_stays_held() -> None:
+    d = Probed(
+        lambda n: {"extra_credit": 0.1 if n == 1 else 0.93},
+        plan(front(), blocks=1, rounds_per_block=3),
+        failing(),
+    )
+    d.run()
+    rounds = len(d.of(fev.RoundStarted))
+    resume(d)
+    assert len(d.of(fev.RoundStarted)) == rounds  # nothing started
+    said = d.of(UsageRead)[-1].describe()
+    assert said == (
+        "usage on the resume: still held: extra credit at 93% of its ceiling (≥ 90%, from the "
+        "probe): the run pauses at the end of the round"
+    )
+    assert d.finished is not None and d.finished.status == "held" and d.finished.resumes
+    assert progress.describe(d.state)["display"][-1].startswith("usage: extra credit at 93%")
+
+
+class Reporting(Probed):
+    """The stand-in runtime whose turns end with the shares their CLI reported."""
+
+    def __init__(self, reports: Callable[[StartTurn], dict[str, float]], *a: Any, **kw: Any):
+        self.reports = reports
+        super().__init__(*a, **kw)
+
+    def answer(self, c: Any) -> ev.Event:
+        event = super().answer(c)
+        if isinstance(c, StartTurn) and isinstance(event, ev.TurnEnded):
+            shares = self.reports(c)
+            if shares:
+                return dataclasses.replace(event, usage_shares=shares, usage_source="claude")
+        return event
+
+
+def test_what_a_cli_reports_is_judged_as_the_probe_is_and_shown_with_its_source() -> None:
+    d = Reporting(
+        lambda c: {"weekly": 0.96, "window_5h": 0.3} if c.role == "critic" else {},
+        lambda n: {"window_5h": 0.2},
+        plan(front(), blocks=3, rounds_per_block=1),
+        failing(),
+    )
+    d.run()
+    (end,) = d.of(fev.FrontEnded)
+    assert end.status == "stopped"
+    assert end.reason == (
+        "weekly usage at 96% (≥ 92%, from claude at a critic turn): no new block starts"
+    )
+    (crossed,) = [e for e in d.of(UsageRead) if e.source != "the probe"]
+    assert crossed.describe() == (
+        "usage weekly 96%, window_5h 30% (from claude at a critic turn): "
+        "weekly usage at 96% (≥ 92%, from claude at a critic turn): no new block starts"
+    )
+    # The freshest word on each share: the probe's after the critic's turn for the 5 h window.
+    assert d.state.usage.sources == {"window_5h": "the probe", "weekly": "claude at a critic turn"}
+
+
+def test_without_a_probe_a_cli_report_holds_the_run_and_a_resume_goes_on() -> None:
+    d = Reporting(
+        lambda c: {"extra_credit": 0.91} if c.role == "critic" and c.number == 1 else {},
+        lambda n: {},
+        plan(front(), blocks=1, rounds_per_block=2),
+        Script(gate=lambda f, r: {"T.a": r >= 2}),
+    )
+    d.state = d.state.replace(knobs=d.state.knobs.replace(usage_probe=None))
+    d.run()
+    assert d.finished is not None and d.finished.status == "held"
+    assert "from claude at a critic turn" in d.finished.reason
+    resume(d)
+    assert not d.probes
+    assert d.of(UsageRead)[-1].describe() == (
+        "usage on the resume: no probe to ask again (-p usage_probe): going on as asked; "
+        "the paused fronts go on with their next round"
+    )
+    assert d.finished is not None and d.finished.status == "finished"
 
 
 def test_a_failing_probe_is_said_and_stops_nothing() -> None:

@@ -4,18 +4,17 @@ its ceiling with its open tickets)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
-from flamechase.flows.parrallello import gatechange, lead, sheets
+from flamechase.flows.parrallello import gatechange, sheets
 from flamechase.flows.parrallello import tickets as tk
+from flamechase.flows.parrallello.onward import end_front, onward
 from flamechase.flows.parrallello.progress import front_fraction
-from flamechase.flows.parrallello.rounds import Ctx, begin
+from flamechase.flows.parrallello.rounds import Ctx
 from flamechase.flows.parrallello.state import (
     FrontState,
-    FrontStatus,
     Phase,
     RoundRecord,
     RoundState,
@@ -435,15 +434,10 @@ def _after(
             owed,
         )
     if ctx.usage_pause:
-        return end_front(front, ctx, "stopped", ctx.usage_pause, owed)
-    if block_over:
-        # Between blocks: a proven recalibration is taken (`front.on_ran`) and the lead (or
-        # the rules) decides; the next block starts once both are done.
-        if front.pending is not None:
-            front = front.replace(pending={**front.pending, "due": True})
-        front, started = lead.between(front, ctx, ctx.knobs.lead)
-        return front, [*owed, *started]
-    front, started = begin(front, ctx)
+        # Paused, not ended: the front keeps its place, and a resumed run whose probe reads
+        # below the threshold takes it on from here (`go_on`).
+        return front.replace(usage_paused="block" if block_over else "round"), owed
+    front, started = onward(front, ctx, block_over)
     return front, [*owed, *started]
 
 
@@ -463,30 +457,3 @@ def _recalibration(front: FrontState, rs: RoundState, record: dict[str, Any]) ->
 
 def _seconds(start: str, end: str) -> float:
     return seconds_between(start, end) if start and end else 0.0
-
-
-def end_front(
-    front: FrontState, ctx: Ctx, status: FrontStatus, reason: str, owed: Sequence[Command] = ()
-) -> tuple[FrontState, list[Command]]:
-    """The front ended (`status`), and its event."""
-    front = front.replace(status=status, ended=reason, current=None)
-    return front, [
-        *owed,
-        Emit(
-            fev.FrontEnded(
-                lane=front.lane,
-                front=front.id,
-                status=status,
-                rounds=front.rounds,
-                reason=reason,
-                open_tickets=[
-                    {"id": t.id, "severity": t.severity, "title": t.title[:200]}
-                    for t in front.tickets
-                ]
-                if status != "approved"
-                else [],
-                progress=front_fraction(front, ctx.plan),
-                overall=0.0,
-            )
-        ),
-    ]

@@ -12,7 +12,8 @@ blocks by their spend, and integrates approved fronts into the source. See docs/
 """
 
 # long file: the decider's one dispatch of every event and command parrallello has; what each
-# concern does lives in its own module (front, rounds, closing, lead, usage, pulse, control)
+# concern does lives in its own module (front, rounds, closing, onward, lead, usage, pulse,
+# control)
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ from flamechase.flows.parrallello import (
     closing,
     control,
     front,
+    onward,
     progress,
     pulse,
     skills,
@@ -56,6 +58,12 @@ from flamechase.flows.parrallello.rounds import Ctx, on_turn
 from flamechase.flows.parrallello.state import ENDED, FrontState, Knobs, PState, spec_of
 
 __all__ = ["FLOW", "Parrallello"]
+
+
+def usage_rest(f: FrontState) -> bool:
+    """The front does nothing more while the run is paused on the extra credit."""
+    return f.done or bool(f.usage_paused) or (f.status == "waiting" and f.prep.status != "running")
+
 
 PLANNER, BUILDER, CRITIC, PREP, LEAD = "planner", "builder", "critic", "prep", "lead"
 PLAN_TRIES = 3
@@ -214,7 +222,11 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                     **{k: v for k, v in event.params.items() if k in Knobs.model_fields},
                 }
             )
-            return state.replace(limits=_limits(event.budget), knobs=knobs)
+            state = state.replace(limits=_limits(event.budget), knobs=knobs)
+            u, said = usage.resumed(state.usage, probing=bool(knobs.usage_probe))
+            state = state.replace(usage=u)
+            # A pause lifted without a probe to ask: the paused fronts go on now.
+            return self._settle(state, [Emit(said)], event.at) if said else state
         if isinstance(event, ev.PlaceMade):
             state = state.replace(places={**state.places, event.place: event.path})
             return self._each(state, lambda f, _c: (front.on_place(f, event.place), []), event)
@@ -249,7 +261,13 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         """Move every round on, end what cannot go on, and owe the events of it all."""
         share = state.spend.share(state.limits)
         fronts = dict(state.fronts)
-        for fid, f in state.fronts.items():
+        asking = bool(state.knobs.usage_probe) and state.usage.asking
+        lifted = not (state.usage.pause or asking)
+        for fid, was in state.fronts.items():
+            f = was
+            if f.usage_paused and lifted:
+                f, more = onward.go_on(f, self._ctx(state, f, at))
+                owed += more
             fronts[fid], more = closing.advance(f, self._ctx(state, f, at), state.limits, share)
             owed += more
         state = state.replace(fronts=fronts)
@@ -294,10 +312,10 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                     if failed
                     else f"{share:.0%} of a budget is spent"
                     if share >= state.knobs.stop_share
-                    else state.usage.stop or state.usage.pause
+                    else state.usage.stop  # (on the pause a waiting front only waits)
                 )
                 if reason:
-                    fronts[spec.id], more = closing.end_front(
+                    fronts[spec.id], more = onward.end_front(
                         f, self._ctx(state, f, at), "blocked" if failed else "stopped", reason
                     )
                     owed += more
@@ -364,6 +382,10 @@ class Parrallello(Flow[PState, ParrallelloParams]):
     def _turn_ended(self, state: PState, event: ev.TurnEnded) -> PState:
         counted = int(event.counted and isinstance(event, ev.TurnValid | ev.TurnFailed))
         state = state.replace(spend=state.spend.plus(event.cost_usd, counted, event.output_tokens))
+        if event.usage_shares:  # what the turn's CLI said of the account: judged as the probe
+            by = f"{event.usage_source or 'its CLI'} at a {event.actor} turn"
+            u, read = usage.reported(state.usage, dict(event.usage_shares), by)
+            state = state.replace(usage=u, outbox=state.outbox.add(*([Emit(read)] if read else [])))
         if event.lane is None:
             return self._planner(state, event) if event.actor == PLANNER else state
         f = next(
@@ -429,17 +451,18 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             ended = sum(len(f.history) for f in state.fronts.values())
             if usage.due(state.usage, ended):
                 out.append(usage.probe(state.usage.seen + 1, probe, rt.SOURCE))
-            if state.usage.seen == 0:  # no front opens before the first reading
+            if state.usage.asking:  # nothing starts before the first reading, or a resume's
                 return out
         out += control.commands(state)
         for f in state.fronts.values():
             out += front.commands(state, f)
         out += pulse.commands(state, now)
-        if (
-            all(f.done for f in state.fronts.values())
-            and not state.outbox
-            and state.control_due is None
-        ):
+        settled = not state.outbox and state.control_due is None
+        fronts = state.fronts.values()
+        resting = all(usage_rest(f) for f in fronts) and not all(f.done for f in fronts)
+        if state.usage.pause and settled and resting:
+            return [*out, progress.held(state)]
+        if all(f.done for f in state.fronts.values()) and settled:
             return [
                 *out,
                 *(control.release(state, progress.approved(state)) or [progress.finish(state)]),

@@ -15,6 +15,7 @@ from typing import Any
 from flamechase.flow import FinishRun
 from flamechase.flows.parrallello.plan import PlanSpec
 from flamechase.flows.parrallello.state import FrontState, PState, spec_of
+from flamechase.flows.parrallello.usage import GO_ON, GO_ON_UNPROBED
 
 __all__ = ["bar", "describe", "front_fraction", "overall"]
 
@@ -199,10 +200,19 @@ def approved(state: PState) -> bool:
     )
 
 
+def held(state: PState) -> FinishRun:
+    """Held on the extra-credit pause, which the same command picks up again."""
+    paused = [f.id for f in state.fronts.values() if not f.done]
+    return FinishRun(
+        "held",
+        f"{state.usage.pause}; front(s) {', '.join(paused)} wait; "
+        + (GO_ON if state.knobs.usage_probe else GO_ON_UNPROBED),
+        resumes=True,
+    )
+
+
 def finish(state: PState) -> FinishRun:
-    """The run's end: held on the usage pause; otherwise each front's row and the tag."""
-    if state.usage.pause:
-        return FinishRun("held", state.usage.pause)
+    """The run's end: each front's row and the tag."""
     rows = [final_row(f) for f in state.fronts.values()]
     ok = approved(state)
     done = state.release or {}

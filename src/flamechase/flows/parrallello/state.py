@@ -189,6 +189,9 @@ class FrontState(FlowState):
     opened: dict[str, bool] = {}  # the opening steps done: stage, freeze, baseline
     integrated: dict[str, Any] | None = None
     ended: str = ""  # why it ended, in words
+    # Paused on the account's extra credit at the end of a round ("round") or of a block
+    # ("block"): what it does next once a resumed run's probe reads below the threshold.
+    usage_paused: Literal["", "round", "block"] = ""
 
     @property
     def done(self) -> bool:

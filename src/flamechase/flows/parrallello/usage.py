@@ -2,14 +2,26 @@
 launch new blocks; 5 h window ≥ 95 % → same; extra credit ≥ 90 % of the ceiling → pause at the
 end of the round and tell the owner in one line".
 
-No agent CLI reports these shares in what flamechase reads (they only say, in an error, that
-a window is spent: `agents/limits.py`, which pauses the lane), so they come from the user's
-`-p usage_probe=CMD`: a command the runtime runs, jailed in a throw-away copy of the source
-(like a gate: nothing it writes stays), that prints one JSON object such as
-`{"weekly": 0.93, "window_5h": 0.4, "extra_credit": 0.1}` (fractions of 1; a missing key is
-not judged). It runs before the first front opens and again after every round that ends. A
-probe that fails or prints no such object is said in the log and judged as nothing: it never
-stops a run by itself. Once crossed, a threshold holds for the rest of the run.
+Two sources, the freshest word on each share judged:
+
+- what the CLIs report on their own: a turn's end carries the shares its CLI reported during
+  the turn (claude's `rate_limit_event`, codex's `account/rateLimits/updated`, an exec
+  agent's usage file: agents/account.py), as `TurnEnded.usage_shares`;
+- the user's `-p usage_probe=CMD`: a command the runtime runs, jailed in a throw-away copy of
+  the source (like a gate: nothing it writes stays), that prints one JSON object such as
+  `{"weekly": 0.93, "window_5h": 0.4, "extra_credit": 0.1}` (fractions of 1; a missing key is
+  not judged). It runs before the first front opens and again after every round that ends. A
+  probe that fails or prints no such object is said in the log and judged as nothing: it never
+  stops a run by itself.
+
+A reading replaces the earlier one of the same share (events are folded in the order they
+were recorded, so the last is the freshest); `status` and the live view show each share with
+its source. Once crossed, the weekly and 5-hour thresholds hold for the rest of the run. The
+extra-credit pause ends the run `held` once no round is under way (the paused fronts keep
+their place); the same command (or `exec --resume`) picks it up again: the probe is asked
+first, and the paused fronts go on with their next round only if it reads below the
+threshold; otherwise the run says so in one line and stays held. Without a probe, a resume
+goes on as asked, and the CLIs' next reports judge again.
 """
 
 from __future__ import annotations
@@ -23,10 +35,35 @@ from flamechase.events import FlowEvent, register
 from flamechase.events.present import Seen, Shown
 from flamechase.flow import FlowState, Run
 
-__all__ = ["EXTRA", "WEEKLY", "WINDOW", "UsageRead", "UsageState", "due", "judge", "parse"]
+__all__ = [
+    "EXTRA",
+    "GO_ON",
+    "GO_ON_UNPROBED",
+    "PROBE",
+    "WEEKLY",
+    "WINDOW",
+    "UsageRead",
+    "UsageState",
+    "answered",
+    "due",
+    "judge",
+    "parse",
+    "reported",
+    "resumed",
+]
 
 WEEKLY, WINDOW, EXTRA = 0.92, 0.95, 0.90
 KEYS = ("weekly", "window_5h", "extra_credit")
+PROBE = "the probe"
+# How a held run is picked up again (FinishRun(resumes=True) lets the same command resume it).
+GO_ON = (
+    "to go on, run the same command again once it is below: the probe is asked first, and "
+    "the paused fronts go on with their next round"
+)
+GO_ON_UNPROBED = (
+    "to go on, run the same command again once it is below (no probe to ask first: "
+    "-p usage_probe=CMD): the paused fronts go on with their next round"
+)
 _TIMEOUT = 120.0
 
 
@@ -56,17 +93,25 @@ def parse(output: str) -> dict[str, float]:
     raise ValueError('it printed no JSON object like {"weekly": 0.93, "window_5h": 0.4}')
 
 
-def judge(shares: dict[str, float]) -> tuple[str | None, str | None]:
-    """(why no new block starts, why the run pauses at the end of the round), in words."""
+def judge(
+    shares: dict[str, float], sources: dict[str, str] | None = None
+) -> tuple[str | None, str | None]:
+    """(why no new block starts, why the run pauses at the end of the round), in words that
+    name who read each share when `sources` says."""
+
+    def at(k: str, limit: float, of: str = "") -> str:
+        by = (sources or {}).get(k)
+        return f"at {shares[k]:.0%}{of} (≥ {limit:.0%}{f', from {by}' if by else ''})"
+
     stop = None
     if shares.get("weekly", 0.0) >= WEEKLY:
-        stop = f"weekly usage at {shares['weekly']:.0%} (≥ {WEEKLY:.0%}): no new block starts"
+        stop = f"weekly usage {at('weekly', WEEKLY)}: no new block starts"
     elif shares.get("window_5h", 0.0) >= WINDOW:
-        stop = f"5 h window at {shares['window_5h']:.0%} (≥ {WINDOW:.0%}): no new block starts"
+        stop = f"5 h window {at('window_5h', WINDOW)}: no new block starts"
     pause = None
     if shares.get("extra_credit", 0.0) >= EXTRA:
         pause = (
-            f"extra credit at {shares['extra_credit']:.0%} of its ceiling (≥ {EXTRA:.0%}): "
+            f"extra credit {at('extra_credit', EXTRA, ' of its ceiling')}: "
             "the run pauses at the end of the round"
         )
     return stop, pause
@@ -74,26 +119,43 @@ def judge(shares: dict[str, float]) -> tuple[str | None, str | None]:
 
 class UsageState(FlowState):
     seen: int = 0  # probes answered (the next one's key is numbered seen + 1)
-    shares: dict[str, float] = {}
+    extra: int = 0  # probes owed beyond one per round: one per resume of a held run
+    shares: dict[str, float] = {}  # the freshest reading of each share
+    sources: dict[str, str] = {}  # ... and who gave it ("the probe", "claude at a critic turn")
     stop: str | None = None
     pause: str | None = None
+    held: str | None = None  # the pause a resumed run asks the probe about again
     error: str | None = None
+
+    @property
+    def asking(self) -> bool:
+        """Nothing starts until the probe answers: before the first front, and on a resume."""
+        return self.seen == 0 or self.held is not None
 
     def line(self) -> str | None:
         """What `status` and the live view say of it (None: nothing worth a line yet)."""
         if self.stop or self.pause:
             return "usage: " + "; ".join(w for w in (self.stop, self.pause) if w)
+        if self.held:
+            return "usage: the run was held on the extra credit; asking the probe again"
         if self.error:
             return f"usage: the probe failed ({self.error})"
         if self.shares:
-            return "usage: " + ", ".join(f"{k} {v:.0%}" for k, v in self.shares.items())
+            return "usage: " + figures(self.shares, self.sources)
         return None
 
 
+def figures(shares: dict[str, float], sources: dict[str, str]) -> str:
+    """`weekly 88% (from claude at a builder turn), window_5h 34% (from the probe)`."""
+    said = {k: f" (from {sources[k]})" if sources.get(k) else "" for k in shares}
+    return ", ".join(f"{k} {v:.0%}{said[k]}" for k, v in shares.items())
+
+
 def due(u: UsageState, rounds_ended: int) -> bool:
-    """A probe before the first front opens, then one after each round that ends (asked
-    again by every `decide` until answered: the engine runs a key once at a time)."""
-    return rounds_ended >= u.seen
+    """A probe before the first front opens, then one after each round that ends, and one on
+    each resume (asked again by every `decide` until answered: the engine runs a key once at a
+    time)."""
+    return rounds_ended + u.extra >= u.seen
 
 
 def key(n: int) -> str:
@@ -112,8 +174,15 @@ def probe(n: int, command: str, place: str) -> Run:
     )
 
 
+def _merged(u: UsageState, shares: dict[str, float], source: str) -> UsageState:
+    return u.replace(
+        shares={**u.shares, **shares}, sources={**u.sources, **dict.fromkeys(shares, source)}
+    )
+
+
 def answered(u: UsageState, receipt: dict[str, Any]) -> tuple[UsageState, UsageRead]:
-    """Fold a probe's receipt: its shares judged, or why it told nothing."""
+    """Fold a probe's receipt: the freshest shares judged, or why it told nothing. On a resume
+    (`held`), its word alone decides whether the paused fronts go on."""
     error = None
     shares: dict[str, float] = {}
     if receipt.get("exit_code") != 0 or receipt.get("error"):
@@ -123,15 +192,49 @@ def answered(u: UsageState, receipt: dict[str, Any]) -> tuple[UsageState, UsageR
             shares = parse(str(receipt.get("output") or ""))
         except ValueError as e:
             error = str(e)[:200]
-    stop, pause = judge(shares)
-    u = u.replace(
-        seen=u.seen + 1,
-        shares=shares or u.shares,
-        stop=u.stop or stop,
-        pause=u.pause or pause,
-        error=error,
+    u = _merged(u.replace(seen=u.seen + 1, error=error), shares, PROBE)
+    stop, pause = judge(u.shares, u.sources)
+    if u.held is None:
+        u = u.replace(stop=u.stop or stop, pause=u.pause or pause)
+        return u, UsageRead(shares=shares, stop=stop, pause=pause, error=error)
+    if error is not None:  # no word: what held the run still holds it
+        pause = f"{u.held} (the probe told nothing on the resume: {error})"
+    again = "still" if pause else "below"
+    u = u.replace(stop=u.stop or stop, pause=pause, held=None)
+    return u, UsageRead(shares=shares, stop=stop, pause=pause, error=error, again=again)
+
+
+def reported(
+    u: UsageState, shares: dict[str, float], source: str
+) -> tuple[UsageState, UsageRead | None]:
+    """Fold what a CLI reported at a turn's end; an event only when a threshold is crossed."""
+    u = _merged(u, shares, source)
+    stop, pause = judge(u.shares, u.sources)
+    new_stop, new_pause = (stop if not u.stop else None), (pause if not u.pause else None)
+    u = u.replace(stop=u.stop or stop, pause=u.pause or pause)
+    if not (new_stop or new_pause):
+        return u, None
+    return u, UsageRead(shares=shares, stop=new_stop, pause=new_pause, source=source)
+
+
+def resumed(u: UsageState, probing: bool) -> tuple[UsageState, UsageRead | None]:
+    """A held run resumed: the pause is asked about again (the CLIs' readings are from before
+    the hold), or, with no probe to ask, lifted as the user asked."""
+    if not u.pause:
+        return u, None
+    if probing:
+        kept = {k: v for k, v in u.sources.items() if v == PROBE}
+        return u.replace(
+            held=u.pause,
+            pause=None,
+            extra=u.extra + 1,
+            shares={k: u.shares[k] for k in kept},
+            sources=kept,
+        ), None
+    said = UsageRead(
+        again="below", note="no probe to ask again (-p usage_probe): going on as asked"
     )
-    return u, UsageRead(shares=shares, stop=stop, pause=pause, error=error)
+    return u.replace(pause=None, shares={}, sources={}), said
 
 
 @register
@@ -142,13 +245,23 @@ class UsageRead(FlowEvent):
     stop: str | None = None
     pause: str | None = None
     error: str | None = None
+    source: str = PROBE  # who read the shares: the probe, or a CLI at a turn's end
+    again: str | None = None  # on a resume of a held run: "still" above, or "below" again
+    note: str = ""
 
     def describe(self) -> str:
+        if self.again == "below":
+            figures = ", ".join(f"{k} {v:.0%}" for k, v in self.shares.items())
+            why = self.note or f"{self.source} reads {figures or 'nothing over a threshold'}"
+            return f"usage on the resume: {why}; the paused fronts go on with their next round"
+        if self.again == "still":
+            return f"usage on the resume: still held: {self.pause}"
         if self.error:
             return f"usage probe told nothing: {self.error}"
         said = "; ".join(w for w in (self.stop, self.pause) if w)
         figures = ", ".join(f"{k} {v:.0%}" for k, v in self.shares.items())
-        return f"usage {figures}" + (f": {said}" if said else "")
+        by = "" if self.source == PROBE else f" (from {self.source})"
+        return f"usage {figures}{by}" + (f": {said}" if said else "")
 
     def show(self, seen: Seen) -> Shown:
         text = self.describe()
