@@ -6,9 +6,9 @@ the median of the pair-by-pair ratios A/B with their min-max spread. Writes benc
 (machine, date, load) unless --out says where; the README's performance section is taken
 from it. `--quick` (under 3 minutes) is run by tests/test_bench.py under `-m bench`.
 
-The published runtime (hmz 0.2.2) needs Python >= 3.12: its column is measured when a
-`python3.12`/`python3.13`/`python3.14` with hmz importable is found, and skipped, saying so,
-otherwise.
+The published runtime (hmz 0.2.2) needs Python >= 3.12: its column is measured in a venv of
+the newest such Python found (bench/hmz.py makes it once, under ~/.cache/flamechase-bench),
+and skipped, saying so, when none is found.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import history
+from bench import hmz as hmz_peer
 
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
@@ -378,15 +379,20 @@ def slope(tmp: Path, rounds: int) -> list[Figure]:
     return out
 
 
-def hmz_python() -> str | None:
-    for name in ("python3.14", "python3.13", "python3.12"):
-        found = shutil.which(name)
-        if (
-            found
-            and subprocess.run([found, "-c", "import hmz"], capture_output=True).returncode == 0
-        ):
-            return found
-    return None
+def hmz_figures(hmz: Path, rounds: int, turns: int) -> list[Figure]:
+    """flame_chase on the same fake `claude`, flamechase and hmz 0.2.2 in turn."""
+    a, b = interleave(
+        rounds,
+        lambda: hmz_peer.median_gap(hmz_peer.flamechase_gaps(turns)),
+        lambda: hmz_peer.median_gap(hmz_peer.hmz_gaps(hmz, turns)),
+    )
+    what = f"turn start-to-start gap, flame_chase on a fake `claude`, {turns} turns"
+    return [
+        Figure(what, "ms", a, "hmz 0.2.2", b),
+        Figure(
+            "turns/s, the same", "/s", [1000 / g for g in a], "hmz 0.2.2", [1000 / g for g in b]
+        ),
+    ]
 
 
 def report(figures: list[Figure], notes: list[str], quick: bool, took: float) -> str:
@@ -420,17 +426,23 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     figures: list[Figure] = []
     notes: list[str] = []
-    hmz = hmz_python()
+    hmz, found = hmz_peer.venv()
     if hmz is None:
-        notes.append(
-            "hmz 0.2.2 column skipped: no Python >= 3.12 with hmz importable was found on this "
-            "machine (and `pip download hmz==0.2.2` finds no distribution from here)"
-        )
+        notes.append(f"hmz 0.2.2 column skipped: {found}")
     else:
-        notes.append(f"hmz found under {hmz}, but driving it is not written yet: column skipped")
+        notes.append(
+            f"against {found}: flame_chase, two chasers on the fake `claude` of "
+            "tests/agents/fakes, gaps stamped by a `claude` wrapper; flamechase rests 50 ms "
+            "between turns (its least rest_seconds), hmz does not"
+        )
     with tempfile.TemporaryDirectory(prefix="fc-bench-") as d:
         tmp = Path(d)
         figures += startup(rounds * 2)
+        if hmz is not None:
+            try:
+                figures += hmz_figures(hmz, rounds, 10 if args.quick else 40)
+            except (RuntimeError, subprocess.SubprocessError) as exc:
+                notes.append(f"hmz 0.2.2 column not measured: {exc}")
         figures += turns_figures(tmp, rounds, 10 if args.quick else 60)
         notes.append(history.turn_files(tmp / "home"))
         more, said = copies(
@@ -443,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         figures += slope(tmp, rounds * 2)
     notes.append(
         "not measured yet: the jail's start-up (runs here have sandbox=off), 8 lanes, "
-        "replay at 100-100,000 events, status and resume at 100,000, copies on a reflink file system"
+        "replay at 100-100,000 events (bench/views_replay.py, below), status and resume at 100,000, copies on a reflink file system"
     )
     text = report(figures, notes, args.quick, time.monotonic() - t0)
     args.out.write_text(text)

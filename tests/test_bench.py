@@ -41,4 +41,6 @@ def test_quick_bench_reports_each_figure_with_its_peer_and_ratio(tmp_path: Path)
         assert peer in figures, peer
     assert all(row.split("|")[5].strip().startswith("x") for row in rows[1:]), figures
     assert "hmz 0.2.2" in text and "load average" in text
+    # The peer's rows are there, or a line says why they are not.
+    assert "| hmz 0.2.2 |" in figures or "hmz 0.2.2 column skipped: " in text
     assert "files a turn leaves under lanes/*/turns" in text

@@ -32,7 +32,8 @@ from flamechase.errors import FlamechaseError
 from flamechase.flows.parallel_flame_chase import FLOW
 from flamechase.flows.parallel_flame_chase.plans import validate_plan
 from flamechase.reports import parse_report
-from flamechase.view.replay import ReplayBuilder, embed_json
+from flamechase.view.replay import ReplayBuilder, render_html
+from flamechase.view.replay_pack import read_document
 from flamechase.workspace.checkpoints import read_checkpoint
 
 EXAMPLES = int(os.environ.get("FLAMECHASE_FUZZ_EXAMPLES", "150"))
@@ -486,8 +487,11 @@ def test_replay_folds_any_agent_text(events: list[dict[str, Any]]) -> None:
     )
     for seq, ev in enumerate(events, 1):
         builder.add({**ev, "seq": seq, "at": f"2026-01-01T00:00:{seq:02d}.000Z"})
-    page = embed_json(builder.document())
-    assert "</script" not in page.lower()
+    doc = builder.document()
+    page = render_html(doc)
+    assert page.lower().count("</script") == 2  # the data's and the script's own
+    # Packed into the page and read back, every point is exactly what was built.
+    assert read_document(page) == doc
 
 
 def test_fuzz_files_leave_no_scratch(tmp_path: Path) -> None:

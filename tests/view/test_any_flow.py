@@ -21,6 +21,7 @@ from rich.console import Console
 
 from flamechase.view.renderables import dashboard
 from flamechase.view.replay import build_document, load_run
+from flamechase.view.replay_pack import read_document
 from flamechase.view.state import RunFold
 from flamechase.view.trace import build_trace
 from tests.helpers import actor, cli
@@ -219,7 +220,7 @@ def test_a_replay_of_a_run_whose_flow_is_gone_shows_its_kinds_plainly(
     out = tmp_path / "replay.html"
     shown = cli("show", "last", "--html", str(out), cwd=ws, check=True)
     assert "wrote the replay" in shown.stdout
-    page = out.read_text()
+    page = json.dumps(read_document(out.read_text()), ensure_ascii=False)
     # What is known without the flow: the kind in words and its payload's first fields.
     assert "relay author: baton passed (baton=draft 1, leg=1, to=reviewer)." in page
     assert "relay reviewer: baton dropped (leg=2)." in page
@@ -236,7 +237,7 @@ def test_the_replay_page_draws_a_flows_panel_and_alerts_at_each_point(
     out = tmp_path / "relay.html"
     cli("show", "last", "--html", str(out), cwd=ws, check=True)
     _open(page, out)
-    doc = json.loads(out.read_text().split('id="fc-data">', 1)[1].split("</script>", 1)[0])
+    doc = read_document(out.read_text())
     points = doc["points"]
     drop = next(i for i, p in enumerate(points) if p["k"] == "baton_dropped")
     legs = """() => [...document.querySelectorAll('#panels section[data-panel="legs"] tr')]

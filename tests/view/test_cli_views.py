@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from flamechase.flows import builtin_names
+from flamechase.view.replay_pack import read_document
 from tests.helpers import cli, status
 
 
 def _doc(html: Path) -> dict:  # type: ignore[type-arg]
-    m = re.search(r'id="fc-data">(.*?)</script>', html.read_text(), re.S)
-    assert m is not None
-    data: dict = json.loads(m.group(1))  # type: ignore[type-arg]
-    return data
+    return read_document(html.read_text())
 
 
 def test_help_lists_the_view_commands(tmp_path: Path) -> None:

@@ -4,13 +4,12 @@ track, keyed, and a click on a mark goes to its point."""
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from flamechase.view.replay_pack import read_document
 from tests.helpers import cli
 from tests.view.test_replay_browser import _open
 
@@ -33,10 +32,7 @@ def git_pr_replay(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _doc(html: Path) -> dict[str, Any]:
-    m = re.search(r'id="fc-data">(.*?)</script>', html.read_text(), re.S)
-    assert m is not None
-    data: dict[str, Any] = json.loads(m.group(1))
-    return data
+    return read_document(html.read_text())
 
 
 def test_the_replay_marks_prs_and_merges_on_their_lanes(git_pr_replay: Path) -> None:

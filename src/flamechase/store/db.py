@@ -21,6 +21,13 @@ from typing import Any
 from flamechase.errors import StoreError
 from flamechase.store.schema import MIGRATIONS
 
+# A lane's last turn end: its kinds are exactly the terms of the partial index
+# events_turn_ends (SQLite uses a partial index only for a query that repeats its WHERE).
+_LAST_TURN_END = (
+    "SELECT json_extract(payload, '$.host') AS host FROM events WHERE lane = ? AND kind IN"
+    " ('turn_valid', 'turn_failed', 'turn_interrupted', 'lane_paused') ORDER BY seq DESC LIMIT 1"
+)
+
 DB_NAME = "run.db"
 
 
@@ -576,12 +583,13 @@ class Reader:
     def lane_hosts(self) -> dict[str, str | None]:
         """Per lane, where its last ended turn ran: "HOST, node ID" when on another machine
         (a Ray node), None when here."""
-        rows = self._q(
-            "SELECT lane, json_extract(payload, '$.host') AS host, MAX(seq) FROM events "
-            "WHERE lane IS NOT NULL AND kind IN "
-            "('turn_valid', 'turn_failed', 'turn_interrupted', 'lane_paused') GROUP BY lane"
-        )
-        return {r["lane"]: r["host"] for r in rows}
+        # One probe of events_turn_ends a lane (migration 4), however long the run.
+        out: dict[str, str | None] = {}
+        for lane in self._q("SELECT lane FROM lanes"):
+            rows = self._q(_LAST_TURN_END, (lane["lane"],))
+            if rows:
+                out[lane["lane"]] = rows[0]["host"]
+        return out
 
     def last_event(self, kinds: tuple[str, ...]) -> dict[str, Any] | None:
         """The newest event of one of `kinds`, as a row."""

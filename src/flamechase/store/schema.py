@@ -190,4 +190,10 @@ MIGRATIONS: list[str] = [
         WHERE status IN ('interrupted', 'limited') AND counted = 1;
     CREATE INDEX events_kind ON events (kind, seq);
     """,
+    # 4: where each lane's last turn ran (`status`), found by one probe a lane: the turn ends
+    # indexed by lane (`db._LAST_TURN_END` repeats the terms, as SQLite needs).
+    """
+    CREATE INDEX events_turn_ends ON events (lane, seq)
+        WHERE kind IN ('turn_valid', 'turn_failed', 'turn_interrupted', 'lane_paused');
+    """,
 ]

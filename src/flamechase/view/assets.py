@@ -12,6 +12,7 @@ shows, controls, live stream), joined here into one function.
 
 from __future__ import annotations
 
+from flamechase.view.replay_pack import JS_UNPACK
 from flamechase.view.replay_panels import JS_PANELS
 from flamechase.view.replay_timeline import JS_TIMELINE
 
@@ -171,5 +172,14 @@ margin-top:14px}
 """
 
 
-# One function around both halves: they share its scope, as one script.
-JS = '\n(() => {\n"use strict";\n' + JS_TIMELINE + JS_PANELS + "})();\n"
+# One function around both halves: they share its scope, as one script. It is async: the
+# document is unpacked (gunzipped by the browser) before anything is drawn; a browser that
+# cannot says so where the position would be.
+JS = (
+    '\n(async () => {\n"use strict";\n'
+    + JS_UNPACK
+    + JS_TIMELINE
+    + JS_PANELS
+    + '})().catch((e) => {\n  document.getElementById("pos").textContent = "cannot read this'
+    + ' replay: " + e;\n});\n'
+)

@@ -64,7 +64,7 @@ function render() {
       frame.style.top = (hb.top || 0) + "px";
       frame.style.left = hb.x;
       frame.style.width = hb.w;
-      frame.title = hb.tip.textContent;
+      frame.title = tipText(hb);
     }
   }
   $("status").textContent = s.st;
@@ -220,22 +220,25 @@ function spend(s, p) {
   });
 }
 
+// The list's scroll offset is kept here (set with it, or read when the user scrolls): reading
+// scrollTop after a change makes the browser lay the whole page out first.
 const pool = [];
-let storyQueued = false;
+let storyQueued = false, storyTop = 0;
 function story() {
-  const box = $("story"), h = box.clientHeight || 360;
+  const h = storyH;
   $("story-in").style.height = (P.length * ROW) + "px";
   $("story-n").textContent = "(" + P.length + " points)";
-  if (cur * ROW < box.scrollTop || cur * ROW > box.scrollTop + h - ROW) {
-    box.scrollTop = Math.max(0, cur * ROW - h / 2);
+  if (cur * ROW < storyTop || cur * ROW > storyTop + h - ROW) {
+    storyTop = Math.max(0, Math.min(cur * ROW - h / 2, P.length * ROW - h));
+    $("story").scrollTop = storyTop;
   }
   storyRows();
 }
 function storyRows() {
   storyQueued = false;
-  const box = $("story"), inner = $("story-in"), h = box.clientHeight || 360;
-  const first = Math.max(0, Math.floor(box.scrollTop / ROW) - 4);
-  const last = Math.min(P.length, Math.ceil((box.scrollTop + h) / ROW) + 4);
+  const inner = $("story-in"), h = storyH;
+  const first = Math.max(0, Math.floor(storyTop / ROW) - 4);
+  const last = Math.min(P.length, Math.ceil((storyTop + h) / ROW) + 4);
   while (pool.length < last - first) {
     const r = el("div", "row");
     r.append(el("b"), el("i"), el("span"));
@@ -288,6 +291,10 @@ $("prev").addEventListener("click", () => { play(false); go(cur - 1); });
 $("next").addEventListener("click", () => { play(false); go(cur + 1); });
 $("play").addEventListener("click", () => play(!timer));
 $("bar").addEventListener("input", (e) => go(+e.target.value, e.timeStamp));
+$("tl-rows").addEventListener("mouseover", (e) => {
+  const t = e.target.closest(".blk");
+  if (t) tipped(t);
+});
 $("tl-rows").addEventListener("click", (e) => {
   const t = e.target.closest(".blk");
   if (t) { const b = B[+t.dataset.i]; go(b.i1 >= 0 ? b.i1 : b.i0); }
@@ -303,6 +310,7 @@ $("story-in").addEventListener("click", (e) => {
   if (r) { play(false); go(+r.dataset.i); }
 });
 $("story").addEventListener("scroll", () => {
+  storyTop = $("story").scrollTop;
   if (!storyQueued) { storyQueued = true; requestAnimationFrame(storyRows); }
 });
 document.addEventListener("keydown", (e) => {
@@ -318,15 +326,18 @@ document.addEventListener("keydown", (e) => {
 let resized = 0;
 window.addEventListener("resize", () => {
   clearTimeout(resized);
-  resized = setTimeout(() => { layout(); go(cur); }, 150);
+  resized = setTimeout(() => { measure(); layout(); go(cur); }, 150);
 });
 
 header();
+measure();
 for (const p of doc.points || []) fold(p);
 layout();
 cur = P.length - 1;
 render();
-window.fcReplay = {go: (i) => go(i), cur: () => cur, count: () => P.length, lastTs: () => lastTs};
+// points(): what the page read, for tests to hold against the document it was given.
+window.fcReplay = {go: (i) => go(i), cur: () => cur, count: () => P.length, lastTs: () => lastTs,
+  points: () => P};
 if (live) {
   $("livebadge").hidden = false;
   let relaid = 0;

@@ -13,7 +13,7 @@ __all__ = ["JS_TIMELINE"]
 
 JS_TIMELINE = r"""
 const $ = (id) => document.getElementById(id);
-const doc = JSON.parse($("fc-data").textContent);
+const doc = await readDoc($("fc-data"));
 const run = doc.run || {};
 const lanes = (doc.lanes || []).map((l) => ({name: l.name, roles: l.roles || [],
   solo: !!l.solo}));
@@ -61,11 +61,13 @@ const svgEl = (tag, attrs) => {
   return e;
 };
 
-// A track is one SVG of rects: thousands of turns stay a handful of paint chunks for the
-// browser, where thousands of positioned elements would make every repaint slow.
+// A track is one SVG of rects (in its <g>, marks after them): thousands of turns stay a
+// handful of paint chunks for the browser, where thousands of positioned elements would make
+// every repaint slow.
 function track(name) {
   const row = el("div", "trow"), svg = svgEl("svg", {});
   row.dataset.lane = name;
+  svg.appendChild(svgEl("g", {}));
   row.appendChild(svg);
   return row;
 }
@@ -97,19 +99,21 @@ function planningRow() {
   return row;
 }
 
+// A turn block is data (B) until `layout` draws its track. A block's tooltip is made when
+// the pointer first reaches it (`tipped`): tens of thousands of <title> elements made up
+// front would cost a long run's page most of its opening time.
 function block(b) {
-  const e = svgEl("rect", {y: 3, height: 20, rx: 3, "data-i": B.length});
-  b.tip = document.createElementNS(SVG, "title");
-  e.appendChild(b.tip);
-  b.el = e; b.label = null; B.push(b);
-  (b.l < 0 ? planningRow() : laneRows[b.l]).firstChild.appendChild(e);
-  dress(b);
+  b.row = b.l < 0 ? planningRow() : laneRows[b.l];
+  B.push(b);
   return B.length - 1;
 }
-function dress(b) {
-  b.el.setAttribute("class", "blk s-" + b.st + (b.rs ? " r-" + b.rs : ""));
-  b.tip.textContent = b.a + (b.l < 0 ? " · planning" : " · turn " + b.n) + " · "
-    + (b.rs || b.st) + (b.t1 === null ? "" : " · " + (+b.du).toFixed(1) + " s · " + money(b.c));
+const tipText = (b) => b.a + (b.l < 0 ? " · planning" : " · turn " + b.n) + " · "
+  + (b.rs || b.st) + (b.t1 === null ? "" : " · " + (+b.du).toFixed(1) + " s · " + money(b.c));
+function tipped(e) {
+  const tip = e.querySelector("title") || e.appendChild(document.createElementNS(SVG, "title"));
+  const more = +(e.dataset.n || 1) - 1;
+  tip.textContent = tipText(B[+e.dataset.i]) + (more ? " (and the " + more + " turns after it,"
+    + " too narrow to draw apart)" : "");
 }
 
 // A mark on a track, as the event shows it (a pull request merged, a gate run): its tone is
@@ -196,7 +200,7 @@ function fold(p) {
     }
     const b = B[k];
     b.t1 = p.t; b.i1 = i; b.st = d.e[0]; b.c = d.e[1]; b.du = d.e[2]; b.rs = d.e[3];
-    dress(b); open[p.l] = null; PB[i] = k;
+    open[p.l] = null; PB[i] = k;
   }
   if (d.m && p.l >= 0) mark(p.l, p.t, d.m, i);
   P.push(p); S.push(s);
@@ -247,34 +251,64 @@ function breakMarks() {
   }
 }
 
+// Sizes read from the page only while it holds no blocks (on opening, and when the window is
+// resized): a read with tens of thousands of blocks laid in would make the browser lay them
+// out once more. A track's offset is worked out instead: TRACK_H is `.trow`'s height and
+// BRK_PAD the strip that `#timeline.brks` adds above the tracks for the breaks' labels.
+let px = 1000, storyH = 360;
+const TRACK_H = 26, BRK_PAD = 15;
+function measure() {
+  px = $("tl-rows").clientWidth || 1000;
+  storyH = $("story").clientHeight || 360;
+}
 function layout() {
   breaks();
   breakMarks();
-  const end = P.length ? P[P.length - 1].t : 0;
-  const px = $("tl-rows").clientWidth || 1000, tops = new Map();
-  // Read every track's offset before writing anything, so the loop forces no layout.
-  for (const row of $("tl-rows").children) tops.set(row, row.offsetTop);
-  for (const b of B) {
-    b.top = tops.get(b.el.parentNode.parentNode) || 0;
-    const a = Math.max(0, b.t0), z = b.t1 === null ? end : b.t1;
-    const f = Math.max(0, X(z) - X(a)) / 100;
-    b.x = X(a) + "%"; b.w = (100 * f) + "%";
-    b.el.setAttribute("x", b.x); b.el.setAttribute("width", b.w);
-    // A label only where it fits: "a 12" needs about 30 px.
-    const fits = f * px >= 30;
-    if (fits && !b.label) {
-      b.label = svgEl("text", {"class": "bl", y: 17});
-      b.label.textContent = b.l < 0 ? "plan" : short(b.a, b.l) + " " + b.n;
-      b.el.parentNode.appendChild(b.label);
-    }
-    if (b.label) {
-      b.label.setAttribute("x", b.x); b.label.setAttribute("dx", 4);
-      b.label.style.display = fits ? "" : "none";
-    }
+  const end = P.length ? P[P.length - 1].t : 0, tops = new Map(), onRow = new Map();
+  let k = 0;
+  for (const row of $("tl-rows").children) {
+    tops.set(row, (BR.length ? BRK_PAD : 0) + TRACK_H * k++);
+    onRow.set(row, []);
   }
+  for (let j = 0; j < B.length; j++) {
+    const b = B[j], a = Math.max(0, b.t0), z = b.t1 === null ? end : b.t1;
+    b.top = tops.get(b.row) || 0;
+    b.xp = X(a); b.wp = Math.max(0, X(z) - b.xp);
+    b.x = b.xp + "%"; b.w = b.wp + "%";
+    onRow.get(b.row).push(j);
+  }
+  for (const [row, js] of onRow) drawTrack(row.firstChild.firstChild, js);
   for (const m of M) m.el.setAttribute("cx", X(m.t) + "%");
   hi = undefined;  // blocks moved: place the current-turn frame again
   chart();
+}
+
+// One rect a turn, except where turns are narrower than MIN_PX (a long run on a narrow
+// window): such a turn is drawn together with the turns after it on its track until the rect
+// is that wide, in the first one's colours (its tooltip says how many it stands for). A
+// 100,000-event run has some 30,000 turns and a track no more than a few thousand pixels.
+const MIN_PX = 2;
+function drawTrack(g, js) {
+  const out = [], least = 100 * MIN_PX / px;
+  for (let n = 0; n < js.length; n++) {
+    const b = B[js[n]], first = n;
+    let right = b.xp + b.wp;
+    while (right - b.xp < least && n + 1 < js.length) {
+      n++;
+      right = Math.max(right, B[js[n]].xp + B[js[n]].wp);
+    }
+    const w = right - b.xp, e = svgEl("rect", {y: 3, height: 20, rx: 3, "data-i": js[first],
+      x: b.x, width: w + "%", "class": "blk s-" + b.st + (b.rs ? " r-" + b.rs : "")});
+    if (n > first) e.dataset.n = String(n - first + 1);
+    out.push(e);
+    // A label only where it fits: "a 12" needs about 30 px.
+    if (n === first && w * px >= 3000) {
+      const label = svgEl("text", {"class": "bl", y: 17, x: b.x, dx: 4});
+      label.textContent = b.l < 0 ? "plan" : short(b.a, b.l) + " " + b.n;
+      out.push(label);
+    }
+  }
+  g.replaceChildren(...out);
 }
 
 let chartPh = null;
@@ -301,7 +335,9 @@ function chart() {
     const vs = pts.map((q) => q[1]), lo = Math.min(...vs), hi2 = Math.max(...vs);
     const k = Math.max(1, Math.ceil(pts.length / 2000));
     const keep = pts.filter((_, j) => j % k === 0 || j === pts.length - 1);
-    const y = (v) => hi2 === lo ? 80 : 150 - 140 * (v - lo) / (hi2 - lo);
+    // (Halved first: agents report their own spend, and two huge values' distance can
+    // overflow a double.)
+    const y = (v) => hi2 === lo ? 80 : 150 - 140 * ((v / 2 - lo / 2) / (hi2 / 2 - lo / 2));
     svg.appendChild(svgEl("polyline", {"class": cls, fill: "none", stroke: colour,
       "stroke-width": "2", "vector-effect": "non-scaling-stroke",
       points: keep.map((q) => q[0].toFixed(1) + "," + y(q[1]).toFixed(1)).join(" ")}));

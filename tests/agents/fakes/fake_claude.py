@@ -40,6 +40,7 @@ def parse_args(argv: list[str]) -> dict[str, str]:
             "--effort",
             "--json-schema",
             "--settings",
+            "--plugin-dir",  # a flow's skill, mounted as a plugin of the session
         },
         boolean={"--print", "-p", "--verbose", "--include-partial-messages"},
     )

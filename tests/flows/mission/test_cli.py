@@ -22,6 +22,7 @@ from rich.console import Console
 
 from flamechase.view.renderables import dashboard
 from flamechase.view.replay import load_run
+from flamechase.view.replay_pack import read_document
 from flamechase.view.state import RunFold
 from tests.helpers import FLAMECHASE, cli, events, status
 
@@ -165,9 +166,8 @@ def test_a_write_to_a_protected_path_opens_an_audit_the_packet_shows(
     )
     page = ws.parent / "replay.html"
     cli("show", "last", "--html", str(page), cwd=ws, check=True)
-    assert (
-        "protected_write" in page.read_text() and "changed protected bench.py" in page.read_text()
-    )
+    shown_in_replay = json.dumps(read_document(page.read_text()), ensure_ascii=False)
+    assert "protected_write" in shown_in_replay and "changed protected bench.py" in shown_in_replay
     assert status(ws)["status"] == "finished"
     # status and the live view show the audit with what opened it and why it was decided so.
     shown = cli("status", "last", cwd=ws, check=True).stdout
