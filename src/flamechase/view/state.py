@@ -354,7 +354,7 @@ class RunFold:
             return
         extra: dict[str, Any] = {}
         if isinstance(e, ev.LanePaused):
-            extra["paused_until"] = e.until
+            extra["paused_until"] = e.lane_until
         self._set(name, ch, actor=None, turn=None, since=None, **extra)
 
     def _held(self, e: ev.LaneHeld, ch: Change, before: str | None) -> None:
