@@ -31,6 +31,7 @@ __all__ = [
     "parse_choices",
     "parse_spec",
     "split_agent_args",
+    "split_choices",
 ]
 
 GRAMMAR = "CLI[@PROVIDER]/MODEL[:EFFORT] or exec:PATH"
@@ -131,15 +132,19 @@ def parse_spec(text: str) -> AgentSpec:
     )
 
 
-def parse_choices(text: str) -> tuple[AgentSpec, ...]:
-    """A role's agents in order of preference: `SPEC|SPEC|...` (one spec: no alternatives).
-    SpecError for a malformed one, or one given twice."""
+def split_choices(text: str) -> list[str]:
+    """`SPEC|SPEC|...` cut into its specs' texts, unparsed (what a run records for a role)."""
     cuts = [0]
     for i, ch in enumerate(text):
         if ch == "|" and _NEXT.match(text, i + 1):
             cuts.append(i + 1)
-    parts = [text[a : b - 1] for a, b in itertools.pairwise(cuts)] + [text[cuts[-1] :]]
-    specs = tuple(parse_spec(part) for part in parts)
+    return [text[a : b - 1] for a, b in itertools.pairwise(cuts)] + [text[cuts[-1] :]]
+
+
+def parse_choices(text: str) -> tuple[AgentSpec, ...]:
+    """A role's agents in order of preference: `SPEC|SPEC|...` (one spec: no alternatives).
+    SpecError for a malformed one, or one given twice."""
+    specs = tuple(parse_spec(part) for part in split_choices(text))
     seen: set[str] = set()
     for spec in specs:
         if spec.text in seen:
