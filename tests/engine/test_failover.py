@@ -138,3 +138,38 @@ def test_a_usage_window_moves_the_role_to_its_next_agent_and_back_after_the_rese
         sum(0.01 if t.status == "limited" else 0.5 for t in record.turns), 6
     )
     assert {t.status for t in record.turns} >= {"limited", "valid"}
+
+
+def test_a_resumed_run_remembers_which_agents_are_in_a_window(
+    tmp_path: Path, state_home: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("sample\n")
+    first = FakeClock()
+    reset = first.time() + 5 * 3600
+    agents = [("first_chaser", "sim/steady|sim/flaky"), ("second_chaser", "sim/silent")]
+
+    def script_on(clock: FakeClock) -> ScriptedExecutor:
+        def script(job: TurnJob) -> FakeTurn:
+            if job.agent == "sim/steady" and clock.time() < reset:
+                return FakeTurn(limited_for=reset - clock.time(), duration=5)
+            return FakeTurn(report={"status": "progress", "summary": "x"}, duration=600)
+
+        return ScriptedExecutor(clock, script)
+
+    one = script_on(first)
+    run_engine("flame_chase", ws, executor=one, clock=first, agents=agents,
+               settings={"budget.turns": "1"}, home=state_home)  # fmt: skip
+    assert [j.agent for j in one.jobs] == ["sim/steady", "sim/flaky"]
+    # Resumed an hour later, inside the window: the role stays on its second agent and does
+    # not try its first again (the journal says it is closed until the reset).
+    later = FakeClock(first.time() + 3600)
+    two = script_on(later)
+    end = run_engine("flame_chase", ws, executor=two, clock=later, agents=agents,
+                     settings={"budget.turns": "3"}, home=state_home)  # fmt: skip
+    assert end.status == "finished"
+    assert [(j.request.role, j.agent) for j in two.jobs] == [
+        ("second_chaser", "sim/silent"),
+        ("first_chaser", "sim/flaky"),
+    ]
