@@ -173,3 +173,38 @@ def test_a_resumed_run_remembers_which_agents_are_in_a_window(
         ("second_chaser", "sim/silent"),
         ("first_chaser", "sim/flaky"),
     ]
+
+
+def test_a_cli_that_does_not_start_hands_the_role_to_its_next_agent(
+    tmp_path: Path, state_home: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("sample\n")
+    clock = FakeClock()
+
+    def script(job: TurnJob) -> FakeTurn:
+        if job.agent == "sim/steady":
+            return FakeTurn(error="could not start claude: [Errno 2] No such file", duration=0)
+        return FakeTurn(report={"status": "progress", "summary": "x"}, duration=60)
+
+    ex = ScriptedExecutor(clock, script)
+    end = run_engine(
+        "flame_chase",
+        ws,
+        executor=ex,
+        clock=clock,
+        agents=[("first_chaser", "sim/steady|sim/flaky"), ("second_chaser", "sim/silent")],
+        settings={"budget.turns": "4"},
+        home=state_home,
+    )
+    # The failed start is a failed turn (as without alternatives); the role's next turn, well
+    # inside START_RETRY, runs on its second agent.
+    assert [(j.request.role, j.agent) for j in ex.jobs] == [
+        ("first_chaser", "sim/steady"),
+        ("second_chaser", "sim/silent"),
+        ("first_chaser", "sim/flaky"),
+        ("second_chaser", "sim/silent"),
+    ]
+    [moved] = read_run(end.run_dir).of(ev.AgentSwitched)
+    assert moved.reason == "sim/steady: did not start"
