@@ -305,3 +305,48 @@ def test_an_acp_spec_runs_the_program_its_command_names() -> None:
     # the jail grants a program's own state directories: acp:gemini keeps gemini's
     assert parse_spec("acp:/opt/bin/gemini --acp -m gemini-2.5-flash").program == "gemini"
     assert parse_spec("claude/claude-sonnet-4-5").program == "claude"
+
+
+# --- alternatives (engine/failover) -------------------------------------------------------------
+
+
+def test_a_role_may_be_given_alternatives_in_order() -> None:
+    from flamechase.agents.spec import assign_choices, parse_choices
+
+    got = parse_choices("claude@work/opus|claude@home/opus|codex/gpt-5:high")
+    assert [(s.cli, s.provider, s.model, s.effort) for s in got] == [
+        ("claude", "work", "opus", None),
+        ("claude", "home", "opus", None),
+        ("codex", None, "gpt-5", "high"),
+    ]
+    items = split_agent_args(["first_chaser=claude/m|codex/x,second_chaser=codex/x"])
+    choices = assign_choices(items, ROLES, "flame_chase")
+    assert [s.text for s in choices["first_chaser"]] == ["claude/m", "codex/x"]
+    # assign_roles gives each role its first.
+    assert assign_roles(items, ROLES, "flame_chase")["first_chaser"].text == "claude/m"
+
+
+def test_a_bar_inside_an_exec_path_is_part_of_the_path(tmp_path: Path) -> None:
+    from flamechase.agents.spec import parse_choices
+
+    script = tmp_path / "a|b.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    [spec] = parse_choices(f"exec:{script}")
+    assert spec.path == str(script)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("claude/opus|", "contains '|'"),
+        ("claude/opus|junk", "contains '|'"),
+        ("claude/opus|claude/opus", "given twice"),
+        ("claude/opus|codex/", "the model is empty"),
+    ],
+)
+def test_malformed_alternatives_are_refused_in_one_line(text: str, message: str) -> None:
+    from flamechase.agents.spec import parse_choices
+
+    with pytest.raises(SpecError, match=message):
+        parse_choices(text)

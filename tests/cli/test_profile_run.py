@@ -136,3 +136,21 @@ def test_run_without_a_profile_and_rm(tmp_path: Path, chasers: list[str]) -> Non
     assert "flame_chase" in cli("profile", "list", cwd=tmp_path, check=True).stdout
     cli("profile", "rm", "flame_chase", cwd=tmp_path, check=True)
     _refused(cli("profile", "rm", "flame_chase", cwd=tmp_path), "no profile for flame_chase")
+
+
+def test_a_profile_keeps_a_roles_alternatives_and_checks_each(
+    tmp_path: Path, config_home: Path
+) -> None:
+    one = actor(tmp_path, "one.sh", REPORT_OK)
+    two = actor(tmp_path, "two.sh", REPORT_OK)
+    agents = f"first_chaser=exec:{one}|exec:{two},second_chaser=exec:{one}"
+    saved = cli("profile", "set", "flame_chase", "-a", agents, cwd=tmp_path)
+    assert saved.returncode == 0, saved.stderr
+    shown = cli("profile", "show", "flame_chase", cwd=tmp_path, check=True).stdout
+    assert f"'first_chaser=exec:{one}|exec:{two},second_chaser=exec:{one}'" in shown
+    bad = cli(
+        "profile", "set", "flame_chase", "-a",
+        f"first_chaser=exec:{one}|exec:{tmp_path / 'gone.sh'},second_chaser=exec:{one}",
+        cwd=tmp_path,
+    )  # fmt: skip
+    _refused(bad, "gone.sh", "does not exist")

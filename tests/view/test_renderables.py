@@ -329,3 +329,27 @@ def test_a_panel_shows_what_flows_and_agents_wrote_as_text_only() -> None:
     out = _render(panel_table(panel), width=120)
     assert "[link=https://evil.example/]k[/link]" in out
     assert "[red]c[/]" in out and "[/] v" in out
+
+
+def test_the_lanes_table_says_when_a_turn_runs_on_a_failover_agent() -> None:
+    from flamechase import events as ev
+
+    fold = RunFold(lanes=[("lane-1", ("first_chaser", "second_chaser"))])
+    at = "2027-01-15T08:00:00.000Z"
+    moved = ev.AgentSwitched(
+        lane="lane-1", actor="first_chaser", turn=1, previous="claude@work/opus",
+        to="claude@home/opus", index=1, alternatives=["claude@work/opus", "claude@home/opus"],
+        reason="claude@work/opus: usage window", at=at,
+    )  # fmt: skip
+    fold.apply(moved)
+    fold.apply(
+        ev.TurnStarted(
+            lane="lane-1", actor="first_chaser", turn=1, attempt=2, backend="claude@home/opus",
+            at=at,
+        )
+    )  # fmt: skip
+    now = parse_at(at)
+    text = " ".join(_render(lanes_table(fold.snapshot(now), now), width=140).split())
+    # The cell wraps in its column: its words, in order.
+    assert "turn 1 (attempt 2) on" in text and text.endswith("working claude@home/opus")
+    assert "moves to claude@home/opus (alternative 2 of 2)" in moved.show(fold).text

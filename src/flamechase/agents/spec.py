@@ -1,4 +1,5 @@
-"""`-a` agent specs: `[ROLE=]CLI[@PROVIDER]/MODEL[:EFFORT]`, `exec:PATH`, `acp:COMMAND`.
+"""`-a` agent specs: `[ROLE=]CLI[@PROVIDER]/MODEL[:EFFORT]`, `exec:PATH`, `acp:COMMAND`, and a
+role's alternatives in order, `SPEC|SPEC|...` (engine/failover picks the one a turn runs on).
 
 The grammar is the published runtime's (hmz 0.2.2), so command lines written for it keep working:
 a model may contain `/` and `:`, and the effort is whatever follows the *last* `:`. We also accept
@@ -12,6 +13,7 @@ typo fails before a run directory exists rather than at the first turn.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -21,9 +23,21 @@ from pathlib import Path
 
 from flamechase.errors import RoleError, SpecError
 
-__all__ = ["AgentSpec", "assign_roles", "parse_spec", "split_agent_args"]
+__all__ = [
+    "AgentSpec",
+    "assign_choices",
+    "assign_roles",
+    "choice_text",
+    "parse_choices",
+    "parse_spec",
+    "split_agent_args",
+    "split_choices",
+]
 
 GRAMMAR = "CLI[@PROVIDER]/MODEL[:EFFORT] or exec:PATH"
+# Where a `|` starts the next alternative: before something that begins a spec, so a `|` inside
+# an exec path (`exec:/tmp/a|b.sh`) or an acp command stays part of it.
+_NEXT = re.compile(r"exec:|acp:|[a-z][a-z0-9_-]*(?:@[A-Za-z0-9][A-Za-z0-9_.-]*)?/")
 
 _CLI = re.compile(r"[a-z][a-z0-9_-]*")
 # A provider names a directory of saved credentials, so it must be one safe path component.
@@ -105,6 +119,10 @@ def parse_spec(text: str) -> AgentSpec:
     if "," in rest:
         # A comma here is almost always a second spec whose `ROLE=` was forgotten.
         raise _fail(text, "the model or effort contains ','; separate specs with ',ROLE='")
+    if "|" in rest:
+        raise _fail(
+            text, "the model or effort contains '|'; give alternatives as SPEC|SPEC, each whole"
+        )
     return AgentSpec(
         text=text,
         cli=cli,
@@ -112,6 +130,34 @@ def parse_spec(text: str) -> AgentSpec:
         provider=provider if at else None,
         effort=None if effort in ("", "auto") else effort,
     )
+
+
+def split_choices(text: str) -> list[str]:
+    """`SPEC|SPEC|...` cut into its specs' texts, unparsed (what a run records for a role)."""
+    cuts = [0]
+    for i, ch in enumerate(text):
+        if ch == "|" and _NEXT.match(text, i + 1):
+            cuts.append(i + 1)
+    return [text[a : b - 1] for a, b in itertools.pairwise(cuts)] + [text[cuts[-1] :]]
+
+
+def parse_choices(text: str) -> tuple[AgentSpec, ...]:
+    """A role's agents in order of preference: `SPEC|SPEC|...` (one spec: no alternatives).
+    SpecError for a malformed one, or one given twice."""
+    specs = tuple(parse_spec(part) for part in split_choices(text))
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.text in seen:
+            raise SpecError(
+                f"agent spec {_show(text)}: {spec.text!r} is given twice among the alternatives"
+            )
+        seen.add(spec.text)
+    return specs
+
+
+def choice_text(specs: tuple[AgentSpec, ...]) -> str:
+    """The alternatives as written on a command line (what a run records for the role)."""
+    return "|".join(spec.text for spec in specs)
 
 
 def _parse_exec(text: str) -> AgentSpec:
@@ -218,7 +264,14 @@ def _quoted(names: list[str]) -> str:
 def assign_roles(
     items: list[tuple[str | None, str]], roles: list[str], flow: str
 ) -> dict[str, AgentSpec]:
-    """Map every role of `flow` to its parsed spec, in declared role order.
+    """Every role of `flow` with its (first) agent, every alternative checked."""
+    return {role: specs[0] for role, specs in assign_choices(items, roles, flow).items()}
+
+
+def assign_choices(
+    items: list[tuple[str | None, str]], roles: list[str], flow: str
+) -> dict[str, tuple[AgentSpec, ...]]:
+    """Map every role of `flow` to its parsed specs (its alternatives), in declared role order.
 
     `roles` may repeat a role (several lanes share their actors); each distinct role needs exactly
     one agent. Structure is checked before any spec is parsed, so a missing role is reported
@@ -255,4 +308,4 @@ def assign_roles(
             f"{flow} needs an agent for {_quoted(missing)}; specify each with "
             "-a ROLE=CLI/MODEL[:EFFORT] or -a exec:PATH"
         )
-    return {role: parse_spec(chosen[role]) for role in declared}
+    return {role: parse_choices(chosen[role]) for role in declared}

@@ -59,7 +59,7 @@ def needs_asking(flow_ref: str) -> bool:
 
 def ask_agents(flow_ref: str, ask: Ask, say: Say) -> tuple[list[str], bool]:
     """(`ROLE=SPEC` for every role, whether they were saved as the profile); Cancelled."""
-    from flamechase.agents.spec import parse_spec
+    from flamechase.agents.spec import parse_choices
     from flamechase.cli import profile
     from flamechase.cli.flows import _defaults
     from flamechase.loader import load_flow
@@ -88,7 +88,7 @@ def ask_agents(flow_ref: str, ask: Ask, say: Say) -> tuple[list[str], bool]:
                 say(f"give {role.name} an agent: {SPEC_WORDS}")
                 continue
             try:
-                parse_spec(spec)
+                parse_choices(spec)  # alternatives, `A|B`, as -a takes them
             except FlamechaseError as exc:
                 say(f"{exc}")
                 continue

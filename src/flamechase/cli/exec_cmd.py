@@ -40,8 +40,10 @@ NO_ENVIRONMENTS = (
     "--agent",
     "agents",
     multiple=True,
-    metavar="[ROLE=]SPEC[,...]",
-    help="agent for a role: CLI[@ACCOUNT]/MODEL[:EFFORT], exec:PATH or sim/PROFILE",
+    metavar="[ROLE=]SPEC[|SPEC...][,...]",
+    help="agent for a role: CLI[@ACCOUNT]/MODEL[:EFFORT], exec:PATH or sim/PROFILE; "
+    "'A|B|C': alternatives in order, the next taking the role's turns while one is in a "
+    "usage window (or does not start), back to the first at its reset",
 )
 @click.option(
     "-p",

@@ -81,6 +81,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
         stop = r.last_event(("stopping",))
         # What releases each held lane, as its flow said when it held it.
         remedies = {e["lane"]: e["payload"].get("remedy", "") for e in r.events_of("lane_held")}
+        alternatives = _alternatives(r, run.get("agents") or {})
         said = r.events_of("notice", opened["seq"] if opened else 0)
         notices = [e["payload"].get("message", "") for e in said]
         # A long notice in full (its detail), for `status --verbose`.
@@ -151,6 +152,8 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
             for ln in lanes
         ],
         "outside_lanes": [_outside(s, inflight) for s in solo],
+        # Roles given alternatives: each in order, which is current, which are in a window.
+        "alternatives": alternatives,
         "last_error": run["last_error"],
         "ended": (
             ended["payload"].get("message")
@@ -166,6 +169,37 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
         out.update(_shown(run_dir))
     for key, value in summary.items():
         out.setdefault(key, value)
+    return out
+
+
+def _alternatives(r: Any, agents: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each role given alternatives (`A|B|C`): them in order, the one its turns run on now
+    (its last turn's, else its first), and those closed by a usage window or a failed start
+    (engine/failover's fold of the recorded turn ends)."""
+    import time
+
+    from flamechase.agents.spec import split_choices
+    from flamechase.engine import failover
+    from flamechase.engine.clock import iso
+
+    choices = {role: split_choices(str(text)) for role, text in agents.items()}
+    choices = {role: alts for role, alts in choices.items() if len(alts) > 1}
+    if not choices:
+        return []
+    kinds = ("turn_started", "turn_valid", "turn_failed", "turn_interrupted", "lane_paused")
+    rows = sorted((row for k in kinds for row in r.events_of(k)), key=lambda row: row["seq"])
+    book = failover.Book(choices)
+    book.replay(rows)
+    now = time.time()
+    out = []
+    for role, alts in choices.items():
+        current = book.last.get(role) or alts[0]
+        closed = {
+            a: {"until": iso(c.until), "why": c.why}
+            for a in alts
+            if (c := book.closed.get(a)) is not None and c.until > now
+        }
+        out.append({"role": role, "alternatives": alts, "current": current, "closed": closed})
     return out
 
 
@@ -273,6 +307,7 @@ def status_lines(st: dict[str, Any], *, verbose: bool = False) -> list[str]:
         out.append("  (`flamechase status --verbose` shows the notices in full)")
     for ln in st["lanes"]:
         out += _lane_lines(ln)
+    out += _alternative_lines(st.get("alternatives") or ())
     for solo in st.get("outside_lanes") or ():
         busy = ", working" if solo.get("in_flight") else ""
         out.append(
@@ -294,6 +329,23 @@ def status_lines(st: dict[str, Any], *, verbose: bool = False) -> list[str]:
         )
     if st["last_error"] and st["last_error"] != st.get("ended"):
         out.append(f"last error: {st['last_error']}")
+    return out
+
+
+def _alternative_lines(roles: Any) -> list[str]:
+    """`  ROLE: A (usage window until 10:00Z) | B (current) | C`, a line per role."""
+    out = []
+    for role in roles:
+        said = []
+        for agent in role["alternatives"]:
+            notes = []
+            if agent == role["current"]:
+                notes.append("current")
+            closed = role["closed"].get(agent)
+            if closed:
+                notes.append(f"{closed['why']} until {str(closed['until'])[11:16]}Z")
+            said.append(agent + (f" ({', '.join(notes)})" if notes else ""))
+        out.append(f"  {role['role']} alternatives: " + " | ".join(said))
     return out
 
 

@@ -149,7 +149,7 @@ def simulate_command(
     (database, places, reports, artifacts, measurements), with simulated agents and no
     waiting, so you see the whole shape of a flow's run before spending anything on it.
     """
-    from flamechase.agents.spec import split_agent_args
+    from flamechase.agents.spec import split_agent_args, split_choices
     from flamechase.cli.simulating import (
         copy_sample,
         copy_workspace,
@@ -166,7 +166,8 @@ def simulate_command(
     items = split_agent_args(list(agents))
     for role, spec in items:
         # A simulation must never spend anything: only simulated actors are accepted.
-        if role is None or not spec.startswith("sim/"):
+        # Every alternative (`A|B`) too: any of them may take the role's turns.
+        if role is None or not all(alt.startswith("sim/") for alt in split_choices(spec)):
             raise click.UsageError(
                 f"-a {role + '=' if role else ''}{spec}: simulate takes "
                 "ROLE=sim/PROFILE only (steady, flaky, blocked, silent)"

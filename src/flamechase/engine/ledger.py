@@ -305,7 +305,7 @@ class Ledger:
             row.consecutive_failures += 0 if event.node_lost else 1  # as the LaneBook counts
             row.last_error, row.last_status = event.error[:2000], "turn_failed"
         elif isinstance(event, ev.LanePaused):
-            row.paused_until = event.until
+            row.paused_until = event.lane_until  # None when the role moves to another agent
         if not isinstance(event, ev.LanePaused):
             row.paused_until = None
 

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from typing import Any
 
 from flamechase import events as ev
-from flamechase.engine import diskfull, opening, turnfiles
+from flamechase.engine import diskfull, failover, opening, turnfiles
 from flamechase.engine.admission import BudgetTracker
 from flamechase.engine.checks import Checks, Progress
-from flamechase.engine.clock import Clock, RealClock
+from flamechase.engine.clock import Clock, RealClock, iso
 from flamechase.engine.executor import Executor, LocalExecutor, TurnResult
 from flamechase.engine.flowcode import FlowCode, hear_signals
 from flamechase.engine.jobs import Done, Jobs, Offload, TurnDone
@@ -105,9 +105,7 @@ class Engine:
         self.flow = prep.flow
         self.observer = observer
         self.clock: Clock = clock or RealClock()
-        self.executor = executor or LocalExecutor(
-            {s.text: b for r, s in prep.agents.items() if (b := prep.backends.get(r))}
-        )
+        self.executor = executor or LocalExecutor(prep.backends_by_text())
         # Crash-test hook: called with a label between store operations.
         self.fault_hook = fault_hook or _env_fault_hook()
         self.offload = offload or asyncio.to_thread
@@ -117,6 +115,10 @@ class Engine:
         self.code.grace = prep.params.kill_grace
         self.checks = Checks(prep.flow.name, prep.agents, ())
         self.progress = Progress(prep.flow.name)
+        # Which of a role's alternatives takes its next turn (engine/failover).
+        self.failover = failover.Book(
+            {role: [s.text for s in specs] for role, specs in prep.choices.items()}
+        )
         self.wake = asyncio.Event()
         self.reaper = Reaper()
         self.run_id = ""
@@ -155,9 +157,7 @@ class Engine:
         restore = hear_signals(self.code, asyncio.get_running_loop(), self.stop)
         session = 0
         try:
-            session = opened.ledger.writer.open_session(
-                os.getpid(), {r: s.text for r, s in self.prep.agents.items()}
-            )
+            session = opened.ledger.writer.open_session(os.getpid(), self.prep.recorded_agents())
             return await self._session(opened, session)
         except FlowCodeError as exc:
             await self._cut_all()
@@ -240,6 +240,8 @@ class Engine:
         self._watch_flow(opened)
         if not opened.fresh:
             opening.recover(self.ledger, opened.reader, self.budget)
+            if prep.choices:
+                self.failover.replay(opening.turn_events(opened.reader))
             self._resumed(opened, session)
         for notice in prep.notices:
             self.ledger.say(notice_event(notice))
@@ -278,7 +280,7 @@ class Engine:
     def _resumed(self, opened: opening.Opened, session: int) -> None:
         prep = self.prep
         stored = opened.reader.run()
-        agents_now = {r: s.text for r, s in prep.agents.items()}
+        agents_now = prep.recorded_agents()
         changes: dict[str, Any] = {
             "budget": prep.budget.to_json(),
             "params": prep.params.model_dump(mode="json"),
@@ -580,6 +582,9 @@ class Engine:
             return 0
         now = self.clock.time()
         later = self.dirs.not_before(slot, row, now)
+        choice = self.failover.choice(c.role, now)
+        if choice is not None and choice.agent is None and choice.until is not None:
+            later = max(later, choice.until)  # every alternative in a window: the lane waits
         if later > now:
             return later
         return None
@@ -592,6 +597,10 @@ class Engine:
             self.ledger.say(ev.RunRunning(lanes=list(self.ledger.lanes)))
         attempt = self.ledger.next_attempt(slot, c.number)
         assert self.ledger.state is not None
+        choice = self.failover.choice(c.role, self.clock.time())
+        agent = None
+        if choice is not None and choice.agent is not None:
+            agent = self.prep.choices[c.role][choice.index]
         planned = self.builder.build(
             c,
             attempt=attempt,
@@ -599,9 +608,25 @@ class Engine:
             flow_state=self.ledger.state,
             lanes=self.dirs.lane_rows(),
             places=self.dirs.places(),
+            agent=agent,
         )
         self.budget.reserved.discard(slot)
         with self.ledger.tx(durable=False):
+            if choice is not None and agent is not None:
+                moved_from = self.failover.started(c.role, agent.text)
+                if moved_from is not None:
+                    self.ledger.journal(
+                        ev.AgentSwitched(
+                            lane=c.lane,
+                            actor=c.role,
+                            turn=c.number,
+                            previous=moved_from,
+                            to=agent.text,
+                            index=choice.index,
+                            alternatives=list(self.failover.choices[c.role]),
+                            reason=choice.reason,
+                        )
+                    )
             self.ledger.turn_started(
                 planned.started,
                 slot=slot,
@@ -630,7 +655,7 @@ class Engine:
         self.reaper.later(done.planned.token, r.since, grace)
         forget = self.dirs.swept(done.planned.token, self.reaper)
         self.dirs.rested(done.planned.slot, self.clock.time(), done.command.lane is not None)
-        event = done.event()
+        event = self._failed_over(done, done.event())
         counted = done.command.counted and isinstance(event, ev.TurnValid | ev.TurnFailed)
         if isinstance(event, ev.TurnInterrupted | ev.LanePaused) and done.command.counted:
             self.budget.reserved.add(done.planned.slot)
@@ -658,6 +683,27 @@ class Engine:
         turnfiles.settle(done.planned.io_dir, valid=isinstance(event, ev.TurnValid))
         if r.flow_error:  # recorded as failed, and the run stops on the flow's bug
             raise FlowCodeError(f"flow {self.flow.name}'s {r.error}", r.flow_error)
+
+    def _failed_over(self, done: TurnDone, event: ev.TurnEnded) -> ev.TurnEnded:
+        """Fold the end into what failover knows; a usage window of a role with alternatives
+        says where its next turn goes (then the lane does not pause), or, all of them being
+        in a window, when the first reopens."""
+        now = self.clock.time()
+        agent = done.planned.job.agent
+        until = failover.seconds(event.until) if isinstance(event, ev.LanePaused) else None
+        error = event.error if isinstance(event, ev.TurnFailed) else ""
+        self.failover.ended(failover.Ending(agent, event.kind, now, until, error))
+        if not isinstance(event, ev.LanePaused):
+            return event
+        event = dataclasses.replace(event, agent=agent)
+        choice = self.failover.choice(done.command.role, now)
+        if choice is None:
+            return event
+        if choice.agent is not None:
+            return dataclasses.replace(event, next_agent=choice.agent)
+        if choice.until is not None and (until is None or choice.until < until):
+            return dataclasses.replace(event, resumes=iso(choice.until))
+        return event
 
     def _instants_in_tx(self) -> None:
         """Inside the turn's transaction: what the flow owes for it lands with it."""

@@ -79,7 +79,7 @@ def create(ledger: Ledger, prep: Prepared, opened: Opened, *, flow: bool = True)
     run is recorded without its state or lanes, so that its failure can be."""
     params = prep.params
     lanes = ledger.code.lanes(params) if flow else []
-    agents = {r: s.text for r, s in prep.agents.items()}
+    agents = prep.recorded_agents()
     if flow:
         ledger.state = ledger.code.start(
             RunSetup(
@@ -183,3 +183,10 @@ def recover(ledger: Ledger, reader: Reader, budget: BudgetTracker) -> list[dict[
         if leftovers:
             ledger.writer.forget_procs([p["token"] for p in leftovers])
     return inflight
+
+
+def turn_events(reader: Reader) -> list[dict[str, Any]]:
+    """A stored run's turn starts and ends, oldest first (what failover folds on resume)."""
+    kinds = ("turn_started", "turn_valid", "turn_failed", "turn_interrupted", "lane_paused")
+    rows = [row for kind in kinds for row in reader.events_of(kind)]
+    return sorted(rows, key=lambda row: int(row["seq"]))

@@ -14,7 +14,7 @@ from typing import Any
 from flamechase import jail as jails
 from flamechase.agents.backend import Backend
 from flamechase.agents.registry import backend_for
-from flamechase.agents.spec import AgentSpec, assign_roles
+from flamechase.agents.spec import AgentSpec, assign_choices
 from flamechase.budgets import NO_BUDGET, Budget
 from flamechase.config import parse_settings
 from flamechase.engine import objective as obj
@@ -23,7 +23,7 @@ from flamechase.engine.flowcode import FlowCode
 from flamechase.engine.notices import Folded, StartNotice, jail_notice
 from flamechase.engine.reclaim import RECLAIMED
 from flamechase.engine.rerun import check_rerun
-from flamechase.engine.roles import with_role_defaults
+from flamechase.engine.roles import with_role_defaults_all
 from flamechase.errors import (
     BackendUnavailable,
     FlamechaseError,
@@ -82,6 +82,21 @@ class Prepared:
     flow_hash: str = ""
     # Each bound in force: "given now" (this command line) or "set earlier" (a past session).
     budget_from: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # The roles given alternatives (`-a ROLE='A|B|C'`): every one in order, the first being
+    # `agents[role]`, and the backend of each by its spec text (engine/failover).
+    choices: Mapping[str, tuple[AgentSpec, ...]] = dataclasses.field(default_factory=dict)
+    alternates: Mapping[str, Backend] = dataclasses.field(default_factory=dict)
+
+    def backends_by_text(self) -> dict[str, Backend]:
+        """Every checked backend by its spec text (what a turn job names), alternatives too."""
+        out = {s.text: b for r, s in self.agents.items() if (b := self.backends.get(r))}
+        return {**self.alternates, **out}
+
+    def recorded_agents(self) -> dict[str, str]:
+        """Each role's agent as the run records it: its alternatives as written, `A|B|C`."""
+        out = {r: s.text for r, s in self.agents.items()}
+        out.update({r: "|".join(s.text for s in specs) for r, specs in self.choices.items()})
+        return out
 
 
 def _runs_of(flow: str, workspace: Path) -> list[tuple[str, Path, dict[str, Any]]]:
@@ -158,7 +173,7 @@ def _prepare(req: RunRequest, ws: Path, code: FlowCode) -> Prepared:
     if budget.is_empty():
         # The seeds: a run ends "when the budget runs out, or you stop it".
         notices.append(NO_BUDGET)
-    agents, backends = _agents(req, code, params, budget, notices)
+    agents, backends, choices, alternates = _agents(req, code, params, budget, notices)
     _large_copies(req, code, params, ws, fresh=found.row is None, revised=found.revised)
     # Every role's agents run jailed to their own place (or, said explicitly, unconfined).
     choice = jails.choose(params.sandbox, jails.probe())
@@ -181,6 +196,8 @@ def _prepare(req: RunRequest, ws: Path, code: FlowCode) -> Prepared:
         flow_source=flow_source,
         flow_hash=flow_hash,
         budget_from=budget_from,
+        choices=choices,
+        alternates=alternates,
     )
 
 
@@ -270,34 +287,47 @@ def _agents(
     params: FlowParams,
     budget: Budget,
     notices: list[StartNotice],
-) -> tuple[dict[str, AgentSpec], dict[str, Backend]]:
-    """Every role's agent, checked here (installed, priced), with what to say at start."""
+) -> tuple[
+    dict[str, AgentSpec],
+    dict[str, Backend],
+    dict[str, tuple[AgentSpec, ...]],
+    dict[str, Backend],
+]:
+    """Every role's agent, checked here (installed, priced), with what to say at start; a
+    role's alternatives are each checked the same way (any of them may take its turns)."""
     flow = code.flow
-    agents = with_role_defaults(
-        assign_roles(req.agents, code.call("roles()", flow.roles, params), flow.name),
+    every = with_role_defaults_all(
+        assign_choices(req.agents, code.call("roles()", flow.roles, params), flow.name),
         code.call("describe_roles()", flow.describe_roles, params),
         flow.name,
     )
+    agents = {role: specs[0] for role, specs in every.items()}
+    choices = {role: specs for role, specs in every.items() if len(specs) > 1}
     backends: dict[str, Backend] = {}
+    alternates: dict[str, Backend] = {}
     self_reported: list[str] = []
-    for role, spec in agents.items():
-        backend = backend_for(spec)
-        backend.check()
-        if budget.cost is not None and not backend.can_bound_cost():
-            raise BackendUnavailable(
-                f"budget.cost cannot see what {role} ({spec.text}) spends: its CLI reports no "
-                "cost and its model has no known price; add it to a price file and set "
-                "FLAMECHASE_PRICES=FILE, or drop budget.cost"
-            )
-        if backend.self_reported:
-            self_reported.append(role)
-        price_notice = backend.price_notice()  # once per model, however many roles share it
-        if price_notice and price_notice not in notices:
-            notices.append(price_notice)
-        notice = backend.spend_notice(role)
-        if notice:
-            notices.append(notice)
-        backends[role] = backend
+    for role, specs in every.items():
+        for spec in specs:
+            backend = alternates.get(spec.text) or backend_for(spec)
+            backend.check()
+            if budget.cost is not None and not backend.can_bound_cost():
+                raise BackendUnavailable(
+                    f"budget.cost cannot see what {role} ({spec.text}) spends: its CLI reports "
+                    "no cost and its model has no known price; add it to a price file and set "
+                    "FLAMECHASE_PRICES=FILE, or drop budget.cost"
+                )
+            if backend.self_reported and role not in self_reported:
+                self_reported.append(role)
+            price_notice = backend.price_notice()  # once per model, however many roles share
+            if price_notice and price_notice not in notices:
+                notices.append(price_notice)
+            notice = backend.spend_notice(role)
+            if notice and notice not in notices:
+                notices.append(notice)
+            if spec is specs[0]:
+                backends[role] = backend
+            if len(specs) > 1:
+                alternates[spec.text] = backend
     if self_reported:
         detail = (
             "spend of " + ", ".join(self_reported) + " is self-reported by the "
@@ -310,7 +340,7 @@ def _agents(
             else (f"{len(self_reported)} roles is self-reported by their agents")
         )
         notices.append(Folded(f"spend of {whose}", detail))
-    return agents, backends
+    return agents, backends, choices, alternates
 
 
 def _large_copies(

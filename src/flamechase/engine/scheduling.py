@@ -18,6 +18,7 @@ from flamechase import events as ev
 from flamechase import jail as jails
 from flamechase.agents.backend import TurnRequest
 from flamechase.agents.skills import mount as mount_skill
+from flamechase.agents.spec import AgentSpec
 from flamechase.engine import inbox as inbox_mod
 from flamechase.engine import namespace
 from flamechase.engine.confinement import turn_jail
@@ -133,8 +134,12 @@ class TurnBuilder:
         flow_state: Any,
         lanes: Sequence[Mapping[str, Any]],
         places: Mapping[str, Path],
+        agent: AgentSpec | None = None,
     ) -> Planned:
+        """`agent`: the alternative the turn runs on (engine/failover), else the role's own."""
         prep, lay = self.prep, self.layout
+        spec = agent or prep.agents[cmd.role]
+        backend = prep.alternates.get(spec.text) or prep.backends[cmd.role]
         slot = slot_of(cmd)
         lane = cmd.lane
         if lane is not None:
@@ -163,7 +168,7 @@ class TurnBuilder:
         }
         workspace = self.place_path(cmd.place)
         skill = self.code.skill(cmd.role)
-        mounted = mount_skill(prep.agents[cmd.role].cli, skill, io_dir) if skill else None
+        mounted = mount_skill(spec.cli, skill, io_dir) if skill else None
         ctx = TurnContext(
             run_id=self.run_id,
             flow=prep.flow.name,
@@ -199,7 +204,7 @@ class TurnBuilder:
             lane=lane,
             place=cmd.place,
             turn_dir=io_dir,
-            cli=prep.agents[cmd.role].program,
+            cli=spec.program,
             role=cmd.role,
             lanes=[ln["lane"] for ln in lanes],
             places=places,
@@ -232,16 +237,11 @@ class TurnBuilder:
             result=cmd.result,
             skill=mounted,
             # Only a simulated agent plays the flow's actor (it travels with the job).
-            actor=(
-                code.call("simulator()", flow.simulator)
-                if prep.backends[cmd.role].simulated
-                else None
-            ),
+            actor=(code.call("simulator()", flow.simulator) if backend.simulated else None),
         )
-        agent = prep.agents[cmd.role].text
         job = TurnJob(
             job_id=f"{slot}:{cmd.number}:{attempt}",
-            agent=agent,
+            agent=spec.text,
             request=request,
             result=cmd.result,
             repair=(before, after),
@@ -254,7 +254,7 @@ class TurnBuilder:
             actor=cmd.role,
             turn=cmd.number,
             attempt=attempt,
-            backend=agent,
+            backend=spec.text,
             place=cmd.place,
             delivered=[d["report_id"] for d in batch.deliveries],
             reads=list(cmd.inbox_from) if lane else [],

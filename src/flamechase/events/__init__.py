@@ -42,6 +42,7 @@ from flamechase.events.run import (
     human_seconds,
 )
 from flamechase.events.turns import (
+    AgentSwitched,
     LanePaused,
     TurnEnded,
     TurnFailed,
@@ -52,6 +53,7 @@ from flamechase.events.turns import (
 
 __all__ = [
     "REGISTRY",
+    "AgentSwitched",
     "BudgetSpent",
     "Event",
     "FlowEvent",

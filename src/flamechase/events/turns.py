@@ -1,4 +1,4 @@
-"""Turns: started, valid, failed, interrupted."""
+"""Turns: started, valid, failed, interrupted, paused; a role moved to another agent."""
 
 from __future__ import annotations
 
@@ -193,17 +193,69 @@ class LanePaused(TurnEnded):
     """A usage window closed: the lane waits until `until`, then retakes the turn."""
 
     kind: ClassVar[str] = "lane_paused"
-    until: str | None = None
+    until: str | None = None  # when the window of the agent the turn ran on reopens
     reason: str = ""
     counted: bool = False
+    # A role given alternatives (engine/failover): the one its next turn moves to (the lane
+    # does not wait), or, none being open, when the first of them reopens if before `until`.
+    agent: str = ""
+    next_agent: str | None = None
+    resumes: str | None = None
+
+    @property
+    def lane_until(self) -> str | None:
+        """When the lane may go on: never paused when the role moves to another agent."""
+        return None if self.next_agent else (self.resumes or self.until)
 
     def describe(self) -> str:
-        return f"paused until {self.until}: {self.reason}"
+        if self.next_agent:
+            return f"{self.agent} in a usage window until {self.until}: {self.reason}"
+        return f"paused until {self.lane_until}: {self.reason}"
 
     def show(self, seen: Seen) -> Shown:
         where = self.lane or f"{self.actor}'s turns"
+        on = f" on {clip(self.agent, 80)}" if self.agent else ""
+        if self.next_agent:
+            return Shown(
+                f"A usage window closed for {self.actor}{on} until {self.until}: "
+                f"{clip(self.reason, 160)}; turn {self.turn} is taken again on "
+                f"{clip(self.next_agent, 80)}.",
+                "warn",
+            )
         return Shown(
-            f"{where} pauses until {self.until}: {clip(self.reason, 160)} (a usage window "
-            f"closed for {self.actor}); the same actor takes turn {self.turn} again then.",
+            f"{where} pauses until {self.lane_until}: {clip(self.reason, 160)} (a usage window "
+            f"closed for {self.actor}{on}); the same actor takes turn {self.turn} again then.",
             "warn",
         )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSwitched(Event):
+    """A role given alternatives takes its next turn on another of them (engine/failover):
+    `to` is open where `previous` is in a usage window or did not start, or `to` is its first
+    again, its window reset."""
+
+    kind: ClassVar[str] = "agent_switched"
+    turn: int = 0
+    previous: str = ""
+    to: str = ""
+    index: int = 0  # of `to` among the role's alternatives (0: its first)
+    alternatives: list[str] = dataclasses.field(default_factory=list)
+    reason: str = ""  # why the ones before `to` are passed over (empty: back to the first)
+
+    def describe(self) -> str:
+        return f"{self.actor} moves from {self.previous} to {self.to}"
+
+    def show(self, seen: Seen) -> Shown:
+        where = f" in {self.lane}" if self.lane else ""
+        if self.index == 0:
+            why = "its window reset"
+            head = f"{self.actor}{where} goes back to {clip(self.to, 80)}, its first agent,"
+        else:
+            why = clip(self.reason, 200) or "the agents before it are closed"
+            head = (
+                f"{self.actor}{where} moves to {clip(self.to, 80)} (alternative "
+                f"{self.index + 1} of {len(self.alternatives) or self.index + 1})"
+            )
+        return Shown(f"{head} from {clip(self.previous, 80)} for turn {self.turn}: {why}.", "warn")

@@ -220,6 +220,8 @@ def lanes_table(snap: RunSnapshot, now: datetime) -> Table:
             on_turn = f"{who}turn {lane.turn}"
             if lane.attempt > 1:
                 on_turn += f" (attempt {lane.attempt})"
+            if lane.moved_to and lane.backend == lane.moved_to:
+                on_turn += f" on {lane.moved_to}"  # failed over from its role's first agent
         last = Text(lane.last_status or "—", style=_REPORT_STYLE.get(lane.last_status or "", ""))
         fails = Text(str(lane.failures), style="bold red" if lane.failures else "dim")
         table.add_row(

@@ -65,6 +65,8 @@ class LaneSnap(_LaneLogic):
     last_error: str | None = None  # why the last counted turn failed, if it did
     solo: bool = False  # a role's turns outside lanes (planning, judging), not a lane
     place: str | None = None  # the place its last turn worked in
+    # The alternative its role moved to (engine/failover), while not on its first agent.
+    moved_to: str | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -90,6 +92,7 @@ class LaneRow(_LaneLogic):
     last_error: str | None = None  # why the last counted turn failed, if it did
     solo: bool = False
     place: str | None = None
+    moved_to: str | None = None
 
     def freeze(self) -> LaneSnap:
         return LaneSnap(*(getattr(self, f) for f in _LANE_FIELDS))

@@ -354,8 +354,13 @@ class RunFold:
             return
         extra: dict[str, Any] = {}
         if isinstance(e, ev.LanePaused):
-            extra["paused_until"] = e.until
+            extra["paused_until"] = e.lane_until
         self._set(name, ch, actor=None, turn=None, since=None, **extra)
+
+    def _switched(self, e: ev.AgentSwitched, ch: Change, before: str | None) -> None:
+        name = self._track(e)
+        if name is not None:
+            self._set(name, ch, moved_to=e.to if e.index else None)
 
     def _held(self, e: ev.LaneHeld, ch: Change, before: str | None) -> None:
         if e.lane:
@@ -526,6 +531,7 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.TurnFailed: RunFold._turn_failed,
     ev.TurnInterrupted: RunFold._turn_cut,
     ev.LanePaused: RunFold._turn_cut,
+    ev.AgentSwitched: RunFold._switched,
     ev.LaneHeld: RunFold._held,
     ev.LaneReleased: RunFold._released,
     ev.ReportPublished: RunFold._published,

@@ -10,7 +10,9 @@ Behaviour is chosen through the environment, so end-to-end runs can select it to
   one entry per ask of a session (the last entry repeats). Entries: `success` (default),
   `noreport`, `structured`, `limit`, `ratelimit`, `error`, `crash`, `exit1`, `hang`,
   `garbage`, `permission`, `sleep:<seconds>`, `replay:<file>` (a file in tests/agents/streams
-  or an absolute path).
+  or an absolute path); claude also `limit_for:<seconds>` (a usage window that closes at the
+  first ask meeting it and reopens that long after, kept in the fake's state per account).
+  On a saved account NAME (`claude@NAME/...`), `FAKE_<CLI>_SCENARIO_<NAME>` wins when set.
 - `FAKE_<CLI>_LOG`: a file the fake appends JSON lines to (`{"argv": ...}`, `{"stdin": ...}`).
 - `FAKE_REPORT_JSON`: the report the fake writes to `$FLAMECHASE_REPORT` (default
   `{"status": "progress", "summary": "fake turn"}`); `FAKE_REPORT_<ROLE>` (say

@@ -11,6 +11,7 @@ scenario variables.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 import uuid
@@ -205,6 +206,13 @@ class Session:
             sys.stderr.write("fake claude: segmentation fault (core dumped)\n")
             sys.stderr.flush()
             raise SystemExit(3)
+        left = fl.window_left(CLI, name) if name.startswith("limit_for:") else 0.0
+        if left > 0:
+            # Whole seconds, rounded up: the reset said is never before the window's end.
+            text = f"You've hit your session limit · resets in {math.ceil(left)} seconds"
+            self.assistant(text, synthetic=True)
+            self.result(text, is_error=True)
+            return
         if name == "limit":
             text = "Weekly limit reached ∙ resets 5am"
             self.assistant(text, synthetic=True)

@@ -17,9 +17,23 @@ STREAMS_DIR = Path(__file__).resolve().parent.parent / "streams"
 DEFAULT_REPORT = {"status": "progress", "summary": "fake turn"}
 
 
+# The variable that points each CLI at a saved account's directory (agents/accounts.py).
+_ACCOUNT_VAR = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
+
+
+def account() -> str:
+    """The saved account the fake runs on (`CLI@NAME/...`: its directory's name), or ""."""
+    cli = Path(sys.argv[0]).stem.removeprefix("fake_")
+    where = os.environ.get(_ACCOUNT_VAR.get(cli, ""), "")
+    return Path(where).name if where and Path(where).parent.name == cli else ""
+
+
 def scenario(cli: str, ask: int) -> str:
-    """The scenario of the ask numbered `ask` (0-based) of this session."""
-    raw = os.environ.get(f"FAKE_{cli.upper()}_SCENARIO", "") or "success"
+    """The scenario of the ask numbered `ask` (0-based) of this session: on a saved account
+    NAME, `FAKE_<CLI>_SCENARIO_<NAME>` when set (each account its own usage window)."""
+    name = account().upper().replace("-", "_").replace(".", "_")
+    raw = (name and os.environ.get(f"FAKE_{cli.upper()}_SCENARIO_{name}", "")) or ""
+    raw = raw or os.environ.get(f"FAKE_{cli.upper()}_SCENARIO", "") or "success"
     items = [s.strip() for s in raw.split(",") if s.strip()] or ["success"]
     return items[min(ask, len(items) - 1)]
 
@@ -156,3 +170,19 @@ def take_flags(
             positional.append(arg)
         i += 1
     return values, flags, positional
+
+
+def window_left(cli: str, name: str) -> float:
+    """`limit_for:<seconds>`: the seconds left of a usage window that opens at the first ask
+    that meets it (kept in the fake's state, per account) and lasts that long; 0 once over."""
+    try:
+        span = float(name.split(":", 1)[1])
+    except (IndexError, ValueError):
+        span = 2.0
+    mark = state_dir(cli) / f"window-{account() or 'default'}"
+    try:
+        ends = float(mark.read_text())
+    except (OSError, ValueError):
+        ends = time.time() + span
+        mark.write_text(repr(ends))
+    return max(0.0, ends - time.time())

@@ -197,9 +197,7 @@ def make_executor(choice: ExecutorChoice, prep: Prepared) -> tuple[Executor | No
             "--executor ray needs Ray on this machine and on every node: pip install "
             "'flamechase[ray]'"
         ) from None
-    local = LocalExecutor(
-        {s.text: b for r, s in prep.agents.items() if (b := prep.backends.get(r))}
-    )
+    local = LocalExecutor(prep.backends_by_text())
     address = ray_executor.connect(choice.address)
     if tree is None:
         notice = (
