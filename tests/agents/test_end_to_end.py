@@ -81,7 +81,8 @@ def test_flame_chase_on_claude_and_codex_counts_cost_and_keeps_transcripts(
             "-a",
             "second_chaser=codex/gpt-5:high",
             "-p",
-            "budget.turns=4,rest_seconds=0.05",
+            # The fakes keep their state outside the lane (see the parallel test below).
+            "budget.turns=4,rest_seconds=0.05,sandbox=off",
             "add a line to NOTES.md",
         ],
         env,
@@ -158,7 +159,7 @@ def test_a_usage_limit_pauses_the_lane_until_the_reset(
             "-a",
             "second_chaser=codex/gpt-5",
             "-p",
-            "budget.turns=3,budget.duration=3s,rest_seconds=0.05",
+            "budget.turns=3,budget.duration=3s,rest_seconds=0.05,sandbox=off",
             "add a line",
         ],
         env,
