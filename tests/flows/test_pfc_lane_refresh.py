@@ -5,11 +5,13 @@ a file both changed keeps the lane's version and is named in its prompt."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from tests.flows.pfc import Team, run_dir
+from tests.flows.pfc import Team, of_kind, run_dir
+from tests.helpers import events, status
 
 HOOK = """
 if c.lane == "lane-1":
@@ -75,7 +77,7 @@ def test_lane_1s_inbox_marks_a_report_written_before_its_last_two_turns_stale_by
     source_tree: Path, tmp_path: Path, state_home: Path
 ) -> None:
     team = Team(tmp_path / "team", STALE_HOOK)
-    proc = team.run(source_tree, "lanes=2", lanes=2)
+    proc = team.run(source_tree, "lanes=2", "lane_refresh=rebase", lanes=2)
     assert proc.returncode == 3, proc.stderr
     prompt = team.saved("lane-1-turn-3.txt")
     inbox = json.loads(
@@ -85,4 +87,128 @@ def test_lane_1s_inbox_marks_a_report_written_before_its_last_two_turns_stale_by
     )
     marks = {e["report_id"]: e.get("written_against") for e in inbox}
     turn_1 = [m for rid, m in marks.items() if rid.startswith("lane-2.0001")]
-    assert turn_1 == [{"lane_1_valid_turns": 0, "freshness": "stale by 2 lane-1 turns"}], marks
+    assert len(turn_1) == 1, marks
+    assert turn_1[0]["lane_1_valid_turns"] == 0
+    assert turn_1[0]["freshness"] == "stale by 2 lane-1 turns"
+    assert re.fullmatch(r"[0-9a-f]{40}", turn_1[0]["lane_1_tree"])  # its commit, recorded
+
+
+DONE_HOOK = """
+if c.lane == "lane-1":
+    if c.turn == 1:  # conflicts with lane 2's README; adds a file of its own
+        (c.ws / "README.md").write_text("lane 1's readme\\n")
+        (c.ws / "from-lane-1.txt").write_text("turn 1\\n")
+        return None
+    if c.turn == 2:
+        # Lane 2's turn 2 starts (refreshed onto lane 1's turn-1 tree), then lane 1 moves on.
+        assert c.wait(lambda es: any(e["lane"] == "lane-2" and e["turn"] >= 2 for e in es), 60)
+        (c.ws / "from-lane-1.txt").write_text("turn 2\\n")
+        return None
+    c.save("lane-1-turn-3.txt", c.prompt)
+    return c.ok("blocked", "stop here")
+if c.turn == 1:  # lane 2's turn-1 report: written on the tree lane 1 began with
+    assert c.wait(lambda es: any(e["lane"] == "lane-1" and e["turn"] >= 2 for e in es), 60)
+    (c.ws / "README.md").write_text("lane 2's readme\\n")
+    (c.ws / "own.txt").write_text("lane 2's work\\n")
+    return None
+if c.turn == 2:
+    seen = {p: (c.ws / p).read_text() for p in ("README.md", "own.txt", "from-lane-1.txt")
+            if (c.ws / p).exists()}
+    c.save("lane-2-turn-2.json", json.dumps({"files": seen, "prompt": c.prompt}))
+    # Lane 2 waits for lane 1's turn 2 to be valid: its next turn is refreshed again.
+    assert c.wait(lambda es: any(e["lane"] == "lane-1" and e["turn"] >= 3 for e in es), 60)
+    return None
+seen = {p: (c.ws / p).read_text() for p in ("README.md", "own.txt", "from-lane-1.txt")}
+c.save("lane-2-turn-3.json", json.dumps({"files": seen}))
+return c.ok("blocked", "stop here")
+"""
+
+
+def test_done_means_a_stale_report_marked_by_2_and_the_next_lane_turn_on_lane_1s_tree(
+    source_tree: Path, tmp_path: Path
+) -> None:
+    """Issue 26's check, through the CLI with scripted actors and `lane_refresh=rebase`:
+    lane 2's report written before lane 1's last two turns reaches lane 1 marked stale by 2;
+    lane 2's next turns start on lane 1's current tree, its own edits kept and the file both
+    changed named (with the lane-1 turn that changed it)."""
+    team = Team(tmp_path / "team", DONE_HOOK)
+    proc = team.run(source_tree, "lanes=2", "lane_refresh=rebase", lanes=2)
+    assert proc.returncode == 3, proc.stderr
+    turn_2 = json.loads(team.saved("lane-2-turn-2.json"))
+    assert turn_2["files"] == {
+        "README.md": "lane 2's readme\n",  # both changed it: the lane's version kept
+        "own.txt": "lane 2's work\n",
+        "from-lane-1.txt": "turn 1\n",  # lane 1's tree as its turn 1 left it
+    }
+    note = turn_2["prompt"].split("reconcile them deliberately:")[0]
+    assert "refreshed onto lane 1's current tree" in note and "its turn 1)" in note
+    assert "README.md" in turn_2["prompt"].split("reconcile them deliberately:")[1].split("\n")[0]
+    turn_3 = json.loads(team.saved("lane-2-turn-3.json"))
+    assert turn_3["files"]["from-lane-1.txt"] == "turn 2\n"  # refreshed again: lane 1's turn 2
+    assert turn_3["files"]["own.txt"] == "lane 2's work\n"
+    # Lane 1's turn 3 sees lane 2's turn-1 report stale by its two turns since.
+    prompt = team.saved("lane-1-turn-3.txt")
+    inbox = json.loads(
+        prompt.split("not yet acknowledged by this lane")[1]
+        .split(":\n", 1)[1]
+        .split("\n\nArtifact paths")[0]
+    )
+    marks = {e["report_id"]: e.get("written_against") for e in inbox}
+    [first] = [m for rid, m in marks.items() if rid.startswith("lane-2.0001")]
+    assert first["freshness"] == "stale by 2 lane-1 turns", marks
+    # The journal says so too: every lane-2 report dated, lane 1's inbox marks recorded, and
+    # `status` lists each report's freshness.
+    evs = events(source_tree)
+    dated = {e["payload"]["report_id"]: e["payload"] for e in of_kind(evs, "report_dated")}
+    rid = next(r for r in dated if r.startswith("lane-2.0001"))
+    assert dated[rid]["lane_1_turns"] == 0 and re.fullmatch(
+        r"[0-9a-f]{40}", dated[rid]["lane_1_tree"]
+    )
+    read = [
+        e["payload"]["marks"] for e in of_kind(evs, "inbox_marked") if e["payload"]["turn"] == 3
+    ]
+    assert read and read[0][rid] == "stale by 2 lane-1 turns"
+    # ... and `status` as of now: lane 1's turn 3 (blocked) was valid too.
+    assert status(source_tree)["reports"][rid]["freshness"] == "stale by 3 lane-1 turns"
+
+
+HOSTILE_HOOK = """
+import subprocess
+if c.lane == "lane-1":
+    if c.turn == 1:
+        (c.ws / "README.md").write_text("lane 1's readme\\n")
+        return None
+    return c.ok("blocked", "stop here")
+if c.turn == 1:
+    # A lane that arms its copy's git: a repository with hooks and an fsmonitor that would
+    # leave a marker if anything ran them.
+    marker = c.ws / ".git" / "hook-ran"
+    subprocess.run(["git", "init", "-q", str(c.ws)], check=True)
+    hooks = c.ws / ".git" / "hooks"
+    for name in ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite",
+                 "pre-auto-gc", "reference-transaction", "fsmonitor-watchman"):
+        (hooks / name).write_text(f"#!/bin/sh\\necho {name} >> {marker}\\n")
+        (hooks / name).chmod(0o755)
+    with open(c.ws / ".git" / "config", "a") as f:
+        f.write(f"[core]\\n\\tfsmonitor = {hooks / 'fsmonitor-watchman'}\\n"
+                f"\\thooksPath = {hooks}\\n")
+    (c.ws / ".gitattributes").write_text("* filter=evil merge=evil\\n")
+    (c.ws / "own.txt").write_text("lane 2's work\\n")
+    assert c.wait(lambda es: any(e["lane"] == "lane-1" and e["turn"] >= 2 for e in es), 60)
+    return None
+c.save("hostile.json", json.dumps({"readme": (c.ws / "README.md").read_text(),
+                                   "own": (c.ws / "own.txt").read_text(),
+                                   "ran": (c.ws / ".git" / "hook-ran").exists()}))
+return c.ok("blocked", "stop here")
+"""
+
+
+def test_a_lane_copys_git_hooks_never_run_when_it_is_refreshed(
+    source_tree: Path, tmp_path: Path
+) -> None:
+    team = Team(tmp_path / "team", HOSTILE_HOOK)
+    proc = team.run(source_tree, "lanes=2", "lane_refresh=rebase", lanes=2)
+    assert proc.returncode == 3, proc.stderr
+    seen = json.loads(team.saved("hostile.json"))
+    # Refreshed (lane 1's readme came over, the lane's work stayed), and no hook ran.
+    assert seen == {"readme": "lane 1's readme\n", "own": "lane 2's work\n", "ran": False}

@@ -121,3 +121,82 @@ def test_the_program_prints_one_json_line_and_is_idempotent(
         [*argv[:7], "--base", "0" * 40, *argv[9:]], capture_output=True, text=True, check=False
     )
     assert bad.returncode == 1 and "error" in json.loads(bad.stdout)
+
+
+# This checkout's program (`-I` would import the installed flamechase, not the one under test).
+_THIS_PROGRAM = [sys.executable, "-m", "flamechase.tools.lanerefresh"]
+
+# The program as a flow runs it, but killed (SIGKILL, no clean-up) at one point of the
+# refresh: before its journal is written, or after the k-th path of the copy is rewritten.
+_DYING = """
+import os, signal, sys
+from flamechase.tools import lanerefresh
+point, count = os.environ["KILL_AT"], [0]
+real_place, real_write = lanerefresh._place, lanerefresh.atomic_write
+def place(*a, **kw):
+    count[0] += 1
+    if point == str(count[0]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_place(*a, **kw)
+def write(path, *a, **kw):
+    if point == "journal" and path.name.startswith("refresh-"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_write(path, *a, **kw)
+lanerefresh._place, lanerefresh.atomic_write = place, write
+sys.exit(lanerefresh.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("point", ["journal", "1", "2", "4"])
+def test_a_refresh_killed_mid_way_then_asked_again_leaves_the_copy_as_an_uncut_one(
+    trees: tuple[Path, Path, Path, str], tmp_path: Path, point: str
+) -> None:
+    lane1, lane2, repo, base = trees
+    # What an uncut refresh gives, on a copy of the same copy and repository.
+    ref_copy, ref_repo = tmp_path / "ref-lane2", tmp_path / "ref.git"
+    shutil.copytree(lane2, ref_copy)
+    shutil.copytree(repo, ref_repo)
+    want = lanerefresh.refresh(ref_repo, base, ref_copy, lane1, lane="lane-2")
+    args = ["refresh", "--repo", str(repo), "--base", base, "--lane", "lane-2"]
+    args += ["--copy", str(lane2), "--onto", str(lane1)]
+    env = {**os.environ, "KILL_AT": point}
+    cut = subprocess.run([sys.executable, "-c", _DYING, *args], env=env, capture_output=True)
+    assert cut.returncode == -9, cut.stderr  # it died where asked, half-way
+    assert (repo / "refresh-lane-2.json").exists() is (point != "journal")
+    # The engine, resumed, runs the same program again (the same key, the same argv).
+    again = subprocess.run(
+        [*_THIS_PROGRAM, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    got = json.loads(again.stdout)
+    assert _files(lane2) == _files(ref_copy)  # no half-applied merge
+    assert got["conflicts"] == list(want.conflicts) == ["c.py"]
+    assert got["base"] == want.base
+    assert not (repo / "refresh-lane-2.json").exists()
+
+
+def test_a_second_refresh_of_the_lane_waits_for_the_one_under_way(
+    trees: tuple[Path, Path, Path, str],
+) -> None:
+    """An engine SIGKILLed mid-refresh leaves the program running; the resumed engine's own
+    ask must not write the copy beside it."""
+    import fcntl
+
+    lane1, lane2, repo, base = trees
+    before = _files(lane2)
+    args = ["refresh", "--repo", str(repo), "--base", base, "--lane", "lane-2"]
+    args += ["--copy", str(lane2), "--onto", str(lane1)]
+    with open(repo / "refresh-lane-2.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the one under way
+        proc = subprocess.Popen(
+            [*_THIS_PROGRAM, *args],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)
+        assert _files(lane2) == before
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and json.loads(out)["conflicts"] == ["c.py"]

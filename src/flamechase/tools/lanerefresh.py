@@ -24,19 +24,23 @@ carried (they stay as they are in the copy).
 
 Crash-safe: before the copy is written, `<repo>/refresh-<lane>.json` records the lane's tree
 and the result; `resume` re-applies it (writing the result's bytes is idempotent), and the
-journal goes once the copy holds the result.
+journal goes once the copy holds the result. A lane's refreshes take turns (a lock file
+beside the journal): the program of an engine SIGKILLed mid-refresh goes on in its own session
+while the resumed engine asks for the same refresh again.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from flamechase.errors import SnapshotFailed
@@ -119,10 +123,25 @@ def _journal(repo: Path, lane: str) -> Path:
     return repo / f"refresh-{lane}.json"
 
 
+@contextlib.contextmanager
+def _alone(repo: Path, lane: str) -> Iterator[None]:
+    """One refresh of a lane at a time: an engine SIGKILLed mid-refresh leaves its program
+    running (it is in its own session), and the resumed engine asks for the same refresh;
+    the second waits for the first, then finds its work done and gives the same result."""
+    with open(repo / f"refresh-{lane}.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def refresh(repo: Path, base: str, lane_dir: Path, lane1_dir: Path, *, lane: str) -> Refreshed:
     """Carry `lane_dir`'s changes since `base` onto `lane1_dir`'s tree, into `lane_dir`."""
     _init(repo)
-    resume(repo, lane_dir, lane=lane)
+    with _alone(repo, lane):
+        return _refresh(repo, base, lane_dir, lane1_dir, lane=lane)
+
+
+def _refresh(repo: Path, base: str, lane_dir: Path, lane1_dir: Path, *, lane: str) -> Refreshed:
+    _resume(repo, lane_dir, lane=lane)
     base_tree = _git(repo, "rev-parse", f"{base}^{{tree}}").stdout.decode().strip()
     ours = _commit(repo, _tree(repo, lane_dir), base, f"{lane} copy")
     theirs_tree = _tree(repo, lane1_dir)
@@ -149,6 +168,13 @@ def refresh(repo: Path, base: str, lane_dir: Path, lane1_dir: Path, *, lane: str
 
 def resume(repo: Path, lane_dir: Path, *, lane: str) -> int:
     """Finish a refresh a crash cut (0 when none was under way)."""
+    if not _journal(repo, lane).is_file():
+        return 0
+    with _alone(repo, lane):
+        return _resume(repo, lane_dir, lane=lane)
+
+
+def _resume(repo: Path, lane_dir: Path, *, lane: str) -> int:
     if not _journal(repo, lane).is_file():
         return 0
     return _apply(repo, lane_dir, lane=lane)

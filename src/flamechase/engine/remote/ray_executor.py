@@ -329,7 +329,15 @@ class RayExecutor(Executor):
 
     async def measure(self, job: MeasureJob) -> dict[str, Any]:
         """In the node's copy when a live host holds the measured place, else here (the
-        head's copy is the lane's last recorded state)."""
+        head's copy is the lane's last recorded state). One of the runtime's own programs
+        (unjailed: it keeps stores on this machine, such as a lane refresh's repository)
+        always runs here, on the head's copy; a host holding that copy is sent it again
+        before the lane's next turn, since the program may have rewritten it."""
+        if job.jail is None and job.pattern is None:
+            ours = await self.local.measure(job)
+            for host in self._lanes.values():
+                host.places.discard(str(job.cwd))
+            return ours
         found = next(
             ((lane, h) for lane, h in self._lanes.items() if str(job.cwd) in h.places), None
         )

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from flamechase.events import FlowEvent, register
-from flamechase.events.present import Ranking, Score, Seen, Shown, and_, clip, money, num, secs
+from flamechase.events.present import Ranking, Row, Score, Seen, Shown, and_, clip, money, num, secs
 
 
 @register
@@ -189,4 +189,80 @@ class CandidateBestUpdated(FlowEvent):
         where = f" from {self.lane}" if self.lane else ""
         return Shown(
             f"New best: {self.metric} = {num(self.value)}{where} ({self.report_id}).", "best"
+        )
+
+
+# ---- how current lane reports are (explorer lanes kept fresh) -------------------------------
+
+FRESHNESS = "report freshness"  # the views' panel
+
+
+def _against(turns: int, tree: str) -> str:
+    at = f"lane-1 after {turns} valid turn" + ("" if turns == 1 else "s")
+    return at + (f" (tree {tree[:10]})" if tree else "")
+
+
+def _cell(turns: int, tree: str) -> str:
+    # Short, and never ending in a word a budget line ends with ("turns"): a panel's cell
+    # wraps at 80 columns.
+    return f"{turns} valid" + (f" · {tree[:7]}" if tree else "")
+
+
+def _behind(words: str) -> str:
+    return words.replace(" lane-1 turns", "").replace(" lane-1 turn", "")
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ReportDated(FlowEvent):
+    """A lane 2..N report (and the artifacts it carries) was written against this lane-1
+    tree: lane 1's count of valid turns its copy was on, and that tree's commit in the run's
+    refresh repository ("" when the copy was never recorded there)."""
+
+    kind: ClassVar[str] = "report_dated"
+    report_id: str = ""
+    lane_1_turns: int = 0
+    lane_1_tree: str = ""
+    behind: int = 0  # lane-1 turns since, when it was written
+
+    def describe(self) -> str:
+        return f"{self.report_id} written against {_against(self.lane_1_turns, self.lane_1_tree)}"
+
+    def show(self, seen: Seen) -> Shown:
+        now = "fresh" if not self.behind else f"already stale by {self.behind}"
+        cells = {"lane": self.lane, "lane 1 at": _cell(self.lane_1_turns, self.lane_1_tree)}
+        row = Row(FRESHNESS, self.report_id, cells)
+        return Shown(
+            f"{self.lane}'s report {self.report_id} was written against "
+            f"{_against(self.lane_1_turns, self.lane_1_tree)} ({now}).",
+            "report",
+            rows=(row,),
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class InboxMarked(FlowEvent):
+    """Lane 1's turn got these lane reports in its inbox, each marked as its prompt said:
+    `fresh`, or `stale by N lane-1 turns` (report id -> words)."""
+
+    kind: ClassVar[str] = "inbox_marked"
+    turn: int = 0
+    marks: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"turn {self.turn}'s inbox: " + ", ".join(f"{k} {v}" for k, v in self.marks.items())
+
+    def show(self, seen: Seen) -> Shown:
+        stale = sum(1 for v in self.marks.values() if v != "fresh")
+        rows = tuple(
+            Row(FRESHNESS, rid, {"read by lane 1": f"{_behind(words)} at turn {self.turn}"})
+            for rid, words in self.marks.items()
+        )
+        said = "; ".join(f"{rid} {words}" for rid, words in self.marks.items())
+        return Shown(
+            f"{self.lane}'s turn {self.turn} reads {len(self.marks)} lane report(s), "
+            f"{stale} stale: {clip(said, 240)}.",
+            "warn" if stale else "report",
+            rows=rows,
         )

@@ -84,8 +84,11 @@ class PfcState(FlowState):
     dropping: tuple[str, ...] = ()  # measurement places to remove
     source: str = ""  # the user's tree (lane 1's), what lane copies are refreshed onto
     lane1_valid: int = 0  # valid lane-1 turns: how far lane 1's tree has moved
+    lane1_turns: tuple[int, ...] = ()  # the turn number of each valid lane-1 turn
     fresh: dict[str, pfc_refresh.Fresh] = {}  # private lane -> the lane-1 tree it is on
     written_at: dict[str, int] = {}  # lane 2..N report id -> lane1_valid its copy was on
+    written_tree: dict[str, str] = {}  # ... and that tree's commit in the refresh repository
+    copied_at: dict[str, int] = {}  # private lane -> lane1_valid when its copy was (re)made
 
 
 def lane_name(n: int) -> str:
@@ -198,6 +201,9 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         state = state.replace(book=book, outbox=out)
         if isinstance(event, ev.PlaceMade):
             state = state.replace(places={**state.places, event.place: event.path})
+            made = [n for n, ln in state.book.lanes.items() if ln.place == event.place]
+            if made and not state.book.get(made[0]).in_source:
+                state = state.replace(copied_at={**state.copied_at, made[0]: state.lane1_valid})
             return self._measure_place(state, event)
         if isinstance(event, ev.PlaceDropped):
             lane = next((n for n, ln in state.book.lanes.items() if ln.place == event.place), "")
@@ -223,6 +229,8 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             return state.replace(fresh=pfc_refresh.ran(state.fresh, event, nxt) or state.fresh)
         if isinstance(event, ev.TurnValid) and event.lane:
             state = self._written(state, event, event.lane)
+        if isinstance(event, ev.TurnStarted) and event.lane == lane_name(1):
+            return self._inbox_marked(state, event)
         if isinstance(event, ev.TurnValid) and event.result.get("submission"):
             return self._submitted(state, event)
         if isinstance(event, ev.Measured) and event.key in state.measuring:
@@ -249,11 +257,38 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
     def _written(self, state: PfcState, event: ev.TurnValid, lane: str) -> PfcState:
         """Lane 1 moved on, or a lane's report was written against the tree its copy is on."""
         if lane == lane_name(1):
-            return state.replace(lane1_valid=state.lane1_valid + 1)
+            return state.replace(
+                lane1_valid=state.lane1_valid + 1, lane1_turns=(*state.lane1_turns, event.turn)
+            )
         fresh = state.fresh.get(lane)
         rid = report_id(state.book.run_id, lane, event.turn, event.attempt)
-        on = fresh.on if fresh is not None else 0
-        return state.replace(written_at={**state.written_at, rid: on})
+        # A copy never refreshed is on the tree it was made from.
+        on = fresh.on if fresh is not None and fresh.base else state.copied_at.get(lane, 0)
+        tree = fresh.base if fresh is not None else ""
+        dated = pev.ReportDated(
+            lane=lane,
+            report_id=rid,
+            lane_1_turns=on,
+            lane_1_tree=tree,
+            behind=max(0, state.lane1_valid - on),
+        )
+        return state.replace(
+            written_at={**state.written_at, rid: on},
+            written_tree={**state.written_tree, rid: tree},
+            outbox=state.outbox.add(Emit(dated)),
+        )
+
+    def _inbox_marked(self, state: PfcState, event: ev.TurnStarted) -> PfcState:
+        """What lane 1's prompt said of each lane report in its inbox, for the views."""
+        marks = {
+            rid: staleness.freshness(state.written_at[rid], state.lane1_valid)
+            for rid in event.delivered
+            if rid in state.written_at
+        }
+        if not marks:
+            return state
+        said = pev.InboxMarked(lane=event.lane, turn=event.turn, marks=marks)
+        return state.replace(outbox=state.outbox.add(Emit(said)))
 
     def _submitted(self, state: PfcState, event: ev.TurnValid) -> PfcState:
         lane = event.lane or ""
@@ -414,7 +449,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         for entry in (state.plan or {}).get("lanes", []):
             if entry.get("lane") == lane.name and isinstance(entry.get("mission"), dict):
                 mission = entry["mission"]
-        note = pfc_refresh.note(state.fresh.get(lane.name), ctx.turn.number)
+        note = pfc_refresh.note(state.fresh.get(lane.name), ctx.turn.number, state.lane1_turns)
         return note + pfc_prompts.lane_prompt(
             run_id=ctx.run_id,
             lane=lane.name,
@@ -432,7 +467,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             last_error=lane.last_error,
             workspace_map=ctx.workspace_map,
             inbox=(
-                staleness.mark(ctx.inbox, state.written_at, state.lane1_valid)
+                staleness.mark(ctx.inbox, state.written_at, state.lane1_valid, state.written_tree)
                 if lane.in_source
                 else ctx.inbox
             ),
@@ -457,6 +492,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             "plan": state.plan,
             "leaderboard": candidates.board(state.candidates, state.params.model_dump()),
             "lanes": state.book.describe(),
+            "reports": staleness.describe(state.written_at, state.written_tree, state.lane1_valid),
         }
 
 

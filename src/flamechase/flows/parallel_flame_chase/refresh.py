@@ -29,6 +29,7 @@ class Fresh(FlowState):
     at: int = 0  # the lane-1 count last asked for (a failed refresh is retried after the next)
     on: int = 0  # the lane-1 count of the tree the copy is on
     conflicts: tuple[str, ...] = ()  # of the last refresh, named in `for_turn`'s prompt
+    since: int = 0  # the lane-1 count the copy was on before the last refresh
     for_turn: int = 0
     error: str | None = None
     remake: int = 0  # which copy of the lane this is (a dropped copy's remake records anew)
@@ -68,7 +69,9 @@ def commands(
     if not source:  # a run begun before lane refresh existed: its lanes go on as they are
         return out
     for lane in lanes:
-        if lane.in_source or lane.busy or lane.place not in places:
+        # A lane waiting (for its submission's measurement) keeps its copy as submitted: the
+        # measurement copy is made from it, and must hold the lane's work and nothing else.
+        if lane.in_source or lane.busy or lane.waiting or lane.place not in places:
             continue
         f = fresh.get(lane.name)
         what = wanted(f, lane1_valid)
@@ -86,7 +89,9 @@ def commands(
             Run(
                 key=_key(lane.name, what, lane1_valid, f.remake if f is not None else 0),
                 place=lane.place,
-                lane=lane.name,
+                # No lane: the runtime's own bookkeeping of a copy, not one of the lane's
+                # programs (it binds none of the lane's ports and is no lane measurement).
+                lane=None,
                 argv=argv,
                 reads=("source",),
                 jailed=False,  # writes the runtime's own repository under the run directory
@@ -130,17 +135,29 @@ def ran(fresh: Mapping[str, Fresh], event: ev.Ran, next_turn: int) -> dict[str, 
         return {**fresh, lane: old.replace(at=int(at_s), error=err)}
     conflicts = tuple(str(p) for p in out.get("conflicts") or ()) if what == "refresh" else ()
     at = int(at_s)
-    new = old.replace(base=str(out["base"]), at=at, on=at, conflicts=conflicts, error=None)
+    new = old.replace(
+        base=str(out["base"]), at=at, on=at, since=old.on, conflicts=conflicts, error=None
+    )
     new = new.replace(for_turn=next_turn)
     return {**fresh, lane: new}
 
 
-def note(fresh: Fresh | None, turn: int) -> str:
-    """The words a lane's prompt gets after a refresh that kept its version of some files."""
+def note(fresh: Fresh | None, turn: int, lane1_turns: Sequence[int] = ()) -> str:
+    """The words a lane's prompt gets after a refresh that kept its version of some files:
+    which files, and which lane-1 turns changed them (`lane1_turns`: the turn number of each
+    valid lane-1 turn, in order)."""
     if fresh is None or fresh.for_turn != turn or not fresh.conflicts:
         return ""
+    turns = list(lane1_turns[fresh.since : fresh.on])
+    by = (
+        f" (lane 1 changed them in its turn{'s' if len(turns) > 1 else ''} "
+        + ", ".join(str(t) for t in turns)
+        + ")"
+        if turns
+        else ""
+    )
     return (
         "Your copy was refreshed onto lane 1's current tree before this turn. These "
-        "files changed in both; your version was kept, lane 1's is not in your copy — "
+        f"files changed in both{by}; your version was kept, lane 1's is not in your copy — "
         "reconcile them deliberately: " + ", ".join(fresh.conflicts) + ".\n\n"
     )

@@ -17,16 +17,35 @@ def freshness(on: int, lane1_valid: int) -> str:
     return f"stale by {behind} lane-1 turn" + ("s" if behind > 1 else "")
 
 
+def against(at: int, tree: str, lane1_valid: int) -> dict[str, Any]:
+    """What a report (and every artifact it carries) was written against, and how current."""
+    out: dict[str, Any] = {"lane_1_valid_turns": at, "freshness": freshness(at, lane1_valid)}
+    if tree:
+        out["lane_1_tree"] = tree
+    return out
+
+
 def mark(
-    inbox: Sequence[Mapping[str, Any]], written_at: Mapping[str, int], lane1_valid: int
+    inbox: Sequence[Mapping[str, Any]],
+    written_at: Mapping[str, int],
+    lane1_valid: int,
+    trees: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Lane 1's inbox, each lane report with the lane-1 tree it was written against."""
     out = []
     for entry in inbox:
-        at = written_at.get(str(entry.get("report_id")))
+        rid = str(entry.get("report_id"))
+        at = written_at.get(rid)
         if at is None:  # a system report, or one from before this was recorded
             out.append(dict(entry))
             continue
-        against = {"lane_1_valid_turns": at, "freshness": freshness(at, lane1_valid)}
-        out.append({**entry, "written_against": against})
+        tree = (trees or {}).get(rid, "")
+        out.append({**entry, "written_against": against(at, tree, lane1_valid)})
     return out
+
+
+def describe(
+    written_at: Mapping[str, int], trees: Mapping[str, str], lane1_valid: int
+) -> dict[str, dict[str, Any]]:
+    """Every lane report's `written_against`, as of now (`status`)."""
+    return {rid: against(at, trees.get(rid, ""), lane1_valid) for rid, at in written_at.items()}
