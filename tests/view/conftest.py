@@ -92,7 +92,10 @@ def big_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_run(tmp_path_factory.mktemp("big") / "home", 10_000)
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: while Playwright's sync API is open, its event loop counts as
+# running in this thread, and any later test of the same worker that calls asyncio.run (a
+# flow author's run_engine, say) would fail whichever module it is in.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
