@@ -130,7 +130,7 @@ def test_budget_disk_refuses_a_new_copy_past_it_and_says_why(
     assert proc.returncode == 0, proc.stderr
     st = status(source_tree)
     assert st["status"] == "finished"
-    assert "budget disk is spent" in st["ended"] and "flamechase gc" in st["ended"]
+    assert st["ended"].startswith("budget.disk is spent") and "flamechase gc" in st["ended"]
     assert st["budget"]["disk"]["limit"] == 1
     assert not team.lane_log("lane-2")  # no turn started on a copy it did not get
     bad = team.run(source_tree, "lanes=2,budget.disk=lots")
