@@ -19,12 +19,11 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import signal
 from collections.abc import Callable
 from typing import Any
 
 from flamechase import events as ev
-from flamechase.engine import diskfull, opening, turnfiles
+from flamechase.engine import diskfull, faults, opening, turnfiles
 from flamechase.engine.admission import BudgetTracker
 from flamechase.engine.checks import Checks, Progress
 from flamechase.engine.clock import Clock, RealClock
@@ -110,7 +109,7 @@ class Engine:
             {s.text: b for r, s in prep.agents.items() if (b := prep.backends.get(r))}
         )
         # Crash-test hook: called with a label between store operations.
-        self.fault_hook = fault_hook or _env_fault_hook()
+        self.fault_hook = fault_hook or faults.env_hook()
         self.offload = offload or asyncio.to_thread
         self.stopping = 0  # 1 after the first signal, 2 after the second
         # Every call into the flow's code: in a worker thread, so a signal is still heard.
@@ -673,24 +672,3 @@ class Engine:
                 self._do_instant(c)
             if not instant or self.ledger.last_seq == before:
                 return
-
-
-def _env_fault_hook() -> Callable[[str], None] | None:
-    """FLAMECHASE_FAULT=label:N kills this process at the Nth time `label` is reached.
-
-    For crash tests only: SIGKILL, so nothing gets to clean up.
-    """
-    spec = os.environ.get("FLAMECHASE_FAULT")
-    if not spec:
-        return None
-    label, _, nth = spec.partition(":")
-    target = int(nth or "1")
-    seen = {"n": 0}
-
-    def hook(at: str) -> None:
-        if label in (at, "any"):
-            seen["n"] += 1
-            if seen["n"] == target:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-    return hook
