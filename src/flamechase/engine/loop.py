@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flamechase import events as ev
-from flamechase.engine import diskfull, faults, opening, turnfiles
+from flamechase.engine import diskfull, faults, opening, portwatch, turnfiles
 from flamechase.engine.admission import BudgetTracker
 from flamechase.engine.checks import Checks, Progress
 from flamechase.engine.clock import Clock, RealClock
@@ -132,6 +132,7 @@ class Engine:
         self._stop_said = 0
         self._running_said = False
         self._cut_sent = False
+        self.ports = portwatch.PortNotices()
 
     def _fault(self, label: str) -> None:
         if self.fault_hook is not None:
@@ -644,6 +645,10 @@ class Engine:
                 output_tokens=r.usage.output_tokens,
                 input_tokens=r.usage.input_tokens,
             )
+            who = done.command.lane or f"role {done.command.role}"
+            block = portwatch.block_of(done.planned.job.request.env)
+            for notice in self.ports.of(who, block, r.ports_outside, r.own_netns):
+                self.ledger.journal(notice)
             self.ledger.turn_ended(
                 event,
                 slot=done.planned.slot,
