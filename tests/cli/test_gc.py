@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import tarfile
@@ -16,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from flamechase.engine import reclaim
 from tests.flows.pfc import Team
 from tests.helpers import FLAMECHASE, cli, status
 
@@ -89,29 +87,70 @@ def test_gc_filters_finished_and_older_than(held_run: tuple[Path, str]) -> None:
     assert bad.returncode == 2 and "12h, 7d" in bad.stderr
 
 
-def test_a_gc_killed_after_keeping_but_before_removing_leaves_nothing_half_done(
-    held_run: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+def _files(tree: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(tree)): p.read_bytes() for p in tree.rglob("*") if p.is_file()}
+
+
+def test_a_gc_killed_mid_removal_is_finished_by_the_next_with_the_work_kept(
+    held_run: tuple[Path, str],
 ) -> None:
     ws, run_id = held_run
     run_dir = _home() / "runs" / run_id
     copy = run_dir / "lanes" / "lane-2" / "workspace"
-
-    class Killed(BaseException):
-        pass
-
-    def die(*_: object, **__: object) -> None:
-        raise Killed  # where a SIGKILL lands: after the rename, before the removal
-
-    (c,) = reclaim.plan([run_dir])
-    with monkeypatch.context() as m, pytest.raises(Killed):
-        m.setattr(shutil, "rmtree", die)
-        reclaim.reclaim(c)
+    archive = run_dir / "kept" / "lanes_lane-2.tar.gz"
+    killed = cli("gc", cwd=ws, env={"FLAMECHASE_FAULT": "gc-remove:2"})
+    assert killed.returncode == -signal.SIGKILL
     assert not copy.exists()  # gone from its name in one rename ...
-    assert (run_dir / "kept" / "lanes_lane-2.tar.gz").is_file()  # ... after its work was kept
-    assert list(run_dir.glob(".reclaiming-*"))
-    cli("gc", cwd=ws, check=True)  # the next gc finishes it
+    assert archive.is_file()  # ... only after its work was kept
+    (half,) = run_dir.glob(".reclaiming-*")  # and half removed where no list names it
+    assert half.is_dir()
+    out = cli("gc", cwd=ws, check=True).stdout  # the next gc finishes it
+    assert "freed" in out
     assert not list(run_dir.glob(".reclaiming-*"))
-    assert (run_dir / "kept" / "lanes_lane-2.tar.gz").is_file()
+    with tarfile.open(archive) as tar:
+        got = tar.extractfile("lane2-idea.txt")
+        assert got is not None and got.read() == b"unpublished"
+
+
+def test_a_gc_killed_while_keeping_leaves_the_copy_whole_and_no_half_archive(
+    held_run: tuple[Path, str],
+) -> None:
+    ws, run_id = held_run
+    run_dir = _home() / "runs" / run_id
+    copy = run_dir / "lanes" / "lane-2" / "workspace"
+    before = _files(copy)
+    killed = cli("gc", cwd=ws, env={"FLAMECHASE_FAULT": "gc-keep:1"})
+    assert killed.returncode == -signal.SIGKILL
+    assert _files(copy) == before  # nothing of the copy removed before its work is kept
+    assert not (run_dir / "kept" / "lanes_lane-2.tar.gz").exists()
+    assert list((run_dir / "kept").glob(".*.tar.gz.*"))  # the archive it was writing
+    cli("gc", cwd=ws, check=True)
+    assert not copy.exists()
+    assert [p.name for p in (run_dir / "kept").iterdir()] == ["lanes_lane-2.tar.gz"]
+    with tarfile.open(run_dir / "kept" / "lanes_lane-2.tar.gz") as tar:
+        got = tar.extractfile("lane2-idea.txt")
+        assert got is not None and got.read() == b"unpublished"
+
+
+def test_a_copy_the_lane_left_read_only_is_reclaimed_whole(
+    source_tree: Path, tmp_path: Path
+) -> None:
+    hostile = EDIT.replace(
+        '(c.ws / "lane2-idea.txt").write_text("unpublished")',
+        '(c.ws / "lane2-idea.txt").write_text("unpublished")\n'
+        '    (c.ws / "locked").mkdir()\n'
+        '    (c.ws / "locked" / "inside.txt").write_text("mine")\n'
+        '    (c.ws / "locked").chmod(0o500)',
+    )
+    team = Team(tmp_path / "team", hostile)
+    assert team.run(source_tree, "lanes=2", timeout=180).returncode == 3
+    run_dir = _home() / "runs" / str(status(source_tree)["id"])
+    cli("gc", cwd=source_tree, check=True)
+    assert not (run_dir / "lanes" / "lane-2" / "workspace").exists()
+    assert not list(run_dir.glob(".reclaiming-*"))  # nothing left half removed
+    with tarfile.open(run_dir / "kept" / "lanes_lane-2.tar.gz") as tar:
+        got = tar.extractfile("locked/inside.txt")
+        assert got is not None and got.read() == b"mine"
 
 
 def test_a_reclaimed_run_is_not_resumed(held_run: tuple[Path, str], tmp_path: Path) -> None:
@@ -130,7 +169,7 @@ def test_budget_disk_refuses_a_new_copy_past_it_and_says_why(
     assert proc.returncode == 0, proc.stderr
     st = status(source_tree)
     assert st["status"] == "finished"
-    assert "budget disk is spent" in st["ended"] and "flamechase gc" in st["ended"]
+    assert st["ended"].startswith("budget.disk is spent") and "flamechase gc" in st["ended"]
     assert st["budget"]["disk"]["limit"] == 1
     assert not team.lane_log("lane-2")  # no turn started on a copy it did not get
     bad = team.run(source_tree, "lanes=2,budget.disk=lots")

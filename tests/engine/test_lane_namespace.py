@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.flows.pfc import Team
+from tests.helpers import cli
 
 # Lane turn 1: serve this lane's name on its first port, wait until the other lane serves
 # too (both up at once), fetch both, and stay up until the other has fetched ours.
@@ -95,3 +96,75 @@ def test_two_lanes_serve_on_their_own_port_blocks_at_once(
     assert one["prompt_names_block"] and two["prompt_names_block"]
     for ln in ("lane-1", "lane-2"):  # the lane's next turn keeps its namespace
         assert envs[(ln, 2)] == envs[(ln, 1)]
+
+
+# Lane 1 listens on a port of its block and on one outside it, and stays up until the
+# runtime says (in its turn's directory) that it saw the one outside; lane 2 listens only on
+# its block, and stays up until lane 1 was seen.
+STRAY = r"""
+import socket
+base = int(os.environ["FLAMECHASE_PORT_BASE"])
+if c.turn >= 2:
+    return c.ok("blocked", "stop here")
+def listen(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past another test's TIME_WAIT
+    s.bind(("127.0.0.1", port))
+    s.listen()
+    return s
+count = int(os.environ["FLAMECHASE_PORT_COUNT"])
+# The block is this lane's among the runs of its state home; other tests run with homes of
+# their own (and the same blocks), so take a port of it that is free, from its top down.
+for port in range(base + count - 1, base - 1, -1):
+    try:
+        inside = listen(port)
+        break
+    except OSError:
+        continue
+noticed = c.report_path.parent / "ports-outside-block.txt"
+def until(pred, timeout=60.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+if c.lane == "lane-1":
+    for port in range(15000, 16000):  # below every block and the ephemeral range
+        try:
+            outside = listen(port)
+            break
+        except OSError:
+            continue
+    c.save("outside", str(port))
+    seen = until(noticed.exists)
+    c.save("noticed", noticed.read_text() if seen else "")
+else:
+    other = c.scratch.parent.parent / "lane-1" / "pfc" / "noticed"
+    until(other.exists)
+    c.save("noticed", noticed.read_text() if noticed.exists() else "")
+return c.ok("progress", "listened")
+"""
+
+
+def test_a_lane_listening_outside_its_block_is_named_and_one_inside_is_not(
+    source_tree: Path, tmp_path: Path
+) -> None:
+    from tests.helpers import status
+
+    team = Team(tmp_path / "team", STRAY)
+    proc = team.run(source_tree, "lanes=2", timeout=180)
+    assert proc.returncode == 3, proc.stderr
+    home = Path(os.environ["FLAMECHASE_HOME"])
+    (outside,) = home.glob("runs/*/lanes/lane-1/pfc/outside")
+    port = int(outside.read_text())
+    (one,) = home.glob("runs/*/lanes/lane-1/pfc/noticed")
+    (two,) = home.glob("runs/*/lanes/lane-2/pfc/noticed")
+    assert one.read_text() == f"{port}\n"  # the runtime saw it while the turn ran
+    assert two.read_text() == ""
+    notes = [n for n in status(source_tree)["notices"] if "outside its block" in n]
+    (said,) = notes  # once, naming the lane, the port, its block and the remedy
+    assert said.startswith(f"lane-1 listened on port {port}, outside its block 2")
+    assert "$FLAMECHASE_PORT_BASE" in said and "\n" not in said
+    log = cli("events", "last", cwd=source_tree, check=True).stdout
+    assert f"Notice: lane-1 listened on port {port}" in log

@@ -34,16 +34,10 @@ class BudgetTracker:
         self.session_start = clock.monotonic()
         # Slots (lane keys) of counted turns cut before they were recorded: owed a retake.
         self.reserved: set[str] = set()
-        # Bytes under the run when a new copy was refused for budget.disk (None: never).
+        # Bytes under the run when a new copy was refused for budget.disk (None: never). Only
+        # reported: a refused copy stops the turns that wait on it, not the others
+        # (engine/diskgate).
         self.disk_over: int | None = None
-
-    def copy_refused(self, used: int) -> bool:
-        """Whether budget.disk refuses a new copy with `used` bytes under the run already: then
-        no turn is admitted any more (turns wait on copies they would not get)."""
-        if self.budget.disk is None or used < self.budget.disk:
-            return False
-        self.disk_over = used
-        return True
 
     def active_seconds(self) -> float:
         return self.active_before + (self.clock.monotonic() - self.session_start)
@@ -64,8 +58,6 @@ class BudgetTracker:
             return "cost"
         if b.output_tokens is not None and self.spend.output_tokens >= b.output_tokens:
             return "output_tokens"
-        if self.disk_over is not None:
-            return "disk"
         return None
 
     def spent(self, inflight: int = 0) -> str | None:

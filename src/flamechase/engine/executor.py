@@ -68,6 +68,10 @@ class TurnResult:
     # just before the first: what the loop's reaper sweeps for escaped descendants.
     spawned: tuple[tuple[int, str], ...] = ()
     since: int = 0
+    # Ports the turn's processes listened on outside its lane's block (engine/portwatch),
+    # and whether they ran in a network namespace of their own (then nothing is checked).
+    ports_outside: tuple[int, ...] = ()
+    own_netns: bool = False
     # What the agent asked the runtime for, and the lines refused (one line each: why).
     requests: tuple[dict[str, Any], ...] = ()
     requests_refused: tuple[str, ...] = ()

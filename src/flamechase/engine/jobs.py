@@ -367,6 +367,10 @@ class Jobs:
         """Whether place `place` is being made (its `MakePlace` under way)."""
         return f"place:{place}" in self._other
 
+    def copying(self) -> bool:
+        """Whether a place is being made or removed (the run's size is about to change)."""
+        return any(k.startswith(("place:", "remove:")) for k in self._other)
+
     def counted_turns(self) -> int:
         return sum(1 for _, _, c in self._turns.values() if c.counted)
 

@@ -19,15 +19,15 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import signal
 from collections.abc import Callable
 from typing import Any
 
 from flamechase import events as ev
-from flamechase.engine import diskfull, failover, opening, turnfiles
+from flamechase.engine import diskfull, failover, faults, opening, portwatch, turnfiles
 from flamechase.engine.admission import BudgetTracker
 from flamechase.engine.checks import Checks, Progress
 from flamechase.engine.clock import Clock, RealClock, iso
+from flamechase.engine.diskgate import DiskGate
 from flamechase.engine.executor import Executor, LocalExecutor, TurnResult
 from flamechase.engine.flowcode import FlowCode, hear_signals
 from flamechase.engine.jobs import Done, Jobs, Offload, TurnDone
@@ -53,7 +53,7 @@ from flamechase.flow import commands as cm
 from flamechase.fsutil import atomic_write
 from flamechase.procs import Reaper
 from flamechase.store import handover, home
-from flamechase.workspace.diskuse import disk_use, size_text
+from flamechase.workspace.diskuse import disk_use
 from flamechase.workspace.reuse import CopyPool
 
 __all__ = ["Engine", "Observer", "RunEnd"]
@@ -107,7 +107,7 @@ class Engine:
         self.clock: Clock = clock or RealClock()
         self.executor = executor or LocalExecutor(prep.backends_by_text())
         # Crash-test hook: called with a label between store operations.
-        self.fault_hook = fault_hook or _env_fault_hook()
+        self.fault_hook = fault_hook or faults.env_hook()
         self.offload = offload or asyncio.to_thread
         self.stopping = 0  # 1 after the first signal, 2 after the second
         # Every call into the flow's code: in a worker thread, so a signal is still heard.
@@ -128,11 +128,13 @@ class Engine:
         self._jobs: Jobs | None = None
         self.builder: TurnBuilder
         self.dirs: RunDirs
+        self.disk: DiskGate
         self._finish: cm.FinishRun | None = None
         self._budget_said = False
         self._stop_said = 0
         self._running_said = False
         self._cut_sent = False
+        self.ports = portwatch.PortNotices()
 
     def _fault(self, label: str) -> None:
         if self.fault_hook is not None:
@@ -236,6 +238,7 @@ class Engine:
         self._budget = opening.budget_of(prep, opened.reader, self.clock)
         self.builder = TurnBuilder(prep, opened.layout, opened.reader, opened.run_id, self.code)
         self.dirs = RunDirs(prep, opened.layout, opened.reader, self.ledger)
+        self.disk = DiskGate(prep.budget.disk, lambda: disk_use(self.dirs.layout.root))
         self._jobs = Jobs(self.executor, self.wake, self.code, self.offload)
         self._watch_flow(opened)
         if not opened.fresh:
@@ -435,8 +438,15 @@ class Engine:
         if spent is not None:
             return self._end(
                 "finished",
-                f"budget {spent} is spent" + self._disk_words(spent),
+                f"budget {spent} is spent",
                 hint=f"to go on, resume with a larger -p budget.{spent}=…",
+            )
+        if self.disk.refused:  # all that is left waits on copies budget.disk refused
+            return self._end(
+                "finished",
+                self.disk.reason(),
+                hint="to go on, free disk with `flamechase gc`, or resume with a larger "
+                "-p budget.disk=…",
             )
         if not any(isinstance(c, cm.WaitUntil) for c in commands):
             raise FlowError(
@@ -447,21 +457,17 @@ class Engine:
         return None
 
     def _copy_refused(self, c: cm.MakePlace) -> bool:
-        """budget.disk: a new copy past it is not made, and the run admits no more turns."""
-        if c.how == "empty" or self.prep.budget.disk is None:
+        """budget.disk: a new copy past it is not made (said once); turns that need no new
+        copy go on (engine/diskgate). A copy that must wait is asked for again later."""
+        verdict = self.disk.verdict(c, copying=self.jobs.copying())
+        if verdict == "make":
             return False
-        if self.budget.disk_over is not None:
-            return True
-        return self.budget.copy_refused(disk_use(self.dirs.layout.root))
-
-    def _disk_words(self, spent: str) -> str:
-        over, limit = self.budget.disk_over, self.prep.budget.disk
-        if spent != "disk" or over is None or limit is None:
-            return ""
-        return (
-            f" ({size_text(over)} under the run, budget.disk={size_text(limit)}: "
-            "no new copy; reclaim with flamechase gc)"
-        )
+        if verdict == "refuse":
+            self.budget.disk_over = self.disk.over
+            said = self.disk.notice()
+            if said is not None:
+                self.ledger.say(said)
+        return True
 
     async def _hard_stops(self) -> None:
         crossed = self.budget.crossed()
@@ -531,6 +537,7 @@ class Engine:
         """Start what is not under way; (whether an admissible turn waits, wake times)."""
         deferred = False
         wake_at: list[float] = []
+        self.disk.round()
         # Drops first: a program or turn started in the same round must not be jailed with
         # the dropped place to hide, which is removed under it as its jail is set up.
         for c in sorted(commands, key=lambda c: not isinstance(c, cm.DropPlace)):
@@ -551,6 +558,7 @@ class Engine:
                 # Recorded gone first, removed after: a crash in between leaves a stray copy,
                 # never a recorded place whose files are missing (which a resume refuses).
                 path = self.dirs.forget_place(c.name)
+                self.disk.dropped()
                 with self.ledger.tx():
                     self.ledger.place_dropped(c.name)
                     self.ledger.writer.set_meta("control_paths", self.dirs.guard.to_json())
@@ -666,6 +674,10 @@ class Engine:
                 output_tokens=r.usage.output_tokens,
                 input_tokens=r.usage.input_tokens,
             )
+            who = done.command.lane or f"role {done.command.role}"
+            block = portwatch.block_of(done.planned.job.request.env)
+            for notice in self.ports.of(who, block, r.ports_outside, r.own_netns):
+                self.ledger.journal(notice)
             self.ledger.turn_ended(
                 event,
                 slot=done.planned.slot,
@@ -715,24 +727,3 @@ class Engine:
                 self._do_instant(c)
             if not instant or self.ledger.last_seq == before:
                 return
-
-
-def _env_fault_hook() -> Callable[[str], None] | None:
-    """FLAMECHASE_FAULT=label:N kills this process at the Nth time `label` is reached.
-
-    For crash tests only: SIGKILL, so nothing gets to clean up.
-    """
-    spec = os.environ.get("FLAMECHASE_FAULT")
-    if not spec:
-        return None
-    label, _, nth = spec.partition(":")
-    target = int(nth or "1")
-    seen = {"n": 0}
-
-    def hook(at: str) -> None:
-        if label in (at, "any"):
-            seen["n"] += 1
-            if seen["n"] == target:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-    return hook

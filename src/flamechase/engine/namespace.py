@@ -11,9 +11,10 @@ paths. Each turn (and each program run in a lane's place) is told its lane's own
     TMPDIR                   its own temporary directory
 
 The block comes from the state home's registry (`store.ports`) and stays the lane's across
-its turns and the run's resumes. Nothing enforces it (agents share the machine's network):
-it is what keeps cooperating programs apart, and a block a squatter listens on is never
-handed out.
+its turns and the run's resumes. Nothing stops an agent binding another port (agents share
+the machine's network): the block is what keeps cooperating programs apart, a block a
+squatter listens on is never handed out, and a turn seen listening outside its block is
+named in the run's log and `status` (engine/portwatch).
 """
 
 from __future__ import annotations
@@ -84,5 +85,5 @@ def prompt_note(ns: Namespace) -> str:
         f"For {who}, bind servers and tests only to ports {ns.block.base}-{last} "
         "($FLAMECHASE_PORT_BASE, $FLAMECHASE_PORT_COUNT), start every database name you "
         f"create with {ns.db_prefix} ($FLAMECHASE_DB_PREFIX), and keep temporary files "
-        "under $TMPDIR."
+        "under $TMPDIR. A server listening outside your ports is noticed and reported."
     )

@@ -11,20 +11,24 @@ whose bytes are not already in the run's blob store is kept in `<run>/kept/<plac
 
 Crash-safe: the archive is written to a temporary name and renamed into place, then the
 copy is renamed to `<run>/.reclaiming-*` (one rename: the copy is there or it is not) and
-only then removed; a later `gc` finishes any `.reclaiming-*` a SIGKILL left. A reclaimed
+only then removed; a later `gc` finishes any `.reclaiming-*` a SIGKILL left, and drops an
+archive a SIGKILL cut short (its copy is still whole: the next keep writes it again). Removal
+opens up directories an agent left read-only (workspace/removal), so no copy stays half
+removed for every later gc to fail on. `FLAMECHASE_FAULT=gc-keep:N` / `gc-remove:N` (engine
+/faults) kill a gc there, for the crash tests. A reclaimed
 run gets `<run>/reclaimed.json` (what was kept) and is no longer resumed: `exec` starts a
 new run for its task instead of resuming one whose copies are gone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
 import json
 import os
 import re
-import shutil
 import stat
 import tarfile
 import time
@@ -32,6 +36,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from flamechase.engine import faults
 from flamechase.errors import RunNotFound, StoreError
 from flamechase.fsutil import atomic_write, fsync_dir
 from flamechase.store import ports
@@ -39,6 +44,7 @@ from flamechase.store.db import DB_NAME, Reader
 from flamechase.store.home import locks_dir
 from flamechase.workspace.diskuse import disk_use
 from flamechase.workspace.locks import owner
+from flamechase.workspace.removal import remove_tree
 
 __all__ = [
     "RECLAIMED",
@@ -238,7 +244,9 @@ def _archive_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name) + ".tar.gz"
 
 
-def _keep(run_dir: Path, name: str, copy: Path, source: Path) -> dict[str, Any] | None:
+def _keep(
+    run_dir: Path, name: str, copy: Path, source: Path, fault: faults.Hook | None = None
+) -> dict[str, Any] | None:
     changed, deleted = unrecorded(copy, source, run_dir)
     if not changed and not deleted:
         return None
@@ -249,6 +257,8 @@ def _keep(run_dir: Path, name: str, copy: Path, source: Path) -> dict[str, Any] 
     with tarfile.open(temp, "w:gz") as tar:
         for rel in changed:
             tar.add(copy / rel, arcname=rel, recursive=False)
+            if fault is not None:
+                fault("gc-keep")
         listing = ("\n".join(deleted) + "\n").encode() if deleted else b""
         info = tarfile.TarInfo(DELETED_MEMBER)
         info.size = len(listing)
@@ -260,23 +270,38 @@ def _keep(run_dir: Path, name: str, copy: Path, source: Path) -> dict[str, Any] 
     return {"archive": str(final), "files": len(changed), "deleted": len(deleted)}
 
 
-def _drop(run_dir: Path, path: Path) -> int:
+def _gone(path: Path, fault: faults.Hook | None = None) -> None:
+    """Remove what is already out of every list (a `.reclaiming-*`); what cannot be removed
+    stays for the next gc, which tries again."""
+    each = (lambda: fault("gc-remove")) if fault is not None else None
+    with contextlib.suppress(OSError):
+        remove_tree(path, each)
+
+
+def _drop(run_dir: Path, path: Path, fault: faults.Hook | None = None) -> int:
     """Move `path` out of the way in one rename, then remove it; bytes freed."""
     size = disk_use(path)
     trash = run_dir / f"{_TRASH}{uuid.uuid4().hex}"
     os.rename(path, trash)
     fsync_dir(run_dir)
-    shutil.rmtree(trash, ignore_errors=True)
+    _gone(trash, fault)
     return size
 
 
 def finish_interrupted(run_dir: Path) -> int:
-    """Remove what a gc killed half-way left (its `.reclaiming-*`); bytes freed."""
+    """Remove what a gc killed half-way left: its `.reclaiming-*` (already out of the run's
+    lists) and any archive it had not finished writing (the copy it was keeping is still
+    whole, so the next keep writes it again); bytes freed."""
     freed = 0
     for d in run_dir.glob(f"{_TRASH}*"):
         if d.is_dir() and not d.is_symlink():
             freed += disk_use(d)
-            shutil.rmtree(d, ignore_errors=True)
+            _gone(d)
+    kept = run_dir / KEPT
+    for temp in kept.glob(".*.tar.gz.*") if kept.is_dir() else []:
+        if temp.is_file() and not temp.is_symlink():
+            freed += disk_use(temp)
+            temp.unlink()
     return freed
 
 
@@ -286,19 +311,20 @@ def reclaim(c: Candidate) -> Reclaimed:
     with Reader(run_dir / DB_NAME) as r:
         if live(run_dir, r.run()):  # started again since the plan was made
             raise RunNotFound(f"run {c.run_id} is running now; stop it before reclaiming it")
+    fault = faults.env_hook()
     freed = finish_interrupted(run_dir)
     kept: dict[str, dict[str, Any]] = {}
     for name, copy in sorted(c.copies.items()):
         if not copy.is_dir():
             continue
-        got = _keep(run_dir, name, copy, c.source)
+        got = _keep(run_dir, name, copy, c.source, fault)
         if got is not None:
             kept[name] = got
         _mark(run_dir, kept)  # before the copy goes: the run is no longer resumed
-        freed += _drop(run_dir, copy)
+        freed += _drop(run_dir, copy, fault)
     for d in c.scratch:
         if d.is_dir():
-            freed += _drop(run_dir, d)
+            freed += _drop(run_dir, d, fault)
     _mark(run_dir, kept)
     ports.release_run(c.run_id)  # it is not resumed: its lanes' port blocks are free
     return Reclaimed(c.run_id, freed, kept)
@@ -328,7 +354,7 @@ def finish_removals(runs_root: Path) -> None:
     """Finish removing runs a SIGKILL left in the trash."""
     trash = runs_root.parent / "trash"
     for d in trash.glob(f"{_TRASH}*") if trash.is_dir() else []:
-        shutil.rmtree(d, ignore_errors=True)
+        _gone(d)
 
 
 def remove_run(run_dir: Path) -> Reclaimed:
@@ -355,6 +381,6 @@ def remove_run(run_dir: Path) -> Reclaimed:
     trash = _trash_dir(run_dir) / f"{_TRASH}{uuid.uuid4().hex}"
     os.rename(run_dir, trash)  # the run is gone from every list in one step
     fsync_dir(run_dir.parent)
-    shutil.rmtree(trash, ignore_errors=True)
+    _gone(trash, faults.env_hook())
     ports.release_run(run["id"])
     return Reclaimed(run["id"], size, kept)

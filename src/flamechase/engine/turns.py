@@ -17,6 +17,7 @@ from typing import Any
 from flamechase.agents.backend import Answer, Backend, Usage
 from flamechase.engine.clock import iso
 from flamechase.engine.executor import TurnJob, TurnResult
+from flamechase.engine.portwatch import PortWatch
 from flamechase.flow.commands import ResultModelBroke
 from flamechase.fsutil import FileRefused, read_regular_file
 from flamechase.procs import boot_ticks
@@ -121,13 +122,21 @@ async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnRes
     spawned: list[tuple[int, str]] = []
     request = job.request
     request.io_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    session = backend.open(request, lambda pgid, token: spawned.append((pgid, token)))
+    ports = PortWatch.of(request.env, request.io_dir, since)
+
+    def on_spawn(pgid: int, token: str) -> None:
+        spawned.append((pgid, token))
+        if ports is not None:
+            ports.spawned(pgid)
+
+    session = backend.open(request, on_spawn)
 
     async def watch_cut() -> None:
         await cut.wait()
         await session.cut()
 
     watcher = asyncio.ensure_future(watch_cut())
+    listeners = asyncio.ensure_future(ports.run()) if ports is not None else None
     usage = Usage()
     repairs = 0
     fields: dict[str, Any] = {"status": "failed"}
@@ -170,9 +179,11 @@ async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnRes
     except ResultModelBroke as exc:
         fields.update(status="failed", error=str(exc), flow_error=exc.detail)
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await watcher
+        for task in (watcher, listeners):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         with contextlib.suppress(Exception):
             await session.close()
     if fields.get("error") is not None:
@@ -188,5 +199,7 @@ async def run_job(backend: Backend, job: TurnJob, cut: asyncio.Event) -> TurnRes
         since=since,
         requests=tuple(requests),
         requests_refused=tuple(refused),
+        ports_outside=tuple(sorted(ports.outside)) if ports is not None else (),
+        own_netns=ports.own_netns if ports is not None else False,
         **fields,
     )

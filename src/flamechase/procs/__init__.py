@@ -1,7 +1,8 @@
 """Agent processes: the spawner (`spawn`: own group, streamed output, timeouts, an end that
-leaves nothing behind) and the reaper (`reap`: finding processes by token, now or in a
-batched background sweep). Output is streamed, never slurped; the exit of a process is
-observed directly, not through its pipes. Imports nothing else of flamechase.
+leaves nothing behind), the reaper (`reap`: finding processes by token, now or in a
+batched background sweep) and the sockets they listen on (`sockets`). Output is streamed,
+never slurped; the exit of a process is observed directly, not through its pipes. Imports
+nothing else of flamechase.
 """
 
 from flamechase.procs.reap import (
@@ -14,6 +15,7 @@ from flamechase.procs.reap import (
     end_group_now,
     find_carriers,
     live_members,
+    members,
 )
 from flamechase.procs.spawn import (
     MAX_LINE,
@@ -38,4 +40,5 @@ __all__ = [
     "end_group_now",
     "find_carriers",
     "live_members",
+    "members",
 ]

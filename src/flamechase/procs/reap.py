@@ -90,6 +90,12 @@ def _scan(
     return found, group_ours
 
 
+def members(pgid: int | None, token: str, since: int = 0) -> list[int]:
+    """`live_members`, reading the environment only of processes started after boot tick
+    `since` (an older one cannot carry the token): cheap enough to ask while a turn runs."""
+    return _scan(pgid, token, since=since)[0]
+
+
 def live_members(pgid: int | None, token: str) -> list[int]:
     """Non-zombie processes carrying `token`, plus the rest of group `pgid` when that group
     is ours (some member carries the token)."""
