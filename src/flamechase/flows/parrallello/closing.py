@@ -10,6 +10,7 @@ from typing import Any
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import gatechange, lead, sheets
+from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.progress import front_fraction
 from flamechase.flows.parrallello.rounds import Ctx, begin
@@ -364,6 +365,8 @@ def _close(
                 ],
                 progress=front_fraction(front, ctx.plan),
                 overall=0.0,
+                refused=rs.refused,
+                last_round=rs.block >= ctx.plan.blocks and rs.in_block == ctx.plan.rounds_per_block,
             )
         )
     )
@@ -487,6 +490,9 @@ def end_front(
                 else [],
                 progress=front_fraction(front, ctx.plan),
                 overall=0.0,
+                block=front.block if front.rounds else 0,
+                blocks=ctx.plan.blocks,
+                tree=ctx.path(rt.front_place(front.lane)) if front.rounds else "",
             )
         ),
     ]
