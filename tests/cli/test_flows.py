@@ -218,6 +218,10 @@ def test_an_installed_flow_named_like_a_built_in_runs_instead_of_it(indexed) -> 
     proc = cli("flows", "install", "flame_chase", "--index", str(index), cwd=tmp)
     assert proc.returncode == 0, proc.stderr
     assert "-f flame_chase now runs the installed flow, not the built-in one" in proc.stdout
+    # `exec --help` names every flow -f takes now, the installed one marked.
+    helped = " ".join(cli("exec", "--help", cwd=tmp, check=True).stdout.split())
+    assert "flame_chase (installed)" in helped, helped
+    assert all(n in helped for n in builtin_names())
     ws = tmp / "ws"
     ws.mkdir()
     run = cli(
