@@ -218,6 +218,14 @@ def test_an_installed_flow_named_like_a_built_in_runs_instead_of_it(indexed) -> 
     proc = cli("flows", "install", "flame_chase", "--index", str(index), cwd=tmp)
     assert proc.returncode == 0, proc.stderr
     assert "-f flame_chase now runs the installed flow, not the built-in one" in proc.stdout
+    # `flows list` says which of the two named flame_chase `-f flame_chase` runs.
+    listed = cli("flows", "list", cwd=tmp, check=True).stdout.splitlines()
+    mine = [ln for ln in listed if ln.startswith("flame_chase ")]
+    assert len(mine) == 2, listed
+    assert "built-in, not run: -f flame_chase runs the installed one" in mine[0]
+    assert "installed (" in mine[1] and ", run by -f flame_chase" in mine[1]
+    rows = json.loads(cli("flows", "list", "--json", cwd=tmp, check=True).stdout)
+    assert [r.get("runs") for r in rows if r["name"] == "flame_chase"] == [False, True]
     # `exec --help` names every flow -f takes now, the installed one marked.
     helped = " ".join(cli("exec", "--help", cwd=tmp, check=True).stdout.split())
     assert "flame_chase (installed)" in helped, helped

@@ -59,15 +59,19 @@ def _rows(index_source: str | None) -> tuple[list[dict[str, Any]], str | None]:
                 if row["name"] == rec.name or row["name"] in rec.variants:
                     row["from"] = f"built-in, installed from official (code {rec.code_hash[:12]})"
             continue
-        rows.append(
-            {
-                "name": rec.name,
-                "version": rec.version,
-                "from": f"installed ({rec.url}@{rec.commit[:12]})",
-                "description": rec.description,
-                "commit": rec.commit,
-            }
-        )
+        row = {
+            "name": rec.name,
+            "version": rec.version,
+            "from": f"installed ({rec.url}@{rec.commit[:12]})",
+            "description": rec.description,
+            "commit": rec.commit,
+        }
+        for shadowed in (r for r in rows if r["name"] == rec.name and r["from"] == "built-in"):
+            # Both are listed under one name: say which one `-f NAME` runs (the installed).
+            shadowed["from"] = f"built-in, not run: -f {rec.name} runs the installed one"
+            shadowed["runs"], row["runs"] = False, True
+            row["from"] += f", run by -f {rec.name}"
+        rows.append(row)
     have |= {r["name"] for r in rows}
     for point in entry_points():  # named, not imported: listing runs no flow's code
         dist = point.dist
