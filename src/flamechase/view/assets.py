@@ -48,7 +48,9 @@ SKELETON = """\
 <span><i class="sw brk-sw"></i>run stopped or idle (not to scale)</span></div>
 <section id="lanes-box"><h2>Lanes</h2><table id="lanes"><thead><tr><th>Lane</th>
 <th>State</th><th>On turn</th><th>Elapsed</th><th>Last report</th><th>Turns</th>
-<th>Failures</th></tr></thead><tbody></tbody></table></section>
+<th
+title="every failed turn; in a row: the latest ones, two of which hold a lane">
+Failed turns (in a row)</th></tr></thead><tbody></tbody></table></section>
 <section id="alerts" hidden><h2>Alerts</h2><div id="alerts-in"></div></section>
 <div id="panels" hidden aria-label="the flow's panels"></div>
 <div id="grid">

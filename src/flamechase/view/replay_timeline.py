@@ -257,7 +257,8 @@ function layout() {
   for (const b of B) {
     b.top = tops.get(b.el.parentNode.parentNode) || 0;
     const a = Math.max(0, b.t0), z = b.t1 === null ? end : b.t1;
-    const f = Math.max(0, X(z) - X(a)) / 100;
+    // A failed turn is often over in a moment: drawn at least 4 px wide, so it is seen.
+    const f = Math.max(Math.max(0, X(z) - X(a)) / 100, b.st === "failed" ? 4 / px : 0);
     b.x = X(a) + "%"; b.w = (100 * f) + "%";
     b.el.setAttribute("x", b.x); b.el.setAttribute("width", b.w);
     // A label only where it fits: "a 12" needs about 30 px.
