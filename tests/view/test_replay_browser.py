@@ -144,6 +144,25 @@ def test_failed_turns_are_seen_and_counted(page: Any, rough_run: Run) -> None:
     assert "Failed turns (in a row)" in page.text_content("#lanes thead")
 
 
+def test_the_charts_cursor_and_the_tracks_cursor_are_at_the_same_x(page: Any, sim_run: Run) -> None:
+    _open(page, sim_run.html)
+    for key in ("Home", "ArrowRight", "ArrowRight", "ArrowRight"):
+        page.keyboard.press(key)
+        xs = page.evaluate(
+            """async () => {
+              await new Promise((r) => requestAnimationFrame(() => r()));
+              const ph = document.querySelector("#tl-ph").getBoundingClientRect();
+              const line = document.querySelector("#chart line").getBoundingClientRect();
+              const rows = document.querySelector("#tl-rows").getBoundingClientRect();
+              const chart = document.querySelector("#chart").getBoundingClientRect();
+              return [ph.left, line.left + line.width / 2, rows.left, chart.left,
+                      rows.width, chart.width];
+            }"""
+        )
+        assert abs(xs[2] - xs[3]) < 1.5 and abs(xs[4] - xs[5]) < 1.5, xs  # same span
+        assert abs(xs[0] - xs[1]) < 3, xs  # the two cursors, within the lines' widths
+
+
 def test_dragging_the_bar_shows_that_point(page: Any, sim_run: Run) -> None:
     doc = build_document(sim_run.run, sim_run.lanes, sim_run.events)
     points = doc["points"]

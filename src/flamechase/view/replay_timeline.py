@@ -276,9 +276,20 @@ function layout() {
   for (const m of M) m.el.setAttribute("cx", X(m.t) + "%");
   hi = undefined;  // blocks moved: place the current-turn frame again
   chart();
+  alignChart();
 }
 
 let chartPh = null;
+// The chart spans exactly the tracks' width, where the timeline's tracks start: the same
+// time is then at the same x in both, and so are their cursors.
+function alignChart() {
+  const c = $("chart"), box = c.parentNode, rows = $("tl-rows").getBoundingClientRect();
+  if (!rows.width) return;
+  const inner = box.getBoundingClientRect().left + box.clientLeft
+    + parseFloat(getComputedStyle(box).paddingLeft || "0");
+  c.style.marginLeft = Math.max(0, rows.left - inner) + "px";
+  c.style.width = rows.width + "px";
+}
 function chart() {
   const svg = $("chart"), cost = [], best = [];
   let c0 = null, b0 = null;
