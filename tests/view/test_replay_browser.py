@@ -161,6 +161,11 @@ def test_the_charts_cursor_and_the_tracks_cursor_are_at_the_same_x(page: Any, si
         )
         assert abs(xs[2] - xs[3]) < 1.5 and abs(xs[4] - xs[5]) < 1.5, xs  # same span
         assert abs(xs[0] - xs[1]) < 3, xs  # the two cursors, within the lines' widths
+    # The chart's axes have values: each line's lowest and highest, cost in dollars.
+    ax = page.evaluate(
+        "() => [...document.querySelectorAll('#chart-ax span')].map((e) => e.textContent)"
+    )
+    assert "$0.0000" in ax and any(v.startswith("$") and v != "$0.0000" for v in ax), ax
 
 
 def test_dragging_the_bar_shows_that_point(page: Any, sim_run: Run) -> None:

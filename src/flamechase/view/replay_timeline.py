@@ -279,16 +279,39 @@ function layout() {
   alignChart();
 }
 
-let chartPh = null;
+let chartPh = null, AX = {cost: null, best: null};
+// The chart's axis values: each line's lowest and highest, at the heights they are drawn
+// (cost on the left, best on the right, in their lines' colours).
+function axisLabels(c) {
+  // An <svg> has no offsetTop: its place in the box comes from the two rectangles.
+  const ax = $("chart-ax"), r = c.getBoundingClientRect();
+  const b = c.parentNode.getBoundingClientRect(), h = r.height || 160, top = r.top - b.top;
+  ax.replaceChildren();
+  const put = (v, yv, cls, side, fmt) => {
+    const e = el("span", cls + " ax", fmt(v));
+    e.style.top = (top + h * yv / 160 - 6) + "px";
+    if (side === "l") e.style.left = (r.left - b.left + 2) + "px";
+    else e.style.right = (b.right - r.right + 2) + "px";
+    ax.appendChild(e);
+  };
+  const both = (span, cls, side, fmt) => {
+    if (!span) return;
+    if (span[0] === span[1]) { put(span[0], 80, cls, side, fmt); return; }
+    put(span[1], 10, cls, side, fmt); put(span[0], 150, cls, side, fmt);
+  };
+  both(AX.cost, "k-cost", "l", money);
+  both(AX.best, "k-best", "r", (v) => String(v));
+}
 // The chart spans exactly the tracks' width, where the timeline's tracks start: the same
 // time is then at the same x in both, and so are their cursors.
 function alignChart() {
   const c = $("chart"), box = c.parentNode, rows = $("tl-rows").getBoundingClientRect();
-  if (!rows.width) return;
+  if (!rows.width) { axisLabels(c); return; }
   const inner = box.getBoundingClientRect().left + box.clientLeft
     + parseFloat(getComputedStyle(box).paddingLeft || "0");
   c.style.marginLeft = Math.max(0, rows.left - inner) + "px";
   c.style.width = rows.width + "px";
+  axisLabels(c);
 }
 function chart() {
   const svg = $("chart"), cost = [], best = [];
@@ -320,6 +343,9 @@ function chart() {
   };
   line(cost, "cost", "#1c7ed6");
   line(best, "best", "#2f9e44");
+  const span2 = (pts) => pts.length ? [Math.min(...pts.map((q) => q[1])),
+    Math.max(...pts.map((q) => q[1]))] : null;
+  AX = {cost: span2(cost), best: span2(best)};
   chartPh = svgEl("line", {x1: 0, x2: 0, y1: 0, y2: 160, stroke: "#d9480f",
     "stroke-width": "2", "vector-effect": "non-scaling-stroke"});
   svg.appendChild(chartPh);
