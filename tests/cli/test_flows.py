@@ -218,6 +218,18 @@ def test_an_installed_flow_named_like_a_built_in_runs_instead_of_it(indexed) -> 
     proc = cli("flows", "install", "flame_chase", "--index", str(index), cwd=tmp)
     assert proc.returncode == 0, proc.stderr
     assert "-f flame_chase now runs the installed flow, not the built-in one" in proc.stdout
+    # `flows list` says which of the two named flame_chase `-f flame_chase` runs.
+    listed = cli("flows", "list", cwd=tmp, check=True).stdout.splitlines()
+    mine = [ln for ln in listed if ln.startswith("flame_chase ")]
+    assert len(mine) == 2, listed
+    assert "built-in, not run: -f flame_chase runs the installed one" in mine[0]
+    assert "installed (" in mine[1] and ", run by -f flame_chase" in mine[1]
+    rows = json.loads(cli("flows", "list", "--json", cwd=tmp, check=True).stdout)
+    assert [r.get("runs") for r in rows if r["name"] == "flame_chase"] == [False, True]
+    # `exec --help` names every flow -f takes now, the installed one marked.
+    helped = " ".join(cli("exec", "--help", cwd=tmp, check=True).stdout.split())
+    assert "flame_chase (installed)" in helped, helped
+    assert all(n in helped for n in builtin_names())
     ws = tmp / "ws"
     ws.mkdir()
     run = cli(
@@ -371,13 +383,28 @@ def test_show_works_for_every_built_in_flow_and_variant(name: str) -> None:
     first = flow.roles(flow.Params.model_construct())[0]
     assert lines[roles + 1].split(":")[0].split(" (")[0].strip() == first
     assert any(line.startswith("params (-p") for line in lines)
+    # Every role says what it is for, in the flow's own words.
+    end = next(i for i, ln in enumerate(lines) if not ln.startswith("  ") and i > roles)
+    for line in lines[roles + 1 : end]:
+        name, _, about = line.partition(": ")
+        assert about.strip() and "describes it no further" not in about, line
+
+
+def test_show_names_the_roles_a_switch_adds() -> None:
+    lines = _show("parrallello")
+    assert any(
+        ln.startswith("  with -p lead=true: lead: a fresh session between a front's blocks")
+        for ln in lines
+    ), lines
 
 
 def test_show_marks_what_git_pr_requires() -> None:
     lines = _show("parallel_flame_chase:git_pr")
     [evaluator] = [ln for ln in lines if ln.startswith("  evaluator ")]
     assert evaluator.startswith("  evaluator (required; str; length <= 1000): ")
-    assert "  lane_3_actor_b" in lines
+    assert any(
+        ln.startswith("  lane_3_actor_b: lane-3, taking turns, in its own git") for ln in lines
+    )
 
 
 REQUIRED = """
@@ -423,7 +450,9 @@ def test_show_marks_the_required_params_of_a_flow_file(tmp_path: Path) -> None:
     path.write_text(REQUIRED.replace("{roles}", "False"))
     lines = cli("flows", "show", str(path), cwd=tmp_path, check=True).stdout.splitlines()
     assert lines[0] == "needy 1: needs a target"
-    assert lines[lines.index("roles (-a, in order):") + 1] == "  judge"
+    assert lines[lines.index("roles (-a, in order):") + 1] == (
+        "  judge: works outside the lanes (the flow describes it no further)"
+    )
     assert "  target (required; str): what to aim at" in lines
     assert "  solvers (required; int; >= 2; <= 8): how many compete" in lines
 
@@ -443,3 +472,50 @@ def test_flows_show_says_where_each_cli_takes_the_flows_skill(tmp_path: Path) ->
         assert where in line
     assert "opencode: an instructions file" in line
     assert "other agents (exec:, acp:) get it in the prompt" in line
+
+
+LANED = """
+from flamechase.flow import Flow, FlowParams, FlowState, LaneDef
+
+
+class State(FlowState):
+    n: int = 0
+
+
+class Pair(Flow[State]):
+    name = "pair"
+    summary = "two take turns, a third copies"
+
+    def roles(self, params):
+        return ["writer", "reader", "copier"]
+
+    def lanes(self, params):
+        return [LaneDef("main", ("writer", "reader")), LaneDef("side", ("copier",), "side")]
+
+    def start(self, setup):
+        return State()
+
+    def evolve(self, state, event):
+        return state
+
+    def decide(self, state, now):
+        return []
+
+    def prompt(self, state, ctx):
+        return ""
+
+
+FLOW = Pair()
+"""
+
+
+def test_show_says_a_role_by_its_lane_when_the_flow_describes_none(tmp_path: Path) -> None:
+    path = tmp_path / "pair.py"
+    path.write_text(LANED)
+    lines = cli("flows", "show", str(path), cwd=tmp_path, check=True).stdout.splitlines()
+    at = lines.index("roles (-a, in order):")
+    assert lines[at + 1 : at + 4] == [
+        "  writer: takes turns in main, in turn with reader, on your tree",
+        "  reader: takes turns in main, in turn with writer, on your tree",
+        "  copier: takes turns in side, in its own place (side)",
+    ]

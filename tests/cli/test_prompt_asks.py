@@ -57,6 +57,13 @@ def _spawn(ws: Path, bin_dir: Path) -> pexpect.spawn:
     return child
 
 
+# Each role asked with what it is for: the relay says nothing of its roles, so its lane does.
+AUTHOR = (
+    "author (takes turns in lane-1, in turn with reviewer, on your tree) [claude/claude-opus-4-5]:"
+)
+REVIEWER = "takes turns in lane-1, in turn with author, on your tree"
+
+
 def test_a_flow_without_a_profile_asks_each_role_by_name_then_saves_and_runs(
     relay: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
@@ -65,13 +72,13 @@ def test_a_flow_without_a_profile_asks_each_role_by_name_then_saves_and_runs(
     child.send(f"${flow} make it better\r")
     child.expect_exact("has no profile; it needs 2 agent(s), asked by name")
     child.expect_exact("1) claude/claude-opus-4-5  2) codex/gpt-5.1-codex")
-    child.expect_exact("author [claude/claude-opus-4-5]:")
+    child.expect_exact(AUTHOR)
     child.send("claude\r")  # not a spec: said why, asked again
     child.expect_exact("there is no '/' between the CLI and the model")
-    child.expect_exact("author [claude/claude-opus-4-5]:")
+    child.expect_exact(AUTHOR)
     child.send(f"exec:{script}\r")
     # The default is the answer before.
-    child.expect_exact(f"reviewer [exec:{script}]:")
+    child.expect_exact(f"reviewer ({REVIEWER}) [exec:{script}]:")
     child.send("\r")
     child.expect_exact(f"save these as the profile for {flow}? [Y/n]:")
     child.send("\r")
@@ -90,9 +97,9 @@ def test_ctrl_c_at_a_question_starts_nothing(
     flow, script, ws = relay
     child = _spawn(ws, tmp_path / "bin")
     child.send(f"${flow} make it better\r")
-    child.expect_exact("author [claude/claude-opus-4-5]:")
+    child.expect_exact(AUTHOR)
     child.send(f"exec:{script}\r")
-    child.expect_exact("reviewer [")
+    child.expect_exact(f"reviewer ({REVIEWER}) [")
     child.sendintr()
     child.expect_exact(f"${flow}: nothing started")
     child.expect_exact(MARK)

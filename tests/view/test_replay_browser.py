@@ -80,7 +80,9 @@ def _check_point(
         assert row[1] == _state_cell(lane)
         assert row[2] == (f"{lane.actor} · turn {lane.turn}" if lane.actor else "")
         assert row[5] == str(lane.turns)
-        assert row[6] == str(lane.failures)
+        # Every failed turn, then how many of the latest failed in a row.
+        row_of = f" ({lane.failures} in a row)" if lane.failures else ""
+        assert row[6] == str(lane.failed) + row_of
     for name, head, ids in panels["pending"]:
         want = fold.pending(name)
         assert head.startswith(f"{name} ← {len(want)}")
@@ -120,6 +122,50 @@ def test_next_and_prev_walk_every_event(page: Any, sim_run: Run) -> None:
     texts = [p["x"] for p in points]
     assert any(" receives " in t for t in texts)
     assert any(" files a report " in t and "artifact" in t for t in texts)
+
+
+def test_failed_turns_are_seen_and_counted(page: Any, rough_run: Run) -> None:
+    _open(page, rough_run.html)
+    # However short, a failed turn is drawn at least 4 px wide on its track.
+    widths = page.evaluate(
+        "() => [...document.querySelectorAll('rect.blk.s-failed')]"
+        ".map((r) => r.getBoundingClientRect().width)"
+    )
+    assert widths and min(widths) >= 3.9, widths
+    # The lanes table counts every failed turn, and says how many failed in a row.
+    fold = RunFold.from_run(rough_run.run, rough_run.lanes)
+    for e in rough_run.events:
+        fold.apply(e)
+    rows = {r[0]: r for r in _panels(page)["lanes"]}
+    lane = fold.lanes["lane-2"]
+    assert lane.failed >= 2
+    assert rows["lane-2"][6].startswith(str(lane.failed)), rows["lane-2"]
+    assert page.text_content("#lanes thead") is not None
+    assert "Failed turns (in a row)" in page.text_content("#lanes thead")
+
+
+def test_the_charts_cursor_and_the_tracks_cursor_are_at_the_same_x(page: Any, sim_run: Run) -> None:
+    _open(page, sim_run.html)
+    for key in ("Home", "ArrowRight", "ArrowRight", "ArrowRight"):
+        page.keyboard.press(key)
+        xs = page.evaluate(
+            """async () => {
+              await new Promise((r) => requestAnimationFrame(() => r()));
+              const ph = document.querySelector("#tl-ph").getBoundingClientRect();
+              const line = document.querySelector("#chart line").getBoundingClientRect();
+              const rows = document.querySelector("#tl-rows").getBoundingClientRect();
+              const chart = document.querySelector("#chart").getBoundingClientRect();
+              return [ph.left, line.left + line.width / 2, rows.left, chart.left,
+                      rows.width, chart.width];
+            }"""
+        )
+        assert abs(xs[2] - xs[3]) < 1.5 and abs(xs[4] - xs[5]) < 1.5, xs  # same span
+        assert abs(xs[0] - xs[1]) < 3, xs  # the two cursors, within the lines' widths
+    # The chart's axes have values: each line's lowest and highest, cost in dollars.
+    ax = page.evaluate(
+        "() => [...document.querySelectorAll('#chart-ax span')].map((e) => e.textContent)"
+    )
+    assert "$0.0000" in ax and any(v.startswith("$") and v != "$0.0000" for v in ax), ax
 
 
 def test_dragging_the_bar_shows_that_point(page: Any, sim_run: Run) -> None:

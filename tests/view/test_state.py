@@ -310,3 +310,18 @@ def test_the_first_ctrl_c_says_in_the_header_that_a_second_cuts(
             {"seq": seq, "at": at, "kind": kind, "lane": None, "actor": None, "payload": data}
         )
     assert fold.status == shown
+
+
+def test_a_dropped_place_is_said_by_name() -> None:
+    """ "Place dropped." said nothing: the removal names the place as its flow labelled it, or
+    by its name when no label was given."""
+    fold = RunFold(lanes=[("lane-1", ("a", "b"))])
+
+    def ev(kind: str, **p: object) -> dict[str, object]:
+        return {"seq": fold.events + 1, "at": "2026-01-01T00:00:00Z", "kind": kind, "payload": p}
+
+    fold.apply(ev("place_made", place="measure/x", path="/r/x", label="the measurement copy"))
+    labelled = fold.apply(ev("place_dropped", place="measure/x")).shown.text
+    assert labelled == "The runtime removes the measurement copy."
+    bare = fold.apply(ev("place_dropped", place="scratch/y")).shown.text
+    assert bare == "The runtime removes place scratch/y."

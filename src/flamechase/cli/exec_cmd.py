@@ -11,6 +11,7 @@ from typing import IO, TYPE_CHECKING, cast
 import click
 
 from flamechase.cli import EXIT_CODES_HELP
+from flamechase.cli.flowopt import FlowOption
 from flamechase.errors import UsageError
 from flamechase.text import echo
 
@@ -33,7 +34,7 @@ NO_ENVIRONMENTS = (
     "flow_ref",
     required=True,
     metavar="FLOW",
-    help="a built-in flow's name (`flamechase flows list`) or a path to a flow",
+    cls=FlowOption,
 )
 @click.option(
     "-a",

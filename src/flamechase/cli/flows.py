@@ -11,7 +11,7 @@ from flamechase.errors import FlowIndexError
 from flamechase.text import echo, echo_json
 
 if TYPE_CHECKING:
-    from flamechase.flow import Flow, FlowParams
+    from flamechase.flow import Flow, FlowParams, Role
     from flamechase.loader.index import Entry
 
 INDEX_HELP = (
@@ -59,15 +59,19 @@ def _rows(index_source: str | None) -> tuple[list[dict[str, Any]], str | None]:
                 if row["name"] == rec.name or row["name"] in rec.variants:
                     row["from"] = f"built-in, installed from official (code {rec.code_hash[:12]})"
             continue
-        rows.append(
-            {
-                "name": rec.name,
-                "version": rec.version,
-                "from": f"installed ({rec.url}@{rec.commit[:12]})",
-                "description": rec.description,
-                "commit": rec.commit,
-            }
-        )
+        row = {
+            "name": rec.name,
+            "version": rec.version,
+            "from": f"installed ({rec.url}@{rec.commit[:12]})",
+            "description": rec.description,
+            "commit": rec.commit,
+        }
+        for shadowed in (r for r in rows if r["name"] == rec.name and r["from"] == "built-in"):
+            # Both are listed under one name: say which one `-f NAME` runs (the installed).
+            shadowed["from"] = f"built-in, not run: -f {rec.name} runs the installed one"
+            shadowed["runs"], row["runs"] = False, True
+            row["from"] += f", run by -f {rec.name}"
+        rows.append(row)
     have |= {r["name"] for r in rows}
     for point in entry_points():  # named, not imported: listing runs no flow's code
         dist = point.dist
@@ -224,18 +228,55 @@ def _defaults(flow: Flow[Any]) -> tuple[FlowParams, set[str]]:
     return flow.Params.model_construct(), required
 
 
+NO_WORDS = "works outside the lanes (the flow describes it no further)"
+
+
 def _roles(flow: Flow[Any], params: FlowParams, required: set[str]) -> list[str]:
     try:
         roles = flow.describe_roles(params)
     except Exception:  # roles that depend on a required param: nothing to show them from
         return [f"roles: depend on {', '.join(sorted(required))} (give them with -p)"]
     lines = ["roles (-a, in order):"]
+    where = _lane_words(flow, params)
     for role in roles:
-        extra = f" (default effort {role.defaults.effort})" if role.defaults.effort else ""
-        lines.append(
-            f"  {role.name}{extra}" + (f": {role.description}" if role.description else "")
-        )
+        lines.append(f"  {_role_line(role, where)}")
+    shown = {r.name for r in roles}
+    for key, more in _switched_roles(flow, params):
+        lines += [
+            f"  with -p {key}=true: {_role_line(r, where)}" for r in more if r.name not in shown
+        ]
+        shown |= {r.name for r in more}
     return lines
+
+
+def _role_line(role: Role, where: dict[str, str]) -> str:
+    """A role and what it is for: the flow's words, else where its lane has it take turns."""
+    extra = f" (default effort {role.defaults.effort})" if role.defaults.effort else ""
+    return f"{role.name}{extra}: {role.description or where.get(role.name) or NO_WORDS}"
+
+
+def _lane_words(flow: Flow[Any], params: FlowParams) -> dict[str, str]:
+    from flamechase.flow.api import lane_words
+
+    try:
+        return lane_words(flow.lanes(params))
+    except Exception:  # lanes of a flow that needs a required param: the roles still show
+        return {}
+
+
+def _switched_roles(flow: Flow[Any], params: FlowParams) -> list[tuple[str, list[Role]]]:
+    """Roles a flow only has with a switch on (a bool param that defaults to off, as
+    `-p lead=true` adds a role): found by asking the flow, so any flow's show them."""
+    out = []
+    for key, field in flow.Params.model_fields.items():
+        if field.annotation is not bool or getattr(params, key, None) is not False:
+            continue
+        try:
+            on = flow.Params.model_validate({**params.model_dump(), key: True})  # checked
+            out.append((key, flow.describe_roles(on)))
+        except Exception:  # noqa: S110 - the switch alone is no valid set of params: none to show
+            pass
+    return out
 
 
 def _skill_lines(flow: Flow[Any], params: FlowParams) -> list[str]:

@@ -136,6 +136,20 @@ class LaneDef:
         return self.place == "source"
 
 
+def lane_words(lanes: Sequence[LaneDef]) -> dict[str, str]:
+    """Each lane role said by where it takes its turns: what any flow's `lanes` tell a user
+    of its roles when the flow says nothing more."""
+    said: dict[str, str] = {}
+    for lane in lanes:
+        where = "on your tree" if lane.in_source else f"in its own place ({lane.place})"
+        with_ = [r for r in lane.roles if len(lane.roles) > 1]
+        for role in lane.roles:
+            others = [r for r in with_ if r != role]
+            turns = f", in turn with {', '.join(others)}" if others else ""
+            said.setdefault(role, f"takes turns in {lane.name}{turns}, {where}")
+    return said
+
+
 # A flow's params type: what `roles`, `lanes`, `RunSetup.params`... are given (the engine
 # validates `-p` against the flow's `Params`, so they are always of it). Flows that declare
 # no params of their own (`Flow[State]`) take plain `FlowParams`.
@@ -215,8 +229,10 @@ class Flow(abc.ABC, Generic[S, P]):
         """Every role, in the order positional `-a` fills them."""
 
     def describe_roles(self, params: P) -> list[Role]:
-        """`roles(params)` with what each is for and its agent defaults (override to say)."""
-        return [Role(name) for name in self.roles(params)]
+        """`roles(params)` with what each is for and its agent defaults (override to say
+        more). By default a role in a lane is said by where it takes its turns."""
+        where = lane_words(self.lanes(params))
+        return [Role(name, where.get(name, "")) for name in self.roles(params)]
 
     def lanes(self, params: P) -> list[LaneDef]:
         """Lanes opened when the run is created (their places are made by the flow)."""

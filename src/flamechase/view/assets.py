@@ -49,7 +49,9 @@ SKELETON = """\
 <span><i class="sw brk-sw"></i>run stopped or idle (not to scale)</span></div>
 <section id="lanes-box"><h2>Lanes</h2><table id="lanes"><thead><tr><th>Lane</th>
 <th>State</th><th>On turn</th><th>Elapsed</th><th>Last report</th><th>Turns</th>
-<th>Failures</th></tr></thead><tbody></tbody></table></section>
+<th
+title="every failed turn; in a row: the latest ones, two of which hold a lane">
+Failed turns (in a row)</th></tr></thead><tbody></tbody></table></section>
 <section id="alerts" hidden><h2>Alerts</h2><div id="alerts-in"></div></section>
 <div id="panels" hidden aria-label="the flow's panels"></div>
 <div id="grid">
@@ -59,7 +61,7 @@ SKELETON = """\
 </div>
 <section id="chart-box"><h2>Spend and best over time</h2><div id="legend"></div>
 <svg id="chart" viewBox="0 0 1000 160" preserveAspectRatio="none" role="img"
- aria-label="cumulative spend and leaderboard best"></svg></section>
+ aria-label="cumulative spend and leaderboard best"></svg><div id="chart-ax"></div></section>
 <section><h2>Narration <small id="story-n"></small></h2>
 <div id="story" tabindex="0"><div id="story-in"></div></div></section>"""
 
@@ -148,6 +150,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .none{color:var(--mut)}
 #chart{width:100%;height:160px;display:block;background:var(--pan);border-radius:4px}
 #legend{font-size:12px;color:var(--mut);margin-bottom:4px}
+#chart-box{position:relative}#chart-ax span{position:absolute;font-size:10px;line-height:12px;
+padding:0 2px;background:rgba(255,255,255,.8);pointer-events:none}
 .k-cost{color:#1c7ed6}.k-best{color:#2f9e44}
 #story{position:relative;height:360px;overflow:auto;border:1px solid var(--bd);
 border-radius:6px}

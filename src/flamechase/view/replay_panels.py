@@ -76,7 +76,9 @@ function render() {
     cell(tr, 3, r[0] && r[3] !== null ? dur((p.t - r[3]) / 1000) : "");
     cell(tr, 4, r[8] ? r[8] + (r[12] ? " · " + short(r[12], li) : "") : "—");
     cell(tr, 5, r[4], "num", r[5] + " valid, " + r[6] + " failed");
-    cell(tr, 6, r[7], "num");
+    // Every failed turn, and how many of the last ones failed in a row (two hold a lane).
+    cell(tr, 6, r[6] + (r[7] ? " (" + r[7] + " in a row)" : ""), "num",
+      r[6] + " failed turn(s) in all; " + r[7] + " in a row now");
     labels[li].className = "tl-label" + (p.l === li ? " cur" : "");
   });
   // States share unchanged parts, so identity says whether a panel needs redrawing.

@@ -273,7 +273,8 @@ function layout() {
   for (let j = 0; j < B.length; j++) {
     const b = B[j], a = Math.max(0, b.t0), z = b.t1 === null ? end : b.t1;
     b.top = tops.get(b.row) || 0;
-    b.xp = X(a); b.wp = Math.max(0, X(z) - b.xp);
+    // A failed turn is often over in a moment: drawn at least 4 px wide, so it is seen.
+    b.xp = X(a); b.wp = Math.max(0, X(z) - b.xp, b.st === "failed" ? 400 / px : 0);
     b.x = b.xp + "%"; b.w = b.wp + "%";
     onRow.get(b.row).push(j);
   }
@@ -281,6 +282,7 @@ function layout() {
   for (const m of M) m.el.setAttribute("cx", X(m.t) + "%");
   hi = undefined;  // blocks moved: place the current-turn frame again
   chart();
+  alignChart();
 }
 
 // One rect a turn, except where turns are narrower than MIN_PX (a long run on a narrow
@@ -311,7 +313,40 @@ function drawTrack(g, js) {
   g.replaceChildren(...out);
 }
 
-let chartPh = null;
+let chartPh = null, AX = {cost: null, best: null};
+// The chart's axis values: each line's lowest and highest, at the heights they are drawn
+// (cost on the left, best on the right, in their lines' colours).
+function axisLabels(c) {
+  // An <svg> has no offsetTop: its place in the box comes from the two rectangles.
+  const ax = $("chart-ax"), r = c.getBoundingClientRect();
+  const b = c.parentNode.getBoundingClientRect(), h = r.height || 160, top = r.top - b.top;
+  ax.replaceChildren();
+  const put = (v, yv, cls, side, fmt) => {
+    const e = el("span", cls + " ax", fmt(v));
+    e.style.top = (top + h * yv / 160 - 6) + "px";
+    if (side === "l") e.style.left = (r.left - b.left + 2) + "px";
+    else e.style.right = (b.right - r.right + 2) + "px";
+    ax.appendChild(e);
+  };
+  const both = (span, cls, side, fmt) => {
+    if (!span) return;
+    if (span[0] === span[1]) { put(span[0], 80, cls, side, fmt); return; }
+    put(span[1], 10, cls, side, fmt); put(span[0], 150, cls, side, fmt);
+  };
+  both(AX.cost, "k-cost", "l", money);
+  both(AX.best, "k-best", "r", (v) => String(v));
+}
+// The chart spans exactly the tracks' width, where the timeline's tracks start: the same
+// time is then at the same x in both, and so are their cursors.
+function alignChart() {
+  const c = $("chart"), box = c.parentNode, rows = $("tl-rows").getBoundingClientRect();
+  if (!rows.width) { axisLabels(c); return; }
+  const inner = box.getBoundingClientRect().left + box.clientLeft
+    + parseFloat(getComputedStyle(box).paddingLeft || "0");
+  c.style.marginLeft = Math.max(0, rows.left - inner) + "px";
+  c.style.width = rows.width + "px";
+  axisLabels(c);
+}
 function chart() {
   const svg = $("chart"), cost = [], best = [];
   let c0 = null, b0 = null;
@@ -344,6 +379,9 @@ function chart() {
   };
   line(cost, "cost", "#1c7ed6");
   line(best, "best", "#2f9e44");
+  const span2 = (pts) => pts.length ? [Math.min(...pts.map((q) => q[1])),
+    Math.max(...pts.map((q) => q[1]))] : null;
+  AX = {cost: span2(cost), best: span2(best)};
   chartPh = svgEl("line", {x1: 0, x2: 0, y1: 0, y2: 160, stroke: "#d9480f",
     "stroke-width": "2", "vector-effect": "non-scaling-stroke"});
   svg.appendChild(chartPh);

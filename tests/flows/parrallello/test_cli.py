@@ -93,6 +93,7 @@ def test_the_approval_truth_table_with_four_fronts_building_at_once(tmp_path: Pa
     assert [ln["front"] for ln in st["lanes"] if ln["lane"].endswith(".core")] == list(fronts)
     # One front of four approved: the run failed, and its bar never reads 100 %.
     assert st["progress"]["overall"] < 1 and st["progress"]["bar"].endswith("] 99%")
+    assert st["fronts"]["D"]["stopped"]["round"] == 1  # where D stopped, in words for people
     assert [(a["what"], a["front"]) for a in st["anomalies"]] == [("critic-rule-mismatch", "D")]
 
 
@@ -184,7 +185,12 @@ def test_edits_outside_a_builders_files_are_reverted_and_a_gate_edit_refuses_the
     assert any("Anomaly in front T, round 1: gate-tamper" in a for a in st["alerts"])
     human = cli("status", cwd=ws).stdout
     assert "anomalies: 3" in human and "gate-tamper (front T round 1)" in human
-    assert "Anomaly in front O, round 1: ownership-violation" in cli("events", cwd=ws).stdout
+    log = cli("events", cwd=ws).stdout
+    assert "Anomaly in front O, round 1: ownership-violation" in log
+    # The refused round is said refused: its gate never ran, so no gate is said to fail.
+    said = next(x for x in log.splitlines() if "Front T, round 1: REFUSED" in x)
+    assert "edited the frozen gate (gates/T.py); nothing of it taken, its gate not run" in said
+    assert "a gate does not PASS" not in said
     handoff = next(e["payload"] for e in evs if e["kind"] == "turn_valid" and e["lane"] == "O.core")
     assert "WROTE" not in json.dumps(handoff)
 
@@ -212,9 +218,20 @@ def test_the_round_and_block_ceilings_end_a_front_not_approved(tmp_path: Path) -
     assert not any(e["kind"] == "turn_started" and e["payload"]["turn"] == 5 for e in evs)
     st = status(ws)
     assert st["fronts"]["P"]["status"] == "not_approved"
-    assert st["fronts"]["P"]["bar"].endswith("99%")
+    # Where it stopped and where its work is, never a near-done 99 %.
+    tree = Path(end["tree"])
+    assert st["fronts"]["P"]["stopped"] == {"round": 4, "block": 2, "blocks": 2, "tree": str(tree)}
+    assert (tree / "src/P/core.py").read_text() == "VALUE = 5\n"  # its four rounds' work
     human = cli("status", cwd=ws).stdout
-    assert "P " in human and "not_approved" in human and "overall [" in human
+    line = next(x for x in human.splitlines() if x.strip().startswith("P "))
+    assert "NOT APPROVED" in line and "it stopped at round 4 (block 2 of 2)" in line, line
+    assert f"its work stays in its tree: {tree}" in line and "%" not in line
+    assert "overall: 0 of 1 front approved" in human and "99%" not in human
+    log = cli("events", cwd=ws).stdout
+    said = next(x for x in log.splitlines() if "Front P NOT APPROVED" in x)
+    assert "It stopped at round 4 (block 2 of 2)" in said and "99%" not in said, said
+    last = next(x for x in log.splitlines() if "Front P, round 4: not approved" in x)
+    assert "The front's last round" in last and "99%" not in last, last
 
 
 def test_a_run_killed_mid_block_resumes_at_the_same_round(tmp_path: Path) -> None:

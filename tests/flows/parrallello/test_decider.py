@@ -247,7 +247,12 @@ def test_describe_shows_a_bar_per_front_and_overall() -> None:
     assert summary["fronts"]["P2"]["status"] == "not_approved"
     # The weighted mean is 99.75 %; a run with a front not approved never reads 100 %.
     assert summary["progress"]["overall"] == 0.99
-    assert summary["display"][0].startswith("overall [") and summary["display"][0].endswith("99%")
+    # Every front has ended: the run is said as its count, not as a near-done bar; the front
+    # not approved as where it stopped.
+    assert summary["display"][0] == "overall: 1 of 2 fronts approved"
+    p2 = next(x for x in summary["display"] if x.startswith("P2 "))
+    assert "NOT APPROVED" in p2 and "it stopped at round 2 (block 1 of 1)" in p2 and "%" not in p2
+    assert summary["fronts"]["P2"]["stopped"]["tree"] == d.state.places["fronts/P2"]
     assert summary["lanes"]["P1.core"] == {"front": "P1", "owner": "core", "files": ["src/P1/**"]}
 
 

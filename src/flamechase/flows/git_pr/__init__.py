@@ -32,6 +32,7 @@ from flamechase.flow import (
     FinishRun,
     Flow,
     LaneDef,
+    Role,
     RunSetup,
     SimActor,
     TurnContext,
@@ -80,6 +81,16 @@ class GitPr(Flow[GitState, GitPrParams]):
 
     def roles(self, params: GitPrParams) -> list[str]:
         return [planning.PLANNER, *(r for lane in self.lanes(params) for r in lane.roles)]
+
+    def describe_roles(self, params: GitPrParams) -> list[Role]:
+        said = {planning.PLANNER: "plans one mission per lane, once, and leaves the run"}
+        for lane in self.lanes(params):
+            for role in lane.roles:
+                said[role] = (
+                    f"{lane.name}, taking turns, in its own git clone; proposes its work as "
+                    "pull requests the runtime measures and merges"
+                )
+        return [Role(r, said.get(r, "")) for r in self.roles(params)]
 
     def copies_needed(self, params: GitPrParams, *, fresh: bool, revised: bool) -> int:
         return len(self.copy_names(params, fresh=fresh, revised=revised))

@@ -363,6 +363,8 @@ def _close(
                 ],
                 progress=front_fraction(front, ctx.plan),
                 overall=0.0,
+                refused=rs.refused,
+                last_round=rs.block >= ctx.plan.blocks and rs.in_block == ctx.plan.rounds_per_block,
             )
         )
     )

@@ -7,7 +7,16 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from flamechase.events import FlowEvent, register
-from flamechase.events.present import Cell, Mark, Row, Seen, Shown, clip, plural
+from flamechase.events.present import Mark, Seen, Shown, clip, plural
+from flamechase.flows.parrallello.words import (
+    bar,
+    findings,
+    front_row,
+    ids,
+    pct,
+    proofs,
+    stopped_at,
+)
 
 # The runtime plays the lead: every decision it takes is one of these, journaled with its
 # figures, so `status`, the live view and the replay show where each front stands.
@@ -30,12 +39,12 @@ class FrontsPlanned(FlowEvent):
         waves = sorted({int(f.get("wave", 1)) for f in fronts})
         by = "The planner plans" if self.source == "planner" else "The plan file sets"
         return Shown(
-            f"{by} {plural(len(fronts), 'front')} ({_ids(fronts, 8)}) in "
+            f"{by} {plural(len(fronts), 'front')} ({ids(fronts, 8)}) in "
             f"{plural(len(waves), 'wave')}; at most {plural(self.blocks, 'block')} of "
             f"{plural(self.rounds_per_block, 'round')} each.",
             "plan",
             rows=tuple(
-                _front(str(f.get("id")), wave=int(f.get("wave", 1)), state="planned")
+                front_row(str(f.get("id")), wave=int(f.get("wave", 1)), state="planned")
                 for f in fronts
             ),
         )
@@ -114,7 +123,7 @@ class FrontStarted(FlowEvent):
             f"({plural(len(self.frozen), 'file')}), baseline {self.baseline}, "
             f"{plural(self.tickets, 'ticket')}.",
             "run",
-            rows=(_front(self.front, wave=self.wave, state="open", tickets=self.tickets),),
+            rows=(front_row(self.front, wave=self.wave, state="open", tickets=self.tickets),),
         )
 
 
@@ -135,14 +144,14 @@ class RoundStarted(FlowEvent):
         return f"{self.front} round {self.round} (block {self.block}): {who}"
 
     def show(self, seen: Seen) -> Shown:
-        work = "; ".join(f"{o}: {_ids(t)}" for o, t in self.builders.items())
+        work = "; ".join(f"{o}: {ids(t)}" for o, t in self.builders.items())
         paced = f", paced (ceiling {self.ceiling})" if self.paced else ""
         return Shown(
             f"Front {self.front}, round {self.round} (block {self.block}, round "
             f"{self.in_block} of the block){paced}: {work or 'no tickets: review only'}.",
             "turn",
             mark=Mark(f"round {self.round}"),
-            rows=(_front(self.front, state="in round", block=self.block, round=self.round),),
+            rows=(front_row(self.front, state="in round", block=self.block, round=self.round),),
         )
 
 
@@ -174,14 +183,14 @@ class BuilderChecked(FlowEvent):
         )
         if self.frozen:
             return Shown(
-                text + f"; it edited the frozen gate ({_ids(self.frozen)}): the round's work "
+                text + f"; it edited the frozen gate ({ids(self.frozen)}): the round's work "
                 "is refused.",
                 "fail",
             )
         if self.outside:
             return Shown(
-                text + f"; edits outside its files reverted ({_ids(self.outside)}), "
-                f"ticket(s) failed: {_ids(self.failed_tickets) or 'none'}.",
+                text + f"; edits outside its files reverted ({ids(self.outside)}), "
+                f"ticket(s) failed: {ids(self.failed_tickets) or 'none'}.",
                 "fail",
             )
         return Shown(text + ".", "info")
@@ -208,7 +217,7 @@ class GateRan(FlowEvent):
     def show(self, seen: Seen) -> Shown:
         word = "PASS" if self.passed else "FAIL"
         why = f" — fails closed: {self.reason} ({self.detail})" if self.reason else ""
-        failing = f"; failing {_ids(self.failing)}" if self.failing else ""
+        failing = f"; failing {ids(self.failing)}" if self.failing else ""
         stage = {"baseline": "baseline", "recheck": "recheck"}.get(
             self.stage, f"round {self.round}"
         )
@@ -217,7 +226,7 @@ class GateRan(FlowEvent):
             f"{self.n}/{self.m} {word}{why}{failing}.",
             "info" if self.passed else "warn",
             mark=Mark(f"gate {self.n}/{self.m}", "good" if self.passed else "bad"),
-            rows=(_front(self.front, gate=f"{self.n}/{self.m} {word}"),),
+            rows=(front_row(self.front, gate=f"{self.n}/{self.m} {word}"),),
         )
 
 
@@ -256,31 +265,15 @@ class RecalibrationProven(FlowEvent):
     gate: str = ""
 
     def describe(self) -> str:
-        return f"{self.front} recalibration proven in round {self.round}: {_proofs(self.changes)}"
+        return f"{self.front} recalibration proven in round {self.round}: {proofs(self.changes)}"
 
     def show(self, seen: Seen) -> Shown:
         return Shown(
             f"Front {self.front}'s gate is recalibrated with proof in round {self.round} "
-            f"({_proofs(self.changes)}); it applies once block {self.block} ends "
+            f"({proofs(self.changes)}); it applies once block {self.block} ends "
             f"(its trial: {self.gate}).",
             "plan",
         )
-
-
-def _proofs(changes: list[dict[str, Any]]) -> str:
-    out = []
-    for c in changes:
-        proof = c.get("proof") if isinstance(c, Mapping) else None
-        if isinstance(proof, Mapping):
-            targets = ", ".join(f"{k} {v}" for k, v in (c.get("targets") or {}).items())
-            removes = ", ".join(c.get("removes") or ())
-            what = "; ".join(x for x in (targets, removes and f"removes {removes}") if x)
-            measured = clip(str(proof.get("measurement")), 120)
-            out.append(
-                f"{proof.get('reason')} on {proof.get('date')}: {measured}"
-                + (f" -> {what}" if what else "")
-            )
-    return "; ".join(out) or "no proof"
 
 
 @register
@@ -317,7 +310,7 @@ class LeadDecided(FlowEvent):
                 if self.split
                 else ""
             )
-            + f"; tickets: {_ids(self.tickets) or 'none'}; note: {clip(self.note, 300)}",
+            + f"; tickets: {ids(self.tickets) or 'none'}; note: {clip(self.note, 300)}",
             "plan",
         )
 
@@ -341,33 +334,41 @@ class VerdictRecorded(FlowEvent):
     summary: str = ""
     progress: float = 0.0
     overall: float = 0.0
+    refused: str | None = None  # the round's work was refused (a builder edited the gate)
+    last_round: bool = False  # the front's ceiling: no round follows an unapproved verdict
+    tally: str = ""  # every front has ended: how many were approved, said instead of a bar
 
     def describe(self) -> str:
         word = "APPROVED" if self.approved else "not approved"
-        return (
-            f"{self.front} round {self.round}: {word} (M{self.majors} m{self.mediums} "
-            f"n{self.minors}, gate {self.gate})"
-        )
+        return f"{self.front} round {self.round}: {word} ({findings(self)}, gate {self.gate})"
 
     def show(self, seen: Seen) -> Shown:
         word = "APPROVED" if self.approved else "not approved"
-        # The counts follow; a reason that only restates them is not said twice.
+        # The counts follow; a reason that only restates them is not said twice, and a
+        # refused round's gate never ran, so "a gate does not PASS" would be a guess.
         said = [r for r in self.reasons if not r.endswith("finding(s)")]
+        if self.refused:
+            word = "REFUSED"
+            said = [self.refused, "nothing of it taken, its gate not run"]
         why = f" ({'; '.join(said)})" if said else ""
+        if self.last_round and not self.approved:
+            where = "The front's last round (its ceiling)"
+        else:
+            where = f"{bar(self.progress)} this front"
         return Shown(
-            f"Front {self.front}, round {self.round}: {word}{why} — {self.majors} major, "
-            f"{self.mediums} medium, {self.minors} minor; gate {self.gate}; next tickets: "
-            f"{_ids(self.tickets) or 'none'}. {bar(self.progress)} this front · "
-            f"{bar(self.overall)} all fronts",
-            "best" if self.approved else "end",
+            f"Front {self.front}, round {self.round}: {word}{why} — {findings(self)}; "
+            f"gate {self.gate}; next tickets: {ids(self.tickets) or 'none'}. {where} · "
+            f"{self.tally or bar(self.overall) + ' all fronts'}",
+            "best" if self.approved else "fail" if self.refused else "end",
             mark=Mark(
-                "approved" if self.approved else "verdict", "good" if self.approved else "info"
+                "approved" if self.approved else "refused" if self.refused else "verdict",
+                "good" if self.approved else "bad" if self.refused else "info",
             ),
             rows=(
-                _front(
+                front_row(
                     self.front,
-                    verdict=f"{word}: {self.majors}M {self.mediums}m {self.minors}n",
-                    progress=_pct(self.progress),
+                    verdict=f"{word.lower() if self.refused else word}: {findings(self)}",
+                    progress=pct(self.progress),
                 ),
             ),
         )
@@ -411,20 +412,38 @@ class FrontEnded(FlowEvent):
     reason: str = ""
     progress: float = 0.0
     overall: float = 0.0
+    block: int = 0  # the block it stopped in (0: it never opened)
+    blocks: int = 0  # the plan's ceiling
+    tree: str = ""  # where its work stays (the front's tree under the run directory)
+    tally: str = ""  # every front has ended: how many were approved, said instead of a bar
 
     def describe(self) -> str:
         return f"{self.front} {self.status.replace('_', ' ')}: {self.reason}"
 
     def show(self, seen: Seen) -> Shown:
-        tail = f"; open: {_ids(self.open_tickets)}" if self.open_tickets else ""
+        tail = f"; open: {ids(self.open_tickets)}" if self.open_tickets else ""
         word = self.status.replace("_", " ")
         why = "" if self.reason.startswith(self.status) else f": {self.reason}"
+        whole = self.tally or f"{bar(self.overall)} all"
+        if self.status == "approved":
+            where = f"{bar(self.progress)} this front · {whole}"
+        else:  # where it stopped, not a near-done percentage
+            where = f"{stopped_at(self.rounds, self.block, self.blocks, self.tree)} · {whole}"
         return Shown(
             f"Front {self.front} {word.upper()} after {plural(self.rounds, 'round')}"
-            f"{why}{tail}. {bar(self.progress)} this front · {bar(self.overall)} all",
+            f"{why}{tail}. {where}",
             "best" if self.status == "approved" else "fail",
             mark=Mark(word, "good" if self.status == "approved" else "bad"),
-            rows=(_front(self.front, state=word, progress=_pct(self.progress)),),
+            rows=(
+                front_row(
+                    self.front,
+                    state=word,
+                    progress=pct(self.progress)
+                    if self.status == "approved"
+                    else f"stopped at round {self.rounds}",
+                    **({"work": self.tree} if self.tree and self.status != "approved" else {}),
+                ),
+            ),
         )
 
 
@@ -449,7 +468,7 @@ class FrontIntegrated(FlowEvent):
         return Shown(
             f"Front {self.front} lands in your tree: {plural(self.files, 'file')}{commit}.",
             "report",
-            rows=(_front(self.front, state="integrated"),),
+            rows=(front_row(self.front, state="integrated"),),
         )
 
 
@@ -471,29 +490,3 @@ class Anomaly(FlowEvent):
         where = f"front {self.front}, round {self.round}" if self.front else "the run"
         text = f"Anomaly in {where}: {self.what} — {clip(self.detail, 300)}."
         return Shown(text, "warn", mark=Mark(self.what, "bad"), alert=text)
-
-
-def _front(front: str, **cells: Cell) -> Row:
-    """A row of the `fronts` panel."""
-    return Row("fronts", front, cells)
-
-
-def bar(fraction: object, width: int = 10) -> str:
-    """`[####------] 40%`."""
-    try:
-        f = min(1.0, max(0.0, float(fraction)))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        f = 0.0
-    filled = int(f * width + 1e-9)
-    return "[" + "#" * filled + "-" * (width - filled) + f"] {_pct(f)}"
-
-
-def _pct(fraction: float) -> str:
-    """Rounded down: only what is done reads 100 %."""
-    return f"{int(fraction * 100 + 1e-9)}%"
-
-
-def _ids(items: Any, limit: int = 4) -> str:
-    names = [str(i.get("id") if isinstance(i, Mapping) else i) for i in (items or [])]
-    more = f" +{len(names) - limit}" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more

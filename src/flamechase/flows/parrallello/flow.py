@@ -278,9 +278,9 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         for c in list(owed):  # the control plane, written from the state once it moved on
             if isinstance(c, Emit) and isinstance(c.event, fev.BlockEnded):
                 state = control.snapshot(state, c.event.front, c.event.block)
-        whole = progress.overall(state)
+        whole, tally = progress.overall(state), progress.tally(state)
         owed = [
-            Emit(dataclasses.replace(c.event, overall=whole))
+            Emit(dataclasses.replace(c.event, overall=whole, tally=tally))
             if isinstance(c, Emit) and isinstance(c.event, fev.VerdictRecorded | fev.FrontEnded)
             else c
             for c in owed

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import lead
+from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello.progress import front_fraction
 from flamechase.flows.parrallello.rounds import Ctx, begin
 from flamechase.flows.parrallello.state import FrontState, FrontStatus
@@ -58,6 +59,9 @@ def end_front(
                 else [],
                 progress=front_fraction(front, ctx.plan),
                 overall=0.0,
+                block=front.block if front.rounds else 0,
+                blocks=ctx.plan.blocks,
+                tree=ctx.path(rt.front_place(front.lane)) if front.rounds else "",
             )
         ),
     ]

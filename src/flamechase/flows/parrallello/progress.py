@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from flamechase.events.present import plural
 from flamechase.flow import FinishRun
 from flamechase.flows.parrallello.plan import PlanSpec
-from flamechase.flows.parrallello.state import FrontState, PState, spec_of
+from flamechase.flows.parrallello.runtime import front_place
+from flamechase.flows.parrallello.state import ENDED, FrontState, PState, spec_of
 from flamechase.flows.parrallello.usage import GO_ON, GO_ON_UNPROBED
+from flamechase.flows.parrallello.words import stopped_at
 
-__all__ = ["bar", "describe", "front_fraction", "overall"]
+__all__ = ["bar", "describe", "front_fraction", "overall", "stopped", "tally"]
 
 SPANS = (0.60, 0.85, 0.99)
 
@@ -61,6 +64,31 @@ def overall(state: PState) -> float:
 
 
 UNAPPROVED_CAP = 0.99
+
+
+def tally(state: PState) -> str:
+    """Once every front has ended without all approved, the run's count of them, said
+    instead of a near-done percentage (`1 of 2 fronts approved`); empty otherwise."""
+    fronts = state.fronts.values()
+    if not fronts or not all(f.status in ENDED for f in fronts):
+        return ""
+    good = sum(f.status == "approved" for f in fronts)
+    if good == len(state.fronts):
+        return ""
+    return f"{good} of {plural(len(state.fronts), 'front')} approved"
+
+
+def stopped(state: PState, front: FrontState) -> dict[str, Any] | None:
+    """Where a front that ended unapproved stopped, and where its work stays."""
+    if front.status not in ENDED or front.status == "approved":
+        return None
+    assert state.plan is not None
+    return {
+        "round": front.rounds,
+        "block": front.block if front.rounds else 0,
+        "blocks": state.plan.blocks,
+        "tree": state.places.get(front_place(front.lane)) if front.rounds else None,
+    }
 
 
 def percent(fraction: float) -> str:
@@ -119,7 +147,8 @@ def _front_row(state: PState, front: FrontState) -> dict[str, Any]:
         "blocks": list(front.blocks),
         "integrated": front.integrated,
         "ended": front.ended,
-        "place": state.places.get(f"fronts/{front.lane}"),
+        "place": state.places.get(front_place(front.lane)),
+        "stopped": stopped(state, front),
     }
 
 
@@ -141,12 +170,9 @@ def describe(state: PState) -> dict[str, Any]:
                 "owner": owner,
                 "files": list(spec_of(state.plan, f).owners[owner]),
             }
-    whole = overall(state)
-    display = [f"overall {bar(whole)}"] + [
-        f"{fid:<10} {row['bar']}  {row['status']}"
-        + (f" · block {row['block']} round {row['round']} ({row['phase']})" if row["phase"] else "")
-        + (f" · gate {row['gate']}" if row["gate"] else "")
-        for fid, row in fronts.items()
+    whole, count = overall(state), tally(state)
+    display = [f"overall: {count}" if count else f"overall {bar(whole)}"] + [
+        _front_line(fid, row) for fid, row in fronts.items()
     ]
     display += _anomaly_lines(state)
     said = state.usage.line()
@@ -162,6 +188,19 @@ def describe(state: PState) -> dict[str, Any]:
         "lanes": lanes,
         "display": display + ([said] if said else []),
     }
+
+
+def _front_line(fid: str, row: dict[str, Any]) -> str:
+    """A front in `status`: its bar while it can still be approved; once it ended without
+    approval, where it stopped and where its work is (a bar at 99 % would read near done)."""
+    gate = f" · gate {row['gate']}" if row["gate"] else ""
+    stop = row["stopped"]
+    if stop is not None:
+        where = stopped_at(stop["round"], stop["block"], stop["blocks"], stop["tree"] or "")
+        word = str(row["status"]).replace("_", " ")
+        return f"{fid:<10} {word.upper()}{gate} · {where[0].lower()}{where[1:]}"
+    phase = f" · block {row['block']} round {row['round']} ({row['phase']})" if row["phase"] else ""
+    return f"{fid:<10} {row['bar']}  {row['status']}{phase}{gate}"
 
 
 ANOMALY_LINES = 5

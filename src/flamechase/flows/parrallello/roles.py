@@ -14,6 +14,8 @@ _ABOUT = {
     "critic": "a fresh adversarial critic per round; runs the gate itself; numbers first, "
     "eyes last",
     "prep": "one-pass agents that pre-stage a front (gate, baseline, tickets)",
+    "lead": "a fresh session between a front's blocks: its next tickets and a note that "
+    "binds the next block",
 }
 
 
