@@ -1,6 +1,7 @@
 """The account's usage shares a CLI reports on its own: how much of each window is used.
 
-Three shares, each a fraction of 1, named as parrallello's thresholds name them:
+Three shares, each a fraction of 1, named as a flow's usage thresholds name them
+(and as `-p usage_probe=CMD` prints them):
 `weekly` (the account's 7-day window, all models), `window_5h` (the 5-hour window) and
 `extra_credit` (extra usage past the plan, as a share of its ceiling).
 

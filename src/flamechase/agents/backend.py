@@ -37,8 +37,9 @@ class Usage:
     self_reported: bool = False
     # The account's usage shares the CLI reported meanwhile (`weekly`, `window_5h`,
     # `extra_credit`, fractions of 1: agents/account.py), and which CLI said them. Not a
-    # cost: a later answer's figure replaces an earlier one's, never adds to it.
-    shares: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    # cost: a later answer's figure replaces an earlier one's, never adds to it. Left out of
+    # the hash (a Usage stays hashable); equality still compares it.
+    shares: Mapping[str, float] = dataclasses.field(default_factory=dict, hash=False)
     shares_from: str = ""
 
     def __add__(self, other: Usage) -> Usage:
