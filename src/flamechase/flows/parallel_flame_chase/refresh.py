@@ -39,6 +39,7 @@ class Fresh(FlowState):
     error: str | None = None
     remake: int = 0  # which copy of the lane this is (a dropped copy's remake records anew)
     seen: int = 0  # the lane-1 count when the last answer came: the next refresh reads no less
+    tried_for: int = 0  # the lane turn the last answer came before (one refresh per turn)
 
 
 def _key(lane: str, what: str, at: int, copy: int) -> str:
@@ -53,12 +54,16 @@ def dropped(fresh: Mapping[str, Fresh], lane: str) -> dict[str, Fresh]:
     return {**fresh, lane: Fresh(remake=old.remake + 1)}
 
 
-def wanted(fresh: Fresh | None, lane1_valid: int) -> str | None:
+def wanted(fresh: Fresh | None, lane1_valid: int, next_turn: int) -> str | None:
     """What the lane needs before its next turn: "record", "refresh" or nothing."""
     if fresh is None:
         return "record"
     if not fresh.base:  # a record that failed: this lane goes on unrefreshed
         return None if fresh.error else "record"
+    # One refresh per lane turn: lane 1 moving on during it waits for the lane's next turn
+    # (waiting for lane 1 to stand still would starve a lane beside a quick lane 1).
+    if fresh.tried_for == next_turn:
+        return None
     return "refresh" if fresh.at < lane1_valid else None
 
 
@@ -88,7 +93,7 @@ def commands(
         if lane.in_source or lane.busy or lane.waiting or lane.place not in places:
             continue
         f = fresh.get(lane.name)
-        what = wanted(f, lane1_valid)
+        what = wanted(f, lane1_valid, lane.turns + 1)
         copy = places[lane.place]
         if what == "record":
             argv = runtime_module(_TOOL, "record", "--tree", copy)
@@ -125,7 +130,11 @@ def waiting(
 ) -> set[str]:
     if not source:
         return set()
-    return {ln.name for ln in lanes if not ln.in_source and wanted(fresh.get(ln.name), lane1_valid)}
+    return {
+        ln.name
+        for ln in lanes
+        if not ln.in_source and wanted(fresh.get(ln.name), lane1_valid, ln.turns + 1)
+    }
 
 
 def _output(receipt: Mapping[str, Any]) -> dict[str, Any]:
@@ -158,7 +167,8 @@ def ran(
     if event.receipt.get("error") or "error" in out or not out.get("base"):
         # The turn goes on the copy as it is; the next valid lane-1 turn tries again.
         err = str(out.get("error") or event.receipt.get("error") or "no result")
-        return {**fresh, lane: old.replace(at=at, error=err, seen=lane1_valid)}
+        failed = old.replace(at=at, error=err, seen=lane1_valid, tried_for=next_turn)
+        return {**fresh, lane: failed}
     conflicts = tuple(str(p) for p in out.get("conflicts") or ()) if what == "refresh" else ()
     since = old.on
     if old.base and old.for_turn == next_turn:
@@ -175,6 +185,7 @@ def ran(
         error=None,
         seen=lane1_valid,
         for_turn=next_turn,
+        tried_for=next_turn if what == "refresh" else 0,
     )
     return {**fresh, lane: new}
 
