@@ -61,7 +61,7 @@ class ParallelParams(MeasuredLaneParams):
         "frozen at the start, a submission that changes them is not measured",
     )
     lane_refresh: Literal["rebase", "never"] = Field(
-        default="never",
+        default="rebase",
         description="rebase: before a lane 2..N turn, carry the lane copy's changes onto "
         "lane 1's tree once lane 1 had a valid turn since (conflicts keep the lane's "
         "version and are named in its prompt); never: copies stay on the tree they began on",
