@@ -143,6 +143,9 @@ def test_lanes_in_copies_run_on_their_hosts_and_come_back_whole(
             warn=lambda _t: None,
             settings={
                 "budget.turns": "12",
+                # Copies kept on the tree they began on: refreshing them is not this test's
+                # (test_pfc_lane_refresh.py; on Ray the refresh runs on the head's copy).
+                "lane_refresh": "never",
                 "rest_seconds": "0.05",
                 "evaluator": "cat score.txt; pwd",
                 "metric_pattern": r"SCORE: (\d+)",
@@ -285,7 +288,12 @@ def test_a_turn_whose_changes_cannot_land_fails_and_its_lane_restarts_from_the_h
             task="do it",
             workspace=source_tree,
             warn=lambda _t: None,
-            settings={"lanes": "2", "budget.turns": "9", "rest_seconds": "0.05"},
+            settings={
+                "lanes": "2",
+                "budget.turns": "9",
+                "rest_seconds": "0.05",
+                "lane_refresh": "never",  # its lanes' logs are the copies' own, unrefreshed
+            },
         )
     )
     nodes = SpoiledCopy(LocalExecutor(), tmp_path / "nodes")

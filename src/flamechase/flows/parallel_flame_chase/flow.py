@@ -61,7 +61,7 @@ class ParallelParams(MeasuredLaneParams):
         "frozen at the start, a submission that changes them is not measured",
     )
     lane_refresh: Literal["rebase", "never"] = Field(
-        default="never",
+        default="rebase",
         description="rebase: before a lane 2..N turn, carry the lane copy's changes onto "
         "lane 1's tree once lane 1 had a valid turn since (conflicts keep the lane's "
         "version and are named in its prompt); never: copies stay on the tree they began on",
@@ -226,7 +226,8 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         if isinstance(event, ev.Ran) and event.key.startswith(pfc_refresh.PREFIX):
             lane = event.key[len(pfc_refresh.PREFIX) :].split(":", 1)[0]
             nxt = state.book.get(lane).turns + 1
-            return state.replace(fresh=pfc_refresh.ran(state.fresh, event, nxt) or state.fresh)
+            fresh = pfc_refresh.ran(state.fresh, event, nxt, state.lane1_valid)
+            return state.replace(fresh=fresh or state.fresh)
         if isinstance(event, ev.TurnValid) and event.lane:
             state = self._written(state, event, event.lane)
         if isinstance(event, ev.TurnStarted) and event.lane == lane_name(1):
@@ -422,7 +423,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             return list(turns)
         lanes = list(state.book.lanes.values())
         runs = pfc_refresh.commands(
-            state.fresh, lanes, state.places, state.lane1_valid, state.source
+            state.fresh, lanes, state.places, state.lane1_valid, state.source, state.copied_at
         )
         wait = pfc_refresh.waiting(state.fresh, lanes, state.lane1_valid, state.source)
         if any(r.key.split(":")[2] == "record" for r in runs if isinstance(r, Run)):

@@ -5,6 +5,11 @@ Conflicting files keep the lane's version and are named in that lane's next prom
 
 Pure: the flow keeps one `Fresh` per private lane; `commands` asks for the programs, `ran`
 folds their answers, `waiting` names the lanes whose turn must wait for one.
+
+A lane's refresh keeps its key until answered (the key names the refresh, not lane 1's count
+when asked): lane 1 moving on while it runs must not start a second one beside it, which
+would merge from the base the first replaces and, answered first, be undone by the first's
+answer (the lane set back, and the answered key asked again).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ class Fresh(FlowState):
     for_turn: int = 0
     error: str | None = None
     remake: int = 0  # which copy of the lane this is (a dropped copy's remake records anew)
+    seen: int = 0  # the lane-1 count when the last answer came: the next refresh reads no less
+    tried_for: int = 0  # the lane turn the last answer came before (one refresh per turn)
 
 
 def _key(lane: str, what: str, at: int, copy: int) -> str:
@@ -43,19 +50,30 @@ def dropped(fresh: Mapping[str, Fresh], lane: str) -> dict[str, Fresh]:
     """`fresh` after the lane's copy was dropped: its remake is recorded as a new base (a
     flow that remakes a lane's copy, such as a mission's redirect, must not refresh the new
     copy from the old one's base)."""
-    old = fresh.get(lane)
-    if old is None:
-        return dict(fresh)
+    old = fresh.get(lane) or Fresh()  # a record still running is about the old copy too
     return {**fresh, lane: Fresh(remake=old.remake + 1)}
 
 
-def wanted(fresh: Fresh | None, lane1_valid: int) -> str | None:
+def wanted(fresh: Fresh | None, lane1_valid: int, next_turn: int) -> str | None:
     """What the lane needs before its next turn: "record", "refresh" or nothing."""
     if fresh is None:
         return "record"
     if not fresh.base:  # a record that failed: this lane goes on unrefreshed
         return None if fresh.error else "record"
+    # One refresh per lane turn: lane 1 moving on during it waits for the lane's next turn
+    # (waiting for lane 1 to stand still would starve a lane beside a quick lane 1).
+    if fresh.tried_for == next_turn:
+        return None
     return "refresh" if fresh.at < lane1_valid else None
+
+
+def _at(fresh: Fresh | None, what: str, made_at: int) -> int:
+    """The lane-1 count a program's key names: for a record, the tree the copy was made from;
+    for a refresh, the least lane-1 count of the tree it reads (lane 1 moved past the copy's
+    `at`, and may have moved on before the last answer). Fixed until the program's answer."""
+    if what == "record" or fresh is None:
+        return made_at
+    return max(fresh.at + 1, fresh.seen)
 
 
 def commands(
@@ -64,6 +82,7 @@ def commands(
     places: Mapping[str, str],
     lane1_valid: int,
     source: str,
+    made_at: Mapping[str, int],
 ) -> list[Command]:
     out: list[Command] = []
     if not source:  # a run begun before lane refresh existed: its lanes go on as they are
@@ -74,7 +93,7 @@ def commands(
         if lane.in_source or lane.busy or lane.waiting or lane.place not in places:
             continue
         f = fresh.get(lane.name)
-        what = wanted(f, lane1_valid)
+        what = wanted(f, lane1_valid, lane.turns + 1)
         copy = places[lane.place]
         if what == "record":
             argv = runtime_module(_TOOL, "record", "--tree", copy)
@@ -87,7 +106,12 @@ def commands(
             continue
         out.append(
             Run(
-                key=_key(lane.name, what, lane1_valid, f.remake if f is not None else 0),
+                key=_key(
+                    lane.name,
+                    what,
+                    _at(f, what, made_at.get(lane.name, 0)),
+                    f.remake if f is not None else 0,
+                ),
                 place=lane.place,
                 # No lane: the runtime's own bookkeeping of a copy, not one of the lane's
                 # programs (it binds none of the lane's ports and is no lane measurement).
@@ -106,7 +130,11 @@ def waiting(
 ) -> set[str]:
     if not source:
         return set()
-    return {ln.name for ln in lanes if not ln.in_source and wanted(fresh.get(ln.name), lane1_valid)}
+    return {
+        ln.name
+        for ln in lanes
+        if not ln.in_source and wanted(fresh.get(ln.name), lane1_valid, ln.turns + 1)
+    }
 
 
 def _output(receipt: Mapping[str, Any]) -> dict[str, Any]:
@@ -120,25 +148,45 @@ def _output(receipt: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def ran(fresh: Mapping[str, Fresh], event: ev.Ran, next_turn: int) -> dict[str, Fresh] | None:
+def ran(
+    fresh: Mapping[str, Fresh], event: ev.Ran, next_turn: int, lane1_valid: int
+) -> dict[str, Fresh] | None:
     """`fresh` with a refresh program's answer folded in (None: not one of ours)."""
     if not event.key.startswith(PREFIX):
         return None
     lane, what, at_s, copy_s = event.key[len(PREFIX) :].rsplit(":", 3)
     out = _output(event.receipt)
     old = fresh.get(lane) or Fresh()
+    at = int(at_s)
     if int(copy_s) != old.remake:  # an answer about a copy since dropped
+        return dict(fresh)
+    if (old.base or old.error) and (what == "record" or at <= old.at):
+        # Older than the answer folded last (a journal of a run whose refreshes overlapped):
+        # the copy is where the later one left it.
         return dict(fresh)
     if event.receipt.get("error") or "error" in out or not out.get("base"):
         # The turn goes on the copy as it is; the next valid lane-1 turn tries again.
         err = str(out.get("error") or event.receipt.get("error") or "no result")
-        return {**fresh, lane: old.replace(at=int(at_s), error=err)}
+        failed = old.replace(at=at, error=err, seen=lane1_valid, tried_for=next_turn)
+        return {**fresh, lane: failed}
     conflicts = tuple(str(p) for p in out.get("conflicts") or ()) if what == "refresh" else ()
-    at = int(at_s)
+    since = old.on
+    if old.base and old.for_turn == next_turn:
+        # A refresh the lane's next turn has not seen yet (lane 1 moved on before that turn
+        # started): the turn hears of both, and of the lane-1 turns since the earlier one.
+        conflicts = tuple(dict.fromkeys((*old.conflicts, *conflicts)))
+        since = old.since
     new = old.replace(
-        base=str(out["base"]), at=at, on=at, since=old.on, conflicts=conflicts, error=None
+        base=str(out["base"]),
+        at=at,
+        on=at,
+        since=since,
+        conflicts=conflicts,
+        error=None,
+        seen=lane1_valid,
+        for_turn=next_turn,
+        tried_for=next_turn if what == "refresh" else 0,
     )
-    new = new.replace(for_turn=next_turn)
     return {**fresh, lane: new}
 
 
