@@ -246,8 +246,10 @@ def unpack(packed: Mapping[str, Any]) -> dict[str, Any]:
 def embed(doc: Mapping[str, Any]) -> str:
     """The page's data element: the packed document, gzipped, as base64 (which holds no
     character that could end the element, whatever agents wrote)."""
-    text = json.dumps(pack(doc), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    raw = gzip.compress(text.encode(), compresslevel=6, mtime=0)
+    # ASCII escapes: agent text may hold a lone surrogate, which has no UTF-8 form; as an
+    # escape it reaches the page's JSON.parse (and `read_document`) as it was.
+    text = json.dumps(pack(doc), ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    raw = gzip.compress(text.encode("ascii"), compresslevel=6, mtime=0)
     return (
         '<script type="application/octet-stream" id="fc-data" data-encoding="gzip+base64">'
         + base64.b64encode(raw).decode("ascii")
