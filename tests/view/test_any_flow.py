@@ -256,6 +256,10 @@ def test_the_replay_page_draws_a_flows_panel_and_alerts_at_each_point(
     assert page.evaluate(legs)[1] == ["leg 2", "author", "draft 3"]
     # An alert leads to its point.
     page.click("#alerts-in .alert")
+    # The page moves to the point on its next frame: wait for it rather than read at once.
+    page.wait_for_function(
+        "() => document.getElementById('now-x').innerText.includes('The baton falls')"
+    )
     assert "The baton falls" in page.inner_text("#now-x")
 
 
