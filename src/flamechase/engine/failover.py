@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from flamechase import events as ev
+
 __all__ = [
     "START_RETRY",
     "Book",
@@ -192,3 +194,21 @@ class Book:
         before = self.last.get(role) or alternatives[0]
         self.last[role] = agent
         return before if before != agent else None
+
+    def switch(
+        self, lane: str | None, role: str, turn: int, agent: str, choice: Choice
+    ) -> ev.AgentSwitched | None:
+        """`started`, as the event the loop journals when the role moved; None if it did not."""
+        moved_from = self.started(role, agent)
+        if moved_from is None:
+            return None
+        return ev.AgentSwitched(
+            lane=lane,
+            actor=role,
+            turn=turn,
+            previous=moved_from,
+            to=agent,
+            index=choice.index,
+            alternatives=list(self.choices[role]),
+            reason=choice.reason,
+        )

@@ -621,20 +621,9 @@ class Engine:
         self.budget.reserved.discard(slot)
         with self.ledger.tx(durable=False):
             if choice is not None and agent is not None:
-                moved_from = self.failover.started(c.role, agent.text)
-                if moved_from is not None:
-                    self.ledger.journal(
-                        ev.AgentSwitched(
-                            lane=c.lane,
-                            actor=c.role,
-                            turn=c.number,
-                            previous=moved_from,
-                            to=agent.text,
-                            index=choice.index,
-                            alternatives=list(self.failover.choices[c.role]),
-                            reason=choice.reason,
-                        )
-                    )
+                moved = self.failover.switch(c.lane, c.role, c.number, agent.text, choice)
+                if moved is not None:
+                    self.ledger.journal(moved)
             self.ledger.turn_started(
                 planned.started,
                 slot=slot,
