@@ -60,6 +60,17 @@ def status(cwd: Path, run: str = "last", isolated: bool = False) -> dict[str, An
     return result
 
 
+def status_when_readable(cwd: Path, run: str = "last") -> dict[str, Any] | None:
+    """`status` of a run that may still be starting: None until its store is readable (the
+    run's directory exists a moment before its database has its first rows)."""
+    out = cli("status", run, "--json", cwd=cwd)
+    if out.returncode != 0:
+        assert "no readable runs" in out.stderr or "no runs under" in out.stderr, out.stderr
+        return None
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
 def events(cwd: Path, run: str = "last", isolated: bool = False) -> list[dict[str, Any]]:
     out = cli("events", run, "--json", cwd=cwd, check=True, isolated=isolated)
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.flows.pfc import Team, of_kind, run_dir
-from tests.helpers import cli, events, status
+from tests.helpers import cli, events, status, status_when_readable
 
 
 @pytest.fixture
@@ -232,7 +232,7 @@ def test_a_turn_cut_by_a_crash_keeps_its_budget_slot_and_is_retaken(
     try:
         deadline = time.time() + 60
         while time.time() < deadline:
-            st = status(ws) if (state_home / "runs").exists() else None
+            st = status_when_readable(ws)
             if (
                 st
                 and st["budget"]["turns"]["used"] == 5
