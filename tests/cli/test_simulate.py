@@ -24,7 +24,17 @@ _LAST = re.compile(r"^flamechase: simulated (\S+) in [\d.]+ s: (\w+): (.*)$", re
 def simulate(tmp: Path, flow: Path, *args: str) -> tuple[str, str, list[dict[str, Any]], str]:
     """(status, message, events, stdout) of `simulate FLOW --keep`, checked to be whole."""
     html = tmp / "replay.html"
-    proc = cli("simulate", str(flow), "--keep", "--html", str(html), *args, cwd=tmp, timeout=120)
+    proc = cli(
+        "simulate",
+        str(flow),
+        "--keep",
+        "--html",
+        str(html),
+        *args,
+        cwd=tmp,
+        env={"TMPDIR": str(tmp)},  # the kept workspace copy stays under pytest's tmp
+        timeout=120,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     found = _LAST.search(proc.stderr)
     assert found, proc.stderr

@@ -12,7 +12,16 @@ from tests.helpers import cli
 
 def test_simulate_runs_the_protocol_on_the_sample_and_writes_its_replay(tmp_path: Path) -> None:
     html = tmp_path / "parrallello.html"
-    proc = cli("simulate", "parrallello", "--html", str(html), "--keep", cwd=tmp_path, timeout=400)
+    proc = cli(
+        "simulate",
+        "parrallello",
+        "--html",
+        str(html),
+        "--keep",
+        cwd=tmp_path,
+        env={"TMPDIR": str(tmp_path)},  # the kept workspace copy stays under pytest's tmp
+        timeout=400,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "P1 approved" in proc.stderr and "P2 approved" in proc.stderr
     doc = read_document(html.read_text())
