@@ -19,8 +19,16 @@ def ws(source_tree: Path) -> Path:
 
 def test_a_failed_planning_is_not_resumed_by_the_same_command(ws: Path, tmp_path: Path) -> None:
     team = Team(tmp_path / "team", planner="sys.exit(3)")
-    assert team.run(ws, "budget.turns=2").returncode == 1
+    first = team.run(ws, "budget.turns=2")
+    assert first.returncode == 1
     failed = status(ws)["id"]
+    # Its end says the way out: what failed, and how to start again once that is fixed.
+    end = first.stderr.strip().splitlines()[-1]
+    assert end.startswith(f"flamechase: run {failed} failed: planning failed"), end
+    assert end.endswith(
+        f"; see what failed: flamechase events {failed}; once its cause is fixed, start "
+        "afresh with -p resume_mode=fresh"
+    ), end
     # The coordinator works now; the same command does not resume the failed run.
     team.set_hook()
     proc = team.run(ws, "budget.turns=2")

@@ -67,6 +67,13 @@ END_STATUS = {
     "failed": (EXIT_FAILED, ev.RunFailed),
     "held": (EXIT_HELD, ev.RunHeld),
 }
+# The way out of a stop, and of a failure the flow declared (a planning that failed, say):
+# the same command refuses to resume a failed run (engine/rerun.py), so it says what does.
+STOPPED_HINT = "to go on, run the same command again"
+FAILED_HINT = (
+    "see what failed: flamechase events {run}; once its cause is fixed, start afresh with "
+    "-p resume_mode=fresh"
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -428,10 +435,11 @@ class Engine:
     def _idle_end(self, commands: list[cm.Command], deferred: bool) -> RunEnd | None:
         """Nothing under way: does the run end now, and how?"""
         if self.stopping:
-            return self._end("stopped", "stopped by a signal")
+            return self._end("stopped", "stopped by a signal", hint=STOPPED_HINT)
         if self._finish is not None:
             f = self._finish
-            return self._end(f.status, f.reason, again=f.resumes)
+            hint = FAILED_HINT.format(run=self.run_id) if f.status == "failed" else ""
+            return self._end(f.status, f.reason, hint=hint, again=f.resumes)
         if deferred:
             return None
         spent = self.budget.spent()
