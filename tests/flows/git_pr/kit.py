@@ -251,7 +251,7 @@ def _event_of(c: Command) -> ev.Event:
     if isinstance(c, PublishReport):
         return ev.ReportPublished(lane=c.lane, report_id=c.report_id, report_kind=c.kind)
     if isinstance(c, HoldLane):
-        return ev.LaneHeld(lane=c.lane, reason=c.reason)
+        return ev.LaneHeld(lane=c.lane, reason=c.reason, remedy=c.remedy)  # as the ledger does
     assert isinstance(c, ReleaseLane)
     return ev.LaneReleased(lane=c.lane, reason=c.reason)
 

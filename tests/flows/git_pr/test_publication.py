@@ -114,3 +114,27 @@ def test_a_failed_setup_step_ends_the_run_naming_it() -> None:
     (end,) = [c for c in d.decide() if isinstance(c, FinishRun)]
     assert end.status == "failed"
     assert end.reason.startswith("setting up the run's git layout (central) failed: ")
+
+
+def test_a_held_lane_says_what_releases_it_and_a_new_plan_does() -> None:
+    d = Driver()
+    d.set_up()
+    for lane in ("lane-1", "lane-1", "lane-2", "lane-2"):
+        d.turn(lane, failed=True)
+        d.push(lane, {})  # the runtime looks at what the failed turn pushed: nothing
+    held = d.of(ev.LaneHeld)
+    assert [e.lane for e in held] == ["lane-1", "lane-2"]
+    assert "2 failed turns in a row" in held[0].reason
+    assert "change TASK.md and run the same command with the task `continue`" in held[0].remedy
+    (end,) = [c for c in d.decide() if isinstance(c, FinishRun)]
+    assert end.status == "held" and end.reason.startswith("every lane is held")
+    assert end.reason.endswith("the coordinator re-plans and the held lanes are released")
+    # What it says is true: the changed objective's plan releases both lanes.
+    d.feed(ev.ObjectiveRevised(task_fingerprint="f2", objective="make it faster still"))
+    d.places()
+    d.feed(
+        ev.TurnStarted(actor="coordinator", turn=2),
+        ev.TurnValid(actor="coordinator", turn=2, result={"lanes": []}),
+    )
+    assert {e.lane for e in d.of(ev.LaneReleased)} == {"lane-1", "lane-2"}
+    assert not any(isinstance(c, FinishRun) for c in d.decide())

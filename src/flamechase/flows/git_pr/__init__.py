@@ -42,7 +42,7 @@ from flamechase.flows.git_pr import jobs, planning, prompts, publication, pushes
 from flamechase.flows.git_pr import sim as git_sim
 from flamechase.flows.git_pr.model import CENTRAL, CLOSED, GitState, lane_place
 from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_paths
-from flamechase.flows.parallel_flame_chase.planner import Planning
+from flamechase.flows.parallel_flame_chase.planner import GO_ON, UNHOLD, Planning
 
 __all__ = ["FLOW", "GitPr"]
 
@@ -123,7 +123,9 @@ class GitPr(Flow[GitState, GitPrParams]):
 
     def start(self, run: RunSetup[GitPrParams]) -> GitState:
         params = run.params
-        book = LaneBook.open(run.run_id, run.lanes, holds=True, shares_reports=True)
+        book = LaneBook.open(
+            run.run_id, run.lanes, holds=True, shares_reports=True, remedy=UNHOLD
+        )
         return GitState(
             params=params,
             allowed=allowed_globs(params, run.objective),
@@ -191,7 +193,7 @@ class GitPr(Flow[GitState, GitPrParams]):
         if state.planning is not None:
             return out
         if state.book.all_held() and not state.jobs and state.review is None and not state.outbox:
-            return [*out, FinishRun("held", state.book.held_message())]
+            return [*out, FinishRun("held", state.book.held_message(GO_ON))]
         return out + self._turns(state)
 
     @staticmethod

@@ -33,18 +33,9 @@ from flamechase.flows.parallel_flame_chase import refresh as pfc_refresh
 from flamechase.flows.parallel_flame_chase import sim as pfc_sim
 from flamechase.flows.parallel_flame_chase import skill as pfc_skill
 from flamechase.flows.parallel_flame_chase.lane_params import MeasuredLaneParams
-from flamechase.flows.parallel_flame_chase.planner import PLANNER, Planning
+from flamechase.flows.parallel_flame_chase.planner import GO_ON, PLANNER, UNHOLD, Planning
 from flamechase.flows.parallel_flame_chase.plans import PlanResult
 
-GO_ON = (
-    "to go on, change TASK.md and run the same command with the task `continue`: the "
-    "coordinator re-plans and the held lanes are released"
-)
-# One held lane: the others go on; only the coordinator's next plan releases it.
-UNHOLD = (
-    "the other lanes go on; the coordinator's next plan releases it: once the run has ended, "
-    "change TASK.md and run the same command with the task `continue`"
-)
 
 
 class ParallelParams(MeasuredLaneParams):

@@ -29,10 +29,22 @@ from flamechase.flow.lanes import Lane
 from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase.plans import PlanResult
 
-__all__ = ["PLANNER", "PLAN_ATTEMPTS", "Planning", "Step", "commands", "fold"]
+__all__ = ["GO_ON", "PLANNER", "PLAN_ATTEMPTS", "UNHOLD", "Planning", "Step", "commands", "fold"]
 
 PLANNER = "coordinator"
 PLAN_ATTEMPTS = 3  # fresh planning sessions before the run fails
+
+# A new plan releases every held lane (`fold`), so a changed TASK.md is the way out of a hold,
+# in the words of every flow that plans with this module: for a run whose lanes are all held,
+GO_ON = (
+    "to go on, change TASK.md and run the same command with the task `continue`: the "
+    "coordinator re-plans and the held lanes are released"
+)
+# and for one held lane, while the others go on.
+UNHOLD = (
+    "the other lanes go on; the coordinator's next plan releases it: once the run has ended, "
+    "change TASK.md and run the same command with the task `continue`"
+)
 
 
 class Planning(FlowState):
