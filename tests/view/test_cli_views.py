@@ -67,6 +67,8 @@ def test_simulate_every_builtin_flow(flow: str, tmp_path: Path, state_home: Path
     if flow == "parallel_flame_chase":
         assert "best candidate: steps = " in proc.stdout
         assert re.search(r"artifacts: [1-9]\d* published", proc.stdout)
+        # Its run and copy are gone: nothing says to take a candidate from them.
+        assert "artifacts apply" not in proc.stdout + proc.stderr
 
 
 def test_simulate_a_users_workspace_leaves_it_untouched(source_tree: Path, tmp_path: Path) -> None:

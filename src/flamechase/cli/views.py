@@ -7,6 +7,7 @@ stack loads only when serving.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 import time
@@ -193,6 +194,9 @@ def simulate_command(
         with _writing(out):
             doc = write_replay(outcome.run_dir, out)
         summary = summarize(outcome.run_dir)
+    if not keep:
+        # The run and its copy are thrown away: no command could take its best candidate.
+        summary = dataclasses.replace(summary, take=None)
     for line in summary.lines():
         echo(line)
     echo(f"replay: {out} ({len(doc['points'])} events; open it in a browser)")
