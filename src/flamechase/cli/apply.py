@@ -4,12 +4,15 @@ What is written is what the runtime froze when it built the candidate's measurem
 (`store.handover`), each blob hashed again on the way out; never the lane's tree, which its
 agents could change after they were measured. Refused in one line while a run holds the tree
 (its lane 1 writes there) and when the tree no longer holds, at a path the candidate touches,
-what the run left there: the user's own edits are never overwritten.
+what the run left there: the user's own edits are never overwritten unless `--force` says
+so, and then they are set aside in the run's directory first, and the one line says where.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import time
 from pathlib import Path
 
 from flamechase.text import echo, echo_json
@@ -22,7 +25,7 @@ def _paths(paths: list[str]) -> str:
     return ", ".join(paths[:_SHOWN]) + more
 
 
-def apply_candidate(run_dir: Path, rid: str, as_json: bool) -> int:
+def apply_candidate(run_dir: Path, rid: str, as_json: bool, *, force: bool = False) -> int:
     from flamechase.errors import ArtifactError
     from flamechase.store import handover
     from flamechase.store.blobs import BlobStore
@@ -62,14 +65,17 @@ def apply_candidate(run_dir: Path, rid: str, as_json: bool) -> int:
     paths = handover.touched(package)
     expected = {p: at_end.get(p, package["base"].get(p)) for p in paths}
     drift = handover.drifted(package, expected, handover.tree_state(tree, paths))
-    if drift:
+    if drift and not force:
         raise ArtifactError(
             f"{tree} has changed at {_paths(drift)} since run {run_id} left it; {rid} was not "
-            "applied: commit or set those changes aside, then apply again"
+            "applied: undo those changes (or move them away), then apply again, or add --force "
+            "to lay it over them (what is there now is set aside in the run's directory first)"
         )
+    aside = _set_aside(tree, drift, run_dir) if drift else None
     done = handover.apply(BlobStore(run_dir / "blobs"), tree, package)
     if as_json:
-        echo_json(json.dumps({"report_id": rid, "tree": str(tree), **done}, indent=1))
+        kept = {"set_aside": str(aside)} if aside else {}
+        echo_json(json.dumps({"report_id": rid, "tree": str(tree), **done, **kept}, indent=1))
         return 0
     said = [
         f"{what} {_paths(done[what])}" for what in ("changed", "added", "deleted") if done[what]
@@ -77,5 +83,19 @@ def apply_candidate(run_dir: Path, rid: str, as_json: bool) -> int:
     echo(
         f"applied {rid} ({entry.metric} = {entry.value:g}, verified) to {tree}: "
         + ("; ".join(said) if said else "already there, nothing changed")
+        + (f"; your changes at {_paths(drift)} were set aside in {aside}" if aside else "")
     )
     return 0
+
+
+def _set_aside(tree: Path, paths: list[str], run_dir: Path) -> Path:
+    """Copy what the user has at `paths` (a link as a link) under the run's directory, before
+    `--force` lays a candidate over it: a forced apply loses nothing."""
+    dest = run_dir / "set-aside" / time.strftime("%Y%m%dT%H%M%S")
+    for path in paths:
+        src, to = tree / path, dest / path
+        if not src.is_symlink() and not src.is_file():
+            continue  # absent (the user deleted it) or a directory (apply refuses to touch it)
+        to.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, to, follow_symlinks=False)
+    return dest

@@ -20,12 +20,19 @@ from flamechase.text import echo, echo_json
     help="write the package(s) under DIR (DIR/<report_id>/ without REPORT_ID)",
 )
 @click.option("--json", "as_json", is_flag=True)
-def command(args: tuple[str, ...], dest: Path | None, as_json: bool) -> int:
+@click.option(
+    "--force",
+    is_flag=True,
+    help="apply: lay the candidate over your changes at its paths (set aside in the run's "
+    "directory first)",
+)
+def command(args: tuple[str, ...], dest: Path | None, as_json: bool, force: bool) -> int:
     """List or extract RUN's artifact packages; every hash is checked on the way out.
 
     `flamechase artifacts apply [RUN] ID` lays candidate ID, as the runtime measured and
     verified it, over the tree the run worked on: refused when the tree has changed there since
-    the run ended, or while a run holds the tree.
+    the run ended (unless --force: your changes are set aside in the run's directory first), or
+    while a run holds the tree.
     """
     from flamechase.cli.pick import pick
     from flamechase.errors import RunNotFound
@@ -33,11 +40,19 @@ def command(args: tuple[str, ...], dest: Path | None, as_json: bool) -> int:
     from flamechase.store.db import Reader
 
     if args[:1] == ("apply",):
-        if not 2 <= len(args) <= 3 or dest is not None:
-            raise click.UsageError("give `flamechase artifacts apply [RUN] ID` (no --extract)")
+        if dest is not None:
+            raise click.UsageError("apply writes into the run's tree: leave out --extract")
+        if not 2 <= len(args) <= 3:
+            raise click.UsageError(
+                "apply takes the ID of a verified candidate, after the RUN if you name one: "
+                "`flamechase artifacts apply [RUN] ID` (`flamechase status` shows the best)"
+            )
         from flamechase.cli.apply import apply_candidate
 
-        return apply_candidate(pick(args[1] if len(args) == 3 else None), args[-1], as_json)
+        run_dir = pick(args[1] if len(args) == 3 else None)
+        return apply_candidate(run_dir, args[-1], as_json, force=force)
+    if force:
+        raise click.UsageError("--force is for `artifacts apply` only")
     if len(args) > 2:
         raise click.UsageError("give at most RUN and REPORT_ID")
     run, report_id = (*args, None, None)[:2]
