@@ -214,7 +214,8 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 
 def _nests(mine: Path, theirs: Path) -> str | None:
-    """ "inside" if `mine` lies in `theirs`, "above" if it holds it, else None."""
+    """ "inside" if `mine` lies in `theirs`, "above" if it holds it, "same" if it is that
+    directory by another path, else None."""
     if mine == theirs:
         return None  # the same path: the lock file itself said so already
     if theirs in mine.parents:
@@ -225,7 +226,7 @@ def _nests(mine: Path, theirs: Path) -> str | None:
     if me is None or them is None:
         return None
     if me == them:
-        return "inside"  # the same directory by another path (a bind mount)
+        return "same"  # the same directory by another path (a bind mount)
     if them in _chain(mine):
         return "inside"
     if me in _chain(theirs):
@@ -270,9 +271,15 @@ def _nested_holder(locks_dir: Path, source: Path, own: Path) -> str | None:
         if where is None:
             continue
         assert info is not None
-        run = info.get("run_id")
+        run, pid = info.get("run_id"), info.get("pid")
         who = f"run {run}" if isinstance(run, str) and run else "an unrecorded run"
-        place = f"{source} is inside it" if where == "inside" else f"it is inside {source}"
+        if isinstance(pid, int) and not isinstance(pid, bool):
+            who += f", pid {pid}"  # what to stop it by, where its terminal is not at hand
+        place = {
+            "inside": f"{source} is inside it",
+            "above": f"it is inside {source}",
+            "same": f"{source} is that directory by another path",
+        }[where]
         return (
             f"another flamechase run ({who}) owns {other} and {place}; both would write the "
             "same files: stop it first or wait for it"
