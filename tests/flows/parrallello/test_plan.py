@@ -74,7 +74,7 @@ def test_a_plan_file_loads_from_yaml_and_says_where_it_is_wrong(tmp_path: Path) 
     assert path == str(good.resolve()) and plan.fronts[0].id == "P1"
     bad = tmp_path / "BAD.yaml"
     bad.write_text("fronts:\n  - id: P1\n    owners: {a: [src/**]}\n")
-    with pytest.raises(ValueError, match=r"^fronts.0.gate: Field required$"):
+    with pytest.raises(ValueError, match=r"^front P1, gate: is required$"):
         load_plan(str(bad))
 
 

@@ -123,9 +123,7 @@ class GitPr(Flow[GitState, GitPrParams]):
 
     def start(self, run: RunSetup[GitPrParams]) -> GitState:
         params = run.params
-        book = LaneBook.open(
-            run.run_id, run.lanes, holds=True, shares_reports=True, remedy=UNHOLD
-        )
+        book = LaneBook.open(run.run_id, run.lanes, holds=True, shares_reports=True, remedy=UNHOLD)
         return GitState(
             params=params,
             allowed=allowed_globs(params, run.objective),

@@ -37,7 +37,6 @@ from flamechase.flows.parallel_flame_chase.planner import GO_ON, PLANNER, UNHOLD
 from flamechase.flows.parallel_flame_chase.plans import PlanResult
 
 
-
 class ParallelParams(MeasuredLaneParams):
     evaluator: str | None = Field(
         default=None,

@@ -219,15 +219,84 @@ def load_plan(path: str) -> tuple[str, PlanSpec]:
     try:
         plan = PlanSpec.model_validate(data)
     except ValueError as exc:
-        raise ValueError(_first_error(exc)) from None
+        raise ValueError(_first_error(exc, data)) from None
     return str(p.resolve()), plan
 
 
-def _first_error(exc: ValueError) -> str:
+def _first_error(exc: ValueError, data: object = None) -> str:
+    """The first thing wrong with a plan, in the plan's own words (never pydantic's)."""
     errors = getattr(exc, "errors", None)
-    if callable(errors):
-        err = errors()[0]
-        where = ".".join(str(x) for x in err.get("loc", ()))
-        msg = str(err.get("msg", "")).removeprefix("Value error, ")
-        return f"{where}: {msg}" if where else msg
-    return str(exc).splitlines()[0]
+    if not callable(errors):
+        return str(exc).splitlines()[0]
+    err = errors()[0]
+    loc = tuple(err.get("loc", ()))
+    where = _where(loc, data)
+    what = _said(err, loc, _at(data, loc))
+    return f"{where}: {what}" if where else what
+
+
+def _at(data: object, loc: tuple[Any, ...]) -> object:
+    """What the plan file holds at `loc` (None where it holds nothing)."""
+    for key in loc:
+        if isinstance(data, dict):
+            data = data.get(key)
+        elif isinstance(data, list) and isinstance(key, int) and key < len(data):
+            data = data[key]
+        else:
+            return None
+    return data
+
+
+def _where(loc: tuple[Any, ...], data: object) -> str:
+    """`fronts.0.owners` as `front P1, owners` (the front by its id when it has one)."""
+    if len(loc) >= 2 and loc[0] == "fronts" and isinstance(loc[1], int):
+        fronts = data.get("fronts") if isinstance(data, dict) else None
+        entry = fronts[loc[1]] if isinstance(fronts, list) and loc[1] < len(fronts) else None
+        name = entry.get("id") if isinstance(entry, dict) else None
+        if isinstance(name, str):
+            front = f"front {name}" if _is_id(name) else f"front {name!r}"
+        else:
+            front = f"front {loc[1] + 1}"  # one-based, as a person counts the list
+        rest = ".".join(str(x) for x in loc[2:])
+        return f"{front}, {rest}" if rest else front
+    return ".".join(str(x) for x in loc)
+
+
+_KEYS = {1: PlanSpec, 3: FrontSpec}  # an unknown key's depth: the plan's, or a front's
+
+
+def _said(err: Any, loc: tuple[Any, ...], given: object) -> str:
+    kind, ctx = err.get("type", ""), err.get("ctx") or {}
+    field = str(loc[-1]) if loc else ""
+    if field == "owners" and kind == "too_long":
+        n = len(given) if isinstance(given, dict) else ctx.get("actual_length")
+        return (
+            f"{n} builders ({', '.join(map(str, given or ()))}); a front has at most "
+            f"{MAX_OWNERS} (one per builder lane): give one builder's files to another, or "
+            "make another front of them"
+        )
+    if field == "owners" and kind == "too_short":
+        return "no builder; give at least one, as `owners: {NAME: [GLOB, ...]}`"
+    if field == "fronts" and kind == "too_short":
+        return "the plan has no front; give at least one"
+    if kind == "too_long":
+        return f"{ctx.get('actual_length')} given; at most {ctx.get('max_length')}"
+    if kind == "too_short":
+        return f"at least {ctx.get('min_length')} needed, none given"
+    if kind == "extra_forbidden":
+        model = _KEYS.get(len(loc))
+        known = f"; known keys: {', '.join(model.model_fields)}" if model else ""
+        return f"not a key of {'a front' if model is FrontSpec else 'the plan'}{known}"
+    if kind == "missing":
+        return "is required"
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == ID:
+        return "must be a short name: a letter, then letters, digits, _ or - (at most 24)"
+    if kind in ("tuple_type", "list_type"):
+        return "must be a list, e.g. [solver.py]"
+    if kind in ("float_parsing", "int_parsing", "float_type", "int_type"):
+        return "must be a number"
+    bound = {"less_than_equal": ("at most", "le"), "greater_than_equal": ("at least", "ge")}
+    if kind in bound and bound[kind][1] in ctx:
+        return f"must be {bound[kind][0]} {ctx[bound[kind][1]]}"
+    msg = str(err.get("msg", "")).removeprefix("Value error, ")
+    return msg.replace("Input should be", "must be")
