@@ -75,7 +75,7 @@ class UsageError(FlamechaseError):
 
 
 class SpecError(UsageError):
-    """An agent spec did not parse: use CLI[@PROVIDER]/MODEL[:EFFORT] or exec:PATH."""
+    """An agent spec did not parse: use CLI[@ACCOUNT]/MODEL[:EFFORT] or exec:PATH."""
 
 
 class ParamError(UsageError):

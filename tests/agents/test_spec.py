@@ -1,4 +1,4 @@
-"""Agent specs: `[ROLE=]CLI[@PROVIDER]/MODEL[:EFFORT]`, `exec:PATH`, `acp:COMMAND`.
+"""Agent specs: `[ROLE=]CLI[@ACCOUNT]/MODEL[:EFFORT]`, `exec:PATH`, `acp:COMMAND`.
 
 The rule under test: a spec either parses into exactly the fields the published grammar gives
 (the effort is what follows the last `:`, commas split only before `ROLE=`), or it is refused with
@@ -68,7 +68,7 @@ def test_sim_profile_is_the_model() -> None:
         ("claude/", "model is empty"),
         ("claude/:high", "model is empty"),
         ("claude/opus:", "effort"),
-        ("claude@/opus", "provider"),
+        ("claude@/opus", "account"),
         ("claude", "no '/'"),
         ("Claude/opus", "lowercase"),
         ("9x/opus", "lowercase"),
@@ -89,7 +89,7 @@ def test_malformed_spec_is_refused_naming_it(text: str, reason: str) -> None:
     message = str(info.value)
     assert message.startswith(f"agent spec {text!r}: ")
     assert reason in message
-    assert "CLI[@PROVIDER]/MODEL[:EFFORT] or exec:PATH" in message
+    assert "CLI[@ACCOUNT]/MODEL[:EFFORT] or exec:PATH" in message
     assert "\n" not in message
 
 
@@ -235,7 +235,7 @@ def test_role_left_without_an_agent_is_named() -> None:
         assign_roles([("first_chaser", "claude/m")], ROLES, "flame_chase")
     assert str(info.value) == (
         "flame_chase needs an agent for 'second_chaser'; specify each with "
-        "-a ROLE=CLI/MODEL[:EFFORT] or -a exec:PATH"
+        "-a ROLE=CLI[@ACCOUNT]/MODEL[:EFFORT] or -a exec:PATH"
     )
 
 

@@ -1,4 +1,4 @@
-"""`-a` agent specs: `[ROLE=]CLI[@PROVIDER]/MODEL[:EFFORT]`, `exec:PATH`, `acp:COMMAND`, and a
+"""`-a` agent specs: `[ROLE=]CLI[@ACCOUNT]/MODEL[:EFFORT]`, `exec:PATH`, `acp:COMMAND`, and a
 role's alternatives in order, `SPEC|SPEC|...` (engine/failover picks the one a turn runs on).
 
 The grammar is the published runtime's (hmz 0.2.2), so command lines written for it keep working:
@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,7 @@ __all__ = [
     "split_choices",
 ]
 
-GRAMMAR = "CLI[@PROVIDER]/MODEL[:EFFORT] or exec:PATH"
+GRAMMAR = "CLI[@ACCOUNT]/MODEL[:EFFORT] or exec:PATH"
 # Where a `|` starts the next alternative: before something that begins a spec, so a `|` inside
 # an exec path (`exec:/tmp/a|b.sh`) or an acp command stays part of it.
 _NEXT = re.compile(r"exec:|acp:|[a-z][a-z0-9_-]*(?:@[A-Za-z0-9][A-Za-z0-9_.-]*)?/")
@@ -106,7 +107,7 @@ def parse_spec(text: str) -> AgentSpec:
         # `exec/x` would give a backend that needs a path but has none.
         raise _fail(text, f"{cli} takes {cli}:{'PATH' if cli == 'exec' else 'COMMAND'}")
     if at and not _PROVIDER.fullmatch(provider):
-        raise _fail(text, f"the provider after '@' is {'empty' if not provider else 'invalid'}")
+        raise _fail(text, f"the account after '@' is {'empty' if not provider else 'invalid'}")
     model, colon, effort = rest.rpartition(":")
     if not colon:
         model, effort = rest, ""
@@ -257,25 +258,37 @@ def _item(text: str) -> tuple[str | None, str]:
     return named if named is not None else (None, text)
 
 
+def _roles(n: int) -> str:
+    return f"{n} agent role{'' if n == 1 else 's'}"
+
+
 def _quoted(names: list[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
 def assign_roles(
-    items: list[tuple[str | None, str]], roles: list[str], flow: str
+    items: list[tuple[str | None, str]],
+    roles: list[str],
+    flow: str,
+    without: Mapping[str, str] | None = None,
 ) -> dict[str, AgentSpec]:
     """Every role of `flow` with its (first) agent, every alternative checked."""
-    return {role: specs[0] for role, specs in assign_choices(items, roles, flow).items()}
+    chosen = assign_choices(items, roles, flow, without)
+    return {role: specs[0] for role, specs in chosen.items()}
 
 
 def assign_choices(
-    items: list[tuple[str | None, str]], roles: list[str], flow: str
+    items: list[tuple[str | None, str]],
+    roles: list[str],
+    flow: str,
+    without: Mapping[str, str] | None = None,
 ) -> dict[str, tuple[AgentSpec, ...]]:
     """Map every role of `flow` to its parsed specs (its alternatives), in declared role order.
 
     `roles` may repeat a role (several lanes share their actors); each distinct role needs exactly
     one agent. Structure is checked before any spec is parsed, so a missing role is reported
-    even when another spec also has a typo.
+    even when another spec also has a typo. `without`: for a role the flow can run without,
+    the params that do so (said with a missing role).
     """
     declared = list(dict.fromkeys(roles))
     named = [(role, spec) for role, spec in items if role is not None]
@@ -298,14 +311,16 @@ def assign_choices(
     else:
         if len(positional) > len(declared):
             raise RoleError(
-                f"{flow} has {len(declared)} agent role(s) ({_quoted(declared) or 'none'}) "
+                f"{flow} has {_roles(len(declared))} ({_quoted(declared) or 'none'}) "
                 f"but {len(positional)} positional -a specs were given"
             )
         chosen = dict(zip(declared, positional, strict=False))
     missing = [role for role in declared if role not in chosen]
     if missing:
+        ways = [f"{role!r}: {(without or {})[role]}" for role in missing if (without or {}).get(role)]
+        instead = f"; or run without {'; '.join(ways)}" if ways else ""
         raise RoleError(
             f"{flow} needs an agent for {_quoted(missing)}; specify each with "
-            "-a ROLE=CLI/MODEL[:EFFORT] or -a exec:PATH"
+            f"-a ROLE=CLI[@ACCOUNT]/MODEL[:EFFORT] or -a exec:PATH{instead}"
         )
     return {role: parse_choices(chosen[role]) for role in declared}

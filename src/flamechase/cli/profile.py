@@ -94,7 +94,8 @@ def check(flow_ref: str, profile: Profile) -> None:
 
     flow = load_flow(flow_ref)
     _, params = parse_settings(dict(split_kv(profile.params)), flow.Params, flow.name)
-    assign_roles(split_agent_args(profile.agents), flow.roles(params), flow.name)
+    without = {r.name: r.without for r in flow.describe_roles(params) if r.without}
+    assign_roles(split_agent_args(profile.agents), flow.roles(params), flow.name, without)
 
 
 def save(flow_ref: str, profile: Profile) -> Path:

@@ -296,9 +296,11 @@ def _agents(
     """Every role's agent, checked here (installed, priced), with what to say at start; a
     role's alternatives are each checked the same way (any of them may take its turns)."""
     flow = code.flow
+    described = code.call("describe_roles()", flow.describe_roles, params)
+    without = {r.name: r.without for r in described if r.without}
     every = with_role_defaults_all(
-        assign_choices(req.agents, code.call("roles()", flow.roles, params), flow.name),
-        code.call("describe_roles()", flow.describe_roles, params),
+        assign_choices(req.agents, code.call("roles()", flow.roles, params), flow.name, without),
+        described,
         flow.name,
     )
     agents = {role: specs[0] for role, specs in every.items()}

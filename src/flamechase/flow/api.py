@@ -102,11 +102,14 @@ class AgentDefaults:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Role:
-    """A role as `flamechase flows show` and the prompt present it, with its agent defaults."""
+    """A role as `flamechase flows show` and the prompt present it, with its agent defaults.
+    `without`: the params that run the flow without this role (`-p prep=false`), said when no
+    agent is given for it."""
 
     name: str
     description: str = ""
     defaults: AgentDefaults = AgentDefaults()
+    without: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

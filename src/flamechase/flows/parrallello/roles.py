@@ -19,12 +19,17 @@ _ABOUT = {
 }
 
 
+# The params a run takes instead of an agent for the role (said when none is given).
+_WITHOUT = {"prep": "-p prep=false", "planner": "-p plan=PLAN.yaml (a plan of your own)"}
+
+
 def described(roles: list[str]) -> list[Role]:
     return [
         Role(
             name,
             _ABOUT.get(name, ""),
             AgentDefaults(effort=CRITIC_EFFORT) if name == "critic" else AgentDefaults(),
+            without=_WITHOUT.get(name, ""),
         )
         for name in roles
     ]

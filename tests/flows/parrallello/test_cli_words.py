@@ -1,6 +1,6 @@
-"""A plan file's mistakes are refused in the plan's own words, naming the front by its id, in
-one line through the CLI: never pydantic's ("Dictionary should have at most 2 items after
-validation")."""
+"""parrallello's refusals through the CLI, each one line in the flow's own words: a plan file's
+mistakes name the front by its id (never pydantic's "Dictionary should have at most 2 items
+after validation"), and a missing prep or planner agent says how to run without one."""
 
 from __future__ import annotations
 
@@ -62,3 +62,32 @@ def test_a_plans_mistake_is_said_in_the_plans_words(
     assert line.startswith("flamechase exec: error: param plan=PLAN.yaml: " + says), line
     assert "should" not in line and "validation" not in line and "Input" not in line, line
     assert not (state_home / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("params", "says"),
+    [
+        ("plan=PLAN.yaml", "needs an agent for 'prep'; "),
+        ("", "needs an agent for 'planner', 'prep'; "),
+    ],
+)
+def test_a_missing_prep_or_planner_agent_says_how_to_run_without_it(
+    params: str, says: str, source_tree: Path, state_home: Path
+) -> None:
+    (source_tree / "PLAN.yaml").write_text(f"fronts: [{{id: P1, {GATE}, owners: {{core: [a]}}}}]\n")
+    proc = cli(
+        "exec", "-f", "parrallello", "-a", "builder=sim/steady", "-a", "critic=sim/steady",
+        "-p", ",".join(x for x in (params, "budget.turns=4") if x), "build it", cwd=source_tree,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert says in line and line.endswith("-p prep=false"), line
+    assert ("-p plan=PLAN.yaml" in line) == (not params), line
+    # What it says works: without prep (and with a plan), the run starts.
+    ok = cli(
+        "exec", "-f", "parrallello", "-a", "builder=sim/steady", "-a", "critic=sim/steady",
+        "-p", "plan=PLAN.yaml,prep=false,budget.turns=1", "build it", cwd=source_tree,
+        timeout=120,
+    )  # fmt: skip
+    assert "needs an agent" not in ok.stderr and ok.returncode in (0, 1), ok.stderr
+    assert (state_home / "runs").exists()
