@@ -317,7 +317,9 @@ def assign_choices(
         chosen = dict(zip(declared, positional, strict=False))
     missing = [role for role in declared if role not in chosen]
     if missing:
-        ways = [f"{role!r}: {(without or {})[role]}" for role in missing if (without or {}).get(role)]
+        ways = [
+            f"{role!r}: {(without or {})[role]}" for role in missing if (without or {}).get(role)
+        ]
         instead = f"; or run without {'; '.join(ways)}" if ways else ""
         raise RoleError(
             f"{flow} needs an agent for {_quoted(missing)}; specify each with "

@@ -213,7 +213,9 @@ def test_the_round_and_block_ceilings_end_a_front_not_approved(tmp_path: Path) -
         (e["payload"]["block"], e["payload"]["rounds"]) for e in evs if e["kind"] == "block_ended"
     ] == [(1, 2), (2, 2)]
     (end,) = [e["payload"] for e in evs if e["kind"] == "front_ended"]
-    assert end["status"] == "not_approved" and "ceiling reached: 2 block(s)" in end["reason"]
+    assert (
+        end["status"] == "not_approved" and "ceiling reached: 2 blocks of 2 rounds" in end["reason"]
+    )
     assert [t["id"] for t in end["open_tickets"]] == ["G-T.P.value"]
     assert not any(e["kind"] == "turn_started" and e["payload"]["turn"] == 5 for e in evs)
     st = status(ws)

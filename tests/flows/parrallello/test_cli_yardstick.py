@@ -120,9 +120,7 @@ def test_a_gate_that_does_not_print_the_plans_target_is_refused_at_p0(tmp_path: 
     )
     assert {("gate-unbound", "M"), ("gate-unbound", "W")} <= set(anomalies(ws))
     # The run's last line: a row per front (rounds, score, minors left, cost).
-    assert (
-        "M not approved (0 round(s), gate 1/2 FAIL (unbound), $0.00)" in proc.stderr + proc.stdout
-    )
+    assert "M not approved (0 rounds, gate 1/2 FAIL (unbound), $0.00)" in proc.stderr + proc.stdout
 
 
 def test_a_proven_recalibration_applies_between_blocks_and_is_recorded(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def test_a_split_gives_the_spare_lane_to_the_new_owner_from_the_next_block() -> 
 def test_the_runs_last_line_reports_each_fronts_rounds_score_minors_and_cost() -> None:
     d = Driver(plan(front(), blocks=1, rounds_per_block=2), Script(cost=0.25)).run()
     assert d.finished is not None
-    assert d.finished.reason == "P1 approved (2 round(s), gate 1/1 PASS, 0 minor(s) left, $1.00)"
+    assert d.finished.reason == "P1 approved (2 rounds, gate 1/1 PASS, 0 minors left, $1.00)"
 
 
 def test_a_users_decision_file_is_read_whole_and_validated_alone(tmp_path: Path) -> None:

@@ -44,6 +44,11 @@ def test_simulate_runs_the_protocol_on_the_sample_and_writes_its_replay(tmp_path
     # No internal key of the flow (`pll:P1:diff:1:core`) reaches the page, and no program is
     # named by its argv.
     assert "pll:" not in page and "treesync" not in page and "Ran." not in page
+    # The log speaks in fronts, rounds and gates, each named once, counted in words.
+    log = cli("events", "last", cwd=tmp_path, check=True).stdout
+    for wrong in ("pll:", "P1 P1", "P2 P2", "GATE TOUCHED", "round(s)", "minor(s)"):
+        assert wrong not in log and wrong not in proc.stderr, wrong
+    assert "P1 approved (2 rounds, gate 3/3 PASS, 0 minors left, $" in proc.stderr
     fronts = {}
     for point in doc["points"]:
         for panel, key, cells in point["d"].get("F", ()):

@@ -127,7 +127,7 @@ def test_extra_credit_over_90_holds_the_run_at_the_end_of_the_round() -> None:
     assert d.finished.reason.startswith(
         "extra credit at 92% of its ceiling (≥ 90%, from the probe)"
     )
-    assert "front(s) P1 wait; to go on, run the same command again once it is below" in (
+    assert "front P1 waits; to go on, run the same command again once it is below" in (
         d.finished.reason
     )
 

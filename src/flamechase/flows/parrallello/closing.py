@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flamechase.events.present import plural
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import gatechange, sheets
@@ -424,7 +425,8 @@ def _after(
             front,
             ctx,
             "not_approved",
-            f"ceiling reached: {ctx.plan.blocks} block(s) of {ctx.plan.rounds_per_block} round(s)",
+            f"ceiling reached: {plural(ctx.plan.blocks, 'block')} of "
+            f"{plural(ctx.plan.rounds_per_block, 'round')}",
             owed,
         )
     if block_over and (ctx.usage_stop or run_share >= ctx.knobs.stop_share):

@@ -388,7 +388,7 @@ class BlockEnded(FlowEvent):
 
     def describe(self) -> str:
         return (
-            f"{self.front} block {self.block} ends after {self.rounds} round(s), "
+            f"{self.front} block {self.block} ends after {plural(self.rounds, 'round')}, "
             f"{self.share:.1%} of a budget" + ("; next block paced" if self.paced_next else "")
         )
 

@@ -224,10 +224,10 @@ def final_row(front: FrontState) -> str:
     cost = sum(float((b.get("spend") or {}).get("cost") or 0) for b in front.blocks)
     cost += front.block_spend.cost
     gate = front.last_gate.summary if front.last_gate else "no gate run"
-    minors = f", {last.minors} minor(s) left" if last else ""
+    minors = f", {plural(last.minors, 'minor')} left" if last else ""
     return (
-        f"{front.id} {front.status.replace('_', ' ')} ({front.rounds} round(s), gate {gate}"
-        f"{minors}, ${cost:.2f})"
+        f"{front.id} {front.status.replace('_', ' ')} ({plural(front.rounds, 'round')}, "
+        f"gate {gate}{minors}, ${cost:.2f})"
     )
 
 
@@ -244,7 +244,8 @@ def held(state: PState) -> FinishRun:
     paused = [f.id for f in state.fronts.values() if not f.done]
     return FinishRun(
         "held",
-        f"{state.usage.pause}; front(s) {', '.join(paused)} wait; "
+        f"{state.usage.pause}; {'front' if len(paused) == 1 else 'fronts'} "
+        f"{', '.join(paused)} {'waits' if len(paused) == 1 else 'wait'}; "
         + (GO_ON if state.knobs.usage_probe else GO_ON_UNPROBED),
         resumes=True,
     )

@@ -261,7 +261,8 @@ async def _review(turn: SimTurn, brief: Mapping[str, Any]) -> dict[str, Any]:
         "counts": {"majors": majors, "mediums": 0, "minors": len(findings) - majors},
         "approve": bool(run.get("passed")) and not majors,
         "gate_changes": changes,
-        "summary": f"round {rnd}: {majors} major finding(s) from the gate's own run",
+        "summary": f"round {rnd}: {majors} major finding{'' if majors == 1 else 's'} from "
+        "the gate's own run",
     }
 
 
