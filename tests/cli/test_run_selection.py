@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.helpers import cli
 
 
-def _run(ws: Path) -> str:
+def _run(ws: Path, params: str = "budget.turns=1,resume_mode=fresh") -> str:
     proc = cli(
         "exec",
         "-f",
@@ -20,7 +20,7 @@ def _run(ws: Path) -> str:
         "-a",
         "sim/steady",
         "-p",
-        "budget.turns=1,rest_seconds=0.05,resume_mode=fresh",
+        f"{params},rest_seconds=0.05",
         "improve it",
         cwd=ws,
         timeout=120,
@@ -59,3 +59,29 @@ def test_the_view_commands_pick_this_directorys_latest_run(
     elsewhere = cli("status", "--json", cwd=tmp_path / "empty", check=True)
     assert json.loads(elsewhere.stdout)["id"] == newest
     assert "no run on" in elsewhere.stderr and f"run {newest} on {other}" in elsewhere.stderr
+
+
+def test_after_a_resume_the_view_commands_pick_the_resumed_run(
+    source_tree: Path, tmp_path: Path
+) -> None:
+    mine = _run(source_tree)
+    other = tmp_path / "other"
+    shutil.copytree(source_tree, other)
+    newer = _run(other)
+    # The same command with more room resumes this directory's run.
+    assert _run(source_tree, "budget.turns=2") == mine
+    for args in (["status", "--json"], ["events", "--json"], ["show"], ["artifacts", "--json"]):
+        proc = cli(*args, cwd=source_tree, check=True)
+        assert f"run {mine}: this directory's latest (the newest anywhere is {newer}" in (
+            proc.stderr
+        ), args
+    st = json.loads(cli("status", "--json", cwd=source_tree, check=True).stdout)
+    assert st["id"] == mine and st["budget"]["turns"]["used"] == 2
+    assert '"run_resumed"' in cli("events", "--json", cwd=source_tree, check=True).stdout
+    # `last` keeps its meaning, the newest run made anywhere; its own directory needs no note.
+    assert (
+        json.loads(cli("status", "last", "--json", cwd=source_tree, check=True).stdout)["id"]
+        == newer
+    )
+    there = cli("status", "--json", cwd=other, check=True)
+    assert json.loads(there.stdout)["id"] == newer and not there.stderr
