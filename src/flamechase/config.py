@@ -293,6 +293,16 @@ _COMPARE = {
 }
 
 
+# pydantic's words for a value that is not a number ("unable to parse string as a number").
+_NUMBERS = {
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "int_parsing": "must be a whole number",
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+}
+
+
 def _describe(exc: ValidationError, raw: dict[str, object], model: type[FlowParams]) -> str:
     parts = []
     for err in exc.errors():
@@ -305,6 +315,8 @@ def _describe(exc: ValidationError, raw: dict[str, object], model: type[FlowPara
         compare = _COMPARE.get(err["type"])
         if compare is not None and compare[0] in err.get("ctx", {}):
             what = f"must be {compare[1]} {_num(err['ctx'][compare[0]])}"
+        elif err["type"] in _NUMBERS:
+            what = _NUMBERS[err["type"]]
         else:
             # A validator's own ValueError already says what is wrong, in words: pydantic's
             # "Value error, " prefix only adds noise to the one line a user reads.

@@ -144,6 +144,23 @@ CASES = [
         ],
         "--resume",
     ),
+    # A new user's slips, each answered in words that say what to give instead.
+    (
+        ["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "budget.cost=-5", "t"],
+        "budget.cost=-5: a budget must not be negative; give US dollars such as 5",
+    ),
+    (
+        ["-f", "flame_chase", "-a", "exec:{a}", "-a", "exec:{a}", "-p", "rest_seconds=fast", "t"],
+        "param rest_seconds=fast: must be a number (range 0.05–60)",
+    ),
+    (
+        ["-f", "parallel_flame_chase", "-a", "exec:{a}", "-p", "lanes=two", "t"],
+        "param lanes=two: must be a whole number (range 1–8)",
+    ),
+    (
+        ["-f", "flame_chase", "-a", "claude@/opus", "-a", "exec:{a}", "t"],
+        "the account after '@' is empty; expected CLI[@ACCOUNT]/MODEL[:EFFORT]",
+    ),
 ]
 
 
