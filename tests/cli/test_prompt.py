@@ -190,15 +190,16 @@ def test_the_prompt_reads_lines_from_a_pipe_and_keeps_them(
     history = tmp_path / "history"
     said: list[str] = []
     with create_pipe_input() as keys:
-        keys.send_text("hello\r$flame_chase\r$flame_chase make it better\r")
+        keys.send_text("hello\r/nope now\r$flame_chase\r$flame_chase make it better\r")
         keys.send_text("exit\r")
         session: PromptSession[str] = PromptSession(
             input=keys, output=DummyOutput(), history=FileHistory(str(history))
         )
         assert prompt.repl(runner=start, session=session, say=said.append) == 0
     assert said[1].startswith("start a run with $FLOW TASK (flows: flame_chase,")
-    assert said[2] == "$flame_chase: say what the agents should achieve"
-    assert said[3:] == []  # the run said its end itself: once, on stderr
+    assert said[2] == "no command /nope; /flow installs a flow, $FLOW TASK starts a run, help"
+    assert said[3] == "$flame_chase: say what the agents should achieve"
+    assert said[4:] == []  # the run said its end itself: once, on stderr
     assert "$flame_chase make it better" in history.read_text()
     out, err = capsys.readouterr()
     assert "budget turns is spent" not in out  # the log leaves the end line to stderr

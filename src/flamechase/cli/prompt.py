@@ -138,6 +138,9 @@ def _one(line: str, runner: Runner, say: Callable[[str], None], ask: asking.Ask)
         with contextlib.suppress(asking.Cancelled):  # Ctrl-C: back to the prompt
             flow_menu.walk(ask, say, flow_names())
         return True
+    if text.startswith("/"):
+        say(f"no command {text.split()[0]}; /flow installs a flow, $FLOW TASK starts a run, help")
+        return True
     parsed = parse(text)
     if parsed is None or not parsed[1]:
         say(
