@@ -58,6 +58,8 @@ def test_simulate_runs_the_protocol_on_the_sample_and_writes_its_replay(tmp_path
     assert fronts["P2"]["state"] == "integrated" and fronts["P1"]["round"] == 2
     status = cli("status", "last", cwd=tmp_path, check=True).stdout
     assert "fronts:" in status and "  P1: wave 1 · state integrated" in status
+    # A verdict's counts in words, never `M0 m0 n1`.
+    assert "verdict APPROVED: 0 major, 0 medium, 0 minor" in status
     events = [
         json.loads(line)
         for line in cli("events", "last", "--json", cwd=tmp_path, check=True).stdout.splitlines()
