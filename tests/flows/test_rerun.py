@@ -59,3 +59,29 @@ def test_a_finished_run_resumes_only_with_more_budget(ws: Path, tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr
     st = status(ws)
     assert st["id"] == run_id and st["budget"]["turns"]["used"] == 3
+
+
+def test_a_held_run_says_its_way_out_and_the_same_command_takes_it(
+    ws: Path, tmp_path: Path
+) -> None:
+    team = Team(tmp_path / "team", 'return c.ok("blocked", "needs a licence key nobody has")')
+    held = team.run(ws, "budget.turns=6", task="continue")
+    assert held.returncode == 3, held.stderr
+    run_id = status(ws)["id"]
+    end = held.stderr.strip().splitlines()[-1]
+    assert f"run {run_id} held: every lane is held" in end
+    assert "to go on, change TASK.md and run the same command with the task `continue`" in end
+    # The same command, nothing changed: refused in one line that repeats the way out.
+    again = team.run(ws, "budget.turns=6", task="continue")
+    assert again.returncode == 2, again.stderr
+    (line,) = again.stderr.strip().splitlines()
+    assert f"run {run_id} on this task already held: every lane is held" in line
+    assert line.endswith("; do that, or start afresh with -p resume_mode=fresh"), line
+    # Doing what it says: the coordinator re-plans, the lanes are released and work again.
+    (ws / "TASK.md").write_text("make it better, without the licence key\n")
+    team.set_hook()
+    done = team.run(ws, "budget.turns=6", task="continue")
+    assert done.returncode == 0, done.stderr
+    st = status(ws)
+    assert st["id"] == run_id and st["status"] == "finished"
+    assert not any(lane["held"] for lane in st["lanes"])
