@@ -4,6 +4,7 @@ never a trap)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,13 @@ def test_a_finished_run_resumes_only_with_more_budget(ws: Path, tmp_path: Path) 
     assert f"run {run_id} on this task already finished: budget turns is spent" in proc.stderr
     assert "larger -p budget.turns=… (it had 2)" in proc.stderr
     assert status(ws)["budget"]["turns"]["used"] == 2
+    # The workspace deleted and made again: still this task's run, still not silently resumed.
+    kept = tmp_path / "kept"
+    shutil.copytree(ws, kept)
+    shutil.rmtree(ws)
+    shutil.copytree(kept, ws)
+    again = team.run(ws, "budget.turns=2")
+    assert again.returncode == 2 and f"run {run_id} on this task already finished" in again.stderr
     # More room where the budget ran out: the same run goes on.
     proc = team.run(ws, "budget.turns=3")
     assert proc.returncode == 0, proc.stderr
