@@ -262,16 +262,18 @@ def _where(loc: tuple[Any, ...], data: object) -> str:
     return ".".join(str(x) for x in loc)
 
 
-_KEYS = {1: PlanSpec, 3: FrontSpec}  # an unknown key's depth: the plan's, or a front's
+# An unknown key's depth: the plan's (1), or a front's (3: fronts, its index, the key).
+_KEYS: dict[int, type[BaseModel]] = {1: PlanSpec, 3: FrontSpec}
 
 
 def _said(err: Any, loc: tuple[Any, ...], given: object) -> str:
     kind, ctx = err.get("type", ""), err.get("ctx") or {}
     field = str(loc[-1]) if loc else ""
     if field == "owners" and kind == "too_long":
-        n = len(given) if isinstance(given, dict) else ctx.get("actual_length")
+        names = [str(k) for k in given] if isinstance(given, dict) else []
+        n = len(names) or ctx.get("actual_length")
         return (
-            f"{n} builders ({', '.join(map(str, given or ()))}); a front has at most "
+            f"{n} builders ({', '.join(names)}); a front has at most "
             f"{MAX_OWNERS} (one per builder lane): give one builder's files to another, or "
             "make another front of them"
         )
