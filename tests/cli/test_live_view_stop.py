@@ -57,6 +57,7 @@ def test_the_live_views_first_ctrl_c_says_a_second_cuts_and_the_end_is_said_once
     assert len(ends) == 1, screen[-2000:]
     assert "stopped: stopped by a signal" in ends[0]
     assert ends[0].endswith("; to go on, run the same command again"), ends[0]
+    assert status(source_tree)["next"] == "to go on, run the same command again"
     # What it says to type picks the stopped run up.
     (gate / "never").touch()
     again = cli(*args, cwd=source_tree, timeout=120)

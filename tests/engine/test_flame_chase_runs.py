@@ -104,6 +104,12 @@ def test_invalid_report_fails_only_that_turn(ws: Path, tmp_path: Path) -> None:
     run_id = status(ws)["id"]
     assert f"see why the agents failed: flamechase status {run_id}" in proc.stderr
     assert "larger -p budget" not in proc.stderr
+    # Nor do `status` and the same command again advise more of the same budget.
+    shown = cli("status", cwd=ws, check=True).stdout
+    assert "next: see each lane's last error; once its agents work, start afresh with " in shown
+    again = _exec(ws, bad, shape, "budget.turns=2")
+    assert again.returncode == 2 and "resuming it would end the same way" in again.stderr
+    assert "larger -p budget" not in shown + again.stderr
     turns = [e for e in events(ws) if e["kind"] == "turn_failed"]
     assert len(turns) == 2
     assert "not JSON" in turns[0]["payload"]["error"]

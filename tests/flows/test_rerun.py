@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.flows.pfc import Team
-from tests.helpers import status
+from tests.helpers import cli, status
 
 
 @pytest.fixture
@@ -39,6 +39,11 @@ def test_a_failed_planning_is_not_resumed_by_the_same_command(ws: Path, tmp_path
     assert f"run {failed} on this task already failed: planning failed" in line
     assert "would end the same way" in line and "-p resume_mode=fresh" in line
     assert status(ws)["id"] == failed
+    shown = cli("status", cwd=ws, check=True).stdout
+    assert (
+        "next: once the cause of its failure is fixed, start afresh with -p resume_mode=fresh"
+        in (shown)
+    )
     # What it says to type works: a new run, planned by the working coordinator.
     proc = team.run(ws, "budget.turns=2", "resume_mode=fresh")
     assert proc.returncode == 0, proc.stderr
@@ -55,6 +60,10 @@ def test_a_finished_run_resumes_only_with_more_budget(ws: Path, tmp_path: Path) 
     assert f"run {run_id} on this task already finished: budget turns is spent" in proc.stderr
     assert "larger -p budget.turns=… (it had 2)" in proc.stderr
     assert status(ws)["budget"]["turns"]["used"] == 2
+    assert status(ws)["next"] == (
+        "to go on, run it again with a larger -p budget.turns=… (it had 2), or start afresh "
+        "with -p resume_mode=fresh"
+    )
     # The workspace deleted and made again: still this task's run, still not silently resumed.
     kept = tmp_path / "kept"
     shutil.copytree(ws, kept)

@@ -60,6 +60,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
     events, view/summary.fold_shown).
     """
     from flamechase.budgets import Budget
+    from flamechase.engine.rerun import way_on
     from flamechase.store.db import Reader
     from flamechase.store.home import locks_dir
     from flamechase.workspace.diskuse import disk_use
@@ -161,6 +162,8 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
             else None
         ),
         "stopping": bool(engine_alive and stop and opened and stop["seq"] > opened["seq"]),
+        # What to type to go on from a run that stopped or ended ("" while it runs).
+        "next": None if engine_alive else (way_on(run_dir, {**run, "status": status}) or None),
         "disk_bytes": disk_bytes,
         "notices": notices,
         "notices_in_full": notices_in_full,
@@ -281,6 +284,8 @@ def status_lines(st: dict[str, Any], *, verbose: bool = False) -> list[str]:
         out.append(f"task: {task[0][:100]}")
     if st.get("ended"):
         out.append(f"ended: {st['ended']}")
+    if st.get("next"):
+        out.append(f"next: {st['next']}")
     b = st["budget"]
     limits = {k: b[k]["limit"] for k in ("duration", "cost", "turns", "output_tokens")}
     spent = {k: {"used": b[k]["used"]} for k in limits}

@@ -20,7 +20,7 @@ from flamechase.budgets import Budget
 from flamechase.errors import RunAlreadyEnded, StoreError
 from flamechase.store.db import DB_NAME, Reader
 
-__all__ = ["ENDED", "check_rerun", "spent_key"]
+__all__ = ["ENDED", "check_rerun", "spent_key", "way_on"]
 
 # The statuses a run ends with; any other (stopped, running after a crash, starting) resumes.
 ENDED = ("finished", "failed", "held")
@@ -87,15 +87,41 @@ def check_rerun(
     spent = spent_key(stored, spend, active) if spend else None
     if spent is not None and spent_key(budget_now, spend, active) is None:
         return  # more room where the budget ran out: the run goes on
-    run_id = row["id"]
-    if spent is not None:
-        bound = getattr(stored, spent)
-        go_on = f"to go on, run it again with a larger -p budget.{spent}=… (it had {bound:g}), or "
-    elif status == "held":
-        go_on = "do that, or " if "to go on" in message else "to go on, release what held it, or "
-    else:
-        go_on = "resuming it would end the same way; "
+    go_on = _go_on(stored, spent, status, message, "resuming it would end the same way; ")
     raise RunAlreadyEnded(
-        f"run {run_id} on this task already {status}: {_short(message) or 'no message'}; "
+        f"run {row['id']} on this task already {status}: {_short(message) or 'no message'}; "
         f"{go_on}start afresh with -p resume_mode=fresh"
     )
+
+
+def _go_on(stored: Budget, spent: str | None, status: str, message: str, failed: str) -> str:
+    """The first half of what to type after a run that ended: `failed` for a failure (a run
+    whose every turn failed is one, budget spent or not: more of it would fail the same way)."""
+    if status == "failed":
+        return failed
+    if spent is not None:
+        bound = getattr(stored, spent)
+        return f"to go on, run it again with a larger -p budget.{spent}=… (it had {bound:g}), or "
+    if status == "held":
+        return "do that, or " if "to go on" in message else "to go on, release what held it, or "
+    return failed
+
+
+def way_on(run_dir: Path, row: Mapping[str, Any]) -> str:
+    """What to type to go on from the run `row` (`status`'s `next:`), "" while it runs: the
+    same words the same command's refusal would say (check_rerun)."""
+    status = str(row.get("status") or "")
+    if status == "stopped":
+        return "to go on, run the same command again"
+    if status not in ENDED:
+        return ""
+    message, spend, active, again = _ended_with(run_dir, row)
+    if again:
+        return "run the same command again: the flow looks again at what held it"
+    stored = Budget.from_json(row.get("budget") or {})
+    spent = spent_key(stored, spend, active) if spend else None
+    failed = "once the cause of its failure is fixed, " if status == "failed" else ""
+    if status == "failed" and "none of its" in message:
+        failed = "see each lane's last error; once its agents work, "
+    go_on = _go_on(stored, spent, status, message, failed)
+    return f"{go_on}start afresh with -p resume_mode=fresh"
