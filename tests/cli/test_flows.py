@@ -519,3 +519,12 @@ def test_show_says_a_role_by_its_lane_when_the_flow_describes_none(tmp_path: Pat
         "  reader: takes turns in main, in turn with writer, on your tree",
         "  copier: takes turns in side, in its own place (side)",
     ]
+
+
+def test_show_says_how_to_run_without_a_role_the_flow_can_do_without() -> None:
+    lines = _show("parrallello")
+    prep = next(ln for ln in lines if ln.startswith("  prep: "))
+    assert prep.endswith("(without it: -p prep=false)"), prep
+    planner = next(ln for ln in lines if ln.startswith("  planner: "))
+    assert planner.endswith("(without it: -p plan=PLAN.yaml)"), planner
+    assert not any("without it" in ln for ln in lines if ln.startswith(("  builder", "  critic")))

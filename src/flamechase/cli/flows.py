@@ -252,7 +252,8 @@ def _roles(flow: Flow[Any], params: FlowParams, required: set[str]) -> list[str]
 def _role_line(role: Role, where: dict[str, str]) -> str:
     """A role and what it is for: the flow's words, else where its lane has it take turns."""
     extra = f" (default effort {role.defaults.effort})" if role.defaults.effort else ""
-    return f"{role.name}{extra}: {role.description or where.get(role.name) or NO_WORDS}"
+    without = f" (without it: {role.without})" if role.without else ""
+    return f"{role.name}{extra}: {role.description or where.get(role.name) or NO_WORDS}{without}"
 
 
 def _lane_words(flow: Flow[Any], params: FlowParams) -> dict[str, str]:

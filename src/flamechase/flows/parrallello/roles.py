@@ -20,7 +20,7 @@ _ABOUT = {
 
 
 # The params a run takes instead of an agent for the role (said when none is given).
-_WITHOUT = {"prep": "-p prep=false", "planner": "-p plan=PLAN.yaml (a plan of your own)"}
+_WITHOUT = {"prep": "-p prep=false", "planner": "-p plan=PLAN.yaml"}
 
 
 def described(roles: list[str]) -> list[Role]:
