@@ -121,10 +121,10 @@ def test_apply_force_lays_the_candidate_over_the_users_edit_and_sets_the_edit_as
     solver.write_bytes(mine)
     assert cli("artifacts", "apply", rid, cwd=tree).returncode != 0
     forced = cli("artifacts", "apply", rid, "--force", cwd=tree, check=True)
-    line = forced.stdout.strip()
-    assert f"applied {rid} (steps = " in line and "changed solver.py" in line
-    said = re.search(r"; your changes at solver\.py were set aside in (\S+)$", line)
-    assert said, line
+    applied, aside = forced.stdout.strip().splitlines()
+    assert f"applied {rid} (steps = " in applied and "changed solver.py" in applied
+    said = re.fullmatch(r"your changes at solver\.py were set aside in (\S+)", aside)
+    assert said, aside
     assert (Path(said.group(1)) / "solver.py").read_bytes() == mine
     home = Path(os.environ["FLAMECHASE_HOME"])
     assert Path(said.group(1)).is_relative_to(home / "runs" / run_id)

@@ -18,9 +18,10 @@ import os
 import re
 import shlex
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from flamechase.errors import RoleError, SpecError
 
@@ -33,6 +34,7 @@ __all__ = [
     "parse_spec",
     "split_agent_args",
     "split_choices",
+    "without_roles",
 ]
 
 GRAMMAR = "CLI[@ACCOUNT]/MODEL[:EFFORT] or exec:PATH"
@@ -256,6 +258,12 @@ def split_agent_args(values: list[str]) -> list[tuple[str | None, str]]:
 def _item(text: str) -> tuple[str | None, str]:
     named = _role_prefix(text)
     return named if named is not None else (None, text)
+
+
+def without_roles(roles: Iterable[Any]) -> dict[str, str]:
+    """role name -> the params that run its flow without it, of the flow's described roles
+    (`flow.Role`: `name`, `without`)."""
+    return {r.name: r.without for r in roles if getattr(r, "without", "")}
 
 
 def _roles(n: int) -> str:

@@ -77,15 +77,15 @@ def apply_candidate(run_dir: Path, rid: str, as_json: bool, *, force: bool = Fal
         kept = {"set_aside": str(aside)} if aside else {}
         echo_json(json.dumps({"report_id": rid, "tree": str(tree), **done, **kept}, indent=1))
         return 0
-    said = [
-        f"{what} {_paths(done[what])}" for what in ("changed", "added", "deleted") if done[what]
-    ]
-    echo(
-        f"applied {rid} ({entry.metric} = {entry.value:g}, verified) to {tree}: "
-        + ("; ".join(said) if said else "already there, nothing changed")
-        + (f"; your changes at {_paths(drift)} were set aside in {aside}" if aside else "")
-    )
+    echo(_applied(f"{rid} ({entry.metric} = {entry.value:g}, verified) to {tree}", done))
+    if aside:
+        echo(f"your changes at {_paths(drift)} were set aside in {aside}")
     return 0
+
+
+def _applied(what: str, done: dict[str, list[str]]) -> str:
+    said = [f"{k} {_paths(done[k])}" for k in ("changed", "added", "deleted") if done[k]]
+    return f"applied {what}: " + ("; ".join(said) if said else "already there, nothing changed")
 
 
 def _set_aside(tree: Path, paths: list[str], run_dir: Path) -> Path:

@@ -40,17 +40,7 @@ def command(args: tuple[str, ...], dest: Path | None, as_json: bool, force: bool
     from flamechase.store.db import Reader
 
     if args[:1] == ("apply",):
-        if dest is not None:
-            raise click.UsageError("apply writes into the run's tree: leave out --extract")
-        if not 2 <= len(args) <= 3:
-            raise click.UsageError(
-                "apply takes the ID of a verified candidate, after the RUN if you name one: "
-                "`flamechase artifacts apply [RUN] ID` (`flamechase status` shows the best)"
-            )
-        from flamechase.cli.apply import apply_candidate
-
-        run_dir = pick(args[1] if len(args) == 3 else None)
-        return apply_candidate(run_dir, args[-1], as_json, force=force)
+        return _apply(args[1:], dest, as_json, force)
     if force:
         raise click.UsageError("--force is for `artifacts apply` only")
     if len(args) > 2:
@@ -89,3 +79,19 @@ def command(args: tuple[str, ...], dest: Path | None, as_json: bool, force: bool
         store.extract(files, target)
         echo(f"{rid}: {len(files)} file(s) verified and written to {target}")
     return 0
+
+
+def _apply(args: tuple[str, ...], dest: Path | None, as_json: bool, force: bool) -> int:
+    """`artifacts apply [RUN] ID` (`args` after `apply`)."""
+    from flamechase.cli.apply import apply_candidate
+    from flamechase.cli.pick import pick
+
+    if dest is not None:
+        raise click.UsageError("apply writes into the run's tree: leave out --extract")
+    if not 1 <= len(args) <= 2:
+        raise click.UsageError(
+            "apply takes the ID of a verified candidate, after the RUN if you name one: "
+            "`flamechase artifacts apply [RUN] ID` (`flamechase status` shows the best)"
+        )
+    run_dir = pick(args[0] if len(args) == 2 else None)
+    return apply_candidate(run_dir, args[-1], as_json, force=force)

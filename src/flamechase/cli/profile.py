@@ -88,13 +88,13 @@ def _save(profiles: dict[str, Profile]) -> Path:
 def check(flow_ref: str, profile: Profile) -> None:
     """Refuse a profile `exec` would refuse: bad specs, unknown or missing roles, bad params
     (loads the flow: runs its code). No budget is allowed, as for `exec`: the run says so."""
-    from flamechase.agents.spec import assign_roles, split_agent_args
+    from flamechase.agents.spec import assign_roles, split_agent_args, without_roles
     from flamechase.config import parse_settings, split_kv
     from flamechase.loader import load_flow
 
     flow = load_flow(flow_ref)
     _, params = parse_settings(dict(split_kv(profile.params)), flow.Params, flow.name)
-    without = {r.name: r.without for r in flow.describe_roles(params) if r.without}
+    without = without_roles(flow.describe_roles(params))
     assign_roles(split_agent_args(profile.agents), flow.roles(params), flow.name, without)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from flamechase import jail as jails
 from flamechase.agents.backend import Backend
 from flamechase.agents.registry import backend_for
-from flamechase.agents.spec import AgentSpec, assign_choices
+from flamechase.agents.spec import AgentSpec, assign_choices, without_roles
 from flamechase.budgets import NO_BUDGET, Budget
 from flamechase.config import parse_settings
 from flamechase.engine import objective as obj
@@ -297,11 +297,9 @@ def _agents(
     role's alternatives are each checked the same way (any of them may take its turns)."""
     flow = code.flow
     described = code.call("describe_roles()", flow.describe_roles, params)
-    without = {r.name: r.without for r in described if r.without}
+    roles = code.call("roles()", flow.roles, params)
     every = with_role_defaults_all(
-        assign_choices(req.agents, code.call("roles()", flow.roles, params), flow.name, without),
-        described,
-        flow.name,
+        assign_choices(req.agents, roles, flow.name, without_roles(described)), described, flow.name
     )
     agents = {role: specs[0] for role, specs in every.items()}
     choices = {role: specs for role, specs in every.items() if len(specs) > 1}
