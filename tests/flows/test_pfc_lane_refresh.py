@@ -212,3 +212,38 @@ def test_a_lane_copys_git_hooks_never_run_when_it_is_refreshed(
     seen = json.loads(team.saved("hostile.json"))
     # Refreshed (lane 1's readme came over, the lane's work stayed), and no hook ran.
     assert seen == {"readme": "lane 1's readme\n", "own": "lane 2's work\n", "ran": False}
+
+
+HALF_HOOK = """
+import sys
+src = Path(SOURCE)
+if c.lane == "lane-1":
+    if c.turn == 1:
+        (c.ws / "README.md").write_text("lane 1's turn 1\\n")
+        return None
+    if c.turn == 2 and c.attempt == 1:
+        # Half-way through a turn that will fail: its file must reach no lane.
+        (c.ws / "half.txt").write_text("half-written\\n")
+        assert c.wait(lambda es: any(e["lane"] == "lane-2" and e["turn"] >= 2 for e in es), 60)
+        sys.exit(1)
+    return c.ok("blocked", "stop here")
+if c.turn == 1:
+    assert c.wait(lambda es: any(e["lane"] == "lane-1" and e["turn"] >= 2 for e in es), 60)
+    assert c.wait(lambda es: (src / "half.txt").exists(), 60)
+    return None
+seen = {p: (c.ws / p).read_text() for p in ("README.md", "half.txt") if (c.ws / p).exists()}
+c.save("lane-2-turn-2.json", json.dumps(seen))
+return c.ok("blocked", "stop here")
+"""
+
+
+def test_a_lane_is_refreshed_onto_lane_1s_tree_as_a_valid_turn_left_it_never_half_written(
+    source_tree: Path, tmp_path: Path
+) -> None:
+    """Lane 2's refresh runs while lane 1's turn 2 is under way and has written a file (a
+    turn that then fails): lane 2 starts on lane 1's tree as its valid turn 1 left it."""
+    team = Team(tmp_path / "team", HALF_HOOK.replace("SOURCE", repr(str(source_tree))))
+    proc = team.run(source_tree, "lanes=2", "lane_refresh=rebase", lanes=2)
+    assert proc.returncode == 3, proc.stderr
+    assert json.loads(team.saved("lane-2-turn-2.json")) == {"README.md": "lane 1's turn 1\n"}
+    assert (source_tree / "half.txt").exists()  # lane 1's tree kept what its turn wrote
