@@ -5,13 +5,14 @@ a file both changed keeps the lane's version and is named in its prompt."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.flows.pfc import Team, of_kind, run_dir
-from tests.helpers import events, status
+from tests.helpers import cli, events, status
 
 HOOK = """
 if c.lane == "lane-1":
@@ -170,6 +171,38 @@ def test_done_means_a_stale_report_marked_by_2_and_the_next_lane_turn_on_lane_1s
     assert read and read[0][rid] == "stale by 2 lane-1 turns"
     # ... and `status` as of now: lane 1's turn 3 (blocked) was valid too.
     assert status(source_tree)["reports"][rid]["freshness"] == "stale by 3 lane-1 turns"
+    _every_view_says_it(source_tree, tmp_path, proc.stdout, rid)
+
+
+def _every_view_says_it(ws: Path, tmp_path: Path, log: str, rid: str) -> None:
+    """The log, `status`, the replay and the live view say what lane 1's turn 3 read."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from flamechase.view.renderables import dashboard
+    from flamechase.view.replay import load_run
+    from flamechase.view.replay_pack import read_document
+    from flamechase.view.state import RunFold, parse_at
+
+    said = f"{rid} stale by 2 lane-1 turns"
+    assert said in log  # the run's own log
+    assert said in cli("events", "last", cwd=ws, check=True).stdout
+    text = cli("status", "last", cwd=ws, check=True).stdout
+    [row] = [line for line in text.splitlines() if line.strip().startswith(f"{rid}:")]
+    assert "lane 1 at 0 valid" in row and "read by lane 1 stale by 2 at turn 3" in row
+    page = tmp_path / "replay.html"
+    cli("show", "last", "--html", str(page), cwd=ws, check=True)
+    assert said in json.dumps(read_document(page.read_text()))
+    run, lanes, evs = load_run(run_dir(Path(os.environ["FLAMECHASE_HOME"]), ws))
+    fold = RunFold.from_run(run, lanes)
+    for e in evs:
+        fold.apply(e)
+    now = parse_at(fold.at or "")
+    console = Console(file=StringIO(), width=120, color_system=None)
+    console.print(dashboard(fold.snapshot(now), now, []))
+    live = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "report freshness" in live and "stale by 2 at turn 3" in live
 
 
 HOSTILE_HOOK = """
