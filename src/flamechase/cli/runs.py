@@ -190,6 +190,7 @@ def _alternatives(r: Any, agents: dict[str, Any]) -> list[dict[str, Any]]:
     rows = sorted((row for k in kinds for row in r.events_of(k)), key=lambda row: row["seq"])
     book = failover.Book(choices)
     book.replay(rows)
+    spent = r.spend_by_agent()
     now = time.time()
     out = []
     for role, alts in choices.items():
@@ -199,7 +200,21 @@ def _alternatives(r: Any, agents: dict[str, Any]) -> list[dict[str, Any]]:
             for a in alts
             if (c := book.closed.get(a)) is not None and c.until > now
         }
-        out.append({"role": role, "alternatives": alts, "current": current, "closed": closed})
+        # What each cost: every attempt on it counts toward the run's budgets.
+        spend = {
+            a: {"turns": int(got["turns"]), "cost_usd": round(float(got["cost"]), 6)}
+            for a in alts
+            if (got := spent.get((role, a))) is not None
+        }
+        out.append(
+            {
+                "role": role,
+                "alternatives": alts,
+                "current": current,
+                "closed": closed,
+                "spent": spend,
+            }
+        )
     return out
 
 
@@ -333,7 +348,10 @@ def status_lines(st: dict[str, Any], *, verbose: bool = False) -> list[str]:
 
 
 def _alternative_lines(roles: Any) -> list[str]:
-    """`  ROLE: A (usage window until 10:00Z) | B (current) | C`, a line per role."""
+    """`  ROLE: A (usage window until 10:00Z, 1 turn, $0.0010) | B (current) | C`, a line
+    per role."""
+    from flamechase.events.present import money
+
     out = []
     for role in roles:
         said = []
@@ -344,6 +362,9 @@ def _alternative_lines(roles: Any) -> list[str]:
             closed = role["closed"].get(agent)
             if closed:
                 notes.append(f"{closed['why']} until {str(closed['until'])[11:16]}Z")
+            spent = (role.get("spent") or {}).get(agent)
+            if spent:
+                notes.append(f"{_count(spent['turns'], 'turn')}, {money(spent['cost_usd'])}")
             said.append(agent + (f" ({', '.join(notes)})" if notes else ""))
         out.append(f"  {role['role']} alternatives: " + " | ".join(said))
     return out
