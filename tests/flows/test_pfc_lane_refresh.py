@@ -206,10 +206,11 @@ def _every_view_says_it(ws: Path, tmp_path: Path, log: str, rid: str) -> None:
 
 
 HOSTILE_HOOK = """
-import subprocess
+import shutil, subprocess
 if c.lane == "lane-1":
     if c.turn == 1:
         (c.ws / "README.md").write_text("lane 1's readme\\n")
+        (c.ws / "pkg" / "mod.py").write_text("lane 1's module\\n")
         return None
     return c.ok("blocked", "stop here")
 if c.turn == 1:
@@ -226,12 +227,26 @@ if c.turn == 1:
         f.write(f"[core]\\n\\tfsmonitor = {hooks / 'fsmonitor-watchman'}\\n"
                 f"\\thooksPath = {hooks}\\n")
     (c.ws / ".gitattributes").write_text("* filter=evil merge=evil\\n")
+    # Alternates pointing at a repository of its own, and a nested repository armed the same.
+    (c.ws / ".git" / "objects" / "info" / "alternates").write_text(f"{c.ws}/evil/objects\\n")
+    subprocess.run(["git", "init", "-q", str(c.ws / "nested")], check=True)
+    nested = c.ws / "nested" / ".git"
+    (nested / "hooks" / "post-checkout").write_text(f"#!/bin/sh\\necho nested >> {marker}\\n")
+    (nested / "hooks" / "post-checkout").chmod(0o755)
+    with open(nested / "config", "a") as f:
+        f.write(f"[core]\\n\\tfsmonitor = {nested / 'hooks' / 'post-checkout'}\\n")
+    # A directory of lane 1's swapped for a link leaving the copy (lane 1 changes a file
+    # under it): nothing may be written through it.
+    shutil.rmtree(c.ws / "pkg")
+    (c.ws / "pkg").symlink_to(OUTSIDE)
     (c.ws / "own.txt").write_text("lane 2's work\\n")
     assert c.wait(lambda es: any(e["lane"] == "lane-1" and e["turn"] >= 2 for e in es), 60)
     return None
 c.save("hostile.json", json.dumps({"readme": (c.ws / "README.md").read_text(),
                                    "own": (c.ws / "own.txt").read_text(),
-                                   "ran": (c.ws / ".git" / "hook-ran").exists()}))
+                                   "ran": (c.ws / ".git" / "hook-ran").exists(),
+                                   "pkg": os.readlink(c.ws / "pkg"),
+                                   "prompt": c.prompt}))
 return c.ok("blocked", "stop here")
 """
 
@@ -239,12 +254,23 @@ return c.ok("blocked", "stop here")
 def test_a_lane_copys_git_hooks_never_run_when_it_is_refreshed(
     source_tree: Path, tmp_path: Path
 ) -> None:
-    team = Team(tmp_path / "team", HOSTILE_HOOK)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    team = Team(tmp_path / "team", HOSTILE_HOOK.replace("OUTSIDE", repr(str(outside))))
     proc = team.run(source_tree, "lanes=2", "lane_refresh=rebase", lanes=2)
     assert proc.returncode == 3, proc.stderr
     seen = json.loads(team.saved("hostile.json"))
     # Refreshed (lane 1's readme came over, the lane's work stayed), and no hook ran.
-    assert seen == {"readme": "lane 1's readme\n", "own": "lane 2's work\n", "ran": False}
+    prompt = seen.pop("prompt")
+    assert seen == {
+        "readme": "lane 1's readme\n",
+        "own": "lane 2's work\n",
+        "ran": False,
+        "pkg": str(outside),  # the lane's link kept ...
+    }
+    assert list(outside.iterdir()) == []  # ... nothing written through it ...
+    named = prompt.split("reconcile them deliberately:")[1].split("\n")[0]
+    assert "pkg" in named  # ... and named
 
 
 HALF_HOOK = """
