@@ -52,10 +52,12 @@ def test_gc_keeps_unpublished_work_then_reclaims_the_copies(held_run: tuple[Path
     assert run_id in dry and "lanes/lane-2" in dry and "nothing removed" in dry
     assert copy.is_dir()
 
+    assert (run_dir / "lanerefresh.git").is_dir()
     out = cli("gc", cwd=ws, check=True).stdout
     assert f"kept unpublished work of lanes/lane-2: {run_dir}/kept/" in out
     assert "no longer resumed" in out
     assert not copy.exists()
+    assert not (run_dir / "lanerefresh.git").exists()  # the refresh's repository too
     with tarfile.open(run_dir / "kept" / "lanes_lane-2.tar.gz") as tar:
         got = tar.extractfile("lane2-idea.txt")
         assert got is not None and got.read() == b"unpublished"
