@@ -93,14 +93,15 @@ def _files(tree: Path) -> dict[str, bytes]:
     return {str(p.relative_to(tree)): p.read_bytes() for p in tree.rglob("*") if p.is_file()}
 
 
+@pytest.mark.parametrize("nth", [1, 2, 9])  # in the copy, or in what follows it
 def test_a_gc_killed_mid_removal_is_finished_by_the_next_with_the_work_kept(
-    held_run: tuple[Path, str],
+    held_run: tuple[Path, str], nth: int
 ) -> None:
     ws, run_id = held_run
     run_dir = _home() / "runs" / run_id
     copy = run_dir / "lanes" / "lane-2" / "workspace"
     archive = run_dir / "kept" / "lanes_lane-2.tar.gz"
-    killed = cli("gc", cwd=ws, env={"FLAMECHASE_FAULT": "gc-remove:2"})
+    killed = cli("gc", cwd=ws, env={"FLAMECHASE_FAULT": f"gc-remove:{nth}"})
     assert killed.returncode == -signal.SIGKILL
     assert not copy.exists()  # gone from its name in one rename ...
     assert archive.is_file()  # ... only after its work was kept
