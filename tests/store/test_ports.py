@@ -122,3 +122,30 @@ def _elsewhere(what: str, arg: object) -> int:
         [sys.executable, "-c", code, str(arg)], capture_output=True, text=True, check=True
     )
     return int(got.stdout)
+
+
+def test_a_block_claimed_elsewhere_while_its_run_was_stopped_is_replaced_on_resume(
+    tmp_path: Path,
+) -> None:
+    a = ports.allocate("run-a", "lane-1", home=tmp_path)
+    ports.let_go("run-a")  # its engine ended
+    holder = subprocess.Popen(  # a live engine of another state home takes the block
+        [sys.executable, "-c", _HOLD, str(a.base)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        again = ports.allocate("run-a", "lane-1", home=tmp_path)  # the run resumed
+        assert again != a
+        assert ports.held("run-a", home=tmp_path) == {"lane-1": again}
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+_HOLD = """
+import sys, time
+from flamechase.store import ports
+assert ports._claim(int(sys.argv[1]), "elsewhere")
+print("held", flush=True)
+time.sleep(60)
+"""
