@@ -274,3 +274,16 @@ def test_a_refresh_onto_a_recorded_commit_reads_no_tree_of_lane_1s(
     for bad in ("HEAD", "main", "0" * 40, f"{recorded}^"):
         with pytest.raises((ValueError, SnapshotFailed)):
             lanerefresh.refresh(repo, done.base, lane2, bad, lane="lane-2")
+
+
+def test_an_index_lock_a_killed_git_left_stops_no_later_refresh(
+    trees: tuple[Path, Path, Path, str],
+) -> None:
+    lane1, lane2, repo, base = trees
+    lanerefresh.record(repo, lane2)  # both trees have their index now
+    for index in (repo / "indexes").iterdir():
+        if index.suffix not in (".held", ".lock"):
+            Path(f"{index}.lock").write_text("")  # git add SIGKILLed while writing it
+    done = lanerefresh.refresh(repo, base, lane2, lane1, lane="lane-2")
+    assert done.conflicts == ("c.py",)
+    assert _files(lane2)["a.py"] == "a from lane 1\n"

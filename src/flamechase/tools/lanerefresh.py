@@ -128,6 +128,9 @@ def _tree(repo: Path, tree_dir: Path) -> str:
     index = indexes / name
     with open(indexes / f"{name}.held", "a") as held:  # not .lock: git takes that one
         fcntl.flock(held, fcntl.LOCK_EX)
+        # Held by us, the index is no other git's: a `.lock` of git's is one a SIGKILL left
+        # (it would stop every later snapshot of this tree).
+        Path(f"{index}.lock").unlink(missing_ok=True)
         add = ("add", "-A", "--ignore-errors", "--", ".")
         if _git(repo, *add, work=tree_dir, index=index, ok=1).returncode:
             # A path it could not read keeps its old entry in a kept index: start afresh, so
