@@ -110,6 +110,7 @@ def test_a_usage_window_moves_the_role_to_its_second_account_and_back_after_the_
     work, home = (f"${spent[a]['cost_usd']:.4f}" for a in (WORK, HOME))
     said = f"{WORK} (current, 2 turns, {work}) | {HOME} (1 turn, {home})"
     assert f"first_chaser alternatives: {said}" in text
+    assert f"4 turns, ${st['budget']['cost']['used']:.4f}" in text  # the whole run's spend
 
 
 def _scripts(tmp_path: Path) -> tuple[Path, Path]:

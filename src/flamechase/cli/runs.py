@@ -309,7 +309,9 @@ def status_lines(st: dict[str, Any], *, verbose: bool = False) -> list[str]:
     used = [
         f"active {human_seconds(float(b['duration']['used']))}",
         _count(int(b["turns"]["used"]), "turn"),
-        f"${float(b['cost']['used']):.2f}",
+        # Cents once it is a dollar; below, as the run's end line says it (a run of small
+        # turns, each alternative's spend beside it, must not read $0.00).
+        f"${cost:.2f}" if (cost := float(b["cost"]["used"])) >= 1 else f"${cost:.4f}",
     ]
     if st.get("disk_bytes") is not None:
         from flamechase.workspace.diskuse import size_text
