@@ -249,3 +249,19 @@ if c.lane == "lane-2" and c.turn == 1:
         assert got is not None and got.read() == b"unpublished"
         deleted = tar.extractfile(".flamechase-deleted")
         assert deleted is not None and deleted.read() == b"pkg/mod.py\n"
+
+
+def test_a_runs_rm_killed_mid_removal_leaves_the_work_kept_and_gc_finishes_it(
+    held_run: tuple[Path, str],
+) -> None:
+    ws, run_id = held_run
+    killed = cli("runs", "rm", run_id, cwd=ws, env={"FLAMECHASE_FAULT": "gc-remove:3"})
+    assert killed.returncode == -signal.SIGKILL
+    assert run_id not in cli("runs", cwd=ws, check=True).stdout  # gone from every list ...
+    kept = _home() / "kept" / run_id / "lanes_lane-2.tar.gz"
+    with tarfile.open(kept) as tar:  # ... after its work was kept
+        got = tar.extractfile("lane2-idea.txt")
+        assert got is not None and got.read() == b"unpublished"
+    assert list((_home() / "trash").iterdir())  # half removed, out of the way
+    cli("gc", cwd=ws, check=True)
+    assert not list((_home() / "trash").iterdir())
