@@ -66,6 +66,7 @@ def test_gc_keeps_unpublished_work_then_reclaims_the_copies(held_run: tuple[Path
     assert after["disk_bytes"] < before  # the run is still there to look at
     assert cli("gc", "--dry-run", cwd=ws, check=True).stdout.startswith("reclaimable: 0 B")
     assert run_id not in (_home() / "ports.json").read_text()  # its port blocks are free
+    assert [ln["ports"] for ln in after["lanes"]] == [None, None]
 
 
 def test_runs_rm_removes_a_run_and_keeps_its_work_beside_the_runs(

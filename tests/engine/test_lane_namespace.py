@@ -96,6 +96,15 @@ def test_two_lanes_serve_on_their_own_port_blocks_at_once(
     assert one["prompt_names_block"] and two["prompt_names_block"]
     for ln in ("lane-1", "lane-2"):  # the lane's next turn keeps its namespace
         assert envs[(ln, 2)] == envs[(ln, 1)]
+    # `status` says each lane's block.
+    from tests.helpers import status
+
+    shown = {ln["lane"]: ln["ports"] for ln in status(source_tree)["lanes"]}
+    for ln, e in ((x, envs[(x, 1)]) for x in ("lane-1", "lane-2")):
+        base, count = int(e["FLAMECHASE_PORT_BASE"]), int(e["FLAMECHASE_PORT_COUNT"])
+        assert shown[ln] == f"{base}-{base + count - 1}"
+    text = cli("status", "last", cwd=source_tree, check=True).stdout
+    assert f"ports {shown['lane-2']}" in text
 
 
 # Lane 1 listens on a port of its block and on one outside it, and stays up until the

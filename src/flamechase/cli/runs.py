@@ -60,6 +60,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
     events, view/summary.fold_shown).
     """
     from flamechase.budgets import Budget
+    from flamechase.store import ports
     from flamechase.store.db import Reader
     from flamechase.store.home import locks_dir
     from flamechase.workspace.diskuse import disk_use
@@ -89,6 +90,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
             e["payload"].get("detail") or e["payload"].get("message", "") for e in said
         ]
     disk_bytes = disk_use(run_dir)
+    blocks = ports.held(run["id"])  # each lane's port block, while its run keeps it
     summary: dict[str, Any] = dict(stored["summary"]) if stored else {}
     lane_extra: dict[str, Any] = summary.pop("lanes", None) or {}
     status = run["status"]
@@ -136,6 +138,12 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
                 "last_status": ln["last_status"],
                 "last_error": ln["last_error"],
                 "paused_until": ln["paused_until"],
+                # Its block of ports (FLAMECHASE_PORT_BASE..), None once given back.
+                "ports": (
+                    f"{b.base}-{b.base + b.count - 1}"
+                    if (b := blocks.get(ln["lane"])) is not None
+                    else None
+                ),
                 # Where its last turn ran: "HOST, node ID" on a Ray node, None here.
                 "host": hosts.get(ln["lane"]),
                 "in_flight": (
@@ -274,7 +282,11 @@ def _lane_lines(ln: dict[str, Any]) -> list[str]:
     nxt = f", next {ln['next_role']}" if ln.get("next_role") else ""
     valid = ln.get("valid_turns", 0)
     on = f", last turn on {ln['host']}" if ln.get("host") else ""
-    out = [f"  {ln['lane']}: {_count(ln['turns'], 'turn')} ({valid} valid){nxt}, {lane_state}{on}"]
+    block = f", ports {ln['ports']}" if ln.get("ports") else ""
+    out = [
+        f"  {ln['lane']}: {_count(ln['turns'], 'turn')} ({valid} valid){nxt}, {lane_state}{on}"
+        + block
+    ]
     why = ln["held_reason"] if ln["held"] else ln["last_error"]
     if why:
         out.append(f"      {'held' if ln['held'] else 'last error'}: {str(why)[:160]}")
