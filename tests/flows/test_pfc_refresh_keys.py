@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from flamechase import events as ev
-from flamechase.flow import Command, Run, RunSetup, StartTurn
+from flamechase.flow import Command, MakePlace, Run, RunSetup, StartTurn
 from flamechase.flows.parallel_flame_chase import FLOW, ParallelParams, refresh
 from tests.flows.test_parallel_decider import PLAN, made, settle
 
@@ -149,3 +149,20 @@ def test_lanes_are_refreshed_onto_lane_1s_tree_as_recorded_between_its_turns() -
     assert run.argv[run.argv.index("--at") + 1] == "1"
     [snap] = [k for k in engine.answered if ":snap:" in k]
     assert snap == "lanerefresh:lane-1:snap:1:0"
+
+
+def test_a_lane_copy_remade_mid_run_waits_for_the_lane_1_turn_under_way() -> None:
+    """A copy dropped mid-run (a mission's redirect) is made again between lane-1 turns,
+    never of a tree a turn is writing; and no lane turn starts before it is."""
+    engine = Engine()
+    state, _ = _started(engine)
+    state, _ = settle(state, ev.TurnStarted(lane="lane-1", actor="lane_1_actor_a", turn=1))
+    state, cmds = settle(state, ev.PlaceDropped(place="lanes/lane-2"))
+    assert not [c for c in cmds if isinstance(c, MakePlace | StartTurn)]
+    state, cmds = settle(
+        state,
+        ev.TurnEnded(lane="lane-1", actor="lane_1_actor_a", turn=1),
+        ev.TurnValid(lane="lane-1", actor="lane_1_actor_a", turn=1, result={}),
+    )
+    assert [c.name for c in cmds if isinstance(c, MakePlace)] == ["lanes/lane-2"]
+    assert not [c for c in cmds if isinstance(c, StartTurn)]

@@ -80,6 +80,12 @@ def _lane_1(lanes: Sequence[Lane]) -> Lane | None:
     return next((ln for ln in lanes if ln.in_source), None)
 
 
+def between_turns(lanes: Mapping[str, Lane]) -> bool:
+    """Whether lane 1's tree may be copied now: no lane-1 turn is writing it (a lane copy
+    remade mid-run, as a mission's redirect asks, waits for the turn under way)."""
+    return not any(ln.in_source and ln.busy for ln in lanes.values())
+
+
 def snap_owed(
     fresh: Mapping[str, Fresh], lanes: Sequence[Lane], lane1_valid: int, source: str
 ) -> Lane | None:
