@@ -287,3 +287,24 @@ def test_an_index_lock_a_killed_git_left_stops_no_later_refresh(
     done = lanerefresh.refresh(repo, base, lane2, lane1, lane="lane-2")
     assert done.conflicts == ("c.py",)
     assert _files(lane2)["a.py"] == "a from lane 1\n"
+
+
+def test_lanes_recording_into_a_new_repository_at_once_all_succeed(tmp_path: Path) -> None:
+    # Each lane's refresh is its own program: the first ones of a run meet on a repository
+    # not made yet (two `git init`s of one repository fail on its template files).
+    tree, repo = tmp_path / "tree", tmp_path / "run" / "lanerefresh.git"
+    _write(tree, {"a.py": "a\n"})
+    code = "import sys; from pathlib import Path; from flamechase.tools import lanerefresh as r;"
+    code += "print(r.record(Path(sys.argv[1]), Path(sys.argv[2])))"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(repo), str(tree)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    outs = [p.communicate() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outs]
+    assert len({out.strip() for out, _ in outs}) == 1  # the same tree, the same commit

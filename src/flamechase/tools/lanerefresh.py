@@ -108,13 +108,18 @@ def _git(
 
 
 def _init(repo: Path) -> None:
-    if not (repo / "HEAD").is_file():
-        repo.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _git(repo, "init", "-q", "--bare", str(repo))
-    attributes = repo / "info" / "attributes"
-    if not attributes.is_file() or attributes.read_bytes() != _ATTRIBUTES:
-        attributes.parent.mkdir(exist_ok=True)
-        atomic_write(attributes, _ATTRIBUTES)
+    # Lanes refresh at once, each its own program: two `git init`s of one repository race
+    # on its template files ("cannot copy .../description"), so the first is made alone.
+    repo.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(repo.parent / f".{repo.name}.init", "a") as made:
+        fcntl.flock(made, fcntl.LOCK_EX)
+        if not (repo / "HEAD").is_file():
+            repo.mkdir(mode=0o700, exist_ok=True)
+            _git(repo, "init", "-q", "--bare", str(repo))
+        attributes = repo / "info" / "attributes"
+        if not attributes.is_file() or attributes.read_bytes() != _ATTRIBUTES:
+            attributes.parent.mkdir(exist_ok=True)
+            atomic_write(attributes, _ATTRIBUTES)
 
 
 def _tree(repo: Path, tree_dir: Path) -> str:
