@@ -52,10 +52,12 @@ def test_gc_keeps_unpublished_work_then_reclaims_the_copies(held_run: tuple[Path
     assert run_id in dry and "lanes/lane-2" in dry and "nothing removed" in dry
     assert copy.is_dir()
 
+    assert (run_dir / "lanerefresh.git").is_dir()
     out = cli("gc", cwd=ws, check=True).stdout
     assert f"kept unpublished work of lanes/lane-2: {run_dir}/kept/" in out
     assert "no longer resumed" in out
     assert not copy.exists()
+    assert not (run_dir / "lanerefresh.git").exists()  # the refresh's repository too
     with tarfile.open(run_dir / "kept" / "lanes_lane-2.tar.gz") as tar:
         got = tar.extractfile("lane2-idea.txt")
         assert got is not None and got.read() == b"unpublished"
@@ -64,6 +66,7 @@ def test_gc_keeps_unpublished_work_then_reclaims_the_copies(held_run: tuple[Path
     assert after["disk_bytes"] < before  # the run is still there to look at
     assert cli("gc", "--dry-run", cwd=ws, check=True).stdout.startswith("reclaimable: 0 B")
     assert run_id not in (_home() / "ports.json").read_text()  # its port blocks are free
+    assert [ln["ports"] for ln in after["lanes"]] == [None, None]
 
 
 def test_runs_rm_removes_a_run_and_keeps_its_work_beside_the_runs(
@@ -91,14 +94,15 @@ def _files(tree: Path) -> dict[str, bytes]:
     return {str(p.relative_to(tree)): p.read_bytes() for p in tree.rglob("*") if p.is_file()}
 
 
+@pytest.mark.parametrize("nth", [1, 2, 9])  # in the copy, or in what follows it
 def test_a_gc_killed_mid_removal_is_finished_by_the_next_with_the_work_kept(
-    held_run: tuple[Path, str],
+    held_run: tuple[Path, str], nth: int
 ) -> None:
     ws, run_id = held_run
     run_dir = _home() / "runs" / run_id
     copy = run_dir / "lanes" / "lane-2" / "workspace"
     archive = run_dir / "kept" / "lanes_lane-2.tar.gz"
-    killed = cli("gc", cwd=ws, env={"FLAMECHASE_FAULT": "gc-remove:2"})
+    killed = cli("gc", cwd=ws, env={"FLAMECHASE_FAULT": f"gc-remove:{nth}"})
     assert killed.returncode == -signal.SIGKILL
     assert not copy.exists()  # gone from its name in one rename ...
     assert archive.is_file()  # ... only after its work was kept
@@ -200,3 +204,65 @@ def test_sigkill_anywhere_in_gc_leaves_a_copy_whole_or_gone_with_its_work_kept(
     cli("gc", cwd=source_tree, check=True)
     assert not copy.exists() and archive.is_file()
     assert not list(run_dir.glob(".reclaiming-*"))
+
+
+def test_gc_finished_reclaims_a_finished_run_whose_lane_left_links_out_of_its_copy(
+    source_tree: Path, tmp_path: Path
+) -> None:
+    """A finished run (its budget spent), whose lane 2 left links to a directory and a file
+    outside its copy and swapped a directory for one: `gc --finished` lists it with its size,
+    keeps the lane's work (the links as links) and reclaims the copy; what the links name is
+    never followed, read into the archive, or removed."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("the user's own\n")
+    hook = f"""
+if c.lane == "lane-2" and c.turn == 1:
+    (c.ws / "lane2-idea.txt").write_text("unpublished")
+    (c.ws / "to-outside").symlink_to({str(outside)!r})
+    (c.ws / "precious-link").symlink_to({str(outside / "precious.txt")!r})
+    (c.ws / "pkg").rename(c.ws / "pkg-old")
+    (c.ws / "pkg").symlink_to({str(outside)!r})
+"""
+    team = Team(tmp_path / "team", hook)
+    proc = team.run(source_tree, "lanes=2,budget.turns=5", timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    st = status(source_tree)
+    assert st["status"] == "finished"
+    run_dir = _home() / "runs" / str(st["id"])
+    copy = run_dir / "lanes" / "lane-2" / "workspace"
+    listed = cli("gc", "--dry-run", "--finished", cwd=source_tree, check=True).stdout
+    [row] = [line for line in listed.splitlines() if line.startswith(str(st["id"]))]
+    assert "finished" in row and "lanes/lane-2" in row and " KB" in row
+    young = cli("gc", "--dry-run", "--older-than", "1h", cwd=source_tree, check=True).stdout
+    assert str(st["id"]) not in young  # too young for --older-than 1h
+    out = cli("gc", "--finished", cwd=source_tree, check=True).stdout
+    assert f"kept unpublished work of lanes/lane-2: {run_dir}/kept/" in out
+    assert not copy.exists()
+    assert sorted(p.name for p in outside.iterdir()) == ["precious.txt"]
+    assert (outside / "precious.txt").read_text() == "the user's own\n"
+    with tarfile.open(run_dir / "kept" / "lanes_lane-2.tar.gz") as tar:
+        members = {m.name: m for m in tar.getmembers()}
+        assert members["to-outside"].issym() and members["to-outside"].linkname == str(outside)
+        assert members["pkg"].issym() and members["precious-link"].issym()
+        assert "pkg-old/mod.py" in members
+        got = tar.extractfile("lane2-idea.txt")
+        assert got is not None and got.read() == b"unpublished"
+        deleted = tar.extractfile(".flamechase-deleted")
+        assert deleted is not None and deleted.read() == b"pkg/mod.py\n"
+
+
+def test_a_runs_rm_killed_mid_removal_leaves_the_work_kept_and_gc_finishes_it(
+    held_run: tuple[Path, str],
+) -> None:
+    ws, run_id = held_run
+    killed = cli("runs", "rm", run_id, cwd=ws, env={"FLAMECHASE_FAULT": "gc-remove:3"})
+    assert killed.returncode == -signal.SIGKILL
+    assert run_id not in cli("runs", cwd=ws, check=True).stdout  # gone from every list ...
+    kept = _home() / "kept" / run_id / "lanes_lane-2.tar.gz"
+    with tarfile.open(kept) as tar:  # ... after its work was kept
+        got = tar.extractfile("lane2-idea.txt")
+        assert got is not None and got.read() == b"unpublished"
+    assert list((_home() / "trash").iterdir())  # half removed, out of the way
+    cli("gc", cwd=ws, check=True)
+    assert not list((_home() / "trash").iterdir())

@@ -96,6 +96,15 @@ def test_two_lanes_serve_on_their_own_port_blocks_at_once(
     assert one["prompt_names_block"] and two["prompt_names_block"]
     for ln in ("lane-1", "lane-2"):  # the lane's next turn keeps its namespace
         assert envs[(ln, 2)] == envs[(ln, 1)]
+    # `status` says each lane's block.
+    from tests.helpers import status
+
+    shown = {ln["lane"]: ln["ports"] for ln in status(source_tree)["lanes"]}
+    for ln, e in ((x, envs[(x, 1)]) for x in ("lane-1", "lane-2")):
+        base, count = int(e["FLAMECHASE_PORT_BASE"]), int(e["FLAMECHASE_PORT_COUNT"])
+        assert shown[ln] == f"{base}-{base + count - 1}"
+    text = cli("status", "last", cwd=source_tree, check=True).stdout
+    assert f"ports {shown['lane-2']}" in text
 
 
 # Lane 1 listens on a port of its block and on one outside it, and stays up until the
@@ -168,3 +177,101 @@ def test_a_lane_listening_outside_its_block_is_named_and_one_inside_is_not(
     assert "$FLAMECHASE_PORT_BASE" in said and "\n" not in said
     log = cli("events", "last", cwd=source_tree, check=True).stdout
     assert f"Notice: lane-1 listened on port {port}" in log
+
+
+NAMES = ("FLAMECHASE_LANE", "FLAMECHASE_PORT_BASE", "FLAMECHASE_PORT_COUNT", "FLAMECHASE_DB_PREFIX",
+         "TMPDIR")  # fmt: skip
+
+# Every invocation notes its namespace; turn 1 of each lane then waits for the test's `go`.
+NOTE = r"""
+with open(c.scratch / "envs.jsonl", "a") as f:
+    f.write(json.dumps({k: os.environ.get(k, "") for k in NAMES}) + "\n")
+if c.turn == 1:
+    assert c.wait(lambda es: (GO).exists(), 120)
+    return None
+return c.ok("blocked", "stop here")
+"""
+
+
+def _noted(home: Path, lane: str) -> list[dict[str, str]]:
+    (path,) = home.glob(f"runs/*/lanes/{lane}/pfc/envs.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _until(pred: Any, timeout: float = 150) -> None:
+    import time
+
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.05)
+
+
+def _hook(go: Path) -> str:
+    return NOTE.replace("NAMES", repr(NAMES)).replace("GO", f"Path({str(go)!r})")
+
+
+def test_two_live_runs_of_two_state_homes_never_share_a_lanes_port_block(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.helpers import FLAMECHASE
+
+    go = tmp_path / "go"
+    runs = []
+    for name in ("one", "two"):
+        ws = tmp_path / f"ws-{name}"
+        ws.mkdir()
+        (ws / "README.md").write_text("sample\n")
+        team = Team(tmp_path / f"team-{name}", _hook(go))
+        home = tmp_path / f"home-{name}"
+        env = {**os.environ, "FLAMECHASE_HOME": str(home)}
+        args = team.args("lanes=2", "budget.duration=150s", lanes=2)
+        proc = subprocess.Popen(
+            [*FLAMECHASE, *args],
+            cwd=ws,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        runs.append((home, proc))
+    lanes = [(home, lane) for home, _ in runs for lane in ("lane-1", "lane-2")]
+    # All four lanes are in their first turn at once: both runs live.
+    _until(lambda: all(list(h.glob(f"runs/*/lanes/{ln}/pfc/envs.jsonl")) for h, ln in lanes))
+    blocks = [
+        range(int(e["FLAMECHASE_PORT_BASE"]), int(e["FLAMECHASE_PORT_BASE"]) + int(
+            e["FLAMECHASE_PORT_COUNT"]))
+        for e in (_noted(h, ln)[0] for h, ln in lanes)
+    ]  # fmt: skip
+    for i, a in enumerate(blocks):
+        for b in blocks[i + 1 :]:
+            assert not set(a) & set(b), blocks
+    go.write_text("")
+    for _, proc in runs:
+        _, err = proc.communicate(timeout=150)
+        assert proc.returncode == 3, err
+
+
+def test_a_lanes_namespace_is_the_same_on_every_turn_and_after_a_resume(
+    source_tree: Path, tmp_path: Path, state_home: Path
+) -> None:
+    import signal
+
+    go = tmp_path / "go"
+    team = Team(tmp_path / "team", _hook(go))
+    engine = team.popen(source_tree, "lanes=2", "budget.duration=150s", lanes=2)
+    _until(lambda: all(list(state_home.glob(f"runs/*/lanes/{ln}/pfc/envs.jsonl"))
+                       for ln in ("lane-1", "lane-2")))  # fmt: skip
+    first_run = {p.parent.name for p in state_home.glob("runs/*/lanes")}
+    engine.send_signal(signal.SIGKILL)  # mid-turn: both lanes' turn 1 under way
+    engine.wait(timeout=30)
+    go.write_text("")
+    again = team.run(source_tree, "lanes=2", "budget.duration=150s", lanes=2, timeout=150)
+    assert again.returncode == 3, again.stderr
+    assert {p.parent.name for p in state_home.glob("runs/*/lanes")} == first_run  # resumed
+    for lane in ("lane-1", "lane-2"):
+        noted = _noted(state_home, lane)
+        assert len(noted) >= 3  # turn 1, turn 1 taken again after the resume, turn 2
+        assert all(n == noted[0] for n in noted), noted
+        assert noted[0]["FLAMECHASE_LANE"] == lane and noted[0]["TMPDIR"].endswith(f"{lane}/tmp")

@@ -5,13 +5,14 @@ a file both changed keeps the lane's version and is named in its prompt."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.flows.pfc import Team, of_kind, run_dir
-from tests.helpers import events, status
+from tests.helpers import cli, events, status
 
 HOOK = """
 if c.lane == "lane-1":
@@ -170,13 +171,46 @@ def test_done_means_a_stale_report_marked_by_2_and_the_next_lane_turn_on_lane_1s
     assert read and read[0][rid] == "stale by 2 lane-1 turns"
     # ... and `status` as of now: lane 1's turn 3 (blocked) was valid too.
     assert status(source_tree)["reports"][rid]["freshness"] == "stale by 3 lane-1 turns"
+    _every_view_says_it(source_tree, tmp_path, proc.stdout, rid)
+
+
+def _every_view_says_it(ws: Path, tmp_path: Path, log: str, rid: str) -> None:
+    """The log, `status`, the replay and the live view say what lane 1's turn 3 read."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from flamechase.view.renderables import dashboard
+    from flamechase.view.replay import load_run
+    from flamechase.view.replay_pack import read_document
+    from flamechase.view.state import RunFold, parse_at
+
+    said = f"{rid} stale by 2 lane-1 turns"
+    assert said in log  # the run's own log
+    assert said in cli("events", "last", cwd=ws, check=True).stdout
+    text = cli("status", "last", cwd=ws, check=True).stdout
+    [row] = [line for line in text.splitlines() if line.strip().startswith(f"{rid}:")]
+    assert "lane 1 at 0 valid" in row and "read by lane 1 stale by 2 at turn 3" in row
+    page = tmp_path / "replay.html"
+    cli("show", "last", "--html", str(page), cwd=ws, check=True)
+    assert said in json.dumps(read_document(page.read_text()))
+    run, lanes, evs = load_run(run_dir(Path(os.environ["FLAMECHASE_HOME"]), ws))
+    fold = RunFold.from_run(run, lanes)
+    for e in evs:
+        fold.apply(e)
+    now = parse_at(fold.at or "")
+    console = Console(file=StringIO(), width=120, color_system=None)
+    console.print(dashboard(fold.snapshot(now), now, []))
+    live = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "report freshness" in live and "stale by 2 at turn 3" in live
 
 
 HOSTILE_HOOK = """
-import subprocess
+import shutil, subprocess
 if c.lane == "lane-1":
     if c.turn == 1:
         (c.ws / "README.md").write_text("lane 1's readme\\n")
+        (c.ws / "pkg" / "mod.py").write_text("lane 1's module\\n")
         return None
     return c.ok("blocked", "stop here")
 if c.turn == 1:
@@ -193,12 +227,26 @@ if c.turn == 1:
         f.write(f"[core]\\n\\tfsmonitor = {hooks / 'fsmonitor-watchman'}\\n"
                 f"\\thooksPath = {hooks}\\n")
     (c.ws / ".gitattributes").write_text("* filter=evil merge=evil\\n")
+    # Alternates pointing at a repository of its own, and a nested repository armed the same.
+    (c.ws / ".git" / "objects" / "info" / "alternates").write_text(f"{c.ws}/evil/objects\\n")
+    subprocess.run(["git", "init", "-q", str(c.ws / "nested")], check=True)
+    nested = c.ws / "nested" / ".git"
+    (nested / "hooks" / "post-checkout").write_text(f"#!/bin/sh\\necho nested >> {marker}\\n")
+    (nested / "hooks" / "post-checkout").chmod(0o755)
+    with open(nested / "config", "a") as f:
+        f.write(f"[core]\\n\\tfsmonitor = {nested / 'hooks' / 'post-checkout'}\\n")
+    # A directory of lane 1's swapped for a link leaving the copy (lane 1 changes a file
+    # under it): nothing may be written through it.
+    shutil.rmtree(c.ws / "pkg")
+    (c.ws / "pkg").symlink_to(OUTSIDE)
     (c.ws / "own.txt").write_text("lane 2's work\\n")
     assert c.wait(lambda es: any(e["lane"] == "lane-1" and e["turn"] >= 2 for e in es), 60)
     return None
 c.save("hostile.json", json.dumps({"readme": (c.ws / "README.md").read_text(),
                                    "own": (c.ws / "own.txt").read_text(),
-                                   "ran": (c.ws / ".git" / "hook-ran").exists()}))
+                                   "ran": (c.ws / ".git" / "hook-ran").exists(),
+                                   "pkg": os.readlink(c.ws / "pkg"),
+                                   "prompt": c.prompt}))
 return c.ok("blocked", "stop here")
 """
 
@@ -206,9 +254,55 @@ return c.ok("blocked", "stop here")
 def test_a_lane_copys_git_hooks_never_run_when_it_is_refreshed(
     source_tree: Path, tmp_path: Path
 ) -> None:
-    team = Team(tmp_path / "team", HOSTILE_HOOK)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    team = Team(tmp_path / "team", HOSTILE_HOOK.replace("OUTSIDE", repr(str(outside))))
     proc = team.run(source_tree, "lanes=2", "lane_refresh=rebase", lanes=2)
     assert proc.returncode == 3, proc.stderr
     seen = json.loads(team.saved("hostile.json"))
     # Refreshed (lane 1's readme came over, the lane's work stayed), and no hook ran.
-    assert seen == {"readme": "lane 1's readme\n", "own": "lane 2's work\n", "ran": False}
+    prompt = seen.pop("prompt")
+    assert seen == {
+        "readme": "lane 1's readme\n",
+        "own": "lane 2's work\n",
+        "ran": False,
+        "pkg": str(outside),  # the lane's link kept ...
+    }
+    assert list(outside.iterdir()) == []  # ... nothing written through it ...
+    named = prompt.split("reconcile them deliberately:")[1].split("\n")[0]
+    assert "pkg" in named  # ... and named
+
+
+HALF_HOOK = """
+import sys
+src = Path(SOURCE)
+if c.lane == "lane-1":
+    if c.turn == 1:
+        (c.ws / "README.md").write_text("lane 1's turn 1\\n")
+        return None
+    if c.turn == 2 and c.attempt == 1:
+        # Half-way through a turn that will fail: its file must reach no lane.
+        (c.ws / "half.txt").write_text("half-written\\n")
+        assert c.wait(lambda es: any(e["lane"] == "lane-2" and e["turn"] >= 2 for e in es), 60)
+        sys.exit(1)
+    return c.ok("blocked", "stop here")
+if c.turn == 1:
+    assert c.wait(lambda es: any(e["lane"] == "lane-1" and e["turn"] >= 2 for e in es), 60)
+    assert c.wait(lambda es: (src / "half.txt").exists(), 60)
+    return None
+seen = {p: (c.ws / p).read_text() for p in ("README.md", "half.txt") if (c.ws / p).exists()}
+c.save("lane-2-turn-2.json", json.dumps(seen))
+return c.ok("blocked", "stop here")
+"""
+
+
+def test_a_lane_is_refreshed_onto_lane_1s_tree_as_a_valid_turn_left_it_never_half_written(
+    source_tree: Path, tmp_path: Path
+) -> None:
+    """Lane 2's refresh runs while lane 1's turn 2 is under way and has written a file (a
+    turn that then fails): lane 2 starts on lane 1's tree as its valid turn 1 left it."""
+    team = Team(tmp_path / "team", HALF_HOOK.replace("SOURCE", repr(str(source_tree))))
+    proc = team.run(source_tree, "lanes=2", "lane_refresh=rebase", lanes=2)
+    assert proc.returncode == 3, proc.stderr
+    assert json.loads(team.saved("lane-2-turn-2.json")) == {"README.md": "lane 1's turn 1\n"}
+    assert (source_tree / "half.txt").exists()  # lane 1's tree kept what its turn wrote

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from flamechase import events as ev
-from flamechase.flow import Command, Run, RunSetup, StartTurn
+from flamechase.flow import Command, MakePlace, Run, RunSetup, StartTurn
 from flamechase.flows.parallel_flame_chase import FLOW, ParallelParams, refresh
 from tests.flows.test_parallel_decider import PLAN, made, settle
 
@@ -31,9 +31,11 @@ class Engine:
         return commands
 
     def answer(self, key: str, base: str, conflicts: tuple[str, ...] = ()) -> ev.Ran:
-        self.running.pop(key, None)
+        run = self.running.pop(key, None)
         self.answered.add(key)
-        out = {"base": base, "written": 1, "conflicts": list(conflicts)}
+        out: dict[str, Any] = {"base": base, "written": 1, "conflicts": list(conflicts)}
+        if run is not None and "--at" in run.argv:  # the program says its count back
+            out["at"] = int(run.argv[run.argv.index("--at") + 1])
         return ev.Ran(key=key, receipt={"output": json.dumps(out), "exit_code": 0})
 
     def refreshes(self) -> list[str]:
@@ -63,7 +65,15 @@ def _turn(state: Any, engine: Engine, lane: str, turn: int) -> tuple[Any, list[C
         ev.TurnEnded(lane=lane, actor=actor, turn=turn),
         ev.TurnValid(lane=lane, actor=actor, turn=turn, result={}),
     )
-    return state, engine.take(list(cmds))
+    cmds = engine.take(list(cmds))
+    snaps = [c for c in cmds if isinstance(c, Run) and ":snap:" in c.key]
+    if lane == "lane-1":
+        # Lane 1's tree is recorded before its next turn starts (never read mid-turn).
+        [snap] = snaps
+        assert "lane-1" not in {c.lane for c in cmds if isinstance(c, StartTurn)}
+        state, more = settle(state, engine.answer(snap.key, f"snap-{turn}"))
+        cmds = [*cmds, *engine.take(list(more))]
+    return state, cmds
 
 
 @pytest.mark.parametrize("order", ["asked", "reversed"])
@@ -122,3 +132,37 @@ def test_an_older_refresh_answered_after_a_newer_one_leaves_the_lane_where_the_n
     assert (state.fresh["lane-2"].base, state.fresh["lane-2"].on) == ("base-2", 2)
     assert engine.refreshes() == []
     assert "lane-2" in {c.lane for c in cmds if isinstance(c, StartTurn)}
+
+
+def test_lanes_are_refreshed_onto_lane_1s_tree_as_recorded_between_its_turns() -> None:
+    """Lane 1's tree is read only between its turns: recorded before its next turn starts,
+    and the lanes are refreshed onto that commit, never onto the tree a turn is writing."""
+    engine = Engine()
+    state, _ = _started(engine)
+    state, _ = _turn(state, engine, "lane-2", 1)
+    state, cmds = _turn(state, engine, "lane-1", 1)  # recorded as snap-1, then lane 1 goes on
+    assert "lane-1" in {c.lane for c in cmds if isinstance(c, StartTurn)}
+    [key] = engine.refreshes()
+    run = engine.running[key]
+    assert run.argv[run.argv.index("--onto-commit") + 1] == "snap-1"
+    assert "--onto" not in run.argv
+    assert run.argv[run.argv.index("--at") + 1] == "1"
+    [snap] = [k for k in engine.answered if ":snap:" in k]
+    assert snap == "lanerefresh:lane-1:snap:1:0"
+
+
+def test_a_lane_copy_remade_mid_run_waits_for_the_lane_1_turn_under_way() -> None:
+    """A copy dropped mid-run (a mission's redirect) is made again between lane-1 turns,
+    never of a tree a turn is writing; and no lane turn starts before it is."""
+    engine = Engine()
+    state, _ = _started(engine)
+    state, _ = settle(state, ev.TurnStarted(lane="lane-1", actor="lane_1_actor_a", turn=1))
+    state, cmds = settle(state, ev.PlaceDropped(place="lanes/lane-2"))
+    assert not [c for c in cmds if isinstance(c, MakePlace | StartTurn)]
+    state, cmds = settle(
+        state,
+        ev.TurnEnded(lane="lane-1", actor="lane_1_actor_a", turn=1),
+        ev.TurnValid(lane="lane-1", actor="lane_1_actor_a", turn=1, result={}),
+    )
+    assert [c.name for c in cmds if isinstance(c, MakePlace)] == ["lanes/lane-2"]
+    assert not [c for c in cmds if isinstance(c, StartTurn)]

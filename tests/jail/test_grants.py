@@ -159,3 +159,34 @@ def test_a_spec_is_a_value_that_pickles(tmp_path: Path) -> None:
     assert pickle.loads(pickle.dumps(spec)) == spec
     assert jail.wrap(["true"], None) == ["true"]
     assert jail.wrap(["true"], JailSpec(mode="off", place=tmp_path, tmp=tmp_path)) == ["true"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_program_its_jail_cannot_run_is_told_from_one_that_ran_and_failed(
+    off_tmp: Path, mode: Mode
+) -> None:
+    place = off_tmp / "ws"
+    place.mkdir()
+    spec = JailSpec(mode=mode, place=place, tmp=off_tmp / "tmp")
+    ready(spec)
+    broken = off_tmp / "broken.sh"  # its interpreter is gone: the launcher cannot exec it
+    broken.write_text("#!/nonexistent/interpreter\n")
+    liar = off_tmp / "liar.sh"  # runs, and says what a launcher would, among other things
+    liar.write_text(
+        f"#!/bin/sh\necho started >&2\necho '/usr/bin/env: {liar}: gone' >&2\nexit 127\n"
+    )
+    for p in (broken, liar):
+        p.chmod(0o755)
+
+    def run(program: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            jail.wrap([str(program)], spec), cwd=place, capture_output=True, text=True,
+            timeout=60, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    never = run(broken)
+    said = jail.not_started(never.returncode, never.stderr, str(broken), spec)
+    assert said is not None and str(broken) in said
+    ran = run(liar)
+    assert ran.returncode == 127
+    assert jail.not_started(ran.returncode, ran.stderr, str(liar), spec) is None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from flamechase.errors import SnapshotFailed
 from flamechase.tools import lanerefresh
 
 
@@ -130,6 +131,7 @@ _THIS_PROGRAM = [sys.executable, "-m", "flamechase.tools.lanerefresh"]
 # refresh: before its journal is written, or after the k-th path of the copy is rewritten.
 _DYING = """
 import os, signal, sys
+from flamechase.errors import SnapshotFailed
 from flamechase.tools import lanerefresh
 point, count = os.environ["KILL_AT"], [0]
 real_place, real_write = lanerefresh._place, lanerefresh.atomic_write
@@ -200,3 +202,109 @@ def test_a_second_refresh_of_the_lane_waits_for_the_one_under_way(
         assert _files(lane2) == before
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0 and json.loads(out)["conflicts"] == ["c.py"]
+
+
+def test_a_directory_the_lane_made_a_link_out_of_its_copy_is_kept_and_nothing_written_through(
+    trees: tuple[Path, Path, Path, str], tmp_path: Path
+) -> None:
+    lane1, lane2, repo, base = trees
+    outside = tmp_path / "outside"
+    _write(outside, {"b.py": "the user's own file\n"})
+    _write(lane1, {"pkg/mod.py": "lane 1's module\n"})
+    # The lane swaps a file and a directory of lane 1's for links leaving its copy.
+    (lane2 / "b.py").unlink()
+    (lane2 / "b.py").symlink_to(outside / "b.py")
+    (lane2 / "pkg").symlink_to(outside)
+    done = lanerefresh.refresh(repo, base, lane2, lane1, lane="lane-2")
+    assert _files(outside) == {"b.py": "the user's own file\n"}  # nothing written through
+    assert os.readlink(lane2 / "b.py") == str(outside / "b.py")  # the lane's links kept ...
+    assert os.readlink(lane2 / "pkg") == str(outside)
+    assert {"b.py", "pkg"} <= set(done.conflicts)  # ... and named, by their own names
+    assert not any("~" in c for c in done.conflicts)
+    assert (lane2 / "a.py").read_text() == "a from lane 1\n"  # the rest is refreshed
+
+
+def test_a_nested_repository_in_the_copy_neither_runs_nor_stops_the_refresh(
+    trees: tuple[Path, Path, Path, str], tmp_path: Path
+) -> None:
+    lane1, lane2, repo, base = trees
+    marker = tmp_path / "ran"
+    _write(lane1, {"sub/x.py": "lane 1's x\n"})
+    _write(lane2, {"sub/x.py": "the lane's x\n"})
+    # A repository without a commit, armed: hooks, an fsmonitor, alternates, a hooksPath.
+    subprocess.run(["git", "init", "-q", str(lane2 / "sub")], check=True)
+    gitdir = lane2 / "sub" / ".git"
+    for name in ("pre-commit", "post-checkout", "fsmonitor-watchman", "reference-transaction"):
+        (gitdir / "hooks" / name).write_text(f"#!/bin/sh\necho {name} >> {marker}\n")
+        (gitdir / "hooks" / name).chmod(0o755)
+    (gitdir / "objects" / "info" / "alternates").write_text(f"{tmp_path}/elsewhere/objects\n")
+    with open(gitdir / "config", "a") as f:
+        f.write(f"[core]\n\tfsmonitor = {gitdir / 'hooks' / 'fsmonitor-watchman'}\n")
+        f.write(f"\thooksPath = {gitdir / 'hooks'}\n")
+    done = lanerefresh.refresh(repo, base, lane2, lane1, lane="lane-2")
+    assert not marker.exists()
+    assert (lane2 / "sub" / "x.py").read_text() == "the lane's x\n"  # kept, named
+    assert "sub/x.py" in done.conflicts
+    assert (lane2 / "a.py").read_text() == "a from lane 1\n"
+
+
+def test_bytes_are_carried_as_they_are_whatever_a_gitattributes_asks(
+    trees: tuple[Path, Path, Path, str],
+) -> None:
+    lane1, lane2, repo, _ = trees
+    for root in (lane1, lane2):
+        (root / ".gitattributes").write_text("* text=auto eol=lf ident filter=evil\n")
+        (root / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    base = lanerefresh.record(repo, lane1)
+    (lane1 / "crlf.txt").write_bytes(b"one\r\ntwo\r\n$Id$\r\nthree\r\n")
+    lanerefresh.refresh(repo, base, lane2, lane1, lane="lane-2")
+    assert (lane2 / "crlf.txt").read_bytes() == b"one\r\ntwo\r\n$Id$\r\nthree\r\n"
+
+
+def test_a_refresh_onto_a_recorded_commit_reads_no_tree_of_lane_1s(
+    trees: tuple[Path, Path, Path, str],
+) -> None:
+    lane1, lane2, repo, base = trees
+    recorded = lanerefresh.record(repo, lane1)
+    (lane1 / "a.py").write_text("half-written by lane 1's next turn\n")
+    done = lanerefresh.refresh(repo, base, lane2, recorded, lane="lane-2")
+    assert done.base == recorded
+    assert (lane2 / "a.py").read_text() == "a from lane 1\n"  # the recorded tree, not now's
+    assert done.conflicts == ("c.py",)
+    for bad in ("HEAD", "main", "0" * 40, f"{recorded}^"):
+        with pytest.raises((ValueError, SnapshotFailed)):
+            lanerefresh.refresh(repo, done.base, lane2, bad, lane="lane-2")
+
+
+def test_an_index_lock_a_killed_git_left_stops_no_later_refresh(
+    trees: tuple[Path, Path, Path, str],
+) -> None:
+    lane1, lane2, repo, base = trees
+    lanerefresh.record(repo, lane2)  # both trees have their index now
+    for index in (repo / "indexes").iterdir():
+        if index.suffix not in (".held", ".lock"):
+            Path(f"{index}.lock").write_text("")  # git add SIGKILLed while writing it
+    done = lanerefresh.refresh(repo, base, lane2, lane1, lane="lane-2")
+    assert done.conflicts == ("c.py",)
+    assert _files(lane2)["a.py"] == "a from lane 1\n"
+
+
+def test_lanes_recording_into_a_new_repository_at_once_all_succeed(tmp_path: Path) -> None:
+    # Each lane's refresh is its own program: the first ones of a run meet on a repository
+    # not made yet (two `git init`s of one repository fail on its template files).
+    tree, repo = tmp_path / "tree", tmp_path / "run" / "lanerefresh.git"
+    _write(tree, {"a.py": "a\n"})
+    code = "import sys; from pathlib import Path; from flamechase.tools import lanerefresh as r;"
+    code += "print(r.record(Path(sys.argv[1]), Path(sys.argv[2])))"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(repo), str(tree)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    outs = [p.communicate() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outs]
+    assert len({out.strip() for out, _ in outs}) == 1  # the same tree, the same commit

@@ -108,6 +108,7 @@ class CliSession(Session):
         self.retry = retry
         self.transcript = Transcript(request.io_dir / TRANSCRIPT_NAME)
         self.proc: Proc | None = None
+        self._started_as = self.program  # argv[0] as started, before its jail
         self._cut = False
         self._closed = False
         self._repair: str | None = None
@@ -204,6 +205,7 @@ class CliSession(Session):
         if spec is not None and account is not None:
             # The CLI keeps its login and sessions in the account's directory.
             spec = dataclasses.replace(spec, grants=(*spec.grants, account.path))
+        self._started_as = argv[0]
         argv = jail.wrap(argv, spec)
         proc = await Proc.start(
             argv,
@@ -345,6 +347,10 @@ class CliSession(Session):
             usage = self._partial_usage()
             code = await self._exit_code()
             error = self._ended_early(code)
+            tail = self.proc.stderr_tail(800) if self.proc is not None else ""
+            never = jail.not_started(code, tail, self._started_as, self.request.jail)
+            if never is not None:  # its jail could not run it: as unjailed, it did not start
+                error = f"could not start {self.program}: {never}"
             await self._drop_proc()
             return Verdict("failed", usage=usage, error=error, exit_code=code)
         except OSError as exc:

@@ -218,6 +218,15 @@ class ExecSession(Session):
                 what = f"killed by signal {-code}"
         else:
             what = f"exited with code {code}"
+        never = jail.not_started(code, proc.stderr_tail(), str(self.path), req.jail)
+        if never is not None:  # its jail could not run it: as unjailed, it did not start
+            return Answer(
+                status="failed",
+                exit_code=code,
+                error=f"could not start {self.path}: {never}",
+                usage=usage,
+                text=text,
+            )
         return Answer(
             status="failed",
             exit_code=code,

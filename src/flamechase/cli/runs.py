@@ -61,6 +61,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
     """
     from flamechase.budgets import Budget
     from flamechase.engine.rerun import way_on
+    from flamechase.store import ports
     from flamechase.store.db import Reader
     from flamechase.store.home import locks_dir
     from flamechase.workspace.diskuse import disk_use
@@ -90,6 +91,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
             e["payload"].get("detail") or e["payload"].get("message", "") for e in said
         ]
     disk_bytes = disk_use(run_dir)
+    blocks = ports.held(run["id"])  # each lane's port block, while its run keeps it
     summary: dict[str, Any] = dict(stored["summary"]) if stored else {}
     lane_extra: dict[str, Any] = summary.pop("lanes", None) or {}
     status = run["status"]
@@ -137,6 +139,12 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
                 "last_status": ln["last_status"],
                 "last_error": ln["last_error"],
                 "paused_until": ln["paused_until"],
+                # Its block of ports (FLAMECHASE_PORT_BASE..), None once given back.
+                "ports": (
+                    f"{b.base}-{b.base + b.count - 1}"
+                    if (b := blocks.get(ln["lane"])) is not None
+                    else None
+                ),
                 # Where its last turn ran: "HOST, node ID" on a Ray node, None here.
                 "host": hosts.get(ln["lane"]),
                 "in_flight": (
@@ -193,6 +201,7 @@ def _alternatives(r: Any, agents: dict[str, Any]) -> list[dict[str, Any]]:
     rows = sorted((row for k in kinds for row in r.events_of(k)), key=lambda row: row["seq"])
     book = failover.Book(choices)
     book.replay(rows)
+    spent = r.spend_by_agent()
     now = time.time()
     out = []
     for role, alts in choices.items():
@@ -202,7 +211,21 @@ def _alternatives(r: Any, agents: dict[str, Any]) -> list[dict[str, Any]]:
             for a in alts
             if (c := book.closed.get(a)) is not None and c.until > now
         }
-        out.append({"role": role, "alternatives": alts, "current": current, "closed": closed})
+        # What each cost: every attempt on it counts toward the run's budgets.
+        spend = {
+            a: {"turns": int(got["turns"]), "cost_usd": round(float(got["cost"]), 6)}
+            for a in alts
+            if (got := spent.get((role, a))) is not None
+        }
+        out.append(
+            {
+                "role": role,
+                "alternatives": alts,
+                "current": current,
+                "closed": closed,
+                "spent": spend,
+            }
+        )
     return out
 
 
@@ -262,7 +285,11 @@ def _lane_lines(ln: dict[str, Any]) -> list[str]:
     nxt = f", next {ln['next_role']}" if ln.get("next_role") else ""
     valid = ln.get("valid_turns", 0)
     on = f", last turn on {ln['host']}" if ln.get("host") else ""
-    out = [f"  {ln['lane']}: {_count(ln['turns'], 'turn')} ({valid} valid){nxt}, {lane_state}{on}"]
+    block = f", ports {ln['ports']}" if ln.get("ports") else ""
+    out = [
+        f"  {ln['lane']}: {_count(ln['turns'], 'turn')} ({valid} valid){nxt}, {lane_state}{on}"
+        + block
+    ]
     why = ln["held_reason"] if ln["held"] else ln["last_error"]
     if why:
         out.append(f"      {'held' if ln['held'] else 'last error'}: {str(why)[:160]}")
@@ -299,7 +326,9 @@ def status_lines(st: dict[str, Any], *, verbose: bool = False) -> list[str]:
     used = [
         f"active {human_seconds(float(b['duration']['used']))}",
         _count(int(b["turns"]["used"]), "turn"),
-        f"${float(b['cost']['used']):.2f}",
+        # Cents once it is a dollar; below, as the run's end line says it (a run of small
+        # turns, each alternative's spend beside it, must not read $0.00).
+        f"${cost:.2f}" if (cost := float(b["cost"]["used"])) >= 1 else f"${cost:.4f}",
     ]
     if st.get("disk_bytes") is not None:
         from flamechase.workspace.diskuse import size_text
@@ -338,7 +367,10 @@ def status_lines(st: dict[str, Any], *, verbose: bool = False) -> list[str]:
 
 
 def _alternative_lines(roles: Any) -> list[str]:
-    """`  ROLE: A (usage window until 10:00Z) | B (current) | C`, a line per role."""
+    """`  ROLE: A (usage window until 10:00Z, 1 turn, $0.0010) | B (current) | C`, a line
+    per role."""
+    from flamechase.events.present import money
+
     out = []
     for role in roles:
         said = []
@@ -349,6 +381,9 @@ def _alternative_lines(roles: Any) -> list[str]:
             closed = role["closed"].get(agent)
             if closed:
                 notes.append(f"{closed['why']} until {str(closed['until'])[11:16]}Z")
+            spent = (role.get("spent") or {}).get(agent)
+            if spent:
+                notes.append(f"{_count(spent['turns'], 'turn')}, {money(spent['cost_usd'])}")
             said.append(agent + (f" ({', '.join(notes)})" if notes else ""))
         out.append(f"  {role['role']} alternatives: " + " | ".join(said))
     return out

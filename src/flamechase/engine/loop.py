@@ -52,7 +52,7 @@ from flamechase.events.present import money, plural
 from flamechase.flow import commands as cm
 from flamechase.fsutil import atomic_write
 from flamechase.procs import Reaper
-from flamechase.store import handover, home
+from flamechase.store import handover, home, ports
 from flamechase.workspace.diskuse import disk_use
 from flamechase.workspace.reuse import CopyPool
 
@@ -206,6 +206,7 @@ class Engine:
                 # Kept measurement copies are this engine's (their manifests are in memory):
                 # the disk they hold is given back with the lock, not left for `gc`.
                 CopyPool.remove(opened.layout.pool)
+            ports.let_go(opened.run_id)  # its lanes' blocks, claimed on the machine
             opened.lock.release()
             self.code.close()
 

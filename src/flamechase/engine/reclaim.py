@@ -1,7 +1,8 @@
 """Disk given back: what of a run's directory can be reclaimed, and reclaiming it safely.
 
 A run keeps copies of the user's tree (lanes 2..N, planning copies, places a flow made,
-yardstick copies) and per-lane TMPDIRs and homes; nothing removed them. `gc` reclaims them
+yardstick copies), per-lane TMPDIRs and homes, and the lane refresh's repository; nothing
+removed them. `gc` reclaims them
 from runs no engine is running; `runs rm` removes a whole run.
 
 Never losing work: a copy may hold changes no report or artifact recorded. Before a copy
@@ -120,7 +121,9 @@ def candidate(run_dir: Path) -> Candidate | None:
     copies = {
         n: p for n, p in copies.items() if _inside(run_dir, p) and p.is_dir() and not p.is_symlink()
     }
-    scratch = [run_dir / "yardsticks", run_dir / "pool"]
+    # The lane refresh's repository holds commits of lane 1's tree and of copies, for a run
+    # that goes on: a reclaimed run does not (its copies' own work is kept first).
+    scratch = [run_dir / "yardsticks", run_dir / "pool", run_dir / "lanerefresh.git"]
     for top in ("lanes", "roles", "planning"):
         for d in sorted((run_dir / top).glob("*")) if (run_dir / top).is_dir() else []:
             scratch += [d / "tmp", d / "homes"]

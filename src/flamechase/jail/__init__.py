@@ -9,12 +9,14 @@
     ready.py      creating what a jail grants before it starts
 
 Callers: `wrap(argv, spec)` before starting a process, `ready(spec)` once before the turn,
-`decode_exit(code, spec)` on its exit code. A leaf: imports only `errors`.
+`decode_exit(code, spec)` on its exit code, `not_started(...)` to tell a program that never
+started (its launcher could not run it) from one that ran and failed. A leaf: imports only
+`errors`.
 """
 
 from __future__ import annotations
 
-from flamechase.jail.bwrap import bwrap_argv
+from flamechase.jail.bwrap import ENV, bwrap_argv
 from flamechase.jail.choice import Choice, choose
 from flamechase.jail.coverage import summary
 from flamechase.jail.landlock import landlock_abi, landlock_argv
@@ -32,6 +34,7 @@ __all__ = [
     "decode_exit",
     "landlock_abi",
     "needs_home",
+    "not_started",
     "probe",
     "ready",
     "safe_grants",
@@ -55,3 +58,20 @@ def decode_exit(code: int, spec: JailSpec | None) -> int:
     if spec is not None and spec.mode == "bwrap" and 128 < code < 128 + 65:
         return -(code - 128)
     return code
+
+
+# How each launcher says it could not run the program, then exits 126 or 127: env(1) inside
+# bubblewrap (`/usr/bin/env: ‘PROGRAM’: No such file or directory`), the Landlock launcher.
+_CANNOT_RUN = {"bwrap": f"{ENV}: ", "landlock": "flamechase jail: cannot run "}
+
+
+def not_started(code: int | None, stderr: str, program: str, spec: JailSpec | None) -> str | None:
+    """The launcher's words when the jailed `program` never started (None: it ran). Only its
+    one line counts: a program that ran and printed anything else ran."""
+    if spec is None or code not in (126, 127):
+        return None
+    prefix = _CANNOT_RUN.get(spec.mode)
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    if prefix is None or len(lines) != 1 or not lines[0].startswith(prefix):
+        return None
+    return lines[0] if program in lines[0] else None

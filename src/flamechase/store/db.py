@@ -484,6 +484,15 @@ class Reader:
         )
         return [dict(r) for r in rows]
 
+    def spend_by_agent(self) -> dict[tuple[str, str], dict[str, float]]:
+        """Per role and the agent its turns ran on: turns (every attempt, a usage window's
+        and a failed start's too) and what they cost."""
+        rows = self._q(
+            "SELECT role, backend, count(*) AS turns, coalesce(sum(cost_usd), 0) AS cost"
+            " FROM turns GROUP BY role, backend"
+        )
+        return {(r["role"], r["backend"]): {"turns": r["turns"], "cost": r["cost"]} for r in rows}
+
     def spend(self) -> dict[str, float]:
         """Counted turns, cost and tokens so far: the one row the writer keeps (a database
         older than migration 3 is summed)."""

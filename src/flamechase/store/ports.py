@@ -10,6 +10,14 @@ when its run is removed (`release_run`), or when every block is held and the ent
 is gone (not running now: `pid` with its start time, so a reused pid does not count as it).
 A block is also skipped when something already listens on one of its ports: a hostile lane
 or another program squatting there must not be handed to the next lane as free.
+
+The registry is one state home's; runs of other state homes (another user's, a test's) share
+the machine's ports. So the engine that hands a lane a block also claims it on the machine,
+for as long as it runs the lane's run: an abstract Unix socket named after the block
+(`@flamechase/ports/BASE`; abstract names are machine-wide within a network namespace, as
+ports are, need no file, and are given back by the kernel when the engine dies). A block
+another live engine claims is never handed out; a lane whose block was claimed elsewhere
+while its run was not running gets a free one on resume.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from flamechase.errors import PortsExhausted
 from flamechase.fsutil import atomic_write, read_regular_file
 from flamechase.store.home import ensure_private_dir, locks_dir, state_home
 
-__all__ = ["FIRST", "LAST", "SIZE", "PortBlock", "allocate", "held", "release_run"]
+__all__ = ["FIRST", "LAST", "SIZE", "PortBlock", "allocate", "held", "let_go", "release_run"]
 
 # Below Linux's ephemeral range (32768-60999), so a client's outgoing connection is never
 # given a port of some lane's block.
@@ -125,6 +133,38 @@ def _key(run_id: str, slot: str) -> str:
     return f"{run_id}/{slot}"
 
 
+# The blocks this process claims on the machine: base -> (its socket, the run it is for).
+_CLAIMED: dict[int, tuple[socket.socket, str]] = {}
+
+
+def _claim(base: int, run_id: str) -> bool:
+    """Claim `base` on the machine for `run_id` (True), unless another process holds it."""
+    held = _CLAIMED.get(base)
+    if held is not None:
+        return held[1] == run_id
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind(f"\0flamechase/ports/{base}")
+    except OSError:
+        s.close()
+        return False
+    _CLAIMED[base] = (s, run_id)
+    return True
+
+
+def _unclaim(base: int) -> None:
+    held = _CLAIMED.pop(base, None)
+    if held is not None:
+        held[0].close()
+
+
+def let_go(run_id: str) -> None:
+    """Give up this process's machine claims for `run_id` (its engine is done with it); the
+    registry keeps its blocks, which its next engine claims again."""
+    for base in [b for b, (_, r) in _CLAIMED.items() if r == run_id]:
+        _unclaim(base)
+
+
 def allocate(run_id: str, slot: str, *, home: Path | None = None) -> PortBlock:
     """The block of `slot` (a lane, or `@role`) of run `run_id`: the one it holds, else a
     free one, recorded under this engine process."""
@@ -134,8 +174,12 @@ def allocate(run_id: str, slot: str, *, home: Path | None = None) -> PortBlock:
         entries = _load(root)
         key = _key(run_id, slot)
         entry = entries.get(key)
+        if entry is not None and not _claim(int(entry["base"]), run_id):
+            # Claimed by a live engine of another state home while this run was stopped.
+            del entries[key]
+            entry = None
         if entry is None:
-            base = _free_base(entries)
+            base = _free_base(entries, run_id)
             entry = {"base": base, "run_id": run_id, "slot": slot}
         if any(entry.get(k) != v for k, v in me.items()):
             # Written only when it changes (a new block, a resumed engine): a lane's next
@@ -146,7 +190,7 @@ def allocate(run_id: str, slot: str, *, home: Path | None = None) -> PortBlock:
         return PortBlock(int(entry["base"]), SIZE)
 
 
-def _free_base(entries: dict[str, dict[str, Any]]) -> int:
+def _free_base(entries: dict[str, dict[str, Any]], run_id: str) -> int:
     for reclaim in (False, True):
         if reclaim:
             # Every block is held: give up those whose engines are gone.
@@ -154,8 +198,11 @@ def _free_base(entries: dict[str, dict[str, Any]]) -> int:
                 del entries[k]
         taken = {int(v["base"]) for v in entries.values()}
         for base in range(FIRST, LAST - SIZE + 2, SIZE):
-            if base not in taken and not _listened(PortBlock(base, SIZE)):
+            if base in taken or not _claim(base, run_id):
+                continue
+            if not _listened(PortBlock(base, SIZE)):
                 return base
+            _unclaim(base)
     raise PortsExhausted(
         f"every port block of {FIRST}-{LAST} is held by a live lane or in use; "
         "stop a run or free the ports"

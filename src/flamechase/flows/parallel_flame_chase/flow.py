@@ -368,7 +368,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         out += [
             MakePlace(ln.place, label=f"{ln.name}'s private copy of your tree")
             for ln in private
-            if ln.place not in state.places
+            if ln.place not in state.places and pfc_refresh.between_turns(state.book.lanes)
         ]
         if p.evaluator:
             if state.freeze_error:

@@ -3,8 +3,13 @@ has had a valid turn since the lane's base, the runtime program `flamechase.tool
 carries the lane copy's own changes onto lane 1's current tree (a three-way merge).
 Conflicting files keep the lane's version and are named in that lane's next prompt.
 
-Pure: the flow keeps one `Fresh` per private lane; `commands` asks for the programs, `ran`
-folds their answers, `waiting` names the lanes whose turn must wait for one.
+Lane 1's tree is read only between its turns: after each valid lane-1 turn, before its next
+starts, the runtime records the tree as a commit (a "snap", kept as lane 1's `Fresh`), and
+lanes are refreshed onto that commit, never onto the tree a lane-1 turn may be half-way
+through writing (a turn that then fails would have reached the lanes).
+
+Pure: the flow keeps one `Fresh` per lane; `commands` asks for the programs, `ran` folds
+their answers, `waiting` names the lanes whose turn must wait for one.
 
 A lane's refresh keeps its key until answered (the key names the refresh, not lane 1's count
 when asked): lane 1 moving on while it runs must not start a second one beside it, which
@@ -23,6 +28,7 @@ from flamechase.flow import Command, FlowState, Run, runtime_module
 from flamechase.flow.lanes import Lane
 
 PREFIX = "lanerefresh:"
+SNAP = "snap"  # lane 1's tree recorded between its turns
 _TOOL = "flamechase.tools.lanerefresh"
 
 
@@ -54,23 +60,49 @@ def dropped(fresh: Mapping[str, Fresh], lane: str) -> dict[str, Fresh]:
     return {**fresh, lane: Fresh(remake=old.remake + 1)}
 
 
-def wanted(fresh: Fresh | None, lane1_valid: int, next_turn: int) -> str | None:
-    """What the lane needs before its next turn: "record", "refresh" or nothing."""
+def wanted(fresh: Fresh | None, lane1: Fresh | None, next_turn: int) -> str | None:
+    """What a private lane needs before its next turn: "record", "refresh" or nothing
+    (`lane1`: the last recorded tree of lane 1's)."""
     if fresh is None:
         return "record"
     if not fresh.base:  # a record that failed: this lane goes on unrefreshed
         return None if fresh.error else "record"
     # One refresh per lane turn: lane 1 moving on during it waits for the lane's next turn
     # (waiting for lane 1 to stand still would starve a lane beside a quick lane 1).
-    if fresh.tried_for == next_turn:
+    if fresh.tried_for == next_turn or lane1 is None or not lane1.base:
         return None
-    return "refresh" if fresh.at < lane1_valid else None
+    if fresh.error and fresh.at >= lane1.on:  # failed: tried again onto a newer record
+        return None
+    return "refresh" if fresh.on < lane1.on else None
+
+
+def _lane_1(lanes: Sequence[Lane]) -> Lane | None:
+    return next((ln for ln in lanes if ln.in_source), None)
+
+
+def between_turns(lanes: Mapping[str, Lane]) -> bool:
+    """Whether lane 1's tree may be copied now: no lane-1 turn is writing it (a lane copy
+    remade mid-run, as a mission's redirect asks, waits for the turn under way)."""
+    return not any(ln.in_source and ln.busy for ln in lanes.values())
+
+
+def snap_owed(
+    fresh: Mapping[str, Fresh], lanes: Sequence[Lane], lane1_valid: int, source: str
+) -> Lane | None:
+    """Lane 1, when its tree must be recorded before its next turn starts: it had a valid
+    turn since the last record, and there are lanes to refresh onto it."""
+    one = _lane_1(lanes)
+    if not source or one is None or one.busy or all(ln.in_source for ln in lanes):
+        return None
+    snap = fresh.get(one.name)
+    return one if lane1_valid > (snap.at if snap is not None else 0) else None
 
 
 def _at(fresh: Fresh | None, what: str, made_at: int) -> int:
     """The lane-1 count a program's key names: for a record, the tree the copy was made from;
     for a refresh, the least lane-1 count of the tree it reads (lane 1 moved past the copy's
-    `at`, and may have moved on before the last answer). Fixed until the program's answer."""
+    `at`, and may have moved on before the last answer). Fixed until the program's answer:
+    lane 1 recorded again meanwhile changes the commit a re-ask names, never the key."""
     if what == "record" or fresh is None:
         return made_at
     return max(fresh.at + 1, fresh.seen)
@@ -87,20 +119,33 @@ def commands(
     out: list[Command] = []
     if not source:  # a run begun before lane refresh existed: its lanes go on as they are
         return out
+    one = snap_owed(fresh, lanes, lane1_valid, source)
+    if one is not None:
+        out.append(
+            Run(
+                key=_key(one.name, SNAP, lane1_valid, 0),
+                place=one.place,
+                lane=None,
+                argv=runtime_module(_TOOL, "record", "--tree", source),
+                jailed=False,
+                label="a record of lane 1's tree for the lanes' refreshes",
+            )
+        )
+    lane1 = fresh.get(one.name) if (one := _lane_1(lanes)) is not None else None
     for lane in lanes:
         # A lane waiting (for its submission's measurement) keeps its copy as submitted: the
         # measurement copy is made from it, and must hold the lane's work and nothing else.
         if lane.in_source or lane.busy or lane.waiting or lane.place not in places:
             continue
         f = fresh.get(lane.name)
-        what = wanted(f, lane1_valid, lane.turns + 1)
+        what = wanted(f, lane1, lane.turns + 1)
         copy = places[lane.place]
         if what == "record":
             argv = runtime_module(_TOOL, "record", "--tree", copy)
-        elif what == "refresh" and f is not None:
+        elif what == "refresh" and f is not None and lane1 is not None:
             argv = runtime_module(
                 _TOOL, "refresh", "--base", f.base, "--lane", lane.name, "--copy", copy,
-                "--onto", source,
+                "--onto-commit", lane1.base, "--at", str(lane1.on),
             )  # fmt: skip
         else:
             continue
@@ -128,13 +173,19 @@ def commands(
 def waiting(
     fresh: Mapping[str, Fresh], lanes: Sequence[Lane], lane1_valid: int, source: str
 ) -> set[str]:
+    """Lanes whose next turn waits: lane 1 until its tree is recorded, a private lane until
+    its copy is recorded or refreshed."""
     if not source:
         return set()
-    return {
+    one = _lane_1(lanes)
+    lane1 = fresh.get(one.name) if one is not None else None
+    out = {
         ln.name
         for ln in lanes
-        if not ln.in_source and wanted(fresh.get(ln.name), lane1_valid, ln.turns + 1)
+        if not ln.in_source and wanted(fresh.get(ln.name), lane1, ln.turns + 1)
     }
+    owed = snap_owed(fresh, lanes, lane1_valid, source)
+    return out | ({owed.name} if owed is not None else set())
 
 
 def _output(receipt: Mapping[str, Any]) -> dict[str, Any]:
@@ -158,6 +209,14 @@ def ran(
     out = _output(event.receipt)
     old = fresh.get(lane) or Fresh()
     at = int(at_s)
+    if what == SNAP:
+        if at <= old.at:
+            return dict(fresh)
+        if event.receipt.get("error") or "error" in out or not out.get("base"):
+            # Lane 1 goes on; the lanes stay on the tree recorded before, until the next.
+            err = str(out.get("error") or event.receipt.get("error") or "no result")
+            return {**fresh, lane: old.replace(at=at, error=err)}
+        return {**fresh, lane: old.replace(base=str(out["base"]), at=at, on=at, error=None)}
     if int(copy_s) != old.remake:  # an answer about a copy since dropped
         return dict(fresh)
     if (old.base or old.error) and (what == "record" or at <= old.at):
@@ -176,10 +235,14 @@ def ran(
         # started): the turn hears of both, and of the lane-1 turns since the earlier one.
         conflicts = tuple(dict.fromkeys((*old.conflicts, *conflicts)))
         since = old.since
+    # The lane-1 count of the commit it was refreshed onto, as the program said it back (a
+    # re-ask after lane 1 was recorded again names a newer commit than the key's count).
+    said = out.get("at")
+    on = said if isinstance(said, int) else at
     new = old.replace(
         base=str(out["base"]),
-        at=at,
-        on=at,
+        at=max(at, on),
+        on=on,
         since=since,
         conflicts=conflicts,
         error=None,
