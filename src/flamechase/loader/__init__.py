@@ -67,8 +67,12 @@ def load_recorded(source: str) -> bool:
         return False
     if kind == "module" and rest.endswith(":FLOW"):
         ref = rest.removesuffix(":FLOW")
+    from flamechase.loader.resolve import resolve
+
+    # Imported only, not hashed: a view needs the flow's kinds, not its identity (a run that
+    # is resumed hashes its flow through load_flow).
     try:
-        load_flow(ref)
+        resolve(ref, builtin=BUILTIN, variants=VARIANTS, refresh=False)
     except (Exception, SystemExit):  # a view never fails for want of its flow's code
         return False
     return True
