@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.flows.loading_repos import flow_source
 
 # Prints the flow's code hash, then how many sources this process had to parse.
@@ -24,6 +26,12 @@ def counting(source, package):
 importcache.parse_imports = counting
 print(flow_identity(load_flow(sys.argv[1]), "")[1], len(parsed))
 """
+
+
+@pytest.fixture(autouse=True)
+def home(state_home: Path) -> Path:
+    state_home.mkdir()  # the cache is kept only in a state home that exists
+    return state_home
 
 
 def _hash(ref: str) -> tuple[str, int]:
@@ -86,3 +94,9 @@ def test_a_cache_file_that_is_not_json_is_parsed_past(tmp_path: Path, state_home
     honest, _ = _hash(str(pkg))
     (state_home / "cache" / "imports.json").write_bytes(b"\x00not json")
     assert _hash(str(pkg))[0] == honest
+
+
+def test_no_state_home_is_made_for_the_cache(tmp_path: Path, home: Path) -> None:
+    home.rmdir()
+    _hash("flame_chase")
+    assert not home.exists()

@@ -70,10 +70,11 @@ def imported(source: bytes, package: str) -> list[str]:
 
 
 def save() -> None:
-    """Write what this process parsed (newest last, the oldest beyond LIMIT dropped); a state
-    home that cannot be written only costs the next process the parse."""
+    """Write what this process parsed (newest last, the oldest beyond LIMIT dropped) into an
+    existing state home; one that cannot be written only costs the next process the parse."""
     cache = _cache()
-    if not cache.added:
+    # Never the first thing in a state home: a refused command leaves none behind.
+    if not cache.added or not cache.path.parent.parent.is_dir():
         return
     cache.added = False
     kept = dict(list(cache.entries.items())[-LIMIT:])
