@@ -562,7 +562,8 @@ class Engine:
                 with self.ledger.tx():
                     self.ledger.place_dropped(c.name)
                     self.ledger.writer.set_meta("control_paths", self.dirs.guard.to_json())
-                self.jobs.remove(path, self.dirs)
+                if not self.dirs.keep(path):
+                    self.jobs.remove(path, self.dirs)
         if self.stopping or self._finish is not None:
             return deferred, wake_at
         for c in commands:

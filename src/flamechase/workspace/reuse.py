@@ -58,9 +58,10 @@ def _kept(mode: int) -> bool:
 
 def scan(root: Path, *, specials: bool = False) -> dict[str, Sig]:
     """Every directory, regular file and link below `root` (`""` is the root itself), by
-    relative path; FIFOs, sockets and devices only with `specials` (a snapshot leaves them
-    out of a copy, so a copy that has one was given it). A directory the owner made
-    unreadable is made readable first (it is the runtime's copy)."""
+    relative path; FIFOs, sockets and devices only with `specials`: the copy's side (a
+    snapshot leaves them out of a copy, so a copy that has one was given it). On the copy's
+    side a directory the owner made unreadable is made readable first (it is the runtime's
+    copy); a base is only read (it may be the user's tree)."""
     top = os.fspath(root)
     out: dict[str, Sig] = {"": _sig(os.lstat(top))}
     stack = [(top, "")]
@@ -69,6 +70,8 @@ def scan(root: Path, *, specials: bool = False) -> dict[str, Sig]:
         try:
             entries = list(os.scandir(path))
         except PermissionError:
+            if not specials:
+                raise
             os.chmod(path, 0o700)
             entries = list(os.scandir(path))
         for entry in entries:
@@ -188,6 +191,7 @@ def sync(
     `base_seen` and `copy_seen` were taken (when the copy last equalled the base); the new
     manifests and what was done."""
     base_now, copy_now = scan(base), scan(copy, specials=True)
+    _settle(base_now)  # a base that is written meanwhile (the user's tree) moves past it
     fix = _Fixer(base, copy)
     touched: set[str] = set()  # entries restored, and directories whose entries changed
     skip: str | None = None  # a subtree removed: nothing of the copy is left below it
@@ -228,7 +232,8 @@ def sync(
 
 def _settle(manifest: dict[str, Sig]) -> None:
     """Wait until the clock has left the tick of the newest ctime recorded: a change made in
-    that same coarse tick could otherwise carry the very ctime the manifest holds."""
+    that same coarse tick could otherwise carry the very ctime the manifest holds (a tree
+    nothing wrote in the last tick costs no wait)."""
     newest = max(sig[4] for sig in manifest.values())
     while (wait := newest + _TICK_NS - time.time_ns()) > 0:
         time.sleep(wait / 1e9)
@@ -258,16 +263,23 @@ class CopyPool:
         with self._lock:
             free = self._free.get(base, [])
             kept = free.pop() if free else None
+        if kept is not None:
+            try:
+                kept.base_seen, kept.copy_seen, self.last = sync(
+                    base, kept.path, kept.base_seen, kept.copy_seen
+                )
+                os.rename(kept.path, dest)
+            except OSError:  # a copy that cannot be brought back: a whole one instead
+                with contextlib.suppress(OSError):
+                    _remove(os.fspath(kept.path))
+                kept = None
         if kept is None:
+            base_seen = scan(base)  # before the copy: what moves during it is restored later
+            _settle(base_seen)
             snapshot(base, dest)
-            kept = _Copy(dest, scan(base), scan(dest))
+            kept = _Copy(dest, base_seen, scan(dest, specials=True))
             _settle(kept.copy_seen)
             self.last = None
-        else:
-            kept.base_seen, kept.copy_seen, self.last = sync(
-                base, kept.path, kept.base_seen, kept.copy_seen
-            )
-            os.rename(kept.path, dest)
         with self._lock:
             self._lent[dest] = (base, kept)
 
