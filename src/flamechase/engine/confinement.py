@@ -61,7 +61,7 @@ def turn_jail(
     in_source = place == SOURCE
     shown = {place, *reads}
     others = [p for name, p in places.items() if name not in shown]
-    # The pool holds copies between uses: a planner's or a measurement's, with their work.
+    # The pool holds copies between uses, with whatever the turns did in them.
     hidden = (*others, *private_parts(layout, (o for o in lanes if o != lane)), layout.pool)
     return JailSpec(
         mode=mode,

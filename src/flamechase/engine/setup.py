@@ -51,8 +51,8 @@ class RunDirs:
         self._rest_until: dict[str, float] = {}
         self._tokens: list[str] = []
         # Copies (snapshots and overlays) are kept when dropped and brought back to their base
-        # in O(changed) for the next one, instead of a whole copy each (workspace/reuse): the
-        # planner's snapshot becomes a lane's copy, a measurement's the next measurement's.
+        # in O(changed) for the next one, instead of a whole copy each (workspace/reuse): a
+        # dropped snapshot becomes the next snapshot, a measurement's the next measurement's.
         self.pool = CopyPool(layout.pool)
 
     # ---- making ------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from flamechase.flow import (
 )
 from flamechase.flow.lanes import LaneBook, report_id
 from flamechase.flows.parallel_flame_chase import candidates, planner, staleness
+from flamechase.flows.parallel_flame_chase import copies as pfc_copies
 from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase import measure as pfc_measure
 from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
@@ -142,23 +143,11 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         return len(self.copy_names(params, fresh=fresh, revised=revised))
 
     def copy_names(self, params: ParallelParams, *, fresh: bool, revised: bool) -> list[str]:
-        """Every whole copy a start writes. The planner's snapshot, once the plan is made, is
-        brought back to your tree in O(changed) as the first private lane's copy (the engine
-        keeps a dropped copy for the next one of the same tree, workspace/reuse); so is each
-        measurement copy for the next submission."""
         if not fresh:
             return ["planning"] if revised else []
         private = [ln.name for ln in self.lanes(params) if not ln.in_source]
-        names = [f"planning, then {private[0]}'s copy", *private[1:]] if private else ["planning"]
-        if private and params.lane_refresh == "rebase":
-            names.append("lane 1's tree in the lane refresh's repository (its files once, zlib)")
-        if params.evaluator:
-            names += [
-                "baseline",
-                "a measurement copy (one per measurement under way at once, each brought "
-                "back to the baseline in O(changed) for the next)",
-            ]
-        return names
+        rebase = params.lane_refresh == "rebase"
+        return pfc_copies.names(private, rebase=rebase, evaluator=bool(params.evaluator))
 
     def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
         # The bundled sample's bench.py prints `STEPS: <int>`, lower is better.
@@ -381,8 +370,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         p = state.params
         out += [pfc_measure.drop(place) for place in state.dropping]
         private = [ln for ln in state.book.lanes.values() if not ln.in_source]
-        # The first private lane's copy waits for the plan: the planner's snapshot, dropped
-        # then, is brought back to your tree in O(changed) as that copy, not copied again.
+        # The first private lane's copy is the planner's snapshot, dropped once it planned.
         waiting = private[:1] if state.planning is not None else []
         out += [
             MakePlace(ln.place, label=f"{ln.name}'s private copy of your tree")
@@ -403,9 +391,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             return out + planner.commands(
                 state.planning, state.places, state.book.lanes, self.plan_result
             )
-        # One submission measured at a time, in the order they came: each in the one kept
-        # measurement copy (brought back to the baseline in O(changed)), not a whole copy for
-        # every submission under way, and no two evaluators sharing the machine's cores.
+        # One at a time, in the one kept copy (no two evaluators sharing the cores either).
         for key, info in list(state.measuring.items())[:1]:
             lane = state.book.get(info["lane"])
             out += pfc_measure.steps(
