@@ -74,3 +74,15 @@ def test_a_removed_runs_blocks_are_free_again(tmp_path: Path) -> None:
 def test_an_unreadable_registry_starts_again(tmp_path: Path) -> None:
     (tmp_path / "ports.json").write_text("{not json")
     assert ports.allocate("run-a", "lane-1", home=tmp_path).count == ports.SIZE
+
+
+def test_a_lanes_first_turn_waits_on_no_disk_flush_for_its_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    flushed: list[int] = []
+    monkeypatch.setattr(os, "fsync", flushed.append)
+    block = ports.allocate("run-a", "lane-1", home=tmp_path)
+    assert flushed == []
+    assert ports.held("run-a", home=tmp_path) == {"lane-1": block}  # written all the same
