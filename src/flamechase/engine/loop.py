@@ -458,7 +458,10 @@ class Engine:
 
     def _copy_refused(self, c: cm.MakePlace) -> bool:
         """budget.disk: a new copy past it is not made (said once); turns that need no new
-        copy go on (engine/diskgate). A copy that must wait is asked for again later."""
+        copy go on (engine/diskgate). A copy that must wait is asked for again later. A kept
+        copy brought back grows nothing: made while nothing else is copied (and takes it)."""
+        if not self.jobs.copying() and self.dirs.reuses(c):
+            return False
         verdict = self.disk.verdict(c, copying=self.jobs.copying())
         if verdict == "make":
             return False

@@ -191,6 +191,10 @@ class RunDirs:
         self.guard.forget(path)
         return path
 
+    def reuses(self, c: cm.MakePlace) -> bool:
+        """Whether place `c` would be a kept copy brought back, not a new one."""
+        return c.how != "empty" and self.pool.has_free(self.place_path(c.base or SOURCE))
+
     def keep(self, path: Path) -> bool:
         """Take a dropped place's copy back into the pool if it came from there (a rename,
         done at once so that a copy asked for in the same round finds it); False: remove it."""

@@ -296,6 +296,11 @@ class CopyPool:
         with self._lock:
             self._lent[dest] = (base, kept)
 
+    def has_free(self, base: Path) -> bool:
+        """Whether a kept copy of `base` waits to be taken (the next `take` grows nothing)."""
+        with self._lock:
+            return bool(self._free.get(base))
+
     def lent(self, path: Path) -> bool:
         with self._lock:
             return path in self._lent
