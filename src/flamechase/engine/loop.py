@@ -565,7 +565,11 @@ class Engine:
                 with self.ledger.tx():
                     self.ledger.place_dropped(c.name)
                     self.ledger.writer.set_meta("control_paths", self.dirs.guard.to_json())
-                if not self.dirs.keep(path):
+                if self.dirs.keep(path):
+                    # No job whose end wakes the loop: the flow is asked again at once.
+                    deferred = True
+                    wake_at.append(self.clock.time())
+                else:
                     self.jobs.remove(path, self.dirs)
         if self.stopping or self._finish is not None:
             return deferred, wake_at
