@@ -227,3 +227,19 @@ def test_a_lent_copy_keeps_its_manifests_packed(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert held < 3030 * 150  # bytes an entry: unpacked, two manifests held about 700
+
+
+def test_a_brief_copy_is_kept_only_for_a_copy_reserved_before_the_next_eviction(
+    base: Path, tmp_path: Path
+) -> None:
+    pool = CopyPool(tmp_path / "pool")
+    pool.take(base, tmp_path / "planning", brief=True)
+    pool.give(tmp_path / "planning")
+    assert pool.reserve(base, tmp_path / "lane-2")
+    assert pool.evict() == []  # set aside: not evicted
+    pool.take(base, tmp_path / "lane-2", brief=True)
+    assert pool.last is not None  # the planner's copy, brought back
+    pool.give(tmp_path / "lane-2")
+    [gone] = pool.evict()  # nothing asked for it: the caller removes it
+    assert not pool.reserve(base, tmp_path / "lane-3")
+    assert gone.parent == tmp_path / "pool"

@@ -143,7 +143,7 @@ class RunDirs:
             for rel, sha in (restore or {}).items():
                 self._restore(dest, rel, sha)
         elif not dest.exists():  # (there: made before a crash, and kept as it is)
-            self.pool.take(source, dest)
+            self.pool.take(source, dest, brief=True)
         return dest, changed, deleted
 
     def candidate(
@@ -191,9 +191,11 @@ class RunDirs:
         self.guard.forget(path)
         return path
 
-    def reuses(self, c: cm.MakePlace) -> bool:
-        """Whether place `c` would be a kept copy brought back, not a new one."""
-        return c.how != "empty" and self.pool.has_free(self.place_path(c.base or SOURCE))
+    def reserve(self, c: cm.MakePlace) -> bool:
+        """Set a kept copy aside for place `c`, made next (True: it grows nothing)."""
+        if c.how == "empty" or self.has_place(c.name):
+            return False
+        return self.pool.reserve(self.place_path(c.base or SOURCE), self.layout.place(c.name))
 
     def keep(self, path: Path) -> bool:
         """Take a dropped place's copy back into the pool if it came from there (a rename,

@@ -249,10 +249,13 @@ class _Copy:
 
     path: Path
     packed: bytes
+    brief: bool = False  # given back, kept only for a copy asked for in the same round
 
     @classmethod
-    def of(cls, path: Path, base_seen: dict[str, Sig], copy_seen: dict[str, Sig]) -> _Copy:
-        return cls(path, zlib.compress(marshal.dumps((base_seen, copy_seen)), 1))
+    def of(
+        cls, path: Path, base_seen: dict[str, Sig], copy_seen: dict[str, Sig], brief: bool
+    ) -> _Copy:
+        return cls(path, zlib.compress(marshal.dumps((base_seen, copy_seen)), 1), brief)
 
     def seen(self) -> tuple[dict[str, Sig], dict[str, Sig]]:
         base_seen, copy_seen = marshal.loads(zlib.decompress(self.packed))  # noqa: S302 - ours
@@ -263,23 +266,44 @@ class _Copy:
 class CopyPool:
     """Copies of places kept under `root` between uses. `take` puts a copy equal to a base at
     a destination (reusing a returned one in O(changed), or snapshotting); `give` takes it
-    back instead of removing it. Thread-safe: places are made in worker threads."""
+    back instead of removing it. A `brief` copy (a snapshot: its place is not asked for
+    again and again, as measurement places are) is kept only for a copy `reserve`d before
+    the next `evict`. Thread-safe: places are made in worker threads."""
 
     root: Path
     _free: dict[Path, list[_Copy]] = field(default_factory=dict)
     _lent: dict[Path, tuple[Path, _Copy]] = field(default_factory=dict)
+    _reserved: dict[Path, _Copy] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     last: SyncStats | None = None  # what the latest `take` did (None: a whole snapshot)
 
-    def take(self, base: Path, dest: Path) -> None:
-        """Make `dest` (not there) a copy of `base`."""
+    def reserve(self, base: Path, dest: Path) -> bool:
+        """Set a kept copy of `base` aside for the `take` of `dest` (False: none is kept)."""
         with self._lock:
             free = self._free.get(base, [])
-            kept = free.pop() if free else None
+            if free and dest not in self._reserved:
+                self._reserved[dest] = free.pop()
+            return dest in self._reserved
+
+    def evict(self) -> list[Path]:
+        """Brief copies nothing reserved: no longer the pool's (the caller removes them)."""
+        with self._lock:
+            out = [c.path for free in self._free.values() for c in free if c.brief]
+            for base, free in self._free.items():
+                self._free[base] = [c for c in free if not c.brief]
+        return out
+
+    def take(self, base: Path, dest: Path, *, brief: bool = False) -> None:
+        """Make `dest` (not there) a copy of `base`; `brief`: see the class."""
+        with self._lock:
+            kept = self._reserved.pop(dest, None)
+            free = self._free.get(base, [])
+            if kept is None and free:
+                kept = free.pop()
         if kept is not None:
             try:
                 base_seen, copy_seen, self.last = sync(base, kept.path, *kept.seen())
-                kept = _Copy.of(kept.path, base_seen, copy_seen)
+                kept = _Copy.of(kept.path, base_seen, copy_seen, brief)
                 os.rename(kept.path, dest)
             except OSError:  # a copy that cannot be brought back: a whole one instead
                 with contextlib.suppress(OSError):
@@ -291,15 +315,10 @@ class CopyPool:
             snapshot(base, dest)
             copy_seen = scan(dest, specials=True)
             _settle(copy_seen)
-            kept = _Copy.of(dest, base_seen, copy_seen)
+            kept = _Copy.of(dest, base_seen, copy_seen, brief)
             self.last = None
         with self._lock:
             self._lent[dest] = (base, kept)
-
-    def has_free(self, base: Path) -> bool:
-        """Whether a kept copy of `base` waits to be taken (the next `take` grows nothing)."""
-        with self._lock:
-            return bool(self._free.get(base))
 
     def lent(self, path: Path) -> bool:
         with self._lock:
