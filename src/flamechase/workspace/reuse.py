@@ -1,4 +1,5 @@
-"""Copies of a place kept for reuse, brought back to it in O(changed) (measurement places).
+"""Copies of a place kept for reuse, brought back to it in O(changed): measurement places
+between submissions, and a dropped snapshot (a planner's) as the copy asked for with it.
 
 Where the file system has no reflink, a fresh copy of a 20,000-file tree for every
 submission measured writes the whole tree each time. Instead a copy is kept between uses
