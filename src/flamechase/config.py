@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from flamechase.budgets import (
@@ -100,18 +99,22 @@ def split_kv(values: list[str]) -> list[tuple[str, str]]:
 # --- -c -------------------------------------------------------------------------------------------
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps dates as text.
+def _loader() -> type[Any]:
+    """SafeLoader that keeps dates as text (yaml is imported only when a config is read).
 
     A param never wants a `datetime`, and PyYAML raises a bare ValueError for an impossible date
     such as `2024-13-45`; as a string the value reaches the param's own validation instead.
     """
+    import yaml
 
+    class Loader(yaml.SafeLoader):
+        pass
 
-_Loader.add_constructor(
-    "tag:yaml.org,2002:timestamp",
-    lambda loader, node: loader.construct_scalar(node),  # type: ignore[arg-type]
-)
+    Loader.add_constructor(
+        "tag:yaml.org,2002:timestamp",
+        lambda loader, node: loader.construct_scalar(node),  # type: ignore[arg-type]
+    )
+    return Loader
 
 
 def load_config(path: Path) -> dict[str, object]:
@@ -132,8 +135,10 @@ def load_config(path: Path) -> dict[str, object]:
         ) from None
     if len(data) > _MAX_CONFIG_BYTES:
         raise ParamError(f"{where}: larger than {_MAX_CONFIG_BYTES} bytes; is it a config file?")
+    import yaml
+
     try:
-        doc = yaml.load(data, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        doc = yaml.load(data, Loader=_loader())  # noqa: S506 - a SafeLoader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         at = f" at line {mark.line + 1}" if mark is not None else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -53,3 +54,41 @@ def test_each_listed_help_is_what_its_command_says(width: int) -> None:
         assert real is not None
         listed = click.Command(name, help=SHORT_HELP[name])
         assert listed.get_short_help_str(limit) == real.get_short_help_str(limit), name
+
+
+# What `exec` has no use for before its first agent starts: the config file's parser (only
+# with -c), gc's archiver.
+NOT_BEFORE_THE_FIRST_AGENT = ("yaml", "tarfile")
+
+FIRST_SPAWN = """
+import os, sys
+from flamechase.procs import spawn
+
+async def first(*args, **kwargs):
+    with open(sys.argv[1], "w") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+    os._exit(0)
+
+spawn.Proc.start = first
+from flamechase.cli import main
+main(sys.argv[2:])
+"""
+
+
+def test_exec_reaches_its_first_agent_without_what_it_does_not_need(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seen = tmp_path / "modules.txt"
+    argv = ["exec", "-f", "flame_chase", "-a", "exec:/bin/true", "-a", "exec:/bin/true"]
+    argv += ["-p", "budget.turns=1,sandbox=off", "task"]
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_SPAWN, str(seen), *argv],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert seen.is_file(), done.stderr
+    loaded = set(seen.read_text().split())
+    assert "flamechase.engine.loop" in loaded  # it did reach the spawn
+    assert not loaded & set(NOT_BEFORE_THE_FIRST_AGENT)

@@ -98,3 +98,68 @@ def test_with_room_under_budget_disk_the_copy_is_made(tmp_path: Path, source_tre
     assert code == 0, err
     assert sorted(_turns(source_tree)) == ["reader"] + ["writer"] * 3
     assert status(source_tree)["ended"].startswith("both done")
+
+
+# A reader in a copy, then, once it is dropped, another reader in a new copy of the tree.
+RELAY = """
+from pydantic import BaseModel, ConfigDict
+from flamechase.flow import DropPlace, FinishRun, Flow, MakePlace, StartTurn, events
+
+
+class S(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    places: tuple[str, ...] = ()
+    done: int = 0
+
+
+class Relay(Flow[S]):
+    name = "relay"
+    summary = "two readers, each in its own copy, one after the other"
+    State = S
+
+    def roles(self, params): return ["reader"]
+    def start(self, setup): return S()
+
+    def evolve(self, state, event):
+        if isinstance(event, events.PlaceMade):
+            return state.model_copy(update={"places": (*state.places, event.place)})
+        if isinstance(event, events.TurnValid):
+            return state.model_copy(update={"done": state.done + 1})
+        return state
+
+    def decide(self, state, now):
+        if state.done == 0:
+            if "first" not in state.places:
+                return [MakePlace("first")]
+            return [StartTurn(role="reader", lane=None, number=1, place="first")]
+        if state.done == 1:
+            if "second" not in state.places:
+                return [DropPlace("first"), MakePlace("second")]
+            return [StartTurn(role="reader", lane=None, number=2, place="second")]
+        return [FinishRun("finished", "both read")]
+
+    def prompt(self, state, ctx):
+        return f"report to {ctx.report_path}"
+
+
+FLOW = Relay()
+"""
+
+
+def test_a_dropped_copy_brought_back_is_made_under_budget_disk(
+    tmp_path: Path, source_tree: Path
+) -> None:
+    """The second copy is the first one kept and brought back: it grows nothing, so a
+    budget.disk that one copy fills does not refuse it."""
+    (source_tree / "big.bin").write_bytes(b"x" * 3_000_000)
+    flow = tmp_path / "relay.py"
+    flow.write_text(textwrap.dedent(RELAY))
+    agent = actor(tmp_path, "agent.sh", REPORT_OK)
+    proc = cli(
+        "exec", "-f", str(flow), "-a", f"exec:{agent}",
+        "-p", "rest_seconds=0.05,budget.duration=60s,budget.disk=2M", "go",
+        cwd=source_tree, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert _turns(source_tree) == ["reader", "reader"]
+    assert status(source_tree)["ended"].startswith("both read")

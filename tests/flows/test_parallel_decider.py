@@ -30,7 +30,7 @@ PLAN = {
 
 
 def start(**params: Any) -> Any:
-    p = ParallelParams(lanes=2, **params)
+    p = ParallelParams(**{"lanes": 2, **params})
     return FLOW.start(RunSetup(run_id="r", objective="o", params=p, lanes=FLOW.lanes(p)))
 
 
@@ -75,10 +75,11 @@ def made(state: Any, *names: str) -> Any:
 
 
 def test_places_first_then_one_planning_session() -> None:
-    state, cmds = settle(start())
-    assert {c.name for c in cmds if isinstance(c, MakePlace)} == {"lanes/lane-2", "planning/1"}
+    state, cmds = settle(start(lanes=3))
+    # The first private lane's copy waits for the plan (it is to be the planner's snapshot).
+    assert {c.name for c in cmds if isinstance(c, MakePlace)} == {"lanes/lane-3", "planning/1"}
     assert not [c for c in cmds if isinstance(c, StartTurn)]
-    state, cmds = settle(made(state, "lanes/lane-2", "planning/1"))
+    state, cmds = settle(made(state, "lanes/lane-3", "planning/1"))
     [plan] = [c for c in cmds if isinstance(c, StartTurn)]
     assert (plan.role, plan.lane, plan.number, plan.counted) == ("coordinator", None, 1, False)
 
@@ -104,11 +105,15 @@ def test_a_plan_starts_every_lane_with_its_mission() -> None:
     assert FLOW.describe(state)["plan"] == PLAN
 
 
-def test_the_planners_snapshot_is_dropped_once_the_plan_is_made() -> None:
-    state, _ = settle(made(start(), "lanes/lane-2", "planning/1"))
+def test_the_planners_snapshot_is_dropped_as_the_first_private_lanes_copy_is_asked_for() -> None:
+    state, cmds = settle(made(start(), "planning/1"))
+    assert not [c for c in cmds if isinstance(c, MakePlace)]
     state, cmds = settle(state, ev.TurnValid(actor="coordinator", turn=1, result=PLAN))
+    # In one round, so that the engine's kept copy of the planner's snapshot becomes it.
     assert [c.name for c in cmds if isinstance(c, DropPlace)] == ["planning/1"]
-    state, cmds = settle(state, ev.PlaceDropped(place="planning/1"))
+    assert [c.name for c in cmds if isinstance(c, MakePlace)] == ["lanes/lane-2"]
+    assert not [c for c in cmds if isinstance(c, StartTurn)]  # lanes start once it is there
+    state, cmds = settle(made(state, "lanes/lane-2"), ev.PlaceDropped(place="planning/1"))
     assert not [c for c in cmds if isinstance(c, DropPlace | MakePlace)]
     assert len([c for c in cmds if isinstance(c, StartTurn)]) == 2
 
@@ -125,22 +130,24 @@ def test_a_revised_objective_plans_in_a_new_snapshot_and_drops_it_after() -> Non
 
 
 def test_the_pre_run_warning_names_every_copy_an_evaluated_run_writes() -> None:
-    plain = ParallelParams(lanes=3)
+    plain = ParallelParams(lanes=3, lane_refresh="never")
     assert FLOW.copy_names(plain, fresh=True, revised=False) == [
-        "planning (removed once planned)",
-        "lane-2",
+        "planning, then lane-2's copy",
         "lane-3",
     ]
     judged = ParallelParams(lanes=3, evaluator="python3 bench.py", metric_pattern="S: (\\d+)")
     names = FLOW.copy_names(judged, fresh=True, revised=False)
-    assert names[3:] == ["baseline", "one per submission measured, each removed once measured"]
+    assert names[2].startswith("lane 1's tree in the lane refresh's repository")
+    assert names[3] == "baseline" and names[4].startswith("a measurement copy")
     assert FLOW.copies_needed(judged, fresh=True, revised=False) == 5
+    assert FLOW.copy_names(ParallelParams(lanes=1), fresh=True, revised=False) == ["planning"]
+    assert FLOW.copy_names(judged, fresh=False, revised=True) == ["planning"]
 
 
 def test_with_an_evaluator_nothing_runs_before_the_baseline_and_the_frozen_evaluator() -> None:
     state, cmds = settle(start(evaluator="python3 bench.py"))
-    # Copies of the untouched source only: the baseline (and the lanes' own copies).
-    assert {c.name for c in cmds if isinstance(c, MakePlace)} == {"baseline", "lanes/lane-2"}
+    # Copies of the untouched source only: the baseline (lane-2's copy waits for the plan).
+    assert {c.name for c in cmds if isinstance(c, MakePlace)} == {"baseline"}
     assert not [c for c in cmds if isinstance(c, StartTurn)]
     state, cmds = settle(made(state, "baseline"))
     [freeze] = [c for c in cmds if isinstance(c, Freeze)]
@@ -151,11 +158,12 @@ def test_with_an_evaluator_nothing_runs_before_the_baseline_and_the_frozen_evalu
     assert any(isinstance(c, MakePlace) and c.name == "planning/1" for c in cmds)
 
 
-def _planned_with_evaluator() -> Any:
-    state, _ = settle(made(start(evaluator="python3 bench.py"), "baseline"))
+def _planned_with_evaluator(lanes: int = 2) -> Any:
+    state, _ = settle(made(start(evaluator="python3 bench.py", lanes=lanes), "baseline"))
     state, _ = settle(state, ev.Frozen(key="evaluator", place="baseline", files={"bench.py": "ab"}))
-    state, _ = settle(made(state, "lanes/lane-2", "planning/1"))
-    state, _ = settle(state, ev.TurnValid(actor="coordinator", turn=1, result=PLAN))
+    state, _ = settle(made(state, *(f"lanes/lane-{n}" for n in range(2, lanes + 1)), "planning/1"))
+    plan = {"lanes": [{**PLAN["lanes"][0], "lane": f"lane-{n}"} for n in range(1, lanes + 1)]}
+    state, _ = settle(state, ev.TurnValid(actor="coordinator", turn=1, result=plan))
     return state
 
 
@@ -217,3 +225,24 @@ def test_a_submission_that_changed_the_evaluator_is_tampered_and_the_lane_is_tol
     # The lane's next turn receives the runtime's system report.
     [nxt] = [c for c in cmds if isinstance(c, StartTurn) and c.lane == "lane-2"]
     assert "system:lane-2" in nxt.inbox_from
+
+
+def test_submissions_are_measured_one_at_a_time_in_the_order_they_came() -> None:
+    state = _planned_with_evaluator(lanes=3)
+    for lane in ("lane-3", "lane-2"):
+        actor = f"lane_{lane[-1]}_actor_a"
+        state, cmds = settle(
+            state, ev.TurnValid(lane=lane, actor=actor, turn=1, attempt=1, result=SUBMISSION)
+        )
+    [first] = [c for c in cmds if isinstance(c, MakePlace) and c.how == "overlay"]
+    assert first.over == "lanes/lane-3"  # lane-2's waits: one measurement copy at a time
+    state, cmds = settle(state, ev.PlaceMade(place=first.name, path="/m", how="overlay"))
+    [measure] = [c for c in cmds if isinstance(c, Measure)]
+    state, cmds = settle(
+        state,
+        ev.Measured(lane="lane-3", key=measure.key, receipt={"value": 2.0}),
+    )
+    # The first copy goes back in the round the next one is asked for (the engine reuses it).
+    assert first.name in [c.name for c in cmds if isinstance(c, DropPlace)]
+    [second] = [c for c in cmds if isinstance(c, MakePlace) and c.how == "overlay"]
+    assert second.over == "lanes/lane-2"

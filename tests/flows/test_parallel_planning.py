@@ -30,6 +30,7 @@ def test_the_coordinator_plans_once_in_a_snapshot_then_leaves(
         planner="""
         seen = sorted(str(p.relative_to(c.ws)) for p in c.ws.rglob("*") if p.is_file())
         c.save("planner-saw.txt", "\\n".join(seen))
+        c.save("planner-inode.txt", str(os.stat(c.ws).st_ino))
         (c.ws / "PLANNER.txt").write_text("planner scribbles")
         (c.ws / "README.md").unlink()
         plan = c.plan()
@@ -50,6 +51,11 @@ def test_the_coordinator_plans_once_in_a_snapshot_then_leaves(
     assert saw == ["README.md", "TASK.md", "pkg/mod.py"]
     assert (ws / "README.md").read_text() == readme
     assert not (ws / "PLANNER.txt").exists()
+    # The planner's snapshot, not copied again, is lane-2's copy: brought back to the source.
+    lane2 = root / "lanes" / "lane-2" / "workspace"
+    assert str(lane2.stat().st_ino) == team.saved("planner-inode.txt")
+    assert (lane2 / "README.md").read_text() == readme
+    assert not (lane2 / "PLANNER.txt").exists()
     plan = status(ws)["plan"]
     assert [b["lane"] for b in plan["lanes"]] == ["lane-1", "lane-2", "lane-3"]
     m2 = plan["lanes"][1]["mission"]
@@ -63,7 +69,7 @@ def test_the_coordinator_plans_once_in_a_snapshot_then_leaves(
         prompt = (root / f"lanes/lane-{n}/pfc/prompt-1.txt").read_text()
         assert f"mission of lane-{n}" in prompt
         assert all(f"mission of lane-{k}" not in prompt for k in (1, 2, 3) if k != n)
-    # Private snapshots exist before planning ends; the lanes start after it.
+    # A private snapshot (lane-3's) exists before planning ends; the lanes start after it.
     evs = events(ws)
     order = [e["kind"] for e in evs]
     first_lane_turn = next(

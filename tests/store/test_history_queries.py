@@ -92,6 +92,7 @@ def test_cut_turns_owed_again_and_turn_lookups(db: Path) -> None:
         assert [e["payload"]["message"] for e in r.events_of("notice")] == ["hello"]
         assert [s["lane"] for s in r.solo_turns()] == ["@planner"]
         assert r.lane_hosts() == {"a": "h299"}  # where its last turn ended; b ended none
+        assert r.kinds() == sorted({e["kind"] for e in r.events_except((), limit=10**6)})
 
 
 def _plan(r: Reader, sql: str, params: tuple[object, ...]) -> str:
@@ -109,8 +110,10 @@ def test_the_history_queries_read_through_indexes(db: Path) -> None:
         r.events_of("notice", 0)
         r.solo_turns()
         r.lane_hosts()
+        kinds = r.kinds()
         r.conn.set_trace_callback(None)
-        assert len(traced) == 6 + 1 + 2  # lane_hosts: the lanes, then one probe a lane
+        # lane_hosts: the lanes, then one probe a lane; kinds: one probe a kind, and the last
+        assert len(traced) == 6 + 1 + 2 + len(kinds) + 1
         plans = {sql: _plan(r, sql, ()) for sql in traced}
     for sql, plan in plans.items():
         # "SCAN x" without an index reads every row (the kept spend is one row); a scan of

@@ -149,3 +149,15 @@ assert ports._claim(int(sys.argv[1]), "elsewhere")
 print("held", flush=True)
 time.sleep(60)
 """
+
+
+def test_a_lanes_first_turn_waits_on_no_disk_flush_for_its_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    flushed: list[int] = []
+    monkeypatch.setattr(os, "fsync", flushed.append)
+    block = ports.allocate("run-a", "lane-1", home=tmp_path)
+    assert flushed == []
+    assert ports.held("run-a", home=tmp_path) == {"lane-1": block}  # written all the same

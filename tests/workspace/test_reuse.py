@@ -153,3 +153,93 @@ def test_kept_copies_are_removed_when_a_new_engine_opens_the_run(
     pool.give(copy)
     CopyPool.remove(pool.root)
     assert not pool.root.exists()
+
+
+def test_a_change_to_the_base_while_it_is_copied_reaches_the_copy_at_its_next_use(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base may be the user's tree, written while a copy of it is made: its manifest is
+    taken before the copy, so what moved during the copy is restored the next time."""
+    import flamechase.workspace.reuse as reuse
+
+    real = reuse.snapshot
+
+    def copy_then_write(src: Path, dest: Path) -> None:
+        real(src, dest)
+        (src / "pkg" / "mod.py").write_text("X = 2  # written as the copy ended\n")
+
+    monkeypatch.setattr(reuse, "snapshot", copy_then_write)
+    pool = CopyPool(tmp_path / "pool")
+    pool.give(_lent(pool, base, tmp_path / "planning"))
+    monkeypatch.setattr(reuse, "snapshot", real)
+    again = _lent(pool, base, tmp_path / "lane-2")
+    assert pool.last is not None
+    assert _tree(again) == _tree(base)
+
+
+def test_a_base_that_cannot_be_read_is_refused_never_chmodded(base: Path, tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads every directory")
+    shut = base / "docs"
+    shut.chmod(0)
+    try:
+        with pytest.raises(PermissionError):
+            scan(base)
+        assert stat.S_IMODE(os.lstat(shut).st_mode) == 0
+    finally:
+        shut.chmod(0o755)
+
+
+def test_a_copy_that_cannot_be_brought_back_is_made_whole_again(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import flamechase.workspace.reuse as reuse
+
+    pool = CopyPool(tmp_path / "pool")
+    pool.give(_lent(pool, base, tmp_path / "m1"))
+
+    def broken(*args: object) -> None:
+        raise OSError("the kept copy is unreadable")
+
+    monkeypatch.setattr(reuse, "sync", broken)
+    again = _lent(pool, base, tmp_path / "m2")
+    assert pool.last is None  # a whole copy
+    assert _tree(again) == _tree(base)
+    assert not list((tmp_path / "pool").iterdir())
+
+
+def test_a_lent_copy_keeps_its_manifests_packed(tmp_path: Path) -> None:
+    """Every private lane's copy is lent for the whole run: its two manifests (every entry of
+    the tree, twice) are held packed, not as about 340 bytes of tuples an entry each."""
+    import tracemalloc
+
+    base = tmp_path / "big"
+    for i in range(3000):
+        d = base / f"d{i // 100}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"module_{i}.py").write_text("x")
+    pool = CopyPool(tmp_path / "pool")
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        pool.take(base, tmp_path / "lane-2")
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 3030 * 150  # bytes an entry: unpacked, two manifests held about 700
+
+
+def test_a_brief_copy_is_kept_only_for_a_copy_reserved_before_the_next_eviction(
+    base: Path, tmp_path: Path
+) -> None:
+    pool = CopyPool(tmp_path / "pool")
+    pool.take(base, tmp_path / "planning", brief=True)
+    pool.give(tmp_path / "planning")
+    assert pool.reserve(base, tmp_path / "lane-2")
+    assert pool.evict() == []  # set aside: not evicted
+    pool.take(base, tmp_path / "lane-2", brief=True)
+    assert pool.last is not None  # the planner's copy, brought back
+    pool.give(tmp_path / "lane-2")
+    [gone] = pool.evict()  # nothing asked for it: the caller removes it
+    assert not pool.reserve(base, tmp_path / "lane-3")
+    assert gone.parent == tmp_path / "pool"

@@ -57,7 +57,7 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
     left with its state: top-level keys as they are, `lanes` merged into each lane's row.
     Turns outside lanes (planning, judging) are listed per role. `views`: also the
     flow's panels and alerts, as its events show them (the views' fold over the flow's own
-    events, view/summary.fold_shown).
+    events, view/summary.fold_shown, kept between calls: view/shown.fold_kept).
     """
     from flamechase.budgets import Budget
     from flamechase.engine.rerun import way_on
@@ -248,11 +248,15 @@ def _shown(run_dir: Path) -> dict[str, Any]:
     with Reader(run_dir / "run.db") as r:
         # A run whose flow journals no kind of its own shows no panel: no need to import the
         # flow (and pydantic) and fold, which would double the time `status` takes.
-        if not r.events_except(tuple(ev.REGISTRY), limit=1):
+        engine = {
+            k for k, c in ev.REGISTRY.items() if c.__module__.startswith("flamechase.events.")
+        }
+        if not set(r.kinds()) - engine:
             return {"panels": [], "alerts": []}
-    from flamechase.view.summary import fold_shown, panels_json
+    from flamechase.view.shown import fold_kept
+    from flamechase.view.summary import panels_json
 
-    fold = fold_shown(run_dir)
+    fold = fold_kept(run_dir)
     return {"panels": panels_json(fold.panels.freeze()), "alerts": list(fold.alerts)}
 
 

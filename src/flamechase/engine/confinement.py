@@ -9,7 +9,8 @@ cannot see.
     (planning)        (e.g. planning/1)       (attempts, tmp)           parts
     a measurement     the measured place, jailed as that lane's turns (no CLI state)
 
-A lane's private parts are its private place, its TMPDIR and its private homes; the rest of a
+A lane's private parts are its private place, its TMPDIR and its private homes (and no role
+sees the copies kept between uses, `pool`); the rest of a
 lane's directory (turn files, checkpoint) is read-only to others, like the run store and the
 blob store (lanes integrate frozen artifacts from blobs). Every jail writes its CLI's state;
 the source is read-only to all but turns whose place it is; the state home is never writable,
@@ -60,7 +61,8 @@ def turn_jail(
     in_source = place == SOURCE
     shown = {place, *reads}
     others = [p for name, p in places.items() if name not in shown]
-    hidden = (*others, *private_parts(layout, (o for o in lanes if o != lane)))
+    # The pool holds copies between uses, with whatever the turns did in them.
+    hidden = (*others, *private_parts(layout, (o for o in lanes if o != lane)), layout.pool)
     return JailSpec(
         mode=mode,
         place=place_path,

@@ -467,7 +467,10 @@ class Engine:
 
     def _copy_refused(self, c: cm.MakePlace) -> bool:
         """budget.disk: a new copy past it is not made (said once); turns that need no new
-        copy go on (engine/diskgate). A copy that must wait is asked for again later."""
+        copy go on (engine/diskgate). A copy that must wait is asked for again later. A kept
+        copy brought back grows nothing: it is set aside for this place and made."""
+        if not self.jobs.making(c.name) and self.dirs.reserve(c):
+            return False
         verdict = self.disk.verdict(c, copying=self.jobs.copying())
         if verdict == "make":
             return False
@@ -571,7 +574,15 @@ class Engine:
                 with self.ledger.tx():
                     self.ledger.place_dropped(c.name)
                     self.ledger.writer.set_meta("control_paths", self.dirs.guard.to_json())
-                self.jobs.remove(path, self.dirs)
+                if self.dirs.keep(path):
+                    # No job whose end wakes the loop: the flow is asked again at once.
+                    deferred = True
+                    wake_at.append(self.clock.time())
+                else:
+                    self.jobs.remove(path, self.dirs)
+        # A dropped snapshot not taken by a copy asked for in this round goes (workspace/reuse).
+        for path in self.dirs.pool.evict():
+            self.jobs.remove(path, self.dirs)
         if self.stopping or self._finish is not None:
             return deferred, wake_at
         for c in commands:

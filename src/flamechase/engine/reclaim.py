@@ -31,7 +31,6 @@ import json
 import os
 import re
 import stat
-import tarfile
 import time
 import uuid
 from pathlib import Path
@@ -257,6 +256,8 @@ def _keep(
     kept_dir.mkdir(mode=0o700, exist_ok=True)
     final = kept_dir / _archive_name(name)
     temp = kept_dir / f".{final.name}.{uuid.uuid4().hex}"
+    import tarfile  # only when work is kept: every start imports this module (RECLAIMED)
+
     with tarfile.open(temp, "w:gz") as tar:
         for rel in changed:
             tar.add(copy / rel, arcname=rel, recursive=False)

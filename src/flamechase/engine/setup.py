@@ -35,7 +35,7 @@ from flamechase.tools import locks
 from flamechase.workspace import overlay
 from flamechase.workspace.guard import ControlPaths
 from flamechase.workspace.reuse import CopyPool
-from flamechase.workspace.snapshots import clean_partials, snapshot
+from flamechase.workspace.snapshots import clean_partials
 
 
 class RunDirs:
@@ -50,8 +50,9 @@ class RunDirs:
         self._places: dict[str, dict[str, Any]] = {}
         self._rest_until: dict[str, float] = {}
         self._tokens: list[str] = []
-        # Overlay places (measurement copies) are kept when dropped and brought back to their
-        # base in O(changed) for the next one, instead of a whole copy each (workspace/reuse).
+        # Copies (snapshots and overlays) are kept when dropped and brought back to their base
+        # in O(changed) for the next one, instead of a whole copy each (workspace/reuse): a
+        # dropped snapshot becomes the next snapshot, a measurement's the next measurement's.
         self.pool = CopyPool(layout.pool)
 
     # ---- making ------------------------------------------------------------------------------
@@ -68,6 +69,8 @@ class RunDirs:
         clean_partials(lay.lanes)
         yardstick.remove(lay.yardsticks)  # copies a crash left behind
         CopyPool.remove(self.pool.root)  # kept copies whose manifests went with the engine
+        # There before any jail is set up, so every jail hides it (confinement).
+        self.pool.root.mkdir(mode=0o700, exist_ok=True)
         self._lanes = self.reader.lanes()
         for row in self._lanes:
             name = row["lane"]
@@ -139,8 +142,8 @@ class RunDirs:
             overlay.lay_over(dest, self.place_path(over or SOURCE), changed, deleted)
             for rel, sha in (restore or {}).items():
                 self._restore(dest, rel, sha)
-        elif not dest.exists():
-            snapshot(source, dest)
+        elif not dest.exists():  # (there: made before a crash, and kept as it is)
+            self.pool.take(source, dest, brief=True)
         return dest, changed, deleted
 
     def candidate(
@@ -188,9 +191,22 @@ class RunDirs:
         self.guard.forget(path)
         return path
 
+    def reserve(self, c: cm.MakePlace) -> bool:
+        """Set a kept copy aside for place `c`, made next (True: it grows nothing)."""
+        if c.how == "empty" or self.has_place(c.name):
+            return False
+        return self.pool.reserve(self.place_path(c.base or SOURCE), self.layout.place(c.name))
+
+    def keep(self, path: Path) -> bool:
+        """Take a dropped place's copy back into the pool if it came from there (a rename,
+        done at once so that a copy asked for in the same round finds it); False: remove it."""
+        if not self.pool.lent(path):
+            return False
+        self.pool.give(path)
+        return True
+
     def remove(self, path: Path) -> None:
-        """Remove a private place's copy, or keep it for reuse if it is an overlay's (runs in a
-        worker thread)."""
+        """Remove a private place's copy, or keep it for reuse (runs in a worker thread)."""
         if self.pool.lent(path):
             self.pool.give(path)
         elif path.exists():

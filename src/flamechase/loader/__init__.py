@@ -20,7 +20,14 @@ from flamechase.flows import BUILTIN, VARIANTS, builtin_names, variant_names
 if TYPE_CHECKING:
     from flamechase.flow import Flow
 
-__all__ = ["builtin_names", "flow_identity", "load_flow", "load_recorded", "variant_names"]
+__all__ = [
+    "builtin_names",
+    "flow_identity",
+    "load_flow",
+    "load_recorded",
+    "recorded_code",
+    "variant_names",
+]
 
 # Where each loaded flow came from and the hash of the code it was imported from, for
 # flow_identity (hashed at load: the files may change on disk while the flow runs). A flow
@@ -57,18 +64,44 @@ def flow_identity(flow: Flow[Any], ref: str) -> tuple[str, str]:
     return source, code_hash(flow)
 
 
+def _recorded_ref(source: str) -> str | None:
+    """The `-f` that loads a recorded `source` with no network (a built-in, a module, a
+    path); None for any other."""
+    kind, _, rest = source.partition(":")
+    ref = {"builtin": rest, "module": rest, "path": rest}.get(kind)
+    if kind == "module" and rest.endswith(":FLOW"):
+        ref = rest.removesuffix(":FLOW")
+    return ref or None
+
+
 def load_recorded(source: str) -> bool:
     """Import the flow a run recorded as its `source`, so that the views know its event kinds
     and show them in the flow's words; False when it cannot be found here (its kinds are
     then shown plainly). Only what needs no network: a built-in, a module, a path."""
-    kind, _, rest = source.partition(":")
-    ref = {"builtin": rest, "module": rest, "path": rest}.get(kind)
-    if not ref:
+    from flamechase.loader.resolve import resolve
+
+    ref = _recorded_ref(source)
+    if ref is None:
         return False
-    if kind == "module" and rest.endswith(":FLOW"):
-        ref = rest.removesuffix(":FLOW")
+    # Imported only, not hashed: a view needs the flow's kinds, not its identity (a run that
+    # is resumed hashes its flow through load_flow).
     try:
-        load_flow(ref)
+        resolve(ref, builtin=BUILTIN, variants=VARIANTS, refresh=False)
     except (Exception, SystemExit):  # a view never fails for want of its flow's code
         return False
     return True
+
+
+def recorded_code(source: str) -> str:
+    """The code hash of the flow a run recorded as its `source`, as it would be imported here
+    now ("" when it cannot be: then nothing of it is drawn in its words either)."""
+    from flamechase.loader.identity import code_hash
+    from flamechase.loader.resolve import resolve
+
+    ref = _recorded_ref(source)
+    if ref is None:
+        return ""
+    try:
+        return code_hash(resolve(ref, builtin=BUILTIN, variants=VARIANTS, refresh=False).flow)
+    except (Exception, SystemExit):
+        return ""

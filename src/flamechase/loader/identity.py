@@ -10,7 +10,6 @@ checkout lives under its commit).
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from flamechase.flow import Flow
+from flamechase.loader import importcache
 
 # Built-in flows are also made of the public flow library they are written on.
 BUILTIN_PREFIXES = ("flamechase.flows", "flamechase.flow")
@@ -34,6 +34,7 @@ def code_hash(flow: Flow[Any]) -> str:
         for name, path in _code_of(module.__name__, prefixes).items()
         if name not in _LOADER
     }
+    importcache.save()
     digest = hashlib.sha256()
     for name, path in sorted(code.items()):
         shown = name if root == "flamechase" else "<flow>" + name[len(root) :]
@@ -94,21 +95,7 @@ def _code_of(start: str, prefixes: tuple[str, ...]) -> dict[str, Path]:
         package = name if Path(file).name == "__init__.py" else name.rpartition(".")[0]
         todo += [
             t
-            for t in _imported(_source(name, Path(file)), package)
+            for t in importcache.imported(_source(name, Path(file)), package)
             if t in sys.modules and any(t == p or t.startswith(p + ".") for p in prefixes)
         ]
     return found
-
-
-def _imported(source: bytes, package: str) -> list[str]:
-    targets: list[str] = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                base = f"{parent}.{base}" if base else parent
-            targets += [base, *(f"{base}.{a.name}" for a in node.names)]
-        elif isinstance(node, ast.Import):
-            targets += [a.name for a in node.names]
-    return targets

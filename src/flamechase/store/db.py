@@ -616,6 +616,16 @@ class Reader:
         d["payload"] = json.loads(d["payload"])
         return d
 
+    def kinds(self) -> list[str]:
+        """Every kind of event the run journaled, in order: one probe of the kinds' index
+        (events_kind) a kind, however many events there are."""
+        out: list[str] = []
+        rows = self._q("SELECT min(kind) AS k FROM events")
+        while rows and rows[0]["k"] is not None:
+            out.append(str(rows[0]["k"]))
+            rows = self._q("SELECT min(kind) AS k FROM events WHERE kind > ?", (out[-1],))
+        return out
+
     def events_except(
         self, kinds: tuple[str, ...], after: int = 0, limit: int = 1000
     ) -> list[dict[str, Any]]:

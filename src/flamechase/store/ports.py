@@ -88,7 +88,11 @@ def _load(home: Path) -> dict[str, dict[str, Any]]:
 
 
 def _save(home: Path, entries: dict[str, dict[str, Any]]) -> None:
-    atomic_write(_registry(home), json.dumps(entries, indent=1, sort_keys=True).encode())
+    # Not fsynced (a lane's first turn waits on it): only a machine crash can lose it, which
+    # ends every lane that held a block too, and an unreadable registry is started afresh.
+    atomic_write(
+        _registry(home), json.dumps(entries, indent=1, sort_keys=True).encode(), durable=False
+    )
 
 
 def _started(pid: int) -> str | None:

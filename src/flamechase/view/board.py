@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 from flamechase.events.present import Cell, Ranking, Row, Score
 from flamechase.flow.leaderboard import better, metric_key
@@ -129,6 +130,34 @@ class Panels:
 
     def cells(self, panel: str, key: str) -> Mapping[str, Cell]:
         return self._rows.get(panel, {}).get(key, {})
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything `put` kept, as JSON (view/shown keeps it between calls)."""
+        return {
+            name: {
+                "rows": [[key, cells] for key, cells in rows.items()],
+                "columns": list(self._columns[name]),
+                "touched": list(self._touched[name]),
+            }
+            for name, rows in self._rows.items()
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Panels:
+        """The panels `to_json` gave (ValueError, TypeError or KeyError if it is not that)."""
+        out = cls()
+        for name, panel in data.items():
+            rows: dict[str, dict[str, Cell]] = {}
+            for key, cells in panel["rows"]:
+                if not isinstance(cells, dict) or not all(
+                    v is None or isinstance(v, str | int | float | bool) for v in cells.values()
+                ):
+                    raise ValueError(f"panel {name!r}: row {key!r} is not cells")
+                rows[str(key)] = {str(k): v for k, v in cells.items()}
+            out._rows[str(name)] = rows
+            out._columns[str(name)] = dict.fromkeys(str(c) for c in panel["columns"])
+            out._touched[str(name)] = dict.fromkeys(str(k) for k in panel["touched"])
+        return out
 
     def freeze(self) -> tuple[Panel, ...]:
         return tuple(

@@ -123,6 +123,10 @@ class RunFold:
             shares_reports=shares_reports,
         )
 
+    def ensure_lane(self, name: str) -> None:
+        """A lane an earlier fold of the run named (view/shown)."""
+        self._lane(name)
+
     def _lane(self, name: str, roles: Sequence[str] = (), *, solo: bool = False) -> LaneRow:
         snap = self.lanes.get(name)
         if snap is None:

@@ -13,7 +13,15 @@ from flamechase.store.db import DB_NAME, Reader
 from flamechase.view.board import Panel
 from flamechase.view.state import RunFold
 
-__all__ = ["Summary", "fold_run", "fold_shown", "panels_json", "summarize", "summarize_fold"]
+__all__ = [
+    "Summary",
+    "fold_run",
+    "fold_shown",
+    "panels_json",
+    "shown_skip",
+    "summarize",
+    "summarize_fold",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -130,14 +138,13 @@ def fold_shown(run_dir: Path) -> RunFold:
     alert) folded, read-only, so the flow's panels and alerts are those every view shows.
     The places stay in: a flow's sentences name them. A run of 10,000 events, 900 of them its
     flow's, folds in a tenth of the time all of them take."""
-    from flamechase import events as ev
     from flamechase.loader import load_recorded
 
     with Reader(run_dir / DB_NAME) as r:
         run = r.run()
         load_recorded(str(run.get("flow_source") or ""))
         fold = RunFold.from_run(run, r.lanes())
-        skip = tuple(k for k, c in ev.REGISTRY.items() if k not in _KEPT and _engine(c))
+        skip = shown_skip()
         after = 0
         while True:
             batch = r.events_except(skip, after=after, limit=5000)
@@ -151,6 +158,13 @@ def fold_shown(run_dir: Path) -> RunFold:
 
 # Engine kinds `fold_shown` keeps: what flows' sentences may name (places, the run's lanes).
 _KEPT = frozenset({"place_made", "place_dropped", "run_created"})
+
+
+def shown_skip() -> tuple[str, ...]:
+    """The kinds `fold_shown` leaves out: the engine's, but those in `_KEPT`."""
+    from flamechase import events as ev
+
+    return tuple(k for k, c in ev.REGISTRY.items() if k not in _KEPT and _engine(c))
 
 
 def _engine(cls: type) -> bool:

@@ -1,4 +1,5 @@
-"""Copies of a place kept for reuse, brought back to it in O(changed) (measurement places).
+"""Copies of a place kept for reuse, brought back to it in O(changed): measurement places
+between submissions, and a dropped snapshot (a planner's) as the copy asked for with it.
 
 Where the file system has no reflink, a fresh copy of a 20,000-file tree for every
 submission measured writes the whole tree each time. Instead a copy is kept between uses
@@ -23,11 +24,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import marshal
 import os
 import stat
 import threading
 import time
 import uuid
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,9 +61,10 @@ def _kept(mode: int) -> bool:
 
 def scan(root: Path, *, specials: bool = False) -> dict[str, Sig]:
     """Every directory, regular file and link below `root` (`""` is the root itself), by
-    relative path; FIFOs, sockets and devices only with `specials` (a snapshot leaves them
-    out of a copy, so a copy that has one was given it). A directory the owner made
-    unreadable is made readable first (it is the runtime's copy)."""
+    relative path; FIFOs, sockets and devices only with `specials`: the copy's side (a
+    snapshot leaves them out of a copy, so a copy that has one was given it). On the copy's
+    side a directory the owner made unreadable is made readable first (it is the runtime's
+    copy); a base is only read (it may be the user's tree)."""
     top = os.fspath(root)
     out: dict[str, Sig] = {"": _sig(os.lstat(top))}
     stack = [(top, "")]
@@ -69,6 +73,8 @@ def scan(root: Path, *, specials: bool = False) -> dict[str, Sig]:
         try:
             entries = list(os.scandir(path))
         except PermissionError:
+            if not specials:
+                raise
             os.chmod(path, 0o700)
             entries = list(os.scandir(path))
         for entry in entries:
@@ -188,6 +194,7 @@ def sync(
     `base_seen` and `copy_seen` were taken (when the copy last equalled the base); the new
     manifests and what was done."""
     base_now, copy_now = scan(base), scan(copy, specials=True)
+    _settle(base_now)  # a base that is written meanwhile (the user's tree) moves past it
     fix = _Fixer(base, copy)
     touched: set[str] = set()  # entries restored, and directories whose entries changed
     skip: str | None = None  # a subtree removed: nothing of the copy is left below it
@@ -228,7 +235,8 @@ def sync(
 
 def _settle(manifest: dict[str, Sig]) -> None:
     """Wait until the clock has left the tick of the newest ctime recorded: a change made in
-    that same coarse tick could otherwise carry the very ctime the manifest holds."""
+    that same coarse tick could otherwise carry the very ctime the manifest holds (a tree
+    nothing wrote in the last tick costs no wait)."""
     newest = max(sig[4] for sig in manifest.values())
     while (wait := newest + _TICK_NS - time.time_ns()) > 0:
         time.sleep(wait / 1e9)
@@ -236,38 +244,80 @@ def _settle(manifest: dict[str, Sig]) -> None:
 
 @dataclass
 class _Copy:
+    """A copy and its two manifests, packed (zlib over marshal: about 15 bytes an entry
+    instead of about 340 as dicts of tuples): every private lane's copy is lent for the
+    whole run, and unpacked only when it is given back and taken again."""
+
     path: Path
-    base_seen: dict[str, Sig]
-    copy_seen: dict[str, Sig]
+    packed: bytes
+    brief: bool = False  # given back, kept only for a copy asked for in the same round
+
+    @classmethod
+    def of(
+        cls, path: Path, base_seen: dict[str, Sig], copy_seen: dict[str, Sig], brief: bool
+    ) -> _Copy:
+        return cls(path, zlib.compress(marshal.dumps((base_seen, copy_seen)), 1), brief)
+
+    def seen(self) -> tuple[dict[str, Sig], dict[str, Sig]]:
+        base_seen, copy_seen = marshal.loads(zlib.decompress(self.packed))  # noqa: S302 - ours
+        return base_seen, copy_seen
 
 
 @dataclass
 class CopyPool:
     """Copies of places kept under `root` between uses. `take` puts a copy equal to a base at
     a destination (reusing a returned one in O(changed), or snapshotting); `give` takes it
-    back instead of removing it. Thread-safe: places are made in worker threads."""
+    back instead of removing it. A `brief` copy (a snapshot: its place is not asked for
+    again and again, as measurement places are) is kept only for a copy `reserve`d before
+    the next `evict`. Thread-safe: places are made in worker threads."""
 
     root: Path
     _free: dict[Path, list[_Copy]] = field(default_factory=dict)
     _lent: dict[Path, tuple[Path, _Copy]] = field(default_factory=dict)
+    _reserved: dict[Path, _Copy] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     last: SyncStats | None = None  # what the latest `take` did (None: a whole snapshot)
 
-    def take(self, base: Path, dest: Path) -> None:
-        """Make `dest` (not there) a copy of `base`."""
+    def reserve(self, base: Path, dest: Path) -> bool:
+        """Set a kept copy of `base` aside for the `take` of `dest` (False: none is kept)."""
         with self._lock:
             free = self._free.get(base, [])
-            kept = free.pop() if free else None
+            if free and dest not in self._reserved:
+                self._reserved[dest] = free.pop()
+            return dest in self._reserved
+
+    def evict(self) -> list[Path]:
+        """Brief copies nothing reserved: no longer the pool's (the caller removes them)."""
+        with self._lock:
+            out = [c.path for free in self._free.values() for c in free if c.brief]
+            for base, free in self._free.items():
+                self._free[base] = [c for c in free if not c.brief]
+        return out
+
+    def take(self, base: Path, dest: Path, *, brief: bool = False) -> None:
+        """Make `dest` (not there) a copy of `base`; `brief`: see the class."""
+        with self._lock:
+            kept = self._reserved.pop(dest, None)
+            free = self._free.get(base, [])
+            if kept is None and free:
+                kept = free.pop()
+        if kept is not None:
+            try:
+                base_seen, copy_seen, self.last = sync(base, kept.path, *kept.seen())
+                kept = _Copy.of(kept.path, base_seen, copy_seen, brief)
+                os.rename(kept.path, dest)
+            except OSError:  # a copy that cannot be brought back: a whole one instead
+                with contextlib.suppress(OSError):
+                    _remove(os.fspath(kept.path))
+                kept = None
         if kept is None:
+            base_seen = scan(base)  # before the copy: what moves during it is restored later
+            _settle(base_seen)
             snapshot(base, dest)
-            kept = _Copy(dest, scan(base), scan(dest))
-            _settle(kept.copy_seen)
+            copy_seen = scan(dest, specials=True)
+            _settle(copy_seen)
+            kept = _Copy.of(dest, base_seen, copy_seen, brief)
             self.last = None
-        else:
-            kept.base_seen, kept.copy_seen, self.last = sync(
-                base, kept.path, kept.base_seen, kept.copy_seen
-            )
-            os.rename(kept.path, dest)
         with self._lock:
             self._lent[dest] = (base, kept)
 

@@ -26,6 +26,7 @@ from flamechase.flow import (
 )
 from flamechase.flow.lanes import LaneBook, report_id
 from flamechase.flows.parallel_flame_chase import candidates, planner, staleness
+from flamechase.flows.parallel_flame_chase import copies as pfc_copies
 from flamechase.flows.parallel_flame_chase import events as pev
 from flamechase.flows.parallel_flame_chase import measure as pfc_measure
 from flamechase.flows.parallel_flame_chase import prompts as pfc_prompts
@@ -132,17 +133,11 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         return len(self.copy_names(params, fresh=fresh, revised=revised))
 
     def copy_names(self, params: ParallelParams, *, fresh: bool, revised: bool) -> list[str]:
+        if not fresh:
+            return ["planning"] if revised else []
         private = [ln.name for ln in self.lanes(params) if not ln.in_source]
-        # The planner's snapshot goes once the plan is made; with an evaluator there is a
-        # baseline, and a short-lived measurement copy per submission (see the warning).
-        checked = (
-            ["baseline", "one per submission measured, each removed once measured"]
-            if fresh and params.evaluator
-            else []
-        )
-        if fresh:
-            return ["planning (removed once planned)", *private, *checked]
-        return ["planning (removed once planned)"] if revised else []
+        rebase = params.lane_refresh == "rebase"
+        return pfc_copies.names(private, rebase=rebase, evaluator=bool(params.evaluator))
 
     def demo_params(self, fields: Mapping[str, Any], evaluator: str) -> dict[str, str]:
         # The bundled sample's bench.py prints `STEPS: <int>`, lower is better.
@@ -365,10 +360,14 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         p = state.params
         out += [pfc_measure.drop(place) for place in state.dropping]
         private = [ln for ln in state.book.lanes.values() if not ln.in_source]
+        # The first private lane's copy is the planner's snapshot, dropped once it planned.
+        waiting = private[:1] if state.planning is not None else []
         out += [
             MakePlace(ln.place, label=f"{ln.name}'s private copy of your tree")
             for ln in private
-            if ln.place not in state.places and pfc_refresh.between_turns(state.book.lanes)
+            if ln.place not in state.places
+            and ln not in waiting
+            and pfc_refresh.between_turns(state.book.lanes)
         ]
         if p.evaluator:
             if state.freeze_error:
@@ -384,7 +383,8 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
             return out + planner.commands(
                 state.planning, state.places, state.book.lanes, self.plan_result
             )
-        for key, info in state.measuring.items():
+        # One at a time, in the one kept copy (no two evaluators sharing the cores either).
+        for key, info in list(state.measuring.items())[:1]:
             lane = state.book.get(info["lane"])
             out += pfc_measure.steps(
                 key,
