@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -92,3 +94,60 @@ def test_exec_reaches_its_first_agent_without_what_it_does_not_need(tmp_path: Pa
     loaded = set(seen.read_text().split())
     assert "flamechase.engine.loop" in loaded  # it did reach the spawn
     assert not loaded & set(NOT_BEFORE_THE_FIRST_AGENT)
+
+
+# The run database's writes up to the first agent, as (statement, synchronous mode) pairs.
+COMMITS_AT_FIRST_SPAWN = """
+import json, os, sys
+from flamechase.procs import spawn
+from flamechase.store import db
+
+seen = []
+sync = ["FULL"]
+opened = db._connect
+
+def connect(path, *, readonly):
+    conn = opened(path, readonly=readonly)
+    if not readonly:
+        def trace(sql):
+            if sql.startswith("PRAGMA synchronous="):
+                sync[0] = sql.partition("=")[2]
+            elif sql == "COMMIT":
+                seen.append(sync[0])
+        conn.set_trace_callback(trace)
+    return conn
+
+db._connect = connect
+
+async def first(*args, **kwargs):
+    with open(sys.argv[1], "w") as out:
+        json.dump(seen, out)
+    os._exit(0)
+
+spawn.Proc.start = first
+from flamechase.cli import main
+main(sys.argv[2:])
+"""
+
+
+def test_exec_flushes_the_disk_four_times_before_its_first_agent(tmp_path: Path) -> None:
+    """A new run's database is made in one commit (every migration), its session and its
+    row in one each, and everything recorded before the first turn (notices, directories,
+    `running`) in one; the first turn's start is not flushed. Each durable commit is an
+    fdatasync the first agent waits for (there were twelve)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seen = tmp_path / "commits.json"
+    argv = ["exec", "-f", "flame_chase", "-a", "exec:/bin/true", "-a", "exec:/bin/true"]
+    argv += ["-p", "budget.turns=2,sandbox=off", "task"]
+    done = subprocess.run(
+        [sys.executable, "-c", COMMITS_AT_FIRST_SPAWN, str(seen), *argv],
+        cwd=ws,
+        env={**os.environ, "FLAMECHASE_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert seen.is_file(), done.stderr
+    commits = json.loads(seen.read_text())
+    assert commits == ["FULL", "FULL", "FULL", "FULL", "NORMAL"]

@@ -70,6 +70,7 @@ class Ledger:
         self._stored: BaseModel | None = None
         self._pending: list[ev.Event] = []
         self._last_turn_id: dict[str, int] = {}
+        self._open = False  # inside tx()
 
     @classmethod
     def open(
@@ -115,10 +116,17 @@ class Ledger:
 
     @contextlib.contextmanager
     def tx(self, *, durable: bool = True) -> Iterator[None]:
-        """One transaction; on failure the flow state and lane rows are rolled back too."""
+        """One transaction; on failure the flow state and lane rows are rolled back too.
+
+        Inside another, it is part of that one: the outer one stores the flow's state,
+        commits, rolls back (everything, in memory too) and tells observers, once."""
+        if self._open:
+            yield
+            return
         self.fault("before-commit")
         state, lanes = self.state, {k: dataclasses.replace(v) for k, v in self.lanes.items()}
         seq = self.last_seq
+        self._open = True
         try:
             with self.writer.transaction(durable=durable):
                 yield
@@ -135,6 +143,8 @@ class Ledger:
             self.state, self.lanes, self.last_seq = state, lanes, seq
             self._pending = []
             raise
+        finally:
+            self._open = False
         self._stored = self.state
         self.fault("after-commit")
         pending, self._pending = self._pending, []

@@ -254,11 +254,14 @@ class Engine:
             if prep.choices:
                 self.failover.replay(opening.turn_events(opened.reader))
             self._resumed(opened, session)
-        for notice in prep.notices:
-            self.ledger.say(notice_event(notice))
-        self.dirs.make()
-        if prep.revised:
-            with self.ledger.tx():
+        # What a session records before its first turn is one commit (one disk flush, not
+        # one per write): its notices, its directories' identities, a revised objective and
+        # `running`, all of it or none of it.
+        with self.ledger.tx():
+            for notice in prep.notices:
+                self.ledger.journal(notice_event(notice))
+            self.dirs.make()
+            if prep.revised:
                 self.ledger.writer.update_run(
                     task=prep.objective, task_fingerprint=prep.task_fingerprint
                 )
@@ -267,7 +270,6 @@ class Engine:
                         task_fingerprint=prep.task_fingerprint, objective=prep.objective
                     )
                 )
-        with self.ledger.tx():
             self.ledger.writer.update_run(status="running", last_error=None)
         end = await self._drive()
         await self.reaper.settle()
@@ -620,9 +622,7 @@ class Engine:
     def _start(self, c: cm.StartTurn) -> None:
         self.dirs.guard.verify()
         slot = slot_of(c)
-        if c.lane is not None and not self._running_said:
-            self._running_said = True
-            self.ledger.say(ev.RunRunning(lanes=list(self.ledger.lanes)))
+        running = c.lane is not None and not self._running_said
         attempt = self.ledger.next_attempt(slot, c.number)
         assert self.ledger.state is not None
         choice = self.failover.choice(c.role, self.clock.time())
@@ -639,7 +639,13 @@ class Engine:
             agent=agent,
         )
         self.budget.reserved.discard(slot)
+        # Not flushed to disk (a turn starting is bookkeeping a machine crash may lose without
+        # harm: the next durable commit carries it, else the turn was never started), and
+        # the run's first lane turn says the lanes run in the same commit (a resumed engine
+        # says it again).
         with self.ledger.tx(durable=False):
+            if running:
+                self.ledger.journal(ev.RunRunning(lanes=list(self.ledger.lanes)))
             if choice is not None and agent is not None:
                 moved = self.failover.switch(c.lane, c.role, c.number, agent.text, choice)
                 if moved is not None:
@@ -652,6 +658,7 @@ class Engine:
                 token=planned.token,
                 counted=c.counted,
             )
+        self._running_said = self._running_said or running
         self.jobs.start_turn(planned, c, self.dirs)
 
     # ---- recording what finished ----------------------------------------------------------------

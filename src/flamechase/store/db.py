@@ -30,6 +30,15 @@ _LAST_TURN_END = (
 
 DB_NAME = "run.db"
 
+_APPLIED = "SELECT n FROM migrations"
+
+
+def _has_migrations(conn: sqlite3.Connection) -> bool:
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'"
+    ).fetchone()
+    return found is not None
+
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -82,22 +91,28 @@ class Writer:
         self._migrate()
 
     def _migrate(self) -> None:
+        """Every migration not applied yet, in one transaction: a new database is made with
+        one disk flush, not one per migration, and a crash leaves all of them or none."""
         c = self.conn
-        c.execute("CREATE TABLE IF NOT EXISTS migrations (n INTEGER PRIMARY KEY, at TEXT)")
-        done = {r[0] for r in c.execute("SELECT n FROM migrations")}
-        for n, script in enumerate(MIGRATIONS, start=1):
-            if n in done:
-                continue
-            try:
-                c.execute("BEGIN IMMEDIATE")
+        done = {r[0] for r in c.execute(_APPLIED)} if _has_migrations(c) else set()
+        if len(done) >= len(MIGRATIONS):
+            return
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            c.execute("CREATE TABLE IF NOT EXISTS migrations (n INTEGER PRIMARY KEY, at TEXT)")
+            done = {r[0] for r in c.execute(_APPLIED)}  # under the lock: what is applied now
+            for n, script in enumerate(MIGRATIONS, start=1):
+                if n in done:
+                    continue
                 for stmt in script.split(";"):
                     if stmt.strip():
                         c.execute(stmt)
                 c.execute("INSERT INTO migrations VALUES (?, ?)", (n, now_iso()))
-                c.execute("COMMIT")
-            except sqlite3.Error as exc:
+            c.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if c.in_transaction:
                 c.execute("ROLLBACK")
-                raise StoreError(f"cannot migrate run database {self.path}: {exc}") from exc
+            raise StoreError(f"cannot migrate run database {self.path}: {exc}") from exc
 
     def close(self) -> None:
         self.conn.close()
