@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -59,16 +60,24 @@ def test_each_listed_help_is_what_its_command_says(width: int) -> None:
 
 
 # What `exec` has no use for before its first agent starts: the config file's parser (only
-# with -c), gc's archiver.
-NOT_BEFORE_THE_FIRST_AGENT = ("yaml", "tarfile")
+# with -c), gc's archiver and the rest of gc, git flows' fetching and importing.
+NOT_BEFORE_THE_FIRST_AGENT = (
+    "yaml",
+    "tarfile",
+    "flamechase.engine.reclaim",
+    "flamechase.loader.gitsource",
+    "flamechase.loader.pinned",
+)
 
 FIRST_SPAWN = """
-import os, sys
+import gc, json, os, sys
 from flamechase.procs import spawn
 
 async def first(*args, **kwargs):
+    seen = {"modules": sorted(sys.modules), "collecting": gc.isenabled(),
+            "frozen": gc.get_freeze_count()}
     with open(sys.argv[1], "w") as out:
-        out.write("\\n".join(sorted(sys.modules)))
+        json.dump(seen, out)
     os._exit(0)
 
 spawn.Proc.start = first
@@ -77,21 +86,26 @@ main(sys.argv[2:])
 """
 
 
-def test_exec_reaches_its_first_agent_without_what_it_does_not_need(tmp_path: Path) -> None:
+def _at_first_spawn(tmp_path: Path) -> dict[str, Any]:
     ws = tmp_path / "ws"
     ws.mkdir()
-    seen = tmp_path / "modules.txt"
+    seen = tmp_path / "seen.json"
     argv = ["exec", "-f", "flame_chase", "-a", "exec:/bin/true", "-a", "exec:/bin/true"]
     argv += ["-p", "budget.turns=1,sandbox=off", "task"]
     done = subprocess.run(
         [sys.executable, "-c", FIRST_SPAWN, str(seen), *argv],
         cwd=ws,
+        env={**os.environ, "FLAMECHASE_HOME": str(tmp_path / "home")},
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert seen.is_file(), done.stderr
-    loaded = set(seen.read_text().split())
+    return dict(json.loads(seen.read_text()))
+
+
+def test_exec_reaches_its_first_agent_without_what_it_does_not_need(tmp_path: Path) -> None:
+    loaded = set(_at_first_spawn(tmp_path)["modules"])
     assert "flamechase.engine.loop" in loaded  # it did reach the spawn
     assert not loaded & set(NOT_BEFORE_THE_FIRST_AGENT)
 

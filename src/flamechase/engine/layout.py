@@ -7,6 +7,8 @@ import hashlib
 from pathlib import Path
 
 SOURCE = "source"  # the place that is the user's tree
+# In a run directory gc reclaimed (engine/reclaim): a later start makes a new run, not a resume.
+RECLAIMED = "reclaimed.json"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

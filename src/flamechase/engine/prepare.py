@@ -20,8 +20,8 @@ from flamechase.config import parse_settings
 from flamechase.engine import objective as obj
 from flamechase.engine.checks import check_declarations
 from flamechase.engine.flowcode import FlowCode
+from flamechase.engine.layout import RECLAIMED
 from flamechase.engine.notices import Folded, StartNotice, jail_notice
-from flamechase.engine.reclaim import RECLAIMED
 from flamechase.engine.rerun import check_rerun
 from flamechase.engine.roles import with_role_defaults_all
 from flamechase.errors import (

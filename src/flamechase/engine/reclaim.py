@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from flamechase.engine import faults
+from flamechase.engine.layout import RECLAIMED
 from flamechase.errors import RunNotFound, StoreError
 from flamechase.fsutil import atomic_write, fsync_dir
 from flamechase.store import ports
@@ -56,7 +57,6 @@ __all__ = [
     "remove_run",
 ]
 
-RECLAIMED = "reclaimed.json"
 KEPT = "kept"
 _TRASH = ".reclaiming-"
 DELETED_MEMBER = ".flamechase-deleted"
@@ -256,7 +256,7 @@ def _keep(
     kept_dir.mkdir(mode=0o700, exist_ok=True)
     final = kept_dir / _archive_name(name)
     temp = kept_dir / f".{final.name}.{uuid.uuid4().hex}"
-    import tarfile  # only when work is kept: every start imports this module (RECLAIMED)
+    import tarfile  # only when work is kept
 
     with tarfile.open(temp, "w:gz") as tar:
         for rel in changed:

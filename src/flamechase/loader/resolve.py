@@ -19,11 +19,18 @@ import importlib
 import re
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flamechase.errors import FlowNotFound
 from flamechase.flow import Flow
-from flamechase.loader import gitsource, installed, modules, pinned
+from flamechase.loader import installed, modules
+
+if TYPE_CHECKING:
+    from flamechase.loader import gitsource
+
+# gitsource.PREFIX, without importing git's machinery (and `pinned`'s importers) for the
+# flows that are not git's: they are imported by the loads that use them.
+GIT_PREFIX = "git+"
 
 ENTRY_POINT_GROUP = "flamechase.flows"
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -44,7 +51,9 @@ def resolve(
     """Load the flow `ref` names (see the module docstring); FlowNotFound, one line, if none."""
     if not ref.strip():
         raise FlowNotFound("-f is empty; give a flow name, a path or git+URL")
-    if ref.startswith(gitsource.PREFIX):
+    if ref.startswith(GIT_PREFIX):
+        from flamechase.loader import gitsource
+
         return load_git(gitsource.parse(ref), refresh=refresh)
     # An installed flow wins over the built-in of its name: installing one ("install
     # parallel_flame_chase from the flowverse") is asking to run it; `flows install` says so.
@@ -128,12 +137,16 @@ def _path(ref: str) -> Loaded:
 
 
 def load_git(ref: gitsource.GitRef, *, refresh: bool = False) -> Loaded:
+    from flamechase.loader import gitsource
+
     checkout, commit = gitsource.resolve(ref, refresh=refresh)
     return Loaded(_from_checkout(checkout, ref, commit), ref.source(commit))
 
 
 def _from_checkout(checkout: Path, ref: gitsource.GitRef, commit: str) -> Flow[Any]:
     """The flow at `commit`, imported from the commit's own objects (loader/pinned.py)."""
+    from flamechase.loader import pinned
+
     shown = ref.source(commit)
     module = pinned.import_tree(pinned.read(checkout, commit, ref.subdir, shown), shown)
     return modules.flow_in(module, ref.attr, shown)
@@ -148,6 +161,8 @@ def load_installed(record: installed.Installed, variant: str | None) -> Loaded:
         name = f"{record.name}:{variant}" if variant else record.name
         official.verify(record, name)
         return Loaded(official.builtin(name), f"builtin:{name}")
+    from flamechase.loader import gitsource
+
     ref = gitsource.GitRef(url=record.url, rev=record.commit, subdir=record.subdir, attr=variant)
     checkout = gitsource.checkout(record.url, record.commit)
     return Loaded(_from_checkout(checkout, ref, record.commit), ref.source(record.commit))
