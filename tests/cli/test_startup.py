@@ -110,6 +110,14 @@ def test_exec_reaches_its_first_agent_without_what_it_does_not_need(tmp_path: Pa
     assert not loaded & set(NOT_BEFORE_THE_FIRST_AGENT)
 
 
+def test_exec_collects_garbage_once_its_engine_runs_with_the_start_up_frozen(
+    tmp_path: Path,
+) -> None:
+    seen = _at_first_spawn(tmp_path)
+    assert seen["collecting"]  # the start-up's pause of the collector is over
+    assert seen["frozen"] > 10_000  # what the imports made is left out of every collection
+
+
 # The run database's writes up to the first agent, as (statement, synchronous mode) pairs.
 COMMITS_AT_FIRST_SPAWN = """
 import json, os, sys
