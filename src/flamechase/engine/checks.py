@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from flamechase import events as ev
-from flamechase.engine.layout import SOURCE
+from flamechase.engine.layout import RUN_KEY, SOURCE
 from flamechase.errors import FlowCommandError, FlowSpins
 from flamechase.flow import LaneDef
 from flamechase.flow import commands as cm
@@ -37,7 +37,7 @@ SPIN_ROUNDS = 10_000
 FINISH_STATUSES = ("finished", "held", "failed")
 _LANE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # What the engine keeps at the top of a run directory: no place may be made there.
-RESERVED = frozenset({"run.db", "run.db-wal", "run.db-shm", "blobs", "flow-traceback.txt"})
+RESERVED = frozenset({"run.db", "run.db-wal", "run.db-shm", "blobs", "flow-traceback.txt", RUN_KEY})
 
 # A place's standing, as the engine's places and jobs say (see `Checks.check`).
 Standing = Callable[[str], str]  # "made" | "making" | "dropped" | "unknown"

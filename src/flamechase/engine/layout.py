@@ -9,6 +9,9 @@ from pathlib import Path
 SOURCE = "source"  # the place that is the user's tree
 # In a run directory gc reclaimed (engine/reclaim): a later start makes a new run, not a resume.
 RECLAIMED = "reclaimed.json"
+# A run directory's flow and workspace, beside its database: a start looking for a run to
+# resume reads this small file rather than open every run's database (engine/prepare).
+RUN_KEY = "run-key.json"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -18,6 +21,10 @@ class RunLayout:
     @property
     def db(self) -> Path:
         return self.root / "run.db"
+
+    @property
+    def key(self) -> Path:
+        return self.root / RUN_KEY
 
     @property
     def flow_traceback(self) -> Path:

@@ -6,6 +6,7 @@ recorded and reserved for a retake by the same role with the same number).
 from __future__ import annotations
 
 import dataclasses
+import json
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from flamechase.engine.prepare import Prepared
 from flamechase.engine.recovery import sweep_leftovers
 from flamechase.errors import ControlPathViolation, StoreError
 from flamechase.flow.api import RunSetup
+from flamechase.fsutil import atomic_write
 from flamechase.store import home
 from flamechase.store.db import Reader
 from flamechase.workspace.locks import SourceLock
@@ -64,6 +66,10 @@ def open_run(
                 f"run directory {root} was replaced or linked; the run cannot be resumed safely"
             )
         layout = RunLayout(root)
+        if fresh:
+            # Rebuilt from the database when lost: not flushed to disk.
+            key = {"flow": prep.flow.name, "workspace": str(prep.workspace)}
+            atomic_write(layout.key, json.dumps(key).encode(), durable=False)
         ledger = Ledger.open(layout.db, code, clock, observer, fault)
         reader = Reader(layout.db)
         ledger.reader = reader

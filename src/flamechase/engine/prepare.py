@@ -7,6 +7,7 @@ the budget and the large-copy check. Writes nothing: a refusal leaves no trace.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from flamechase.config import parse_settings
 from flamechase.engine import objective as obj
 from flamechase.engine.checks import check_declarations
 from flamechase.engine.flowcode import FlowCode
-from flamechase.engine.layout import RECLAIMED
+from flamechase.engine.layout import RECLAIMED, RUN_KEY
 from flamechase.engine.notices import Folded, StartNotice, jail_notice
 from flamechase.engine.rerun import check_rerun
 from flamechase.engine.roles import with_role_defaults_all
@@ -39,6 +40,7 @@ from flamechase.errors import (
     WorkspaceInvalid,
 )
 from flamechase.flow import CopyParams, Flow, FlowParams
+from flamechase.fsutil import read_regular_file
 from flamechase.loader import flow_identity
 from flamechase.store import home
 from flamechase.store.db import Reader
@@ -111,6 +113,8 @@ def _runs_of(flow: str, workspace: Path) -> list[tuple[str, Path, dict[str, Any]
             continue
         if (entry / RECLAIMED).exists():  # gc took its copies: a new run, not a resume
             continue
+        if not _may_be(entry / RUN_KEY, flow, str(workspace)):
+            continue
         try:
             with Reader(db) as r:
                 row = r.run()
@@ -120,6 +124,19 @@ def _runs_of(flow: str, workspace: Path) -> list[tuple[str, Path, dict[str, Any]
             found.append((row["created"], entry, row))
     found.sort(key=lambda t: (t[0], t[2]["id"]), reverse=True)
     return found
+
+
+def _may_be(key: Path, flow: str, workspace: str) -> bool:
+    """Whether the run whose key is at `key` may be of `flow` on `workspace`: False only when
+    its key names another; without a readable key (a run made before keys were written), its
+    database says. A start so opens the databases of its own runs, not of every run."""
+    try:
+        said = json.loads(read_regular_file(key, 1 << 16))
+    except (ValueError, OSError):  # FileRefused is a ValueError: missing, a link, too big
+        return True
+    if not isinstance(said, dict):
+        return True
+    return bool(said.get("flow", flow) == flow and said.get("workspace", workspace) == workspace)
 
 
 def prepare(req: RunRequest) -> Prepared:
