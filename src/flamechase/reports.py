@@ -16,7 +16,11 @@ MAX_REPORT_FILE = 4 * 1024 * 1024  # a report file over this is refused unread
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+    # Validators built at the first report read, not at import: a run's first agent starts
+    # before any report is, and building these five took about 10 ms of every start.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, str_strip_whitespace=False, defer_build=True
+    )
 
 
 class ArtifactRef(_Strict):

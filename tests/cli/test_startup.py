@@ -74,8 +74,9 @@ import gc, json, os, sys
 from flamechase.procs import spawn
 
 async def first(*args, **kwargs):
+    from flamechase.reports import TurnReport
     seen = {"modules": sorted(sys.modules), "collecting": gc.isenabled(),
-            "frozen": gc.get_freeze_count()}
+            "frozen": gc.get_freeze_count(), "report_built": TurnReport.__pydantic_complete__}
     with open(sys.argv[1], "w") as out:
         json.dump(seen, out)
     os._exit(0)
@@ -116,6 +117,12 @@ def test_exec_collects_garbage_once_its_engine_runs_with_the_start_up_frozen(
     seen = _at_first_spawn(tmp_path)
     assert seen["collecting"]  # the start-up's pause of the collector is over
     assert seen["frozen"] > 10_000  # what the imports made is left out of every collection
+
+
+def test_exec_builds_the_turn_reports_validators_only_once_a_report_is_read(
+    tmp_path: Path,
+) -> None:
+    assert _at_first_spawn(tmp_path)["report_built"] is False
 
 
 # The run database's writes up to the first agent, as (statement, synchronous mode) pairs.
