@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import history
+from bench import history, launch
 from bench import hmz as hmz_peer
 
 HERE = Path(__file__).resolve().parent
@@ -97,6 +97,25 @@ def startup(rounds: int) -> list[Figure]:
     xs, ys = interleave(rounds, wall_ms(helpcmd), wall_ms([PY, "-S", "-c", "pass"]))
     out.append(Figure("`flamechase --help`", "ms", xs, "bare interpreter", ys))
     return out
+
+
+def launch_jailed(tmp: Path, rounds: int) -> tuple[list[Figure], list[str]]:
+    """Launch -> first agent with the jail on, in CPU time (bench/launch.py)."""
+    why = launch.available()
+    if why is not None:
+        return [], [f"launch -> first agent with the jail: not measured ({why})"]
+    run = launch.Launch(tmp)
+    xs, ys = interleave(rounds, run.exec_run, run.bare)
+    over = statistics.median(xs) - statistics.median(ys)
+    note = (
+        f"launch -> first agent with the jail: {over:.0f} ms of CPU above a bare spawn of the "
+        "same jailed command (the target: within 300 ms); CPU of the whole process tree from "
+        "start to the first agent's end, the run stopped there"
+    )
+    if not run.jailed():
+        note += "; the default sandbox here is not bubblewrap"
+    what = "launch -> first agent (`exec`, jail on), CPU"
+    return [Figure(what, "ms", xs, "bare spawn of the same jailed command, CPU", ys)], [note]
 
 
 # ---- turns ------------------------------------------------------------------------------
@@ -444,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
             except (RuntimeError, subprocess.SubprocessError) as exc:
                 notes.append(f"hmz 0.2.2 column not measured: {exc}")
         figures += turns_figures(tmp, rounds, 10 if args.quick else 60)
+        more, said = launch_jailed(tmp, rounds * 2)
+        figures += more
+        notes += said
         notes.append(history.turn_files(tmp / "home"))
         more, said = copies(
             tmp, rounds, 500 if args.quick else 20_000, 4096 if args.quick else 10_000
@@ -454,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         figures += hashing(tmp, rounds, 16 if args.quick else 256)
         figures += slope(tmp, rounds * 2)
     notes.append(
-        "not measured yet: the jail's start-up (runs here have sandbox=off), 8 lanes, "
+        "not measured yet: 8 lanes, "
         "replay at 100-100,000 events (bench/views_replay.py, below), status and resume at 100,000, copies on a reflink file system"
     )
     text = report(figures, notes, args.quick, time.monotonic() - t0)

@@ -29,6 +29,7 @@ def test_quick_bench_reports_each_figure_with_its_peer_and_ratio(tmp_path: Path)
     for what in (
         "--help",
         "first agent",
+        "first agent (`exec`, jail on), CPU",
         "start-to-start gap",
         "turns/s",
         "peak RSS",
