@@ -180,3 +180,13 @@ def test_exec_flushes_the_disk_four_times_before_its_first_agent(tmp_path: Path)
     assert seen.is_file(), done.stderr
     commits = json.loads(seen.read_text())
     assert commits == ["FULL", "FULL", "FULL", "FULL", "NORMAL"]
+
+
+def test_the_exec_command_module_leaves_asyncio_to_its_start_up() -> None:
+    # Everything a start imports is imported with the collector paused (exec_cmd.start_up),
+    # asyncio with the rest: the module click loads to find the command imports none of it.
+    probe = "import sys, flamechase.cli.exec_cmd; print('asyncio' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == "False", done.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import sys
@@ -118,6 +117,8 @@ def command(
             executor_text,
             task,
         )
+    import asyncio  # imported (with the rest of the engine) under start_up
+
     end = asyncio.run(engine.run())
     close = getattr(engine.observer, "close", None)
     if close is not None:
