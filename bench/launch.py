@@ -19,20 +19,39 @@ import sys
 import tempfile
 from pathlib import Path
 
+# The measured process: `flamechase` itself, its spawner wrapped once imported (imports keep
+# the console script's order) to wait for the first agent's end, say what it ran, and exit.
 FIRST_AGENT = """
-import json, os, sys
-from flamechase.procs import spawn
+import importlib.abc, importlib.machinery, json, os, sys
 
-started = spawn.Proc.start.__func__
+def wrap(spawn):
+    started = spawn.Proc.start.__func__
 
-async def first(cls, argv, **kwargs):
-    proc = await started(cls, argv, **kwargs)
-    await proc.process.wait()
-    with open(sys.argv[1], "w") as out:
-        json.dump({"argv": list(argv), "cwd": str(kwargs["cwd"])}, out)
-    os._exit(0)
+    async def first(cls, argv, **kwargs):
+        proc = await started(cls, argv, **kwargs)
+        await proc.process.wait()
+        with open(sys.argv[1], "w") as out:
+            json.dump({"argv": list(argv), "cwd": str(kwargs["cwd"])}, out)
+        os._exit(0)
 
-spawn.Proc.start = classmethod(first)
+    spawn.Proc.start = classmethod(first)
+
+class Spawner(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "flamechase.procs.spawn":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            wrap(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Spawner())
 from flamechase.cli import main
 main(sys.argv[2:])
 """
