@@ -8,7 +8,7 @@ from typing import Any
 
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
-from flamechase.flows.parrallello import gatechange, sheets
+from flamechase.flows.parrallello import gatechange, sheets, usage
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.onward import end_front, onward
 from flamechase.flows.parrallello.progress import front_fraction
@@ -427,17 +427,25 @@ def _after(
             f"ceiling reached: {ctx.plan.blocks} block(s) of {ctx.plan.rounds_per_block} round(s)",
             owed,
         )
-    if block_over and (ctx.usage_stop or run_share >= ctx.knobs.stop_share):
+    if block_over and run_share >= ctx.knobs.stop_share:
         return end_front(
             front,
             ctx,
             "stopped",
-            ctx.usage_stop or f"{run_share:.0%} of a budget is spent: no new block starts",
+            f"{run_share:.0%} of a budget is spent: no new block starts",
             owed,
         )
-    if ctx.usage_pause:
-        # Paused, not ended: the front keeps its place, and a resumed run whose probe reads
-        # below the threshold takes it on from here (`go_on`).
+    if block_over and ctx.usage_stop:
+        # The seed's "wait mode until the reset": the front keeps its place and starts its
+        # next block once the usage reads below (`go_on`).
+        said = usage.waits(
+            front.id, front.lane, rs.block, ctx.usage_stop, bool(ctx.knobs.usage_probe)
+        )
+        return front.replace(usage_paused="reset"), [*owed, Emit(said)]
+    if ctx.usage_pause or ctx.knobs.usage_probe:
+        # Paused, not ended: the front keeps its place, and goes on (`go_on`) once the probe
+        # asked after this round answered (the next round or block is judged on its reading),
+        # or, on the extra credit, once a resumed run's probe reads below the threshold.
         return front.replace(usage_paused="block" if block_over else "round"), owed
     front, started = onward(front, ctx, block_over)
     return front, [*owed, *started]

@@ -36,6 +36,7 @@ from flamechase.flow import (
     Skill,
     StartTurn,
     TurnContext,
+    WaitUntil,
 )
 from flamechase.flows.parrallello import (
     briefs,
@@ -261,7 +262,11 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         """Move every round on, end what cannot go on, and owe the events of it all."""
         share = state.spend.share(state.limits)
         fronts = dict(state.fronts)
-        asking = bool(state.knobs.usage_probe) and state.usage.asking
+        # A round's end waits for the probe asked after it (and the first, and a resume's).
+        ended = sum(len(f.history) for f in state.fronts.values())
+        asking = bool(state.knobs.usage_probe) and (
+            state.usage.asking or usage.due(state.usage, ended)
+        )
         lifted = not (state.usage.pause or asking)
         for fid, was in state.fronts.items():
             f = was
@@ -307,12 +312,13 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                         fronts[d].status != "approved" or (fronts[d].integrated or {}).get("error")
                     )
                 ]
+                # (on a usage threshold a waiting front only waits: until the reset)
                 reason = (
                     f"depends on {', '.join(failed)}, which did not land"
                     if failed
                     else f"{share:.0%} of a budget is spent"
                     if share >= state.knobs.stop_share
-                    else state.usage.stop  # (on the pause a waiting front only waits)
+                    else None
                 )
                 if reason:
                     fronts[spec.id], more = onward.end_front(
@@ -329,7 +335,9 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         if key.what == "checkpoint":
             return self._checkpointed(state, event)
         if key.what == "usage":
-            u, read = usage.answered(state.usage, event.receipt)
+            ended = sum(len(f.history) for f in state.fronts.values())
+            at = pulse.epoch(event.at) or 0.0
+            u, read = usage.answered(state.usage, event.receipt, at, ended)
             state = state.replace(usage=u, outbox=state.outbox.add(Emit(read)))
             return self._settle(state, [], event.at)
         if key.what == "release":
@@ -449,9 +457,15 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         probe = state.knobs.usage_probe
         if probe:
             ended = sum(len(f.history) for f in state.fronts.values())
-            if usage.due(state.usage, ended):
+            # Every 2 h while fronts remain: the reset a waiting front waits for.
+            timed = not all(f.done for f in state.fronts.values())
+            if usage.due(state.usage, ended, now if timed else 0.0):
                 out.append(usage.probe(state.usage.seen + 1, probe, rt.SOURCE))
-            if state.usage.asking:  # nothing starts before the first reading, or a resume's
+            elif timed and (at := usage.next_probe(state.usage)) is not None:
+                out.append(WaitUntil(at))
+            # Nothing starts before the first reading, a resume's, or the one after a round
+            # (the seed's "at every end of block": the next block is judged on it).
+            if state.usage.asking or usage.due(state.usage, ended):
                 return out
         out += control.commands(state)
         for f in state.fronts.values():
@@ -460,7 +474,11 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         settled = not state.outbox and state.control_due is None
         fronts = state.fronts.values()
         resting = all(usage_rest(f) for f in fronts) and not all(f.done for f in fronts)
-        if state.usage.pause and settled and resting:
+        # Held: on the extra credit; on the weekly or 5 h threshold only with no probe to ask
+        # again (with one, the run waits for the reset, asking it every 2 h).
+        stop = state.usage.stop
+        holding = state.usage.pause or (stop and not (probe and usage.probe_reads(stop)))
+        if holding and settled and resting:
             return [*out, progress.held(state)]
         if all(f.done for f in state.fronts.values()) and settled:
             return [

@@ -240,11 +240,12 @@ def approved(state: PState) -> bool:
 
 
 def held(state: PState) -> FinishRun:
-    """Held on the extra-credit pause, which the same command picks up again."""
+    """Held on the extra-credit pause (or, with no probe to ask, on the weekly or 5 h
+    threshold), which the same command picks up again."""
     paused = [f.id for f in state.fronts.values() if not f.done]
     return FinishRun(
         "held",
-        f"{state.usage.pause}; front(s) {', '.join(paused)} wait; "
+        f"{state.usage.pause or state.usage.stop}; front(s) {', '.join(paused)} wait; "
         + (GO_ON if state.knobs.usage_probe else GO_ON_UNPROBED),
         resumes=True,
     )

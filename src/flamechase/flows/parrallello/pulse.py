@@ -19,12 +19,12 @@ from flamechase.events.present import Seen, Shown
 from flamechase.flow import Command, Emit, WaitUntil
 from flamechase.flows.parrallello.state import PState
 
-__all__ = ["PULSE", "Pulse", "commands", "slot"]
+__all__ = ["PULSE", "Pulse", "commands", "epoch", "slot"]
 
 PULSE = 1800.0  # seconds between pulses of a running block
 
 
-def _epoch(at: str) -> float | None:
+def epoch(at: str) -> float | None:
     try:
         return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
     except ValueError:
@@ -40,7 +40,7 @@ def commands(state: PState, now: float) -> list[Command]:
     """The pulses due at `now`, or a wake-up at the next one."""
     out: list[Command] = []
     for f in state.fronts.values():
-        rs, start = f.current, _epoch(f.block_started)
+        rs, start = f.current, epoch(f.block_started)
         if f.status != "building" or rs is None or start is None:
             continue
         said = state.pulses.get(slot(f.id, rs.block), 0)
@@ -48,11 +48,13 @@ def commands(state: PState, now: float) -> list[Command]:
         if now < due:
             out.append(WaitUntil(due))
             continue
+        # One pulse at a time: a wake-up late by more than a pulse says the latest, once.
+        number = max(said + 1, int((now - start) // PULSE))
         since = start + PULSE * said
         seen = [
             a
             for a in state.anomalies
-            if a.get("front") == f.id and (_epoch(str(a.get("at", ""))) or 0.0) >= since
+            if a.get("front") == f.id and (epoch(str(a.get("at", ""))) or 0.0) >= since
         ]
         anomaly = f"{seen[-1]['what']}: {seen[-1]['detail']}"[:200] if seen else None
         spend = f.block_spend
@@ -64,7 +66,7 @@ def commands(state: PState, now: float) -> list[Command]:
                     block=rs.block,
                     round=rs.number,
                     minutes=int((now - start) // 60),
-                    number=said + 1,
+                    number=number,
                     spend={"cost": spend.cost, "turns": spend.turns},
                     anomaly=anomaly,
                 )

@@ -191,7 +191,10 @@ class FrontState(FlowState):
     ended: str = ""  # why it ended, in words
     # Paused on the account's extra credit at the end of a round ("round") or of a block
     # ("block"): what it does next once a resumed run's probe reads below the threshold.
-    usage_paused: Literal["", "round", "block"] = ""
+    # Held at a round's end on its usage: until the probe after it answers (with a probe), or on
+    # the extra-credit pause ("round"/"block": what ended); "reset": a block ended under the
+    # weekly or 5 h threshold, said, waiting for the reset (usage.py).
+    usage_paused: Literal["", "round", "block", "reset"] = ""
 
     @property
     def done(self) -> bool:
