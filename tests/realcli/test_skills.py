@@ -1,8 +1,9 @@
-"""The lane protocol as a skill, through the scripted model server: a lane session of
-parallel_flame_chase on Claude Code carries the `parallel-flame-chase` skill (a plugin of the
-session, listed to the model), on Codex its text as the thread's developer instructions; the
-prompt then refers to the skill instead of repeating the protocol. Gemini has no mechanism
-here, and its prompt keeps the protocol's text. The CLI's own state home holds no trace of it."""
+"""The lane protocol as a skill, through the scripted model server: a lane session (lane 1's
+and a private copy's) of parallel_flame_chase carries the `parallel-flame-chase` skill where its
+CLI loads one: Claude Code a plugin of the session (listed to the model), Codex the thread's
+developer instructions, Gemini CLI a GEMINI.md of the turn's own, opencode an instructions file
+of the turn's own; the prompt then refers to the skill instead of repeating the protocol. The
+CLI's own state home holds no trace of it, and the user's own instruction files still apply."""
 
 from __future__ import annotations
 
@@ -39,16 +40,16 @@ STATE = {
 }
 
 
-def one_lane(flamechase: Flamechase, spec: str) -> None:
-    agents = f"coordinator={spec},lane_1_actor_a={spec},lane_1_actor_b={spec}"
+def two_lanes(flamechase: Flamechase, spec: str) -> None:
+    roles = ("coordinator", "lane_1_actor_a", "lane_1_actor_b", "lane_2_actor_a", "lane_2_actor_b")
     done = flamechase(
         "exec",
         "-f",
         "parallel_flame_chase",
         "-a",
-        agents,
+        ",".join(f"{role}={spec}" for role in roles),
         "-p",
-        "lanes=1,budget.turns=2,rest_seconds=0.05",
+        "lanes=2,budget.turns=3,rest_seconds=0.05",
         "improve the sample",
         timeout=360,
     )
@@ -60,16 +61,18 @@ def test_a_lane_session_carries_the_skill_where_its_cli_loads_one(
     cli: str, flamechase: Flamechase, server: ModelServer, state_home: Path
 ) -> None:
     require(cli)
-    one_lane(flamechase, SPECS[cli])
-    rows = [r for r in turns(state_home) if r["lane"] == "lane-1"]
-    assert rows and all(r["status"] == "valid" for r in rows), [r["error"] for r in rows]
-    lane = [
+    two_lanes(flamechase, SPECS[cli])
+    rows = [r for r in turns(state_home) if r["lane"] in ("lane-1", "lane-2")]
+    assert {r["lane"] for r in rows} == {"lane-1", "lane-2"}
+    assert all(r["status"] == "valid" for r in rows), [r["error"] for r in rows]
+    lanes = [
         e.conversation
         for e in server.exchanges(main=True)
-        if e.conversation and "You are lane_1_actor" in e.conversation.text
+        if e.conversation and re.search(r"You are lane_\d_actor", e.conversation.text)
     ]
-    assert lane
-    for conv in lane:
+    # Lane 1 (your tree) and lane 2 (a private copy) alike.
+    assert {re.search(r"You are lane_(\d)_actor", c.text)[1] for c in lanes} == {"1", "2"}  # type: ignore[index]
+    for conv in lanes:
         for words in CARRIED[cli]:
             assert words in conv.raw, words
         assert f"Follow the {skill.NAME} skill" in conv.text
@@ -83,7 +86,7 @@ def test_a_lane_session_carries_the_skill_where_its_cli_loads_one(
     planning = [
         e.conversation
         for e in server.exchanges(main=True)
-        if e.conversation and "You are lane_1_actor" not in e.conversation.text
+        if e.conversation and not re.search(r"You are lane_\d_actor", e.conversation.text)
     ]
     assert planning and all(skill.NAME not in c.raw for c in planning)
 
