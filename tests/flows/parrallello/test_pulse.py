@@ -10,10 +10,11 @@ from typing import Any
 
 from flamechase import events as ev
 from flamechase.engine.executor import TurnJob
-from flamechase.flow import FinishRun, StartTurn, WaitUntil
+from flamechase.flow import FinishRun, Run, StartTurn, WaitUntil
 from flamechase.flows.parrallello import FLOW
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello.pulse import PULSE, Pulse
+from flamechase.flows.parrallello.runtime import parse_key
 from flamechase.flows.parrallello.usage import UsageRead, UsageWait
 from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine, run_for_real
 from tests.flows.parrallello.decider import Driver, Script, front, plan
@@ -165,3 +166,22 @@ def test_a_late_wake_up_says_one_pulse_not_every_one_it_missed() -> None:
     assert pulses and len({p.at for p in pulses}) == len(pulses)
     assert [p.number for p in pulses] == sorted({p.number for p in pulses})
     assert pulses[0].number == 2 and pulses[0].minutes >= 60
+
+
+class TimedProbed(Timed):
+    """Timed, with a usage probe that reads the weekly share at 41 %."""
+
+    def receipt(self, c: Run) -> dict[str, Any]:
+        key = parse_key(c.key)
+        if key is not None and key.what == "usage":
+            return {"output": '{"weekly": 0.41}\n', "exit_code": 0, "error": None}
+        return super().receipt(c)
+
+
+def test_a_pulse_says_the_share_of_the_week_when_it_is_known() -> None:
+    d = TimedProbed(
+        10, plan(front(), blocks=1, rounds_per_block=3), failing(), usage_probe="./u.sh"
+    ).run()
+    first, *_ = d.of(Pulse)
+    assert first.week == 0.41
+    assert "turn(s), 41% of the week · no anomaly" in first.describe()

@@ -1,7 +1,9 @@
 """parrallello's 30-minute pulse: the seed's "30-min pulse … act only on an anomaly".
 
 Every 30 minutes of a block that is running, `decide` owes one `Pulse` per front: its block
-and round, how long the block has run, what it has spent, and "no anomaly" or the last anomaly
+and round, how long the block has run, what it has spent, the share of the week used when a
+probe or a CLI has read it (the seed's "front/round, % of the week and anomaly"), and "no
+anomaly" or the last anomaly
 the runtime noticed in that front since the previous pulse. The pulse only reports: acting on
 an anomaly is what the rest of the decider already does (a refused round, a relaunch...).
 Timed by `decide`'s `now` (the engine's clock, so a fake clock in tests), woken by
@@ -68,6 +70,7 @@ def commands(state: PState, now: float) -> list[Command]:
                     minutes=int((now - start) // 60),
                     number=number,
                     spend={"cost": spend.cost, "turns": spend.turns},
+                    week=state.usage.shares.get("weekly"),
                     anomaly=anomaly,
                 )
             )
@@ -85,13 +88,15 @@ class Pulse(FlowEvent):
     minutes: int = 0
     number: int = 0  # the block's n-th pulse
     spend: dict[str, Any] = dataclasses.field(default_factory=dict)
+    week: float | None = None  # the account's weekly share last read (the seed's "% of the week")
     anomaly: str | None = None
 
     def describe(self) -> str:
         cost, turns = self.spend.get("cost", 0.0), self.spend.get("turns", 0)
+        week = f", {self.week:.0%} of the week" if self.week is not None else ""
         return (
             f"pulse: front {self.front}, block {self.block} round {self.round}, "
-            f"{self.minutes} min in, ${float(cost):.2f} over {turns} turn(s) · "
+            f"{self.minutes} min in, ${float(cost):.2f} over {turns} turn(s){week} · "
             + (f"anomaly {self.anomaly}" if self.anomaly else "no anomaly")
         )
 
