@@ -16,7 +16,7 @@ from flamechase.flow import FinishRun, Run, StartTurn, WaitUntil
 from flamechase.flows.parrallello import FLOW, progress
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello.runtime import parse_key
-from flamechase.flows.parrallello.usage import UsageRead, UsageWait, judge, parse
+from flamechase.flows.parrallello.usage import BlockWeek, UsageRead, UsageWait, judge, parse
 from tests.flows.parrallello.decider import Driver, Script, front, plan
 
 
@@ -347,3 +347,38 @@ def test_without_a_probe_nothing_is_asked() -> None:
     d = Driver(plan(front(), blocks=1, rounds_per_block=1), Script()).run()
     assert not d.of(UsageRead)
     assert progress.describe(d.state)["usage"] is None
+
+
+def test_a_block_that_spent_over_9_percent_of_the_week_paces_the_next_one() -> None:
+    # The probe reads the week at 10 % before block 1, 21 % after it (11 % spent: paced), and
+    # 24 % after block 2 (3 % spent: not over, but said).
+    readings = {1: 0.10, 2: 0.21, 3: 0.24}
+    d = Probed(
+        lambda n: {"weekly": readings.get(n, 0.24)},
+        plan(front(), blocks=3, rounds_per_block=1),
+        failing(),
+    ).run()
+    said = [e.describe() for e in d.of(BlockWeek)]
+    assert said[0] == (
+        "front P1's block 1 spent 11.0% of the week (> 9%): the next block goes with at most "
+        "4 tickets a round and a ceiling of 40 calls"
+    )
+    assert said[1] == "front P1's block 2 spent 3.0% of the week"
+    rounds = d.of(fev.RoundStarted)
+    assert [(r.paced, r.ceiling) for r in rounds] == [(False, 60), (True, 40), (False, 60)]
+
+
+def test_without_a_probe_the_week_a_cli_reported_paces_the_next_block() -> None:
+    d = Reporting(
+        lambda c: {"weekly": 0.30 if c.number >= 2 else 0.15} if c.role == "builder" else {},
+        lambda n: {},
+        plan(front(), blocks=3, rounds_per_block=1),
+        failing(),
+    )
+    d.state = d.state.replace(knobs=d.state.knobs.replace(usage_probe=None))
+    d.run()
+    # Block 1 started before any reading; block 2 started at 15 % and its builder read 30 %.
+    ends = d.of(fev.BlockEnded)
+    assert ends[0].week is None and ends[1].week == 0.15 and ends[1].paced_next
+    assert "15.0% of the week; next block paced" in ends[1].describe()
+    assert [r.paced for r in d.of(fev.RoundStarted)] == [False, False, True]

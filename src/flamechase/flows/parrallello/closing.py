@@ -385,7 +385,13 @@ def _after(
     if block_over:
         spend = front.block_spend.plus(seconds=_seconds(front.block_started, ctx.at))
         share = spend.share(limits)
-        paced = share > ctx.knobs.pacing_share
+        # The seed's "a block spends > 9 % of the week": read from the account's weekly share
+        # the CLIs reported (with a probe, from its reading after the block: `go_on`), besides
+        # the share of a budget the block spent.
+        week = (
+            None if ctx.knobs.usage_probe else usage.week_spent(front.week_at_start, ctx.usage_week)
+        )
+        paced = share > ctx.knobs.pacing_share or (week or 0.0) > ctx.knobs.pacing_share
         # Whether a next block is paced is worth saying only when there is a next block.
         last = (
             front.status == "approved"
@@ -399,6 +405,7 @@ def _after(
             "spend": spend.model_dump(),
             "share": round(share, 4),
             "paced_next": paced and not last,
+            "week": week,
         }
         owed.append(
             Emit(
@@ -411,6 +418,7 @@ def _after(
                     spend=spend.model_dump(),
                     share=round(share, 4),
                     paced_next=paced and not last,
+                    week=week,
                 )
             )
         )

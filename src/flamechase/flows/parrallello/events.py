@@ -385,18 +385,23 @@ class BlockEnded(FlowEvent):
     spend: dict[str, Any] = dataclasses.field(default_factory=dict)
     share: float = 0.0
     paced_next: bool = False
+    week: float | None = None  # the share of the account's week it spent, when read
+
+    def _week(self) -> str:
+        return f", {self.week:.1%} of the week" if self.week is not None else ""
 
     def describe(self) -> str:
         return (
             f"{self.front} block {self.block} ends after {self.rounds} round(s), "
-            f"{self.share:.1%} of a budget" + ("; next block paced" if self.paced_next else "")
+            f"{self.share:.1%} of a budget{self._week()}"
+            + ("; next block paced" if self.paced_next else "")
         )
 
     def show(self, seen: Seen) -> Shown:
         paced = "; the next block is paced" if self.paced_next else ""
         return Shown(
             f"Front {self.front}, block {self.block} ends after "
-            f"{plural(self.rounds, 'round')}, {self.share:.1%} of a budget{paced}.",
+            f"{plural(self.rounds, 'round')}, {self.share:.1%} of a budget{self._week()}{paced}.",
             "info",
         )
 

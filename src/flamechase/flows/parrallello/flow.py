@@ -235,6 +235,14 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return self._ran(state, event)
         if isinstance(event, ev.TurnEnded):
             return self._turn_ended(state, event)
+        if (
+            isinstance(event, fev.RoundStarted)
+            and event.in_block == 1
+            and event.front in state.fronts
+        ):
+            # A block starts with its first round: the week's share it starts from.
+            f = state.fronts[event.front].replace(week_at_start=state.usage.shares.get("weekly"))
+            return state.replace(fronts={**state.fronts, event.front: f})
         if isinstance(event, pulse.Pulse):
             return state.replace(
                 pulses={**state.pulses, pulse.slot(event.front, event.block): event.number}
@@ -247,7 +255,8 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         assert state.plan is not None
         u = state.usage
         spec = spec_of(state.plan, f)
-        return Ctx(state.plan, spec, state.knobs, state.places, at, u.stop, u.pause)
+        week = u.shares.get("weekly")
+        return Ctx(state.plan, spec, state.knobs, state.places, at, u.stop, u.pause, week)
 
     def _each(self, state: PState, change: Any, event: ev.Event) -> PState:
         """Apply `change(front, ctx) -> (front, owed)` to every front, then move them on."""

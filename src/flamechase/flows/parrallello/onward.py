@@ -39,9 +39,29 @@ def go_on(front: FrontState, ctx: Ctx) -> tuple[FrontState, list[Command]]:
         said = usage.waits(front.id, front.lane, front.block, ctx.usage_stop, probing)
         return front.replace(usage_paused="reset"), [Emit(said)]
     front = front.replace(usage_paused="")
+    paced: list[Command] = []
     if block_over:  # the next block's time (its pulse, its spend) starts now, not at the wait
         front = front.replace(block_started=ctx.at)
-    return onward(front, ctx, block_over)
+        # The probe read after the block: the week it spent, said, and over the pacing share
+        # it paces the next block.
+        week = usage.week_spent(front.week_at_start, ctx.usage_week)
+        if week is not None and ctx.knobs.usage_probe:
+            knobs = ctx.knobs
+            over = week > knobs.pacing_share
+            front = front.replace(paced=front.paced or over)
+            line = usage.BlockWeek(
+                lane=front.lane,
+                front=front.id,
+                block=front.block,
+                week=week,
+                paced=over,
+                limit=knobs.pacing_share,
+                tickets=knobs.paced_tickets,
+                ceiling=knobs.paced_ceiling,
+            )
+            paced.append(Emit(line))
+    front, started = onward(front, ctx, block_over)
+    return front, [*paced, *started]
 
 
 def end_front(

@@ -180,6 +180,7 @@ class FrontState(FlowState):
     block: int = 0
     rounds: int = 0  # rounds started
     paced: bool = False  # the current block is paced
+    week_at_start: float | None = None  # the weekly share read when the block started
     current: RoundState | None = None
     history: tuple[RoundRecord, ...] = ()
     blocks: tuple[dict[str, Any], ...] = ()  # per ended block: spend, share, paced_next

@@ -53,6 +53,7 @@ __all__ = [
     "PROBE",
     "WEEKLY",
     "WINDOW",
+    "BlockWeek",
     "UsageRead",
     "UsageState",
     "UsageWait",
@@ -65,6 +66,7 @@ __all__ = [
     "reported",
     "resumed",
     "waits",
+    "week_spent",
 ]
 
 WEEKLY, WINDOW, EXTRA = 0.92, 0.95, 0.90
@@ -284,6 +286,14 @@ def resumed(u: UsageState, probing: bool) -> tuple[UsageState, UsageRead | None]
     return u.replace(pause=None, stop=None, shares={}, sources={}), said
 
 
+def week_spent(start: float | None, now: float | None) -> float | None:
+    """The share of the week a block spent: the weekly share now less at its start (None when
+    either is unread, or the week was reset meanwhile)."""
+    if start is None or now is None or now < start:
+        return None
+    return round(now - start, 4)
+
+
 def probe_reads(stop: str | None) -> bool:
     """Whether the probe read the share a stop is about, so asking it again can lift the stop
     (a share only a CLI reported is read again only by a turn, and none starts meanwhile)."""
@@ -359,3 +369,33 @@ class UsageWait(FlowEvent):
         text = self.describe()
         row = front_row(self.front, state="waits for the usage reset", block=self.block)
         return Shown(text[0].upper() + text[1:] + ".", "warn", alert=text, rows=(row,))
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BlockWeek(FlowEvent):
+    """The share of the week a block spent, read by the probe after it (the seed's
+    `cost_mark.py "<F> b<k>" <weekly%>`); over the pacing share, the seed's "if a block spends
+    > 9 % of the week, the next one goes with ≤ 4 tickets and a ceiling of 40 calls"."""
+
+    kind: ClassVar[str] = "block_week"
+    front: str = ""
+    block: int = 0
+    week: float = 0.0
+    paced: bool = False
+    limit: float = 0.09
+    tickets: int = 4
+    ceiling: int = 40
+
+    def describe(self) -> str:
+        said = f"front {self.front}'s block {self.block} spent {self.week:.1%} of the week"
+        if not self.paced:
+            return said
+        return (
+            f"{said} (> {self.limit:.0%}): the next block goes with at most {self.tickets} "
+            f"tickets a round and a ceiling of {self.ceiling} calls"
+        )
+
+    def show(self, seen: Seen) -> Shown:
+        text = self.describe()
+        return Shown(text[0].upper() + text[1:] + ".", "warn" if self.paced else "info")
