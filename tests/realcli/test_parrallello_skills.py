@@ -1,7 +1,9 @@
 """parrallello on the real CLIs, through the scripted model server: the builder's session
 carries the skill `parrallello-builder` and the critic's `parrallello-critic` (each where its
 CLI loads one), each prompt names its skill instead of listing the rules, and the critic, given
-no effort, runs at the document's "effort: high" where its CLI has efforts."""
+no effort, runs at the document's "effort: high" where its CLI has efforts. The account's
+weekly share a real CLI reports (codex, from its provider's rate-limit headers) holds the run
+after its block, as the seed's wait mode until the reset."""
 
 from __future__ import annotations
 
@@ -104,3 +106,46 @@ def started_argv(io_dir: Path) -> list[str]:
     first = transcript(io_dir / "transcript.jsonl.gz")[0]
     argv: list[str] = first["argv"]
     return argv[argv.index("--") + 1 :] if "--" in argv else argv
+
+
+def test_the_weekly_share_codex_reports_holds_the_run_after_its_block_until_the_same_command(
+    flamechase: Flamechase, server: ModelServer, state_home: Path, tmp_path: Path
+) -> None:
+    require("codex")
+    ws = repo(tmp_path / "project", {"P": {}}, blocks=2, rounds_per_block=1)
+    server.script.plan(BUILDER, answer({"tickets": [], "handoff": "looked; changed nothing"}))
+    server.script.plan(CRITIC, answer({"findings": [], "approve": False, "summary": "not yet"}))
+    # The provider's rate-limit headers on the critic's answers: the account's week at 93 %
+    # (codex reports them as account/rateLimits/updated; no -p usage_probe is given).
+    server.script.headers(
+        CRITIC,
+        {
+            "x-codex-primary-used-percent": "93",
+            "x-codex-primary-window-minutes": "10080",
+            "x-codex-secondary-used-percent": "20",
+            "x-codex-secondary-window-minutes": "300",
+        },
+    )
+    run = Flamechase(flamechase.env, ws)
+    args = (
+        "exec",
+        "-f",
+        "parrallello",
+        "-a",
+        f"builder={SPECS['codex']},critic={SPECS['codex']}",
+        "-p",
+        "plan=PLAN.yaml,prep=false,checkpoint=off,rest_seconds=0.05,budget.turns=8",
+        "raise every VALUE",
+    )
+    held = run(*args, timeout=360)
+    assert held.returncode == 3, held.stderr[-3000:]  # wait mode until the reset: held
+    said = "weekly usage at 93% (≥ 92%, from codex at a critic turn): no new block starts"
+    assert f"Front P waits after block 1: {said}" in held.stdout
+    assert f"held: {said}; front(s) P wait" in held.stderr
+    assert f"usage: {said}" in run("status", "last").stdout
+    # After the reset (the week at 10 %), the same command goes on with block 2.
+    server.script.headers(CRITIC, {"x-codex-primary-used-percent": "10"})
+    again = run(*args, timeout=360)
+    assert again.returncode == 1, again.stderr[-3000:]  # the gate still fails: not approved
+    started = [e["payload"]["round"] for e in run.events("round_started")]
+    assert started == [1, 2]
