@@ -382,3 +382,43 @@ def test_without_a_probe_the_week_a_cli_reported_paces_the_next_block() -> None:
     assert ends[0].week is None and ends[1].week == 0.15 and ends[1].paced_next
     assert "15.0% of the week; next block paced" in ends[1].describe()
     assert [r.paced for r in d.of(fev.RoundStarted)] == [False, False, True]
+
+
+def test_a_block_that_ends_into_the_weekly_wait_still_says_its_next_block_is_paced() -> None:
+    # Block 2 starts at 80 % of the week and its builder reads 96 %: 16 % spent (paced) and
+    # over 92 % (the front waits for the reset). The wait only delays block 3, which is paced.
+    d = Reporting(
+        lambda c: {"weekly": 0.96 if c.number >= 2 else 0.80} if c.role == "builder" else {},
+        lambda n: {},
+        plan(front(), blocks=3, rounds_per_block=1),
+        failing(),
+    )
+    d.state = d.state.replace(knobs=d.state.knobs.replace(usage_probe=None))
+    d.run()
+    assert d.finished is not None and d.finished.status == "held"
+    ends = d.of(fev.BlockEnded)
+    assert [e.block for e in ends] == [1, 2] and ends[1].week == 0.16
+    assert ends[1].paced_next and "next block paced" in ends[1].describe()
+    resume(d)
+    rounds = d.of(fev.RoundStarted)
+    assert [(r.round, r.paced) for r in rounds] == [(1, False), (2, False), (3, True)]
+
+
+def test_a_block_that_ends_into_the_extra_credit_pause_still_says_its_next_block_is_paced() -> None:
+    # The critic of block 1 reports the extra credit at 91 %: the run pauses after the block,
+    # which spent over its share of the budget; the resume goes on with block 2, paced.
+    d = Reporting(
+        lambda c: {"extra_credit": 0.91} if c.role == "critic" and c.number == 1 else {},
+        lambda n: {},
+        plan(front(), blocks=2, rounds_per_block=1),
+        Script(gate=lambda f, r: {"T.a": False}, cost=0.2),
+        budget={"cost": 5.0},
+        pacing_share=0.01,
+    )
+    d.state = d.state.replace(knobs=d.state.knobs.replace(usage_probe=None))
+    d.run()
+    assert d.finished is not None and d.finished.status == "held"
+    (end,) = d.of(fev.BlockEnded)
+    assert end.share > 0.01 and end.paced_next
+    resume(d)
+    assert [r.paced for r in d.of(fev.RoundStarted)] == [False, True]

@@ -392,12 +392,13 @@ def _after(
             None if ctx.knobs.usage_probe else usage.week_spent(front.week_at_start, ctx.usage_week)
         )
         paced = share > ctx.knobs.pacing_share or (week or 0.0) > ctx.knobs.pacing_share
-        # Whether a next block is paced is worth saying only when there is a next block.
+        # Whether a next block is paced is worth saying only when there is a next block. A
+        # usage threshold does not end the front: its next block only waits (the reset, or
+        # the resume after the extra credit's pause), and goes paced all the same.
         last = (
             front.status == "approved"
             or rs.block >= ctx.plan.blocks
             or run_share >= ctx.knobs.stop_share
-            or bool(ctx.usage_stop or ctx.usage_pause)
         )
         row = {
             "block": rs.block,
