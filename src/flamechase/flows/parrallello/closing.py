@@ -424,7 +424,11 @@ def _after(
             )
         )
         front = front.replace(
-            blocks=(*front.blocks, row), paced=paced, block_spend=Spend(), block_started=ctx.at
+            blocks=(*front.blocks, row),
+            paced=paced,
+            block_spend=Spend(),
+            block_started=ctx.at,
+            week_due=bool(ctx.knobs.usage_probe),  # the probe asked after it reads it
         )
     if front.status == "approved":
         return end_front(front, ctx, "approved", front.ended, owed)

@@ -48,6 +48,7 @@ from flamechase.flows.parrallello import (
     pulse,
     skills,
     usage,
+    weeks,
 )
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import roles as parrallello_roles
@@ -344,11 +345,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         if key.what == "checkpoint":
             return self._checkpointed(state, event)
         if key.what == "usage":
-            ended = sum(len(f.history) for f in state.fronts.values())
-            at = pulse.epoch(event.at) or 0.0
-            u, read = usage.answered(state.usage, event.receipt, at, ended)
-            state = state.replace(usage=u, outbox=state.outbox.add(Emit(read)))
-            return self._settle(state, [], event.at)
+            return self._usage_read(state, event)
         if key.what == "release":
             return state.replace(release=control.result(event.receipt))
         if key.what == "control":
@@ -374,6 +371,19 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return state
         nf, owed = front.on_ran(f, key, event.receipt, self._ctx(state, f, event.at))
         return self._settle(state.replace(fronts={**state.fronts, f.id: nf}), owed, event.at)
+
+    def _usage_read(self, state: PState, event: ev.Ran) -> PState:
+        """The probe answered: its reading judged, and after a block the share of the week
+        the block spent (`weeks`)."""
+        ended = sum(len(f.history) for f in state.fronts.values())
+        at = pulse.epoch(event.at) or 0.0
+        u, read = usage.answered(state.usage, event.receipt, at, ended)
+        state = state.replace(usage=u, outbox=state.outbox.add(Emit(read)))
+        fronts, said = dict(state.fronts), []
+        for fid, was in state.fronts.items():
+            fronts[fid], more = weeks.read(was, u.shares.get("weekly"), state.knobs)
+            said += more
+        return self._settle(state.replace(fronts=fronts), said, event.at)
 
     def _checkpointed(self, state: PState, event: ev.Ran) -> PState:
         out = rt.tool_output(event.receipt, "GITPOINT") or {}

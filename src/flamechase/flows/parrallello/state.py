@@ -181,6 +181,9 @@ class FrontState(FlowState):
     rounds: int = 0  # rounds started
     paced: bool = False  # the current block is paced
     week_at_start: float | None = None  # the weekly share read when the block started
+    # With a probe: the block that last ended waits for the probe's reading after it, which
+    # says the share of the week it spent (`weeks.read`).
+    week_due: bool = False
     current: RoundState | None = None
     history: tuple[RoundRecord, ...] = ()
     blocks: tuple[dict[str, Any], ...] = ()  # per ended block: spend, share, paced_next

@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 from flamechase.events import FlowEvent, register
 from flamechase.events.present import Seen, Shown
 from flamechase.flow import FlowState, Run
-from flamechase.flows.parrallello.words import front_row
+from flamechase.flows.parrallello.words import front_row, week_said
 
 __all__ = [
     "EVERY",
@@ -386,9 +386,14 @@ class BlockWeek(FlowEvent):
     limit: float = 0.09
     tickets: int = 4
     ceiling: int = 40
+    # Its front had ended with it: the share of the week all its blocks spent (`weeks`).
+    total: float | None = None
+    whole: bool = True
 
     def describe(self) -> str:
         said = f"front {self.front}'s block {self.block} spent {self.week:.1%} of the week"
+        if self.total is not None:
+            said += f"; the front spent {week_said(self.total, self.whole)} in all"
         if not self.paced:
             return said
         return (
