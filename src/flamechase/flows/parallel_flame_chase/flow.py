@@ -443,6 +443,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
                 previous_errors=errors,
                 workspace_map=ctx.workspace_map,
                 report_path=ctx.report_path,
+                skill=ctx.skill,
             )
         lane = state.book.get(ctx.turn.lane)
         letter = "a" if ctx.turn.role == lane.actors[0] else "b"
@@ -480,8 +481,9 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         )
 
     def skill(self, role: str) -> Skill | None:
-        """The lane protocol, for every lane actor (the coordinator plans: no skill)."""
-        return None if role == PLANNER else pfc_skill.SKILL
+        """The lane protocol, for every session: each lane actor's, and the coordinator's,
+        which plans for lanes that follow it."""
+        return pfc_skill.SKILL
 
     def repair_prompt(self, state: PfcState, ctx: TurnContext, reason: str) -> str:
         if ctx.turn.lane is None:

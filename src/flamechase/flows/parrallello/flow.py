@@ -550,12 +550,13 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                 str(ctx.report_path),
                 str(ctx.workspace),
                 state.planner_errors,
+                ctx.skill,
             )
         brief = ctx.turn.note["brief"]
         return briefs.words(brief, str(ctx.report_path), str(ctx.workspace), ctx.skill)
 
     def skill(self, role: str) -> Skill | None:
-        """The builder's and the critic's rules (skills.py); the planner and prep: none."""
+        """Each role's rules (skills.py): planner, builder, critic, prep and lead."""
         return skills.for_role(role)
 
     def repair_prompt(self, state: PState, ctx: TurnContext, reason: str) -> str:
