@@ -135,6 +135,7 @@ def state_lines(state: GitState, lane: str) -> str:
     )
 
 
+# long: the words of a lane's prompt, kept together as the agent reads them.
 def lane_prompt(
     state: GitState,
     *,

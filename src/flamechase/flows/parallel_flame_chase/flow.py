@@ -436,11 +436,10 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
 
     def prompt(self, state: PfcState, ctx: TurnContext) -> str:
         if ctx.turn.lane is None:
-            errors = state.planning.errors if state.planning else ()
             return pfc_prompts.plan_prompt(
                 objective=ctx.objective,
                 lanes=list(state.book.lanes),
-                previous_errors=errors,
+                previous_errors=state.planning.errors if state.planning else (),
                 workspace_map=ctx.workspace_map,
                 report_path=ctx.report_path,
                 skill=ctx.skill,
@@ -481,8 +480,7 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         )
 
     def skill(self, role: str) -> Skill | None:
-        """The lane protocol, for every session: each lane actor's, and the coordinator's,
-        which plans for lanes that follow it."""
+        """The lane protocol, for every lane actor and the coordinator that plans for them."""
         return pfc_skill.SKILL
 
     def repair_prompt(self, state: PfcState, ctx: TurnContext, reason: str) -> str:

@@ -10,13 +10,13 @@ from flamechase.events import FlowEvent, register
 from flamechase.events.present import Mark, Seen, Shown, clip, plural
 from flamechase.flows.parrallello.words import (
     bar,
+    ended_week,
     findings,
     front_row,
     ids,
     pct,
     proofs,
     stopped_at,
-    week_said,
 )
 
 # The runtime plays the lead: every decision it takes is one of these, journaled with its
@@ -422,17 +422,11 @@ class FrontEnded(FlowEvent):
     blocks: int = 0  # the plan's ceiling
     tree: str = ""  # where its work stays (the front's tree under the run directory)
     tally: str = ""  # every front has ended: how many were approved, said instead of a bar
-    # The share of the account's week its blocks spent, where read (`weeks`); "at least"
-    # when a block went unread.
-    week: float | None = None
-    week_whole: bool = True
-
-    def _week(self) -> str:
-        said = week_said(self.week, self.week_whole)
-        return f"; {said}" if said else ""
+    week: float | None = None  # the share of the week its blocks spent, where read (weeks)
+    week_whole: bool = True  # False: a block of it went unread ("at least")
 
     def describe(self) -> str:
-        return f"{self.front} {self.status.replace('_', ' ')}: {self.reason}{self._week()}"
+        return f"{self.front} {self.status.replace('_', ' ')}: {self.reason}{ended_week(self)}"
 
     def show(self, seen: Seen) -> Shown:
         tail = f"; open: {ids(self.open_tickets)}" if self.open_tickets else ""
@@ -445,7 +439,7 @@ class FrontEnded(FlowEvent):
             where = f"{stopped_at(self.rounds, self.block, self.blocks, self.tree)} · {whole}"
         return Shown(
             f"Front {self.front} {word.upper()} after {plural(self.rounds, 'round')}"
-            f"{why}{tail}{self._week()}. {where}",
+            f"{why}{tail}{ended_week(self)}. {where}",
             "best" if self.status == "approved" else "fail",
             mark=Mark(word, "good" if self.status == "approved" else "bad"),
             rows=(

@@ -9,9 +9,19 @@ from typing import TYPE_CHECKING, Any
 from flamechase.events.present import Cell, Row, clip
 
 if TYPE_CHECKING:
-    from flamechase.flows.parrallello.events import VerdictRecorded
+    from flamechase.flows.parrallello.events import FrontEnded, VerdictRecorded
 
-__all__ = ["bar", "findings", "front_row", "ids", "pct", "proofs", "stopped_at", "week_said"]
+__all__ = [
+    "bar",
+    "ended_week",
+    "findings",
+    "front_row",
+    "ids",
+    "pct",
+    "proofs",
+    "stopped_at",
+    "week_said",
+]
 
 
 def proofs(changes: list[dict[str, Any]]) -> str:
@@ -76,3 +86,9 @@ def week_said(week: float | None, whole: bool = True) -> str:
     if week is None:
         return ""
     return f"{'' if whole else 'at least '}{week:.1%} of the week"
+
+
+def ended_week(e: FrontEnded) -> str:
+    """`week_said` of a front's end, after its line's other words (`; 7.5% of the week`)."""
+    said = week_said(e.week, e.week_whole)
+    return f"; {said}" if said else ""
