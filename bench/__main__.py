@@ -41,6 +41,7 @@ REFLINK = "xfs+reflink"
 @dataclass(frozen=True)
 class Sizes:
     rounds: int
+    hmz_rounds: int
     hmz_turns: int
     turns: int
     copy_files: int
@@ -58,9 +59,23 @@ class Sizes:
 
 # The issue's sizes in the full run; --quick keeps the 20,000-file measurement (a target) and
 # shrinks the rest.
-QUICK = Sizes(3, 8, 10, 1_000, 20_000, 2_000, 5, 1, 3, 2, 16, [10_000], [10_000], 2)
+QUICK = Sizes(3, 2, 6, 10, 1_000, 20_000, 2_000, 5, 1, 3, 2, 16, [10_000], [10_000], 2)
 FULL = Sizes(
-    7, 40, 60, 20_000, 20_000, 20_000, 200, 3, 10, 3, 256, [10_000, 100_000], [10_000, 100_000], 5
+    5,
+    5,
+    40,
+    60,
+    20_000,
+    20_000,
+    20_000,
+    200,
+    2,
+    10,
+    3,
+    256,
+    [10_000, 100_000],
+    [10_000, 100_000],
+    5,
 )
 
 
@@ -150,7 +165,7 @@ class Bench:
         )
         self.section(
             "history",
-            lambda: self.figures.extend(slope.history_figures(tmp, s.rounds * 2, s.history)),
+            lambda: self.figures.extend(slope.history_figures(tmp, s.rounds * 4, s.history)),
         )
         self.section("replay", lambda: self._replay(tmp))
         if self.quick:
@@ -162,7 +177,7 @@ class Bench:
 
     def _hmz(self, hmz: Path) -> None:
         try:
-            self.figures.extend(hmz_figures(hmz, self.sizes.rounds, self.sizes.hmz_turns))
+            self.figures.extend(hmz_figures(hmz, self.sizes.hmz_rounds, self.sizes.hmz_turns))
         except (RuntimeError, subprocess.SubprocessError) as exc:
             self.skipped.append(f"the hmz 0.2.2 turn rows: {exc}")
 
@@ -241,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--quick", action="store_true", help="small sizes, few pairs (< 3 min)")
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    ap.add_argument(
+        "--readme",
+        action="store_true",
+        help="also put the results into README.md's performance section",
+    )
     args = ap.parse_args(argv)
     load = os.getloadavg()
     t0 = time.monotonic()
@@ -249,8 +269,23 @@ def main(argv: list[str] | None = None) -> int:
         b.run(Path(d))
     text = report(b, load, time.monotonic() - t0)
     args.out.write_text(text)
+    if args.readme:
+        into_readme(HERE.parent / "README.md", text)
     print(text)
     return 0
+
+
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def into_readme(readme: Path, results: str) -> None:
+    """Replace what lies between the README's bench markers with `results` (its headings one
+    level down, under the README's own `## Performance`)."""
+    body = results.split("\n", 1)[1].replace("\n## ", "\n### ")
+    text = readme.read_text()
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{START}\n{body.strip()}\n{END}{tail}")
 
 
 if __name__ == "__main__":

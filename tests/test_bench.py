@@ -72,4 +72,4 @@ def test_quick_bench_reports_each_figure_with_its_peer_and_ratio(tmp_path: Path)
     assert len(goals) == 6, goals
     for goal in goals:
         verdict = goal.split("|")[3].strip()
-        assert verdict.startswith(("**met**", "**missed** by ")) or verdict == "-", goal
+        assert verdict.startswith(("**met**", "**missed**: ")) or verdict == "-", goal
