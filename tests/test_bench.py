@@ -13,6 +13,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def test_the_readme_takes_the_results_between_its_markers(tmp_path: Path) -> None:
+    from bench.__main__ import END, START, into_readme
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n## Performance\nhow\n{START}\nold figures\n{END}\nafter\n")
+    into_readme(readme, "# Benchmark results\n\nrun line\n\n## Targets\n\n| t |\n")
+    assert readme.read_text() == (
+        f"# x\n## Performance\nhow\n{START}\nrun line\n\n### Targets\n\n| t |\n{END}\nafter\n"
+    )
+
+
 def _rows(text: str, heading: str) -> list[str]:
     part = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
     return [ln for ln in part.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
