@@ -81,6 +81,19 @@ class Turns:
         ready(spec)
         return wrap(argv, spec)
 
+    def bare_launch(self, jail: bool) -> float:
+        """The launch floor: a bare interpreter (`python -S`) started to spawn the agent once
+        (through the same jail when `jail`): start -> the agent's stamp, ms."""
+        report = self.tmp / "bare-lane" / "turn" / "report.json"
+        report.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(self.env, FLAMECHASE_LANE="lane-1", FLAMECHASE_REPORT=str(report))
+        argv = self.jailed([str(self.actor)]) if jail else [str(self.actor)]
+        spawn = "import subprocess, sys; subprocess.run(sys.argv[1:], check=True)"
+        self.stamps.read()
+        t0 = time.time_ns()
+        subprocess.run([PY, "-S", "-c", spawn, *argv], env=env, check=True)
+        return (self.stamps.read()[0][1] - t0) / 1e6
+
     def bare_loop(self, turns: int, jail: bool) -> tuple[float, list[float]]:
         """The floor: the same agent spawned `turns` times in a row by a plain loop (through
         the same jail when `jail`): (spawn -> first stamp ms, start-to-start gaps ms)."""
@@ -102,6 +115,37 @@ def _python_rss() -> float:
     return usage.ru_maxrss / 1024
 
 
+def _launch_rows(cols: dict[str, list[float]], modes: list[str]) -> list[Figure]:
+    """Launch -> first agent against two floors: an interpreter already running that spawns
+    the agent (the jail's and the spawn's own cost), and a bare interpreter started to spawn
+    it (what any launcher in Python pays; the floor of issue 25's target)."""
+    out = []
+    for mode in modes:
+        label = "jail off" if mode == "off" else "bubblewrap jail"
+        through = "" if mode == "off" else " through the same jail"
+        what = f"launch -> first agent (`exec`, {label})"
+        out.append(
+            Figure(
+                what,
+                "ms",
+                cols[f"first-{mode}"],
+                f"bare spawn{through} from a running interpreter",
+                cols[f"bfirst-{mode}"],
+            )
+        )
+        out.append(
+            Figure(
+                what,
+                "ms",
+                cols[f"first-{mode}"],
+                f"a bare interpreter started to spawn it{through}",
+                cols[f"blaunch-{mode}"],
+                f"first-{mode}",
+            )
+        )
+    return out
+
+
 def turn_figures(tmp: Path, rounds: int, turns: int, jail: str | None) -> list[Figure]:
     """`jail`: None when bubblewrap runs here (the jailed rows are measured), else why not."""
     t = Turns(tmp)
@@ -115,32 +159,13 @@ def turn_figures(tmp: Path, rounds: int, turns: int, jail: str | None) -> list[F
             bfirst, bgaps = t.bare_loop(turns, jailed)
             cols.setdefault(f"first-{mode}", []).append(first)
             cols.setdefault(f"bfirst-{mode}", []).append(bfirst)
+            cols.setdefault(f"blaunch-{mode}", []).append(t.bare_launch(jailed))
             cols.setdefault(f"gap-{mode}", []).append(statistics.median(gaps))
             cols.setdefault(f"bgap-{mode}", []).append(statistics.median(bgaps))
             if mode == "off":
                 cols.setdefault("rss", []).append(rss)
                 cols.setdefault("brss", []).append(_python_rss())
-    out = [
-        Figure(
-            "launch -> first agent (`exec`, jail off)",
-            "ms",
-            cols["first-off"],
-            "bare spawn from a running interpreter",
-            cols["bfirst-off"],
-            "first-off",
-        )
-    ]
-    if jail is None:
-        out.append(
-            Figure(
-                "launch -> first agent (`exec`, bubblewrap jail)",
-                "ms",
-                cols["first-bwrap"],
-                "bare spawn through the same jail",
-                cols["bfirst-bwrap"],
-                "first-bwrap",
-            )
-        )
+    out = _launch_rows(cols, [m for m, _ in modes])
     for mode, jailed in modes:
         label = "jail off" if mode == "off" else "bubblewrap jail"
         floor = "bare spawn loop" + (" through the same jail" if jailed else "")

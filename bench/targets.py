@@ -42,7 +42,8 @@ def _first(figures: list[Figure]) -> tuple[str, str]:
         return "not measured (no working bubblewrap here, see below)", "-"
     diff = statistics.median(a - b for a, b in zip(f.a, f.b, strict=True))
     return (
-        f"{f.med_a():.0f} ms against {f.med_b():.0f} ms: {diff:.0f} ms more (median of pairs)",
+        f"{f.med_a():.0f} ms against {f.med_b():.0f} ms ({f.peer}): {diff:.0f} ms more "
+        "(median of pairs)",
         _verdict(diff <= 300, f"by {diff - 300:.0f} ms"),
     )
 

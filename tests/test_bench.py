@@ -56,6 +56,7 @@ def test_quick_bench_reports_each_figure_with_its_peer_and_ratio(tmp_path: Path)
     for what, peer in (
         ("`flamechase --help`", "bare interpreter"),
         ("launch -> first agent (`exec`, jail off)", "bare spawn from a running interpreter"),
+        ("launch -> first agent (`exec`, jail off)", "a bare interpreter started to spawn it"),
         ("jail off (50 ms rest in it)", "bare spawn loop"),
         ("peak RSS", "bare interpreter"),
         ("1 lane x", "1 bare spawn loop"),
@@ -77,7 +78,8 @@ def test_quick_bench_reports_each_figure_with_its_peer_and_ratio(tmp_path: Path)
         assert any(what in r and peer in r for r in rows), (what, peer)
     _row_or_said(text, figures, "| hmz 0.2.2 |", "the hmz 0.2.2 column")
     _row_or_said(text, figures, "`hmz --help` (0.2.2)", "the hmz 0.2.2 column")
-    _row_or_said(text, figures, "bare spawn through the same jail", "the jail's rows")
+    _row_or_said(text, figures, "bare spawn through the same jail from a", "the jail's rows")
+    _row_or_said(text, figures, "to spawn it through the same jail", "the jail's rows")
     _row_or_said(text, figures, "xfs+reflink", "copies on a file system with reflink")
     _row_or_said(text, figures, "replay opens in chromium", "the replay's opening")
     assert "files a turn leaves under lanes/*/turns" in text
