@@ -134,9 +134,12 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], stamps: Path, turns: i
     try:
         while _alive(proc.pid) and _count(stamps) <= turns:
             time.sleep(0.02)
-    finally:  # cut, or the bench itself is stopped: the runtime must not outlive it
-        if _alive(proc.pid):
-            proc.terminate()
+    except BaseException:  # the bench is stopped: the runtime must not outlive it
+        proc.terminate()
+        proc.wait()
+        raise
+    if _alive(proc.pid):
+        proc.terminate()
     _, status, usage = os.wait4(proc.pid, 0)  # reaped here, with its usage
     proc.returncode = os.waitstatus_to_exitcode(status)
     got = [int(x) for x in stamps.read_text().split()] if stamps.exists() else []
