@@ -67,6 +67,9 @@ def make_tree(root: Path, files: int, size: int, *, git: bool = True) -> None:
     if not git:
         return
     subprocess.run(["git", "init", "-q", str(root)], check=True)
+    # No `gc --auto`: with 20,000 loose objects it would pack them in the background, under
+    # the copies being timed (and take the files from under `cp`).
+    subprocess.run(["git", "-C", str(root), "config", "gc.auto", "0"], check=True)
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     subprocess.run(
         ["git", "-C", str(root), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "t"],
