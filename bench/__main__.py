@@ -191,7 +191,10 @@ class Bench:
             if mnt is None:
                 self.skipped.append(f"copies on a file system with reflink: {how}")
                 return
-            self.notes.append(f"the reflink rows ran on {how}, an image in {where}")
+            self.notes.append(
+                f"the reflink rows ran on {how}, an image in {where}; du counts a reflinked "
+                'copy\'s shared blocks as its own, so the "MB kept" rows there overstate'
+            )
             self._copies_on(mnt, REFLINK)
 
     def _copies_on(self, base: Path, where: str) -> None:
