@@ -10,7 +10,8 @@ Both runtimes run their flame_chase, two chasers, on the fake `claude` of tests/
 clock (ns) before it starts the fake, so the start-to-start gap is measured at the agent's
 side, the same way for both: whatever the runtime does between one agent process and the next
 (collect, record, prompt, spawn) plus the fake's own turn. flamechase rests 50 ms between turns
-(its least `rest_seconds`); hmz does not rest.
+(its least `rest_seconds`); hmz does not rest. A run is cut once its agents have started the
+turns measured (hmz has no turn budget).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import itertools
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import NamedTuple
 
 VERSION = "0.2.2"
 CACHE = Path.home() / ".cache" / "flamechase-bench"
@@ -104,10 +106,48 @@ def _fakes(tmp: Path) -> tuple[Path, Path]:
     return bin_dir, stamps
 
 
-def _gaps(stamps: Path, turns: int) -> list[float]:
+class Run(NamedTuple):
+    """One run seen from the agent's side: launch -> first agent ms, start-to-start gaps ms,
+    the runtime's peak RSS MB (the largest of it and the processes it waited for)."""
+
+    first_ms: float
+    gaps: list[float]
+    rss_mb: float
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` has not exited yet (without reaping it: its usage is read after)."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+
+
+def _count(stamps: Path) -> int:
+    return len(stamps.read_text().split()) if stamps.exists() else 0
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str], stamps: Path, turns: int) -> Run:
+    """Run a runtime until it ends or its agents have stamped `turns` + 1 starts (then it is
+    sent SIGTERM: hmz has no turn budget, only a duration)."""
+    t0 = time.time_ns()
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        while _alive(proc.pid) and _count(stamps) <= turns:
+            time.sleep(0.02)
+    except BaseException:  # the bench is stopped: the runtime must not outlive it
+        proc.terminate()
+        proc.wait()
+        raise
+    if _alive(proc.pid):
+        proc.terminate()
+    _, status, usage = os.wait4(proc.pid, 0)  # reaped here, with its usage
+    proc.returncode = os.waitstatus_to_exitcode(status)
     got = [int(x) for x in stamps.read_text().split()] if stamps.exists() else []
+    if not got:
+        raise RuntimeError(f"{Path(argv[0]).name} started no agent (exit {proc.returncode})")
     got = got[:turns]
-    return [(b - a) / 1e6 for a, b in itertools.pairwise(got)]
+    gaps = [(b - a) / 1e6 for a, b in itertools.pairwise(got)]
+    return Run((got[0] - t0) / 1e6, gaps, usage.ru_maxrss / 1024)
 
 
 def _env(tmp: Path, bin_dir: Path) -> dict[str, str]:
@@ -127,8 +167,8 @@ def _workspace(tmp: Path) -> Path:
     return ws
 
 
-def flamechase_gaps(turns: int) -> list[float]:
-    """Start-to-start gaps (ms) of a flamechase flame_chase run of `turns` turns."""
+def flamechase_run(turns: int) -> Run:
+    """A flamechase flame_chase run of `turns` turns (jail off: hmz runs its agents unjailed)."""
     with tempfile.TemporaryDirectory(prefix="fc-bench-fc-") as d:
         tmp = Path(d)
         bin_dir, stamps = _fakes(tmp)
@@ -136,30 +176,22 @@ def flamechase_gaps(turns: int) -> list[float]:
         argv = [sys.executable, "-m", "flamechase", "exec", "-f", "flame_chase"]
         argv += ["-a", "first_chaser=claude/sonnet", "-a", "second_chaser=claude/sonnet"]
         argv += ["-p", f"budget.turns={turns},rest_seconds=0.05,sandbox=off", "bench"]
-        subprocess.run(
-            argv, cwd=_workspace(tmp), env=env, capture_output=True, check=True, timeout=300
-        )
-        return _gaps(stamps, turns)
+        return _run(argv, _workspace(tmp), env, stamps, turns)
 
 
-def hmz_gaps(hmz: Path, turns: int) -> list[float]:
-    """The same of hmz's flame_chase (it has no turn budget: a duration long enough for
-    `turns` turns, of which the first are kept)."""
+def hmz_run(hmz: Path, turns: int) -> Run:
+    """The same of hmz's flame_chase: it has no turn budget, so a duration long enough for
+    `turns` turns, cut short once its agents have started them."""
     with tempfile.TemporaryDirectory(prefix="fc-bench-hmz-") as d:
         tmp = Path(d)
         bin_dir, stamps = _fakes(tmp)
         # Its epics and settings go under HOME: a fresh one for every run.
         env = {**_env(tmp, bin_dir), "HOME": str(tmp / "home")}
-        seconds = max(3.0, 0.5 * turns)
+        seconds = 60 + 2 * turns  # a safety net: the run is cut once it has the turns
         argv = [str(hmz), "exec", "-f", "flame_chase"]
         argv += ["-a", "first_chaser=claude/sonnet,second_chaser=claude/sonnet"]
         argv += ["-p", f"budget.duration={seconds}", "--json", "bench"]
-        subprocess.run(argv, cwd=_workspace(tmp), env=env, capture_output=True, timeout=300)
-        gaps = _gaps(stamps, turns)
-        if len(gaps) < 2:
-            raise RuntimeError(f"hmz ran {len(gaps) + 1} turns in {seconds} s")
-        return gaps
-
-
-def median_gap(gaps: list[float]) -> float:
-    return statistics.median(gaps)
+        run = _run(argv, _workspace(tmp), env, stamps, turns)
+        if len(run.gaps) < 2:
+            raise RuntimeError(f"hmz ran {len(run.gaps) + 1} turns in {seconds} s")
+        return run

@@ -93,10 +93,10 @@ def test_every_cli_with_a_mount_is_named_in_the_mounts_flows_show_lists(tmp_path
         assert cli in skills.MOUNTS
 
 
-def test_parallel_flame_chase_brings_its_lane_protocol_to_lane_actors_only() -> None:
+def test_parallel_flame_chase_brings_its_lane_protocol_to_every_session() -> None:
     code = FlowCode(PFC)
     try:
-        assert code.skill("coordinator") is None
+        assert code.skill("coordinator") is pfc_skill.SKILL  # it plans for lanes that follow it
         found = code.skill("lane_2_actor_b")
     finally:
         code.close()

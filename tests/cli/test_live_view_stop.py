@@ -36,17 +36,18 @@ def test_the_live_views_first_ctrl_c_says_a_second_cuts_and_the_end_is_said_once
         sys.executable,
         ["-m", "flamechase", *args],
         cwd=str(source_tree),
-        env={**os.environ, "TERM": "xterm"},
+        # 80 columns, the narrowest the view is made for: the way out must not be cut off.
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "80", "LINES": "40"},
         encoding="utf-8",
         timeout=60,
-        dimensions=(40, 120),
+        dimensions=(40, 80),
     )
     deadline = time.monotonic() + 60
     while not (gate / "started").exists():
         assert time.monotonic() < deadline, "the turn never started"
         time.sleep(0.05)
     child.sendintr()  # Ctrl-C as the terminal sends it, to the view's process group
-    child.expect_exact("Ctrl-C again to cut them")
+    child.expect_exact("Stopping: Ctrl-C again cuts the 1 turn under way")
     child.sendintr()
     child.expect(pexpect.EOF)
     child.close()

@@ -158,3 +158,42 @@ def test_slash_flow_walks_flowverses_to_an_install(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
     rows = cli("flows", "list", cwd=tmp_path, check=True).stdout
     assert "built-in, installed from official" in rows
+
+
+def test_parallel_flame_chase_asks_its_seven_roles_in_order_offering_a_saved_account(
+    relay: tuple[Path, Path, Path], tmp_path: Path, state_home: Path
+) -> None:
+    _flow, script, ws = relay
+    key = tmp_path / "key.txt"
+    key.write_text("sk-test\n")
+    cli("accounts", "add", "claude", "work", "--api-key-file", str(key), cwd=tmp_path, check=True)
+    child = _spawn(ws, tmp_path / "bin")
+    child.send("$parallel_flame_chase get the solver under 10 s\r")
+    child.expect_exact("parallel_flame_chase has no profile; it needs 7 agent(s), asked by name")
+    child.expect_exact(
+        "1) claude/claude-opus-4-5  2) codex/gpt-5.1-codex  3) claude@work/claude-opus-4-5"
+    )
+    roles = ["coordinator"] + [f"lane_{n}_actor_{ab}" for n in (1, 2, 3) for ab in "ab"]
+    # (answer, the default offered): a number, Enter for the answer before, a spec.
+    asked = [
+        ("3", "claude/claude-opus-4-5"),
+        ("2", "claude@work/claude-opus-4-5"),
+        ("", "codex/gpt-5.1-codex"),
+        (f"exec:{script}", "codex/gpt-5.1-codex"),
+        ("", None),
+        ("", None),
+        ("", None),
+    ]
+    for role, (given, default) in zip(roles, asked, strict=True):
+        child.expect_exact(f"{role} (")
+        if default is not None:
+            child.expect_exact(f") [{default}]:")
+        child.send(given + "\r")
+    child.expect_exact("save these as the profile for parallel_flame_chase? [Y/n]:")
+    child.sendintr()  # Ctrl-C at the last question too: nothing started, nothing saved
+    child.expect_exact("$parallel_flame_chase: nothing started")
+    child.expect_exact(MARK)
+    child.send("exit\r")
+    child.expect(pexpect.EOF)
+    assert not list((state_home / "runs").glob("*"))
+    assert cli("profile", "show", "parallel_flame_chase", cwd=tmp_path).returncode == 2

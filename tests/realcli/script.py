@@ -184,6 +184,7 @@ class Script:
         self._lock = threading.Lock()
         self._plans: list[tuple[str, Plan]] = []
         self._faults: list[tuple[str, Fault]] = []
+        self._headers: list[tuple[str, dict[str, str]]] = []
         self.default: Plan = write_report
 
     def plan(self, match: str, plan: Plan) -> None:
@@ -195,6 +196,17 @@ class Script:
         """The next `times` main requests of conversations containing `match` fail so."""
         with self._lock:
             self._faults.extend([(match, fault)] * times)
+
+    def headers(self, match: str, headers: dict[str, str]) -> None:
+        """Streamed answers to conversations containing `match` carry these HTTP headers (an
+        account's rate-limit figures, as a provider sends them)."""
+        with self._lock:
+            self._headers.append((match, headers))
+
+    def headers_for(self, conv: Conversation) -> dict[str, str]:
+        with self._lock:
+            found = [h for match, h in self._headers if match in conv.text]
+        return {k: v for h in found for k, v in h.items()}
 
     def faults_left(self) -> int:
         with self._lock:

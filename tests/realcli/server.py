@@ -184,7 +184,9 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 events = dialect.events(
                     step or dialects.CUT_STEP, conv, usage or server.usage, server.next_id()
                 )
-                self._send_sse(events, cut=fault is not None)
+                self._send_sse(
+                    events, cut=fault is not None, headers=server.script.headers_for(conv)
+                )
                 status = 200
             else:
                 self._send_json(
@@ -240,11 +242,15 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 return
             self.wfile.write(data)
 
-        def _send_sse(self, events: Iterator[str], *, cut: bool) -> None:
+        def _send_sse(
+            self, events: Iterator[str], *, cut: bool, headers: dict[str, str] | None = None
+        ) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.send_header("transfer-encoding", "chunked")
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
             if cut:  # opencode retries a cut stream five times, waiting what this says
                 self.send_header("retry-after-ms", "0")
             self.end_headers()

@@ -1,8 +1,11 @@
-"""The lane protocol as a skill, through the scripted model server: a lane session of
-parallel_flame_chase on Claude Code carries the `parallel-flame-chase` skill (a plugin of the
-session, listed to the model), on Codex its text as the thread's developer instructions; the
-prompt then refers to the skill instead of repeating the protocol. Gemini has no mechanism
-here, and its prompt keeps the protocol's text. The CLI's own state home holds no trace of it."""
+"""The lane protocol as a skill, through the scripted model server: every session of
+parallel_flame_chase (lane 1's, a private copy's, the coordinator's) carries the
+`parallel-flame-chase` skill where its CLI loads one, and so do git_pr's and the mission
+variant's sessions, each their variant's: Claude Code a plugin of the session (listed to the
+model), Codex the thread's developer instructions, Gemini CLI a GEMINI.md of the turn's own,
+opencode an instructions file of the turn's own; the prompt then refers to the skill instead of
+repeating the protocol. The CLI's own state home holds no trace of it, and the user's own
+instruction files still apply."""
 
 from __future__ import annotations
 
@@ -39,16 +42,16 @@ STATE = {
 }
 
 
-def one_lane(flamechase: Flamechase, spec: str) -> None:
-    agents = f"coordinator={spec},lane_1_actor_a={spec},lane_1_actor_b={spec}"
+def two_lanes(flamechase: Flamechase, spec: str) -> None:
+    roles = ("coordinator", "lane_1_actor_a", "lane_1_actor_b", "lane_2_actor_a", "lane_2_actor_b")
     done = flamechase(
         "exec",
         "-f",
         "parallel_flame_chase",
         "-a",
-        agents,
+        ",".join(f"{role}={spec}" for role in roles),
         "-p",
-        "lanes=1,budget.turns=2,rest_seconds=0.05",
+        "lanes=2,budget.turns=3,rest_seconds=0.05",
         "improve the sample",
         timeout=360,
     )
@@ -56,20 +59,22 @@ def one_lane(flamechase: Flamechase, spec: str) -> None:
 
 
 @pytest.mark.parametrize("cli", ["claude", "codex", "gemini", "opencode"])
-def test_a_lane_session_carries_the_skill_where_its_cli_loads_one(
+def test_every_session_carries_the_skill_where_its_cli_loads_one(
     cli: str, flamechase: Flamechase, server: ModelServer, state_home: Path
 ) -> None:
     require(cli)
-    one_lane(flamechase, SPECS[cli])
-    rows = [r for r in turns(state_home) if r["lane"] == "lane-1"]
-    assert rows and all(r["status"] == "valid" for r in rows), [r["error"] for r in rows]
-    lane = [
+    two_lanes(flamechase, SPECS[cli])
+    rows = [r for r in turns(state_home) if r["lane"] in ("lane-1", "lane-2")]
+    assert {r["lane"] for r in rows} == {"lane-1", "lane-2"}
+    assert all(r["status"] == "valid" for r in rows), [r["error"] for r in rows]
+    lanes = [
         e.conversation
         for e in server.exchanges(main=True)
-        if e.conversation and "You are lane_1_actor" in e.conversation.text
+        if e.conversation and re.search(r"You are lane_\d_actor", e.conversation.text)
     ]
-    assert lane
-    for conv in lane:
+    # Lane 1 (your tree) and lane 2 (a private copy) alike.
+    assert {re.search(r"You are lane_(\d)_actor", c.text)[1] for c in lanes} == {"1", "2"}  # type: ignore[index]
+    for conv in lanes:
         for words in CARRIED[cli]:
             assert words in conv.raw, words
         assert f"Follow the {skill.NAME} skill" in conv.text
@@ -79,13 +84,19 @@ def test_a_lane_session_carries_the_skill_where_its_cli_loads_one(
         home = Path(flamechase.env["HOME"]) / state
         found = [p for p in home.rglob("*") if skill.NAME in p.name] if home.exists() else []
         assert found == []
-    # The coordinator plans with its own words, and no skill.
+    # The coordinator's session carries the skill too: it plans for lanes that follow it,
+    # and its prompt refers to it, its own task (plan only) in its own words.
     planning = [
         e.conversation
         for e in server.exchanges(main=True)
-        if e.conversation and "You are lane_1_actor" not in e.conversation.text
+        if e.conversation and "You are the planning coordinator" in e.conversation.text
     ]
-    assert planning and all(skill.NAME not in c.raw for c in planning)
+    assert planning
+    for conv in planning:
+        for words in CARRIED[cli]:
+            assert words in conv.raw, words
+        assert f"The lanes follow the {skill.NAME} skill" in conv.text
+        assert "must publish reconstructable artifact packages" not in conv.text
 
 
 # The user's own instruction file of each CLI, which a mounted skill must leave in force.
@@ -158,3 +169,80 @@ def test_flame_chase_turns_carry_the_flame_chase_skill_and_the_users_own_rules(
         assert "nothing of this conversation reaches the next turn" not in prompt
     # The user's own files are as they were.
     assert {p: p.read_bytes() for p in before} == before
+
+
+def sessions(server: ModelServer, marker: str) -> list[Conversation]:
+    return [
+        e.conversation
+        for e in server.exchanges(main=True)
+        if e.conversation and marker in e.conversation.text
+    ]
+
+
+def test_git_pr_lane_and_coordinator_sessions_carry_the_pull_request_protocol(
+    flamechase: Flamechase, server: ModelServer, state_home: Path
+) -> None:
+    from flamechase.flows.git_pr import skill as git_skill
+
+    require("claude")
+    (flamechase.cwd / "bench.py").write_text('print("SCORE: 5")\n')
+    spec = SPECS["claude"]
+    done = flamechase(
+        "exec",
+        "-f",
+        "parallel_flame_chase:git_pr",
+        "-a",
+        f"coordinator={spec},lane_1_actor_a={spec},lane_1_actor_b={spec}",
+        "-p",
+        "lanes=1,budget.turns=2,rest_seconds=0.05,evaluator=python3 bench.py",
+        "improve the sample",
+        timeout=360,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [r for r in turns(state_home) if r["lane"] == "lane-1"]
+    assert rows and all(r["status"] == "valid" for r in rows), [r["error"] for r in rows]
+    planning = sessions(server, "You are the planning coordinator of a Git/PR")
+    lanes = sessions(server, "You are lane_1_actor")
+    assert planning and lanes
+    for conv in [*planning, *lanes]:
+        # Claude Code lists the skill (its name and description) to the model.
+        assert git_skill.NAME in conv.raw and "lands work as pull requests" in conv.raw
+    for conv in lanes:
+        assert f"Follow the {git_skill.NAME} skill" in conv.text
+        assert "`fc-pr` is `" in conv.text  # the facts stay: this installation's command
+        assert "git checkout -B lane-1/NAME origin/main" not in conv.text  # the steps: skill's
+    assert all(f"The lanes follow the {git_skill.NAME} skill" in c.text for c in planning)
+
+
+def test_mission_lane_and_coordinator_sessions_carry_the_mission_protocol(
+    flamechase: Flamechase, server: ModelServer, state_home: Path
+) -> None:
+    from flamechase.flows.parallel_flame_chase_mission import skill as mission_skill
+
+    require("codex")
+    spec = SPECS["codex"]
+    done = flamechase(
+        "exec",
+        "-f",
+        "parallel_flame_chase_mission",
+        "-a",
+        f"coordinator={spec},lane_1_actor_a={spec},lane_1_actor_b={spec}",
+        "-p",
+        "lanes=1,budget.turns=2,rest_seconds=0.05",
+        "improve the sample",
+        timeout=360,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [r for r in turns(state_home) if r["lane"] == "lane-1"]
+    assert rows and all(r["status"] == "valid" for r in rows), [r["error"] for r in rows]
+    planning = sessions(server, "You are the planning coordinator")
+    lanes = sessions(server, "You are lane_1_actor")
+    assert planning and lanes
+    for conv in [*planning, *lanes]:
+        # Codex gives the model the whole text as the thread's developer instructions.
+        for words in (f"# Skill: {mission_skill.NAME}", "## Missions and the report", "## Audits"):
+            assert words in conv.raw, words
+    for conv in lanes:
+        assert f"the mission's outcome ({mission_skill.NAME} skill)" in conv.text
+        assert "The last three end the mission" not in conv.text
+    assert all(f"The lanes follow the {mission_skill.NAME} skill" in c.text for c in planning)

@@ -242,7 +242,9 @@ class Stopping(Event):
             return f"stopping now: cutting {turns}"
         if not n:
             return "stopping: nothing is under way"
-        return f"stopping: {turns} will finish and be recorded; Ctrl-C again to cut them"
+        # The way out first: a terminal of 80 columns cuts the line after the time before it.
+        them = "it" if n == 1 else "they"
+        return f"stopping: Ctrl-C again cuts the {turns}, or {them} will finish and be recorded"
 
     def show(self, seen: Seen) -> Shown:
         return Shown(self.describe()[0].upper() + self.describe()[1:] + ".", "warn")

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from flamechase.view.renderables import dashboard
+from flamechase.view.replay import load_run
+from flamechase.view.state import RunFold
 from tests.flows.parrallello.scripted import actors, git, repo
 from tests.helpers import cli, events, status
 
@@ -439,3 +445,47 @@ def test_a_run_held_on_the_extra_credit_resumes_with_its_next_round(tmp_path: Pa
     evs = events(ws)
     assert [e["payload"]["round"] for e in evs if e["kind"] == "round_started"] == [1, 2]
     assert status(ws)["fronts"]["P"]["status"] == "approved"
+
+
+def test_weekly_usage_a_cli_reports_holds_the_run_after_its_block_and_the_same_command_resumes(
+    tmp_path: Path, state_home: Path
+) -> None:
+    ws = repo(tmp_path, {"P": {"target": 3}}, blocks=2, rounds_per_block=1)
+    # Round 1's critic (an exec agent) reports the weekly share at 93 %, as a CLI would.
+    config = {"P": {"account": {"1": {"weekly": 0.93}}}}
+    first = run(tmp_path, ws, config)
+    assert first.returncode == 3, first.stderr  # held: wait mode until the reset
+    said = "weekly usage at 93% (≥ 92%, from exec at a critic turn): no new block starts"
+    wait = (
+        f"Front P waits after block 1: {said}; no probe reads that share (-p usage_probe): "
+        "the run is held once nothing runs; run the same command after the reset."
+    )
+    assert wait in first.stdout
+    assert f"held: {said}; front P waits; to go on, run the same command again" in first.stderr
+    st = status(ws)
+    assert st["fronts"]["P"]["status"] == "building" and st["fronts"]["P"]["round"] == 1
+    assert f"usage: {said}" in "\n".join(st["display"])
+    assert wait.rstrip(".")[0].lower() + wait.rstrip(".")[1:] in st["alerts"]
+    shown = cli("status", "last", cwd=ws, check=True).stdout
+    assert "P: wave 1 · state waits for the usage reset" in shown
+    live = _live(state_home)  # the live view: the fronts panel and the alert
+    assert "waits for the usage reset" in live and wait.rstrip(".").lower()[:60] in live.lower()
+    # After the reset: the same command picks it up with block 2, not block 1 again.
+    done = run(tmp_path, ws, {"P": {}})
+    assert done.returncode == 0, done.stdout + done.stderr
+    evs = events(ws)
+    assert [e["payload"]["round"] for e in evs if e["kind"] == "round_started"] == [1, 2]
+    assert status(ws)["fronts"]["P"]["status"] == "approved"
+
+
+def _live(state_home: Path) -> str:
+    """The live view of the newest run, as text."""
+    run, lanes, evs = load_run(next(state_home.glob("runs/*/run.db")).parent)
+    fold = RunFold.from_run(run, lanes)
+    for e in evs:
+        fold.apply(e)
+    out = StringIO()
+    Console(file=out, width=400, color_system=None).print(
+        dashboard(fold.snapshot(), datetime.now(UTC))
+    )
+    return out.getvalue()

@@ -17,7 +17,8 @@ merge with a main that moved), and publishes each merge into the source tree, pa
 Reports pass between lanes as in parallel_flame_chase; what the runtime decides reaches each
 lane as system reports. See the modules: `setup` (the layout), `pushes` and `requests` (after
 each turn), `review` (receipts and the integration policy), `frozen` (the frozen evaluator),
-`publication` (the source).
+`publication` (the source), `skill` (the lane protocol of pull requests, mounted on every
+session).
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ from flamechase.flow import (
     Role,
     RunSetup,
     SimActor,
+    Skill,
     TurnContext,
 )
 from flamechase.flow.lanes import LaneBook
 from flamechase.flows.git_pr import jobs, planning, prompts, publication, pushes, review, setup
 from flamechase.flows.git_pr import sim as git_sim
+from flamechase.flows.git_pr import skill as git_skill
 from flamechase.flows.git_pr.model import CENTRAL, CLOSED, GitState, lane_place
 from flamechase.flows.git_pr.params import GitPrParams, allowed_globs, task_paths
 from flamechase.flows.parallel_flame_chase.planner import GO_ON, UNHOLD, Planning
@@ -226,6 +229,7 @@ class GitPr(Flow[GitState, GitPrParams]):
                 report_path=ctx.report_path,
                 metric=p.metric,
                 direction=p.direction,
+                skill=ctx.skill,
             )
         lane = state.book.get(ctx.turn.lane)
         partner = lane.actors[1] if ctx.turn.role == lane.actors[0] else lane.actors[0]
@@ -248,7 +252,13 @@ class GitPr(Flow[GitState, GitPrParams]):
             checkpoint_identity=ctx.checkpoint_identity,
             workspace_map=ctx.workspace_map,
             report_path=ctx.report_path,
+            skill=ctx.skill,
         )
+
+    def skill(self, role: str) -> Skill | None:
+        """The lane protocol of pull requests, for every session: each lane actor's, and the
+        coordinator's, which plans for lanes that follow it."""
+        return git_skill.SKILL
 
     def describe(self, state: GitState) -> dict[str, Any]:
         p = state.params

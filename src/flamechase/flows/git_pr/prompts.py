@@ -27,10 +27,19 @@ def plan_prompt(
     report_path: Path,
     metric: str,
     direction: str,
+    skill: str = "",
 ) -> str:
+    """The coordinator's planning turn; `skill`: the variant's skill when its CLI has it
+    mounted (the lane protocol the plan is for), which the prompt then refers to."""
     retry = (
         "\nEarlier planning sessions failed: " + "; ".join(previous_errors) + "\n"
         if previous_errors
+        else ""
+    )
+    follow = (
+        f"The lanes follow the {skill} skill, the lane protocol of this variant (mounted for "
+        "you too: load it first to know what each lane may do). "
+        if skill
         else ""
     )
     return (
@@ -40,7 +49,7 @@ def plan_prompt(
         f"({', '.join(lanes)}). Every lane works in its own git clone and has equal rights: it "
         "pushes branches and opens pull requests; the runtime measures each candidate itself "
         f"({metric}, {direction}) and merges the best one that beats main. No lane is "
-        "privileged. Missions must be falsifiable and give complementary information, not "
+        f"privileged. {follow}Missions must be falsifiable and give complementary information, not "
         "cosmetic variants. This is the only coordinator turn: lanes coordinate through "
         f"reports.\n{retry}\nObjective:\n{objective}\n\nWorkspace map:\n{_j(workspace_map)}"
         f"\n\nWrite the plan as JSON to {report_path}:\n"
@@ -126,6 +135,7 @@ def state_lines(state: GitState, lane: str) -> str:
     )
 
 
+# long: the words of a lane's prompt, kept together as the agent reads them.
 def lane_prompt(
     state: GitState,
     *,
@@ -142,8 +152,27 @@ def lane_prompt(
     checkpoint_identity: Mapping[str, Any],
     workspace_map: Mapping[str, Any],
     report_path: Path,
+    skill: str = "",
 ) -> str:
     ln = state.book.get(lane)
+    if skill:
+        return _lane_facts(
+            state,
+            skill=skill,
+            lane=lane,
+            role=role,
+            partner=partner,
+            turn=turn,
+            workspace=workspace,
+            objective=objective,
+            mission=mission,
+            inbox=inbox,
+            inbox_path=inbox_path,
+            checkpoint_path=checkpoint_path,
+            checkpoint_identity=checkpoint_identity,
+            workspace_map=workspace_map,
+            report_path=report_path,
+        )
     return "\n".join(
         [
             f"You are {role} of {lane}, taking turn {turn} of {lane} in a Git/PR parallel flame "
@@ -178,5 +207,73 @@ def lane_prompt(
             "",
             f"Finish by writing your turn report as JSON to {report_path}, matching this "
             f"schema:\n{json.dumps(report_schema(), separators=(',', ':'))}",
+        ]
+    )
+
+
+def facts(state: GitState, lane: str) -> str:
+    """What a lane must know of this run to follow the skill's pull-request steps."""
+    p, pr = state.params, programs.pr_cli()
+    allowed = ", ".join(state.allowed) if state.allowed else "any path except .git"
+    return "\n".join(
+        [
+            f"`fc-pr` is `{pr}`; your branches are {lane}/NAME.",
+            f"The evaluator the runtime runs on a ready PR: `{p.evaluator}` ({p.metric}, "
+            f"{p.direction}). PRs may change: {allowed}.",
+            frozen_line(state),
+        ]
+    )
+
+
+# long: the same facts as lane_prompt, the protocol left to the mounted skill.
+def _lane_facts(
+    state: GitState,
+    *,
+    skill: str,
+    lane: str,
+    role: str,
+    partner: str,
+    turn: int,
+    workspace: Path,
+    objective: str,
+    mission: Mapping[str, Any] | None,
+    inbox: Sequence[Mapping[str, Any]],
+    inbox_path: Path,
+    checkpoint_path: Path | None,
+    checkpoint_identity: Mapping[str, Any],
+    workspace_map: Mapping[str, Any],
+    report_path: Path,
+) -> str:
+    """A lane turn's prompt when its CLI has the `skill` mounted: this turn's facts; the
+    protocol (actor, pull requests, report, checkpoint, resume) is the skill's."""
+    ln = state.book.get(lane)
+    return "\n".join(
+        [
+            f"You are {role} of {lane}, taking turn {turn} of {lane} in a Git/PR parallel flame "
+            f"chase; {partner} takes the next turn.",
+            f"Follow the {skill} skill, the lane protocol of pull requests (actor, pull "
+            "requests, report, checkpoint, resume): load it first.",
+            f"Your git clone: {workspace}.",
+            "",
+            facts(state, lane),
+            "",
+            state_lines(state, lane),
+            "",
+            f"Objective:\n{objective}",
+            "",
+            f"Your lane's mission:\n{_j(mission)}",
+            "",
+            "Lane status from the preceding attempt: "
+            + _j({"consecutive_failures": ln.consecutive_failures, "last_error": ln.last_error}),
+            "",
+            f"Workspace map:\n{_j(workspace_map)}",
+            "",
+            f"Reports not yet acknowledged by this lane, from other lanes and from the runtime "
+            f"(also in {inbox_path}):\n{_j(list(inbox))}",
+            "",
+            f"Checkpoint path: {checkpoint_path}; identity: {_j(dict(checkpoint_identity))}",
+            "",
+            f"Report path: {report_path}; schema:\n"
+            f"{json.dumps(report_schema(), separators=(',', ':'))}",
         ]
     )

@@ -426,13 +426,13 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
 
     def prompt(self, state: PfcState, ctx: TurnContext) -> str:
         if ctx.turn.lane is None:
-            errors = state.planning.errors if state.planning else ()
             return pfc_prompts.plan_prompt(
                 objective=ctx.objective,
                 lanes=list(state.book.lanes),
-                previous_errors=errors,
+                previous_errors=state.planning.errors if state.planning else (),
                 workspace_map=ctx.workspace_map,
                 report_path=ctx.report_path,
+                skill=ctx.skill,
             )
         lane = state.book.get(ctx.turn.lane)
         letter = "a" if ctx.turn.role == lane.actors[0] else "b"
@@ -470,8 +470,8 @@ class ParallelFlameChase(Flow[PfcState, ParallelParams]):
         )
 
     def skill(self, role: str) -> Skill | None:
-        """The lane protocol, for every lane actor (the coordinator plans: no skill)."""
-        return None if role == PLANNER else pfc_skill.SKILL
+        """The lane protocol, for every lane actor and the coordinator that plans for them."""
+        return pfc_skill.SKILL
 
     def repair_prompt(self, state: PfcState, ctx: TurnContext, reason: str) -> str:
         if ctx.turn.lane is None:

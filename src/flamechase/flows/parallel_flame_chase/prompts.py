@@ -21,20 +21,31 @@ def plan_prompt(
     previous_errors: Sequence[str],
     workspace_map: Mapping[str, Any],
     report_path: Path,
+    skill: str = "",
 ) -> str:
+    """The coordinator's planning turn. `skill`: the name of the flow's skill when its CLI has
+    it mounted (the lane protocol the plan is for), which the prompt then refers to."""
     n = len(lanes)
     names = ", ".join(lanes)
     retry = ""
     if previous_errors:
         retry = "\nEarlier planning sessions failed: " + "; ".join(previous_errors) + "\n"
+    lanes_work = (
+        f"The lanes follow the {skill} skill, the lane protocol (mounted for you too: load "
+        "it first to know what each lane may do): lane-1 alone edits the original source; "
+        "the other lanes publish artifact packages for it. "
+        if skill
+        else "lane-1 is the sole integration owner and the only lane that edits the original "
+        "source; every other lane works in a private snapshot and must publish "
+        "reconstructable artifact packages for lane-1. Every lane may run the task's local "
+        "evaluators and submit measured candidates to the shared leaderboard. "
+    )
     return (
         "You are the planning coordinator of a parallel flame chase. Read the repository "
         "first. Plan only: no edits, no remote actions, no implementation.\n"
         f"Split the objective into exactly {n} materially different lanes ({names}). "
-        "lane-1 is the sole integration owner and the only lane that edits the original "
-        "source; every other lane works in a private snapshot and must publish "
-        "reconstructable artifact packages for lane-1. Every lane may run the task's local "
-        "evaluators and submit measured candidates to the shared leaderboard. Missions "
+        + lanes_work
+        + "Missions "
         "must be falsifiable, information-seeking and independently useful, not cosmetic "
         "variants. This is the only coordinator turn: lanes coordinate through reports.\n"
         f"{retry}\nObjective:\n{objective}\n\nWorkspace map:\n{_j(workspace_map)}"

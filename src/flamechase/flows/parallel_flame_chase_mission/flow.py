@@ -27,6 +27,7 @@ from flamechase.flow import (
     Role,
     RunSetup,
     SimActor,
+    Skill,
     StartTurn,
     TurnContext,
     WaitUntil,
@@ -45,6 +46,7 @@ from flamechase.flows.parallel_flame_chase_mission import prompts as mp
 from flamechase.flows.parallel_flame_chase_mission import protect as pr
 from flamechase.flows.parallel_flame_chase_mission import refresh as refreshing
 from flamechase.flows.parallel_flame_chase_mission import sim as msim
+from flamechase.flows.parallel_flame_chase_mission import skill as mission_skill
 from flamechase.flows.parallel_flame_chase_mission.decisions import Decision
 from flamechase.flows.parallel_flame_chase_mission.missions import Missions, Status, epoch
 from flamechase.flows.parallel_flame_chase_mission.params import MissionParams
@@ -459,25 +461,21 @@ class ParallelFlameChaseMission(Flow[MissionState, MissionParams]):
         a = state.audits.open
         if ctx.turn.lane is None and ctx.turn.number >= au.AUDIT_TURNS and a is not None:
             packet = pk.packet(ctx.objective, a, state)
-            return mp.audit_prompt(packet=packet, targets=a.targets, report_path=ctx.report_path)
+            return mp.audit_prompt(
+                packet=packet, targets=a.targets, report_path=ctx.report_path, skill=ctx.skill
+            )
         m = state.missions.of(ctx.turn.lane or "")
         if ctx.turn.lane is None or m is None:
             return LANES.prompt(state.pfc, ctx)
         plan = {"lanes": [{"lane": m.lane, "mission": m.spec}]}
         words = LANES.prompt(state.pfc.replace(plan=plan), ctx)
         item = state.queue.items.get(m.queue_item or "")
-        return (
-            words
-            + "\n"
-            + mp.mission_block(
-                mission_id=m.id,
-                status=m.status,
-                turns=m.turns_since_dispatch,
-                limit=m.limit,
-                deadline_at=m.deadline_at,
-                package=item.artifacts if item else (),
-            )
-        )
+        return words + "\n" + mp.of_mission(m, item.artifacts if item else (), ctx.skill)
+
+    def skill(self, role: str) -> Skill | None:
+        """The lane protocol with the mission rules, for every session: each lane actor's,
+        and the coordinator's, which plans the missions and decides the audits."""
+        return mission_skill.SKILL
 
     def repair_prompt(self, state: MissionState, ctx: TurnContext, reason: str) -> str:
         a = state.audits.open

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from flamechase.flows.parallel_flame_chase_mission.decisions import Decision
+from flamechase.flows.parallel_flame_chase_mission.missions import Mission
 
 
 def _j(value: Any) -> str:
@@ -28,12 +29,27 @@ def mission_block(
     limit: int,
     deadline_at: float,
     package: Sequence[Mapping[str, Any]] = (),
+    skill: str = "",
 ) -> str:
-    """What a lane turn is told of its mission's bounds, after parallel_flame_chase's words."""
+    """What a lane turn is told of its mission's bounds, after parallel_flame_chase's words.
+    `skill`: the flow's skill when the CLI has it mounted, which then carries the rules."""
+    bounds = (
+        f"Mission {mission_id} ({status}): {turns} progress turns since it was dispatched, of "
+        f"{limit} before an audit; its deadline is {_when(deadline_at)}."
+    )
+    if skill:
+        lines = ["", bounds, f"Your report's status is the mission's outcome ({skill} skill)."]
+        if package:
+            lines += [
+                "",
+                "This is an integration mission: integrate this accepted package (verified by "
+                "the runtime against its sha256 just now):",
+                _j([dict(a) for a in package]),
+            ]
+        return "\n".join(lines)
     lines = [
         "",
-        f"Mission {mission_id} ({status}): {turns} progress turns since it was dispatched, of "
-        f"{limit} before an audit; its deadline is {_when(deadline_at)}.",
+        bounds,
         "Your report's status is the mission's outcome: progress (work landed, the mission "
         "goes on), deliverable_ready (its success criteria are met and shown), no_result (the "
         "direction is falsified) or blocked (a concrete blocker). The last three end the "
@@ -53,13 +69,40 @@ def mission_block(
     return "\n".join(lines)
 
 
-def audit_prompt(*, packet: Mapping[str, Any], targets: Sequence[str], report_path: Path) -> str:
+def of_mission(m: Mission, package: Sequence[Mapping[str, Any]], skill: str) -> str:
+    """`mission_block` for mission `m` as it stands."""
+    return mission_block(
+        mission_id=m.id,
+        status=m.status,
+        turns=m.turns_since_dispatch,
+        limit=m.limit,
+        deadline_at=m.deadline_at,
+        package=package,
+        skill=skill,
+    )
+
+
+def audit_prompt(
+    *, packet: Mapping[str, Any], targets: Sequence[str], report_path: Path, skill: str = ""
+) -> str:
+    """An audit's decision session; `skill`: the flow's skill when the CLI has it mounted
+    (what the lanes follow and what an audit does to them), which the prompt refers to."""
+    follow = (
+        [
+            f"The lanes follow the {skill} skill, the lane protocol with missions (mounted "
+            "for you too: load it first to know what a lane and an audit do).",
+            "",
+        ]
+        if skill
+        else []
+    )
     return "\n".join(
         [
             "You are the audit coordinator of a parallel flame chase with missions. This is a "
             "fresh session in a throw-away snapshot of the tree. Decide only: no edits, no "
             "implementation, no remote actions. Decide the packet below, not speculation.",
             "",
+            *follow,
             f"Decide each target lane exactly once ({', '.join(targets)}):",
             "- continue: the mission goes on as it is (its turn count and deadline restart);",
             "- redirect: reject it and give `next_mission`; `changes` names what it changes "

@@ -13,7 +13,18 @@ from flamechase.flows.parrallello import sheets
 from flamechase.flows.parrallello.plan import FrontSpec, PlanSpec
 from flamechase.flows.parrallello.state import FrontState, RoundState
 
-__all__ = ["builder_brief", "critic_brief", "planner_prompt", "prep_brief", "words"]
+__all__ = [
+    "CRITIC_RULES",
+    "LEAD_NOTE_RULE",
+    "PLANNER_RULES",
+    "PREP_RULES",
+    "RULES",
+    "builder_brief",
+    "critic_brief",
+    "planner_prompt",
+    "prep_brief",
+    "words",
+]
 
 RULES = (
     "You are a fresh session: everything you need is in this brief and in the files it names.",
@@ -61,7 +72,34 @@ CRITIC_RULES = (
 )
 
 
+PREP_RULES = (
+    "One pass, no review: stage this front so its first round starts warm.",
+    "Make sure the gate exists and follows the contract (write it if it is missing: "
+    "one item per target, ids like T.<part>.<metric>), run it --full for a baseline, "
+    "and return the first tickets (at most 8, most severe first, each closing on a "
+    "gate item).",
+    "You may also write code in this front's own files that collides with nothing in "
+    "flight; never touch files of fronts in flight (listed) or other fronts' gates.",
+    "At most one heavy job, no lock.",
+)
+
+# The planner's rules: how fronts are cut (the seed's "split fronts by files, not by theme").
+PLANNER_RULES = (
+    "Read the repository first; plan only: no edits.",
+    "Split by files, not by theme: each front has 1 or 2 owners, each owning globs no other "
+    "writer of its wave owns.",
+    "Give each front numeric targets checked by a gate command (run with --quick/--full, "
+    "printing RESULT_JSON and SUMMARY n/m PASS; a prep agent writes missing gates) and the "
+    "gate's files to freeze, so builders cannot move the yardstick.",
+    "Order fronts in waves with their dependencies (a dependency is in an earlier wave), and "
+    "give each a progress weight.",
+)
+
 _LEAD_RULE = ("The lead's note (lead_note) binds this block: follow it.",)
+# The same, as a role's skill says it (mounted once, for every block, with or without a note).
+LEAD_NOTE_RULE = (
+    "A lead's note (the brief's lead_note), when there is one, binds this block: follow it."
+)
 
 
 def _gate(spec: FrontSpec, who: str, front: FrontState | None = None) -> dict[str, Any]:
@@ -220,16 +258,7 @@ def prep_brief(plan: PlanSpec, spec: FrontSpec, busy: Mapping[str, list[str]]) -
         "gate": _gate(spec, f"{spec.id}.prep"),
         "in_flight": dict(busy),
         "machine": rt.machine_commands(),
-        "rules": [
-            "One pass, no review: stage this front so its first round starts warm.",
-            "Make sure the gate exists and follows the contract (write it if it is missing: "
-            "one item per target, ids like T.<part>.<metric>), run it --full for a baseline, "
-            "and return the first tickets (at most 8, most severe first, each closing on a "
-            "gate item).",
-            "You may also write code in this front's own files that collides with nothing in "
-            "flight; never touch files of fronts in flight (listed) or other fronts' gates.",
-            "At most one heavy job, no lock.",
-        ],
+        "rules": list(PREP_RULES),
         "result": {
             "tickets": [
                 {
@@ -289,18 +318,24 @@ def words(brief: Mapping[str, Any], report_path: str, workspace: str, skill: str
 
 
 def planner_prompt(
-    objective: str, fronts_max: int, report_path: str, workspace: str, errors: tuple[str, ...]
+    objective: str,
+    fronts_max: int,
+    report_path: str,
+    workspace: str,
+    errors: tuple[str, ...],
+    skill: str = "",
 ) -> str:
+    """The planner's prompt; `skill`: its skill when the CLI has it mounted (the planner's
+    rules), which the prompt then names instead of listing them."""
     again = "".join(f"\n- {e}" for e in errors)
+    rules = (
+        f"Rules: follow the {skill} skill, the planner's rules (mounted for you: load it first).\n"
+        if skill
+        else "Rules:\n" + "".join(f"- {r}\n" for r in PLANNER_RULES)
+    )
     return (
         f"Plan this work as parallel fronts (at most {fronts_max}), in {workspace}.\n"
-        f"Objective: {objective}\n"
-        "Split by files, not by theme: each front has 1 or 2 owners, each owning globs no "
-        "other writer of its wave owns; numeric targets checked by a gate command (run with "
-        "--quick/--full, printing RESULT_JSON and SUMMARY n/m PASS; a prep agent writes "
-        "missing gates); waves and dependencies (a dependency is in an earlier wave); "
-        "progress weights.\n"
-        f"Write the plan as JSON to {report_path}: "
+        f"Objective: {objective}\n" + rules + f"Write the plan as JSON to {report_path}: "
         '{"fronts": [{"id": "P1", "goal": "...", "wave": 1, "depends_on": [], "weight": 1, '
         '"gate": "python3 gates/p1.py", "freeze": ["gates/p1.py"], "targets": {"T.x": "<=5"}, '
         '"owners": {"core": ["src/core/**"]}}], "blocks": 3, "rounds_per_block": 3, '

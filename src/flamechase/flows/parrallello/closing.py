@@ -9,7 +9,7 @@ from typing import Any
 from flamechase.events.present import plural
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
-from flamechase.flows.parrallello import gatechange, sheets
+from flamechase.flows.parrallello import gatechange, sheets, usage
 from flamechase.flows.parrallello import tickets as tk
 from flamechase.flows.parrallello.onward import end_front, onward
 from flamechase.flows.parrallello.progress import front_fraction
@@ -386,13 +386,20 @@ def _after(
     if block_over:
         spend = front.block_spend.plus(seconds=_seconds(front.block_started, ctx.at))
         share = spend.share(limits)
-        paced = share > ctx.knobs.pacing_share
-        # Whether a next block is paced is worth saying only when there is a next block.
+        # The seed's "a block spends > 9 % of the week": read from the account's weekly share
+        # the CLIs reported (with a probe, from its reading after the block: `go_on`), besides
+        # the share of a budget the block spent.
+        week = (
+            None if ctx.knobs.usage_probe else usage.week_spent(front.week_at_start, ctx.usage_week)
+        )
+        paced = share > ctx.knobs.pacing_share or (week or 0.0) > ctx.knobs.pacing_share
+        # Whether a next block is paced is worth saying only when there is a next block. A
+        # usage threshold does not end the front: its next block only waits (the reset, or
+        # the resume after the extra credit's pause), and goes paced all the same.
         last = (
             front.status == "approved"
             or rs.block >= ctx.plan.blocks
             or run_share >= ctx.knobs.stop_share
-            or bool(ctx.usage_stop or ctx.usage_pause)
         )
         row = {
             "block": rs.block,
@@ -400,6 +407,7 @@ def _after(
             "spend": spend.model_dump(),
             "share": round(share, 4),
             "paced_next": paced and not last,
+            "week": week,
         }
         owed.append(
             Emit(
@@ -412,11 +420,16 @@ def _after(
                     spend=spend.model_dump(),
                     share=round(share, 4),
                     paced_next=paced and not last,
+                    week=week,
                 )
             )
         )
         front = front.replace(
-            blocks=(*front.blocks, row), paced=paced, block_spend=Spend(), block_started=ctx.at
+            blocks=(*front.blocks, row),
+            paced=paced,
+            block_spend=Spend(),
+            block_started=ctx.at,
+            week_due=bool(ctx.knobs.usage_probe),  # the probe asked after it reads it
         )
     if front.status == "approved":
         return end_front(front, ctx, "approved", front.ended, owed)
@@ -429,17 +442,25 @@ def _after(
             f"{plural(ctx.plan.rounds_per_block, 'round')}",
             owed,
         )
-    if block_over and (ctx.usage_stop or run_share >= ctx.knobs.stop_share):
+    if block_over and run_share >= ctx.knobs.stop_share:
         return end_front(
             front,
             ctx,
             "stopped",
-            ctx.usage_stop or f"{run_share:.0%} of a budget is spent: no new block starts",
+            f"{run_share:.0%} of a budget is spent: no new block starts",
             owed,
         )
-    if ctx.usage_pause:
-        # Paused, not ended: the front keeps its place, and a resumed run whose probe reads
-        # below the threshold takes it on from here (`go_on`).
+    if block_over and ctx.usage_stop:
+        # The seed's "wait mode until the reset": the front keeps its place and starts its
+        # next block once the usage reads below (`go_on`).
+        said = usage.waits(
+            front.id, front.lane, rs.block, ctx.usage_stop, bool(ctx.knobs.usage_probe)
+        )
+        return front.replace(usage_paused="reset"), [*owed, Emit(said)]
+    if ctx.usage_pause or ctx.knobs.usage_probe:
+        # Paused, not ended: the front keeps its place, and goes on (`go_on`) once the probe
+        # asked after this round answered (the next round or block is judged on its reading),
+        # or, on the extra credit, once a resumed run's probe reads below the threshold.
         return front.replace(usage_paused="block" if block_over else "round"), owed
     front, started = onward(front, ctx, block_over)
     return front, [*owed, *started]

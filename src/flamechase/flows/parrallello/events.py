@@ -10,6 +10,7 @@ from flamechase.events import FlowEvent, register
 from flamechase.events.present import Mark, Seen, Shown, clip, plural
 from flamechase.flows.parrallello.words import (
     bar,
+    ended_week,
     findings,
     front_row,
     ids,
@@ -32,7 +33,7 @@ class FrontsPlanned(FlowEvent):
     rounds_per_block: int = 3
 
     def describe(self) -> str:
-        return f"{len(self.fronts)} front(s) planned ({self.source})"
+        return f"{plural(len(self.fronts), 'front')} planned ({self.source})"
 
     def show(self, seen: Seen) -> Shown:
         fronts = [f for f in self.fronts if isinstance(f, Mapping)]
@@ -385,18 +386,23 @@ class BlockEnded(FlowEvent):
     spend: dict[str, Any] = dataclasses.field(default_factory=dict)
     share: float = 0.0
     paced_next: bool = False
+    week: float | None = None  # the share of the account's week it spent, when read
+
+    def _week(self) -> str:
+        return f", {self.week:.1%} of the week" if self.week is not None else ""
 
     def describe(self) -> str:
         return (
             f"{self.front} block {self.block} ends after {plural(self.rounds, 'round')}, "
-            f"{self.share:.1%} of a budget" + ("; next block paced" if self.paced_next else "")
+            f"{self.share:.1%} of a budget{self._week()}"
+            + ("; next block paced" if self.paced_next else "")
         )
 
     def show(self, seen: Seen) -> Shown:
         paced = "; the next block is paced" if self.paced_next else ""
         return Shown(
             f"Front {self.front}, block {self.block} ends after "
-            f"{plural(self.rounds, 'round')}, {self.share:.1%} of a budget{paced}.",
+            f"{plural(self.rounds, 'round')}, {self.share:.1%} of a budget{self._week()}{paced}.",
             "info",
         )
 
@@ -416,9 +422,11 @@ class FrontEnded(FlowEvent):
     blocks: int = 0  # the plan's ceiling
     tree: str = ""  # where its work stays (the front's tree under the run directory)
     tally: str = ""  # every front has ended: how many were approved, said instead of a bar
+    week: float | None = None  # the share of the week its blocks spent, where read (weeks)
+    week_whole: bool = True  # False: a block of it went unread ("at least")
 
     def describe(self) -> str:
-        return f"{self.front} {self.status.replace('_', ' ')}: {self.reason}"
+        return f"{self.front} {self.status.replace('_', ' ')}: {self.reason}{ended_week(self)}"
 
     def show(self, seen: Seen) -> Shown:
         tail = f"; open: {ids(self.open_tickets)}" if self.open_tickets else ""
@@ -431,7 +439,7 @@ class FrontEnded(FlowEvent):
             where = f"{stopped_at(self.rounds, self.block, self.blocks, self.tree)} · {whole}"
         return Shown(
             f"Front {self.front} {word.upper()} after {plural(self.rounds, 'round')}"
-            f"{why}{tail}. {where}",
+            f"{why}{tail}{ended_week(self)}. {where}",
             "best" if self.status == "approved" else "fail",
             mark=Mark(word, "good" if self.status == "approved" else "bad"),
             rows=(

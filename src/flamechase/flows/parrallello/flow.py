@@ -36,6 +36,7 @@ from flamechase.flow import (
     Skill,
     StartTurn,
     TurnContext,
+    WaitUntil,
 )
 from flamechase.flows.parrallello import (
     briefs,
@@ -47,6 +48,7 @@ from flamechase.flows.parrallello import (
     pulse,
     skills,
     usage,
+    weeks,
 )
 from flamechase.flows.parrallello import events as fev
 from flamechase.flows.parrallello import roles as parrallello_roles
@@ -234,6 +236,14 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return self._ran(state, event)
         if isinstance(event, ev.TurnEnded):
             return self._turn_ended(state, event)
+        if (
+            isinstance(event, fev.RoundStarted)
+            and event.in_block == 1
+            and event.front in state.fronts
+        ):
+            # A block starts with its first round: the week's share it starts from.
+            f = state.fronts[event.front].replace(week_at_start=state.usage.shares.get("weekly"))
+            return state.replace(fronts={**state.fronts, event.front: f})
         if isinstance(event, pulse.Pulse):
             return state.replace(
                 pulses={**state.pulses, pulse.slot(event.front, event.block): event.number}
@@ -246,7 +256,8 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         assert state.plan is not None
         u = state.usage
         spec = spec_of(state.plan, f)
-        return Ctx(state.plan, spec, state.knobs, state.places, at, u.stop, u.pause)
+        week = u.shares.get("weekly")
+        return Ctx(state.plan, spec, state.knobs, state.places, at, u.stop, u.pause, week)
 
     def _each(self, state: PState, change: Any, event: ev.Event) -> PState:
         """Apply `change(front, ctx) -> (front, owed)` to every front, then move them on."""
@@ -261,7 +272,11 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         """Move every round on, end what cannot go on, and owe the events of it all."""
         share = state.spend.share(state.limits)
         fronts = dict(state.fronts)
-        asking = bool(state.knobs.usage_probe) and state.usage.asking
+        # A round's end waits for the probe asked after it (and the first, and a resume's).
+        ended = sum(len(f.history) for f in state.fronts.values())
+        asking = bool(state.knobs.usage_probe) and (
+            state.usage.asking or usage.due(state.usage, ended)
+        )
         lifted = not (state.usage.pause or asking)
         for fid, was in state.fronts.items():
             f = was
@@ -307,12 +322,13 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                         fronts[d].status != "approved" or (fronts[d].integrated or {}).get("error")
                     )
                 ]
+                # (on a usage threshold a waiting front only waits: until the reset)
                 reason = (
                     f"depends on {', '.join(failed)}, which did not land"
                     if failed
                     else f"{share:.0%} of a budget is spent"
                     if share >= state.knobs.stop_share
-                    else state.usage.stop  # (on the pause a waiting front only waits)
+                    else None
                 )
                 if reason:
                     fronts[spec.id], more = onward.end_front(
@@ -329,9 +345,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         if key.what == "checkpoint":
             return self._checkpointed(state, event)
         if key.what == "usage":
-            u, read = usage.answered(state.usage, event.receipt)
-            state = state.replace(usage=u, outbox=state.outbox.add(Emit(read)))
-            return self._settle(state, [], event.at)
+            return self._usage_read(state, event)
         if key.what == "release":
             return state.replace(release=control.result(event.receipt))
         if key.what == "control":
@@ -357,6 +371,19 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             return state
         nf, owed = front.on_ran(f, key, event.receipt, self._ctx(state, f, event.at))
         return self._settle(state.replace(fronts={**state.fronts, f.id: nf}), owed, event.at)
+
+    def _usage_read(self, state: PState, event: ev.Ran) -> PState:
+        """The probe answered: its reading judged, and after a block the share of the week
+        the block spent (`weeks`)."""
+        ended = sum(len(f.history) for f in state.fronts.values())
+        at = pulse.epoch(event.at) or 0.0
+        u, read = usage.answered(state.usage, event.receipt, at, ended)
+        state = state.replace(usage=u, outbox=state.outbox.add(Emit(read)))
+        fronts, said = dict(state.fronts), []
+        for fid, was in state.fronts.items():
+            fronts[fid], more = weeks.read(was, u.shares.get("weekly"), state.knobs)
+            said += more
+        return self._settle(state.replace(fronts=fronts), said, event.at)
 
     def _checkpointed(self, state: PState, event: ev.Ran) -> PState:
         out = rt.tool_output(event.receipt, "GITPOINT") or {}
@@ -449,9 +476,15 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         probe = state.knobs.usage_probe
         if probe:
             ended = sum(len(f.history) for f in state.fronts.values())
-            if usage.due(state.usage, ended):
+            # Every 2 h while fronts remain: the reset a waiting front waits for.
+            timed = not all(f.done for f in state.fronts.values())
+            if usage.due(state.usage, ended, now if timed else 0.0):
                 out.append(usage.probe(state.usage.seen + 1, probe, rt.SOURCE))
-            if state.usage.asking:  # nothing starts before the first reading, or a resume's
+            elif timed and (at := usage.next_probe(state.usage)) is not None:
+                out.append(WaitUntil(at))
+            # Nothing starts before the first reading, a resume's, or the one after a round
+            # (the seed's "at every end of block": the next block is judged on it).
+            if state.usage.asking or usage.due(state.usage, ended):
                 return out
         out += control.commands(state)
         for f in state.fronts.values():
@@ -460,7 +493,11 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         settled = not state.outbox and state.control_due is None
         fronts = state.fronts.values()
         resting = all(usage_rest(f) for f in fronts) and not all(f.done for f in fronts)
-        if state.usage.pause and settled and resting:
+        # Held: on the extra credit; on the weekly or 5 h threshold only with no probe to ask
+        # again (with one, the run waits for the reset, asking it every 2 h).
+        stop = state.usage.stop
+        holding = state.usage.pause or (stop and not (probe and usage.probe_reads(stop)))
+        if holding and settled and resting:
             return [*out, progress.held(state)]
         if all(f.done for f in state.fronts.values()) and settled:
             return [
@@ -513,12 +550,13 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                 str(ctx.report_path),
                 str(ctx.workspace),
                 state.planner_errors,
+                ctx.skill,
             )
         brief = ctx.turn.note["brief"]
         return briefs.words(brief, str(ctx.report_path), str(ctx.workspace), ctx.skill)
 
     def skill(self, role: str) -> Skill | None:
-        """The builder's and the critic's rules (skills.py); the planner and prep: none."""
+        """Each role's rules (skills.py): planner, builder, critic, prep and lead."""
         return skills.for_role(role)
 
     def repair_prompt(self, state: PState, ctx: TurnContext, reason: str) -> str:

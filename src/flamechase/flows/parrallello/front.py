@@ -68,8 +68,8 @@ def commands(state: PState, front: FrontState) -> list[Command]:
     spec = spec_of(state.plan, front)
     ctx = Ctx(state.plan, spec, state.knobs, state.places)
     if front.status == "waiting":
-        if state.usage.pause and front.prep.status != "running":
-            return []  # paused on the extra credit: nothing new starts (a prep under way ends)
+        if (state.usage.pause or state.usage.stop) and front.prep.status != "running":
+            return []  # paused on its usage: nothing new starts (a prep under way ends)
         out = _prep_commands(state, front, spec) if state.knobs.prep else []
         if startable(state, front, spec) and rt.front_place(front.lane) not in state.places:
             out.append(MakePlace(rt.front_place(front.lane), label=rt.front_label(front.id)))

@@ -27,7 +27,7 @@ from flamechase.flows.parrallello.rounds import Ctx, begin
 from flamechase.flows.parrallello.state import FrontState, spec_of
 from flamechase.globs import any_match
 
-__all__ = ["LeadDecision", "apply", "between", "brief", "by_rules", "on_turn"]
+__all__ = ["RULES", "LeadDecision", "apply", "between", "brief", "by_rules", "on_turn"]
 
 RECURRING_ROUNDS = 3  # an item open this many rounds is recurring: change method
 SPLIT_TICKETS = 5  # a builder with this many open tickets is told to split its work by files
@@ -40,6 +40,20 @@ def context(front: FrontState, spec: FrontSpec | None = None) -> dict[str, Any]:
         out["files"] = {o: list(g) for o, g in spec.owners.items()}
         out["spare"] = front.spare is not None
     return out
+
+
+RULES = (
+    "You decide between blocks; you do not see or write code.",
+    "Classify each open item that needs it: recurring (open 3+ rounds: state the "
+    "change of method), regression (it passed before: the builders revert what broke "
+    "it), miscalibrated (the gate is wrong: the critic may recalibrate with proof), "
+    "too_big (replace it by smaller tickets).",
+    "Give at most 8 tickets for the next block, each for one owner, and a lead_note "
+    "(at most 15 lines) that binds the next block's builders and critic.",
+    "A builder with too much (5+ tickets, a foundation item undone 2 rounds): split "
+    "the front's files between two builders (split, optional; spare_lane says "
+    "whether a new owner can be added).",
+)
 
 
 def brief(front: FrontState, spec: FrontSpec) -> dict[str, Any]:
@@ -56,18 +70,7 @@ def brief(front: FrontState, spec: FrontSpec) -> dict[str, Any]:
         "owners": {o: list(g) for o, g in spec.owners.items()},
         "spare_lane": front.spare is not None,
         "contract": dict(front.contract),
-        "rules": [
-            "You decide between blocks; you do not see or write code.",
-            "Classify each open item that needs it: recurring (open 3+ rounds: state the "
-            "change of method), regression (it passed before: the builders revert what broke "
-            "it), miscalibrated (the gate is wrong: the critic may recalibrate with proof), "
-            "too_big (replace it by smaller tickets).",
-            "Give at most 8 tickets for the next block, each for one owner, and a lead_note "
-            "(at most 15 lines) that binds the next block's builders and critic.",
-            "A builder with too much (5+ tickets, a foundation item undone 2 rounds): split "
-            "the front's files between two builders (split, optional; spare_lane says "
-            "whether a new owner can be added).",
-        ],
+        "rules": list(RULES),
         "result": {
             "items": [{"id": "open ticket id", "call": "recurring", "method": "..."}],
             "tickets": [{"id": "...", "severity": "major", "title": "...", "owner": "..."}],

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from flamechase.flow import Command, Emit
 from flamechase.flows.parrallello import events as fev
-from flamechase.flows.parrallello import lead
+from flamechase.flows.parrallello import lead, usage, weeks
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello.progress import front_fraction
 from flamechase.flows.parrallello.rounds import Ctx, begin
@@ -28,12 +28,19 @@ def onward(front: FrontState, ctx: Ctx, block_over: bool) -> tuple[FrontState, l
 
 
 def go_on(front: FrontState, ctx: Ctx) -> tuple[FrontState, list[Command]]:
-    """A front paused on the extra credit, once the pause is lifted: its next round, or at a
-    block's end what follows one (no new block if a usage threshold now forbids it)."""
-    block_over = front.usage_paused == "block"
-    front = front.replace(usage_paused="")
+    """A front paused on its usage, once the pause is lifted: its next round, or at a block's
+    end what follows one (it waits on while the weekly or 5 h threshold forbids a new block,
+    said once). The probe's reading that lifted it said the block's week (`weeks.read`)."""
+    block_over = front.usage_paused in ("block", "reset")
     if block_over and ctx.usage_stop:
-        return end_front(front, ctx, "stopped", ctx.usage_stop)
+        if front.usage_paused == "reset":
+            return front, []
+        probing = bool(ctx.knobs.usage_probe)
+        said = usage.waits(front.id, front.lane, front.block, ctx.usage_stop, probing)
+        return front.replace(usage_paused="reset"), [Emit(said)]
+    front = front.replace(usage_paused="")
+    if block_over:  # the next block's time (its pulse, its spend) starts now, not at the wait
+        front = front.replace(block_started=ctx.at)
     return onward(front, ctx, block_over)
 
 
@@ -42,6 +49,7 @@ def end_front(
 ) -> tuple[FrontState, list[Command]]:
     """The front ended (`status`), and its event."""
     front = front.replace(status=status, ended=reason, current=None)
+    week = weeks.spent(front)
     return front, [
         *owed,
         Emit(
@@ -62,6 +70,8 @@ def end_front(
                 block=front.block if front.rounds else 0,
                 blocks=ctx.plan.blocks,
                 tree=ctx.path(rt.front_place(front.lane)) if front.rounds else "",
+                week=week[0] if week else None,
+                week_whole=week[1] if week else True,
             )
         ),
     ]

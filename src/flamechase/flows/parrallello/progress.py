@@ -14,11 +14,12 @@ from typing import Any
 
 from flamechase.events.present import plural
 from flamechase.flow import FinishRun
+from flamechase.flows.parrallello import weeks
 from flamechase.flows.parrallello.plan import PlanSpec
 from flamechase.flows.parrallello.runtime import front_place
 from flamechase.flows.parrallello.state import ENDED, FrontState, PState, spec_of
 from flamechase.flows.parrallello.usage import GO_ON, GO_ON_UNPROBED
-from flamechase.flows.parrallello.words import stopped_at
+from flamechase.flows.parrallello.words import stopped_at, week_said
 
 __all__ = ["bar", "describe", "front_fraction", "overall", "stopped", "tally"]
 
@@ -145,6 +146,7 @@ def _front_row(state: PState, front: FrontState) -> dict[str, Any]:
         "prep": front.prep.status,
         "paced": front.paced,
         "blocks": list(front.blocks),
+        "week": _week(front),
         "integrated": front.integrated,
         "ended": front.ended,
         "place": state.places.get(front_place(front.lane)),
@@ -195,12 +197,20 @@ def _front_line(fid: str, row: dict[str, Any]) -> str:
     approval, where it stopped and where its work is (a bar at 99 % would read near done)."""
     gate = f" · gate {row['gate']}" if row["gate"] else ""
     stop = row["stopped"]
+    week = row["week"]
+    spent = f" · {week_said(week['spent'], week['whole'])}" if week else ""
     if stop is not None:
         where = stopped_at(stop["round"], stop["block"], stop["blocks"], stop["tree"] or "")
         word = str(row["status"]).replace("_", " ")
-        return f"{fid:<10} {word.upper()}{gate} · {where[0].lower()}{where[1:]}"
+        return f"{fid:<10} {word.upper()}{gate}{spent} · {where[0].lower()}{where[1:]}"
     phase = f" · block {row['block']} round {row['round']} ({row['phase']})" if row["phase"] else ""
-    return f"{fid:<10} {row['bar']}  {row['status']}{phase}{gate}"
+    return f"{fid:<10} {row['bar']}  {row['status']}{phase}{gate}{spent}"
+
+
+def _week(front: FrontState) -> dict[str, Any] | None:
+    """The share of the week the front's ended blocks spent, where read (`weeks`)."""
+    found = weeks.spent(front)
+    return None if found is None else {"spent": found[0], "whole": found[1]}
 
 
 ANOMALY_LINES = 5
@@ -219,15 +229,18 @@ def _anomaly_lines(state: PState) -> list[str]:
 
 def final_row(front: FrontState) -> str:
     """A front in the run's last line: its end, rounds, score (the last accepted gate run),
-    minors left (the last verdict's) and cost (its blocks' spend)."""
+    minors left (the last verdict's) and cost (its blocks' spend, and the share of the week
+    they spent where it was read: the seed's "cost in % of the week")."""
     last = front.history[-1] if front.history else None
     cost = sum(float((b.get("spend") or {}).get("cost") or 0) for b in front.blocks)
     cost += front.block_spend.cost
     gate = front.last_gate.summary if front.last_gate else "no gate run"
     minors = f", {plural(last.minors, 'minor')} left" if last else ""
+    week = weeks.spent(front)
+    spent = f", {week_said(*week)}" if week else ""
     return (
         f"{front.id} {front.status.replace('_', ' ')} ({plural(front.rounds, 'round')}, "
-        f"gate {gate}{minors}, ${cost:.2f})"
+        f"gate {gate}{minors}, ${cost:.2f}{spent})"
     )
 
 
@@ -240,11 +253,12 @@ def approved(state: PState) -> bool:
 
 
 def held(state: PState) -> FinishRun:
-    """Held on the extra-credit pause, which the same command picks up again."""
+    """Held on the extra-credit pause (or, with no probe to ask, on the weekly or 5 h
+    threshold), which the same command picks up again."""
     paused = [f.id for f in state.fronts.values() if not f.done]
     return FinishRun(
         "held",
-        f"{state.usage.pause}; {'front' if len(paused) == 1 else 'fronts'} "
+        f"{state.usage.pause or state.usage.stop}; {'front' if len(paused) == 1 else 'fronts'} "
         f"{', '.join(paused)} {'waits' if len(paused) == 1 else 'wait'}; "
         + (GO_ON if state.knobs.usage_probe else GO_ON_UNPROBED),
         resumes=True,

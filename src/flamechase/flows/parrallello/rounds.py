@@ -58,6 +58,7 @@ class Ctx:
     at: str = ""
     usage_stop: str | None = None  # an account-usage threshold: no new block (usage.py)
     usage_pause: str | None = None  # ... or no new round
+    usage_week: float | None = None  # the account's weekly share last read (usage.py)
 
     def path(self, place: str) -> str:
         return self.places.get(place, "")

@@ -180,6 +180,10 @@ class FrontState(FlowState):
     block: int = 0
     rounds: int = 0  # rounds started
     paced: bool = False  # the current block is paced
+    week_at_start: float | None = None  # the weekly share read when the block started
+    # With a probe: the block that last ended waits for the probe's reading after it, which
+    # says the share of the week it spent (`weeks.read`).
+    week_due: bool = False
     current: RoundState | None = None
     history: tuple[RoundRecord, ...] = ()
     blocks: tuple[dict[str, Any], ...] = ()  # per ended block: spend, share, paced_next
@@ -191,7 +195,10 @@ class FrontState(FlowState):
     ended: str = ""  # why it ended, in words
     # Paused on the account's extra credit at the end of a round ("round") or of a block
     # ("block"): what it does next once a resumed run's probe reads below the threshold.
-    usage_paused: Literal["", "round", "block"] = ""
+    # Held at a round's end on its usage: until the probe after it answers (with a probe), or on
+    # the extra-credit pause ("round"/"block": what ended); "reset": a block ended under the
+    # weekly or 5 h threshold, said, waiting for the reset (usage.py).
+    usage_paused: Literal["", "round", "block", "reset"] = ""
 
     @property
     def done(self) -> bool:

@@ -16,8 +16,17 @@ Two sources, the freshest word on each share judged:
 
 A reading replaces the earlier one of the same share (events are folded in the order they
 were recorded, so the last is the freshest); `status` and the live view show each share with
-its source. Once crossed, the weekly and 5-hour thresholds hold for the rest of the run. The
-extra-credit pause ends the run `held` once no round is under way (the paused fronts keep
+its source. The probe also runs every 2 hours while fronts remain (the seed's "get_usage runs
+every 2 h and at every end of block").
+
+The weekly and 5-hour thresholds are the seed's "wait mode until the reset": the blocks under
+way finish, and then each front waits (in place, `usage_paused="reset"`) instead of starting
+its next one, and fronts not yet open stay closed. With a probe the run stays up and asks it
+again every 2 hours; once it reads below (the reset), the waiting fronts start their next
+block. Without a probe (or when only a CLI read the share) there is nothing to ask: once
+nothing runs the run ends `held`, and the same command picks it up after the reset.
+
+The extra-credit pause ends the run `held` once no round is under way (the paused fronts keep
 their place); the same command (or `exec --resume`) picks it up again: the probe is asked
 first, and the paused fronts go on with their next round only if it reads below the
 threshold; otherwise the run says so in one line and stays held. Without a probe, a resume
@@ -34,27 +43,36 @@ from typing import Any, ClassVar
 from flamechase.events import FlowEvent, register
 from flamechase.events.present import Seen, Shown
 from flamechase.flow import FlowState, Run
+from flamechase.flows.parrallello.words import front_row, week_said
 
 __all__ = [
+    "EVERY",
     "EXTRA",
     "GO_ON",
     "GO_ON_UNPROBED",
     "PROBE",
     "WEEKLY",
     "WINDOW",
+    "BlockWeek",
     "UsageRead",
     "UsageState",
+    "UsageWait",
     "answered",
     "due",
     "judge",
+    "next_probe",
     "parse",
+    "probe_reads",
     "reported",
     "resumed",
+    "waits",
+    "week_spent",
 ]
 
 WEEKLY, WINDOW, EXTRA = 0.92, 0.95, 0.90
 KEYS = ("weekly", "window_5h", "extra_credit")
 PROBE = "the probe"
+EVERY = 7200.0  # seconds between probes while fronts remain (the seed: "every 2 h")
 # How a held run is picked up again (FinishRun(resumes=True) lets the same command resume it).
 GO_ON = (
     "to go on, run the same command again once it is below: the probe is asked first, and "
@@ -63,6 +81,12 @@ GO_ON = (
 GO_ON_UNPROBED = (
     "to go on, run the same command again once it is below (no probe to ask first: "
     "-p usage_probe=CMD): the paused fronts go on with their next round"
+)
+# How a front waiting on the weekly or 5-hour threshold goes on (wait mode until the reset).
+WAIT_PROBED = "the probe is asked again every 2 h; the next block starts once it reads below"
+WAIT_UNPROBED = (
+    "no probe reads that share (-p usage_probe): the run is held once nothing runs; run the "
+    "same command after the reset"
 )
 _TIMEOUT = 120.0
 
@@ -124,8 +148,9 @@ class UsageState(FlowState):
     sources: dict[str, str] = {}  # ... and who gave it ("the probe", "claude at a critic turn")
     stop: str | None = None
     pause: str | None = None
-    held: str | None = None  # the pause a resumed run asks the probe about again
+    held: str | None = None  # the pause (or stop) a resumed run asks the probe about again
     error: str | None = None
+    probed_at: float = 0.0  # when the probe last answered (seconds since the epoch)
 
     @property
     def asking(self) -> bool:
@@ -137,7 +162,7 @@ class UsageState(FlowState):
         if self.stop or self.pause:
             return "usage: " + "; ".join(w for w in (self.stop, self.pause) if w)
         if self.held:
-            return "usage: the run was held on the extra credit; asking the probe again"
+            return "usage: the run was held on its usage; asking the probe again"
         if self.error:
             return f"usage: the probe failed ({self.error})"
         if self.shares:
@@ -151,11 +176,18 @@ def figures(shares: dict[str, float], sources: dict[str, str]) -> str:
     return ", ".join(f"{k} {v:.0%}{said[k]}" for k, v in shares.items())
 
 
-def due(u: UsageState, rounds_ended: int) -> bool:
-    """A probe before the first front opens, then one after each round that ends, and one on
-    each resume (asked again by every `decide` until answered: the engine runs a key once at a
-    time)."""
-    return rounds_ended + u.extra >= u.seen
+def due(u: UsageState, rounds_ended: int, now: float = 0.0) -> bool:
+    """A probe before the first front opens, then one after each round that ends, one on each
+    resume, and one every 2 hours (asked again by every `decide` until answered: the engine
+    runs a key once at a time)."""
+    if rounds_ended + u.extra >= u.seen:
+        return True
+    return u.seen > 0 and u.probed_at > 0 and now >= u.probed_at + EVERY
+
+
+def next_probe(u: UsageState) -> float | None:
+    """When the timed probe is next due (None before the first answer)."""
+    return u.probed_at + EVERY if u.probed_at > 0 else None
 
 
 def key(n: int) -> str:
@@ -180,9 +212,13 @@ def _merged(u: UsageState, shares: dict[str, float], source: str) -> UsageState:
     )
 
 
-def answered(u: UsageState, receipt: dict[str, Any]) -> tuple[UsageState, UsageRead]:
-    """Fold a probe's receipt: the freshest shares judged, or why it told nothing. On a resume
-    (`held`), its word alone decides whether the paused fronts go on."""
+def answered(
+    u: UsageState, receipt: dict[str, Any], at: float = 0.0, rounds_ended: int = 0
+) -> tuple[UsageState, UsageRead]:
+    """Fold a probe's receipt (answered at `at`, with `rounds_ended` rounds ended): the
+    freshest shares judged, or why it told nothing. A reading below the weekly and 5-hour
+    thresholds lifts their stop (the reset came). On a resume (`held`), its word alone decides
+    whether the paused fronts go on."""
     error = None
     shares: dict[str, float] = {}
     if receipt.get("exit_code") != 0 or receipt.get("error"):
@@ -192,41 +228,54 @@ def answered(u: UsageState, receipt: dict[str, Any]) -> tuple[UsageState, UsageR
             shares = parse(str(receipt.get("output") or ""))
         except ValueError as e:
             error = str(e)[:200]
-    u = _merged(u.replace(seen=u.seen + 1, error=error), shares, PROBE)
+    seen = u.seen + 1
+    # A timed probe (one owed by no round or resume) moves the count of the owed ones on.
+    u = u.replace(seen=seen, error=error, extra=max(u.extra, seen - 1 - rounds_ended))
+    u = _merged(u.replace(probed_at=at or u.probed_at), shares, PROBE)
     stop, pause = judge(u.shares, u.sources)
+    if error is not None:
+        stop = u.stop  # no word: a stop in force stays
     if u.held is None:
-        u = u.replace(stop=u.stop or stop, pause=u.pause or pause)
-        return u, UsageRead(shares=shares, stop=stop, pause=pause, error=error)
+        lifted = bool(u.stop) and not stop
+        u = u.replace(stop=stop, pause=u.pause or pause)
+        return u, UsageRead(shares=shares, stop=stop, pause=pause, error=error, lifted=lifted)
     if error is not None:  # no word: what held the run still holds it
-        pause = f"{u.held} (the probe told nothing on the resume: {error})"
-    again = "still" if pause else "below"
-    u = u.replace(stop=u.stop or stop, pause=pause, held=None)
+        if u.held.endswith(": no new block starts"):
+            stop = stop or u.held
+        else:
+            pause = f"{u.held} (the probe told nothing on the resume: {error})"
+    again = "still" if pause or stop else "below"
+    u = u.replace(stop=stop, pause=pause, held=None)
     return u, UsageRead(shares=shares, stop=stop, pause=pause, error=error, again=again)
 
 
 def reported(
     u: UsageState, shares: dict[str, float], source: str
 ) -> tuple[UsageState, UsageRead | None]:
-    """Fold what a CLI reported at a turn's end; an event only when a threshold is crossed."""
+    """Fold what a CLI reported at a turn's end; an event only when a threshold is crossed,
+    or when its reading lifts the weekly or 5-hour stop."""
     u = _merged(u, shares, source)
     stop, pause = judge(u.shares, u.sources)
     new_stop, new_pause = (stop if not u.stop else None), (pause if not u.pause else None)
-    u = u.replace(stop=u.stop or stop, pause=u.pause or pause)
-    if not (new_stop or new_pause):
+    lifted = bool(u.stop) and not stop
+    u = u.replace(stop=stop, pause=u.pause or pause)
+    if not (new_stop or new_pause or lifted):
         return u, None
-    return u, UsageRead(shares=shares, stop=new_stop, pause=new_pause, source=source)
+    return u, UsageRead(shares=shares, stop=new_stop, pause=new_pause, source=source, lifted=lifted)
 
 
 def resumed(u: UsageState, probing: bool) -> tuple[UsageState, UsageRead | None]:
-    """A held run resumed: the pause is asked about again (the CLIs' readings are from before
-    the hold), or, with no probe to ask, lifted as the user asked."""
-    if not u.pause:
+    """A held (or stopped) run resumed: the pause or stop is asked about again (the CLIs'
+    readings are from before the hold), or, with no probe to ask, lifted as the user asked."""
+    why = u.pause or u.stop
+    if not why:
         return u, None
     if probing:
         kept = {k: v for k, v in u.sources.items() if v == PROBE}
         return u.replace(
-            held=u.pause,
+            held=why,
             pause=None,
+            stop=None,
             extra=u.extra + 1,
             shares={k: u.shares[k] for k in kept},
             sources=kept,
@@ -234,7 +283,32 @@ def resumed(u: UsageState, probing: bool) -> tuple[UsageState, UsageRead | None]
     said = UsageRead(
         again="below", note="no probe to ask again (-p usage_probe): going on as asked"
     )
-    return u.replace(pause=None, shares={}, sources={}), said
+    return u.replace(pause=None, stop=None, shares={}, sources={}), said
+
+
+def week_spent(start: float | None, now: float | None) -> float | None:
+    """The share of the week a block spent: the weekly share now less at its start (None when
+    either is unread, or the week was reset meanwhile)."""
+    if start is None or now is None or now < start:
+        return None
+    return round(now - start, 4)
+
+
+def probe_reads(stop: str | None) -> bool:
+    """Whether the probe read the share a stop is about, so asking it again can lift the stop
+    (a share only a CLI reported is read again only by a turn, and none starts meanwhile)."""
+    return bool(stop) and f"from {PROBE})" in str(stop)
+
+
+def waits(front: str, lane: str, block: int, stop: str, probing: bool) -> UsageWait:
+    """The line a front says when its block ended under the weekly or 5-hour threshold."""
+    return UsageWait(
+        lane=lane,
+        front=front,
+        block=block,
+        why=stop,
+        then=WAIT_PROBED if probing and probe_reads(stop) else WAIT_UNPROBED,
+    )
 
 
 @register
@@ -248,19 +322,26 @@ class UsageRead(FlowEvent):
     source: str = PROBE  # who read the shares: the probe, or a CLI at a turn's end
     again: str | None = None  # on a resume of a held run: "still" above, or "below" again
     note: str = ""
+    lifted: bool = False  # the reading lifts the weekly or 5-hour stop: the reset came
 
     def describe(self) -> str:
         if self.again == "below":
             figures = ", ".join(f"{k} {v:.0%}" for k, v in self.shares.items())
             why = self.note or f"{self.source} reads {figures or 'nothing over a threshold'}"
             return f"usage on the resume: {why}; the paused fronts go on with their next round"
-        if self.again == "still":
+        if self.again == "still" and self.pause:
             return f"usage on the resume: still held: {self.pause}"
+        if self.again == "still":
+            return f"usage on the resume: still over: {self.stop}; {WAIT_PROBED}"
         if self.error:
             return f"usage probe told nothing: {self.error}"
         said = "; ".join(w for w in (self.stop, self.pause) if w)
         figures = ", ".join(f"{k} {v:.0%}" for k, v in self.shares.items())
         by = "" if self.source == PROBE else f" (from {self.source})"
+        if self.lifted and not said:
+            said = (
+                "below the weekly and 5 h thresholds again: waiting fronts start their next block"
+            )
         return f"usage {figures}{by}" + (f": {said}" if said else "")
 
     def show(self, seen: Seen) -> Shown:
@@ -268,3 +349,58 @@ class UsageRead(FlowEvent):
         if self.stop or self.pause:
             return Shown(text[0].upper() + text[1:] + ".", "warn", alert=text)
         return Shown(text[0].upper() + text[1:] + ".", "warn" if self.error else "info")
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class UsageWait(FlowEvent):
+    """A front's block ended under the weekly or 5-hour threshold: it waits for the reset."""
+
+    kind: ClassVar[str] = "usage_wait"
+    front: str = ""
+    block: int = 0
+    why: str = ""
+    then: str = ""
+
+    def describe(self) -> str:
+        return f"front {self.front} waits after block {self.block}: {self.why}; {self.then}"
+
+    def show(self, seen: Seen) -> Shown:
+        text = self.describe()
+        row = front_row(self.front, state="waits for the usage reset", block=self.block)
+        return Shown(text[0].upper() + text[1:] + ".", "warn", alert=text, rows=(row,))
+
+
+@register
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BlockWeek(FlowEvent):
+    """The share of the week a block spent, read by the probe after it (the seed's
+    `cost_mark.py "<F> b<k>" <weekly%>`); over the pacing share, the seed's "if a block spends
+    > 9 % of the week, the next one goes with ≤ 4 tickets and a ceiling of 40 calls"."""
+
+    kind: ClassVar[str] = "block_week"
+    front: str = ""
+    block: int = 0
+    week: float = 0.0
+    paced: bool = False
+    limit: float = 0.09
+    tickets: int = 4
+    ceiling: int = 40
+    # Its front had ended with it: the share of the week all its blocks spent (`weeks`).
+    total: float | None = None
+    whole: bool = True
+
+    def describe(self) -> str:
+        said = f"front {self.front}'s block {self.block} spent {self.week:.1%} of the week"
+        if self.total is not None:
+            said += f"; the front spent {week_said(self.total, self.whole)} in all"
+        if not self.paced:
+            return said
+        return (
+            f"{said} (> {self.limit:.0%}): the next block goes with at most {self.tickets} "
+            f"tickets a round and a ceiling of {self.ceiling} calls"
+        )
+
+    def show(self, seen: Seen) -> Shown:
+        text = self.describe()
+        return Shown(text[0].upper() + text[1:] + ".", "warn" if self.paced else "info")

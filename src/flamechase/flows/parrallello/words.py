@@ -9,9 +9,19 @@ from typing import TYPE_CHECKING, Any
 from flamechase.events.present import Cell, Row, clip
 
 if TYPE_CHECKING:
-    from flamechase.flows.parrallello.events import VerdictRecorded
+    from flamechase.flows.parrallello.events import FrontEnded, VerdictRecorded
 
-__all__ = ["bar", "findings", "front_row", "ids", "pct", "proofs", "stopped_at"]
+__all__ = [
+    "bar",
+    "ended_week",
+    "findings",
+    "front_row",
+    "ids",
+    "pct",
+    "proofs",
+    "stopped_at",
+    "week_said",
+]
 
 
 def proofs(changes: list[dict[str, Any]]) -> str:
@@ -68,3 +78,17 @@ def ids(items: Any, limit: int = 4) -> str:
     names = [str(i.get("id") if isinstance(i, Mapping) else i) for i in (items or [])]
     more = f" +{len(names) - limit}" if len(names) > limit else ""
     return ", ".join(names[:limit]) + more
+
+
+def week_said(week: float | None, whole: bool = True) -> str:
+    """A front's cost in the seed's unit, the share of the account's week (`7.5% of the
+    week`); "at least" when a block of it went unread; "" when none was read."""
+    if week is None:
+        return ""
+    return f"{'' if whole else 'at least '}{week:.1%} of the week"
+
+
+def ended_week(e: FrontEnded) -> str:
+    """`week_said` of a front's end, after its line's other words (`; 7.5% of the week`)."""
+    said = week_said(e.week, e.week_whole)
+    return f"; {said}" if said else ""
