@@ -15,7 +15,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from flamechase.workspace.reuse import CopyPool, Sig, scan
+from flamechase.workspace.reuse import CopyPool, Sig, open_dir, scan
 
 SKIP = frozenset({".git"})
 _COMPARED = frozenset({stat.S_IFREG, stat.S_IFLNK})
@@ -35,25 +35,35 @@ def place(pool: CopyPool, base: Path, over: Path, dest: Path) -> tuple[list[str]
 
 
 def _entries(root: Path) -> dict[str, _Entry]:
-    # Regular files and links, one lstat each; a directory is known by its directory entry's
-    # type (no lstat), `.git` left out, links never followed.
+    # Regular files and links, one lstat each (relative to their directory's descriptor); a
+    # directory is known by its directory entry's type (no lstat), `.git` left out, links
+    # never followed.
     out: dict[str, _Entry] = {}
-    stack = [(os.fspath(root), "")]
-    while stack:
-        path, rel = stack.pop()
-        prefix = f"{rel}/" if rel else ""
-        with os.scandir(path) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in SKIP:
-                        stack.append((entry.path, prefix + entry.name))
-                    continue
-                if not (entry.is_file(follow_symlinks=False) or entry.is_symlink()):
-                    continue  # a FIFO, socket or device is not part of a candidate
-                st = entry.stat(follow_symlinks=False)
-                kind = stat.S_IFMT(st.st_mode)
-                if kind in _COMPARED:  # (not replaced by something else since it was listed)
-                    out[prefix + entry.name] = (kind, st.st_size, st.st_mtime_ns)
+    top_fd = open_dir(os.fspath(root), own=False, follow=True)
+    try:
+        stack = [""]
+        while stack:
+            rel = stack.pop()
+            fd = open_dir(rel, own=False, dir_fd=top_fd) if rel else top_fd
+            try:
+                with os.scandir(fd) as entries:
+                    prefix = f"{rel}/" if rel else ""
+                    for entry in entries:
+                        if entry.is_dir(follow_symlinks=False):
+                            if entry.name not in SKIP:
+                                stack.append(prefix + entry.name)
+                            continue
+                        if not (entry.is_file(follow_symlinks=False) or entry.is_symlink()):
+                            continue  # a FIFO, socket or device is not part of a candidate
+                        st = entry.stat(follow_symlinks=False)
+                        kind = stat.S_IFMT(st.st_mode)
+                        if kind in _COMPARED:  # (not replaced by something else meanwhile)
+                            out[prefix + entry.name] = (kind, st.st_size, st.st_mtime_ns)
+            finally:
+                if fd != top_fd:
+                    os.close(fd)
+    finally:
+        os.close(top_fd)
     return out
 
 

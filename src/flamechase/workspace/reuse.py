@@ -60,6 +60,21 @@ def _sig(st: os.stat_result) -> Sig:
 _KEPT = frozenset({stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK})
 
 
+def open_dir(path: str, *, own: bool, dir_fd: int | None = None, follow: bool = False) -> int:
+    """A descriptor to list directory `path` (relative to `dir_fd`) through, its last link
+    not followed unless `follow`. `own`: the runtime's copy, where a directory the measured
+    code made unreadable is made readable first; anything else (a base: it may be the
+    user's tree) is only read."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        return os.open(path, flags, dir_fd=dir_fd)
+    except PermissionError:
+        if not own:
+            raise
+        os.chmod(path, 0o700, dir_fd=dir_fd)
+        return os.open(path, flags, dir_fd=dir_fd)
+
+
 def scan(root: Path, *, specials: bool = False) -> dict[str, Sig]:
     """Every directory, regular file and link below `root` (`""` is the root itself), by
     relative path; FIFOs, sockets and devices only with `specials`: the copy's side (a
@@ -67,37 +82,42 @@ def scan(root: Path, *, specials: bool = False) -> dict[str, Sig]:
     side a directory the owner made unreadable is made readable first (it is the runtime's
     copy); a base is only read (it may be the user's tree)."""
     # One lstat an entry and nothing more: the walk is what a sync costs (about 3 us a
-    # syscall here), so the signature is built inline rather than through `_sig`.
+    # syscall here). Each directory is listed through a descriptor, so an entry's lstat is
+    # relative to it (fstatat) rather than a walk of its whole path again, and the signature
+    # is built inline rather than through `_sig`.
     top = os.fspath(root)
     out: dict[str, Sig] = {"": _sig(os.lstat(top))}
-    stack = [(top, "")]
-    while stack:
-        path, rel = stack.pop()
-        try:
-            entries = list(os.scandir(path))
-        except PermissionError:
-            if not specials:
-                raise
-            os.chmod(path, 0o700)
-            entries = list(os.scandir(path))
-        prefix = f"{rel}/" if rel else ""
-        for entry in entries:
-            st = entry.stat(follow_symlinks=False)
-            mode = st.st_mode
-            kind = stat.S_IFMT(mode)
-            if not specials and kind not in _KEPT:
-                continue
-            child = prefix + entry.name
-            out[child] = (
-                kind,
-                st.st_ino,
-                st.st_size,
-                st.st_mtime_ns,
-                st.st_ctime_ns,
-                mode & 0o7777,
-            )
-            if kind == stat.S_IFDIR:
-                stack.append((entry.path, child))
+    top_fd = open_dir(top, own=specials, follow=True)
+    try:
+        stack = [""]
+        while stack:
+            rel = stack.pop()
+            fd = open_dir(rel, own=specials, dir_fd=top_fd) if rel else top_fd
+            try:
+                with os.scandir(fd) as entries:
+                    prefix = f"{rel}/" if rel else ""
+                    for entry in entries:
+                        st = entry.stat(follow_symlinks=False)
+                        mode = st.st_mode
+                        kind = stat.S_IFMT(mode)
+                        if not specials and kind not in _KEPT:
+                            continue
+                        child = prefix + entry.name
+                        out[child] = (
+                            kind,
+                            st.st_ino,
+                            st.st_size,
+                            st.st_mtime_ns,
+                            st.st_ctime_ns,
+                            mode & 0o7777,
+                        )
+                        if kind == stat.S_IFDIR:
+                            stack.append(child)
+            finally:
+                if fd != top_fd:
+                    os.close(fd)
+    finally:
+        os.close(top_fd)
     return out
 
 
