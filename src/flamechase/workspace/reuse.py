@@ -37,7 +37,7 @@ from pathlib import Path
 
 from flamechase.workspace.snapshots import remove_tree, snapshot
 
-__all__ = ["CopyPool", "Sig", "SyncStats", "scan", "sync"]
+__all__ = ["CopyPool", "Sig", "SyncStats", "open_dir", "scan", "sync"]
 
 # (type bits, inode, size, mtime_ns, ctime_ns, permission bits)
 Sig = tuple[int, int, int, int, int, int]
