@@ -157,9 +157,10 @@ def copies(
 def measurement(
     base: Path, rounds: int, files: int, size: int, where: str
 ) -> tuple[list[Figure], list[str]]:
-    """One submission's measurement place, as the engine makes it (engine/setup.py): a copy
-    of the baseline from the pool (kept from the previous measurement, brought back in
-    O(changed)), the lane's changed files laid over; 3 files of `files` changed. Against a
+    """One submission's measurement place, as the engine makes it (engine/setup.py, with
+    workspace/overlay.place): a copy of the baseline from the pool (kept from the previous
+    measurement, brought back in O(changed)), the lane's changed files laid over; 3 files of
+    `files` changed. Against a
     fresh `cp -a` of the tree."""
     from flamechase.workspace import overlay
     from flamechase.workspace.reuse import CopyPool
@@ -182,9 +183,7 @@ def measurement(
     def measure() -> float:
         before = written_by_me()
         t0 = time.perf_counter()
-        pool.take(src, dest)
-        changed, deleted = overlay.differences(src, lane)
-        overlay.lay_over(dest, lane, changed, deleted)
+        changed, _ = overlay.place(pool, src, lane, dest)
         ms = (time.perf_counter() - t0) * 1000
         wrote.append((written_by_me() - before) / 1e6)
         assert len(changed) == 3, changed

@@ -137,9 +137,9 @@ class RunDirs:
         elif how == "overlay":
             if dest.exists():  # a crash half-way: start over, the base is still there
                 self.remove(dest)
-            self.pool.take(source, dest)
-            changed, deleted = overlay.differences(source, self.place_path(over or SOURCE))
-            overlay.lay_over(dest, self.place_path(over or SOURCE), changed, deleted)
+            changed, deleted = overlay.place(
+                self.pool, source, self.place_path(over or SOURCE), dest
+            )
             for rel, sha in (restore or {}).items():
                 self._restore(dest, rel, sha)
         elif not dest.exists():  # (there: made before a crash, and kept as it is)

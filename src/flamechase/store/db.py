@@ -28,6 +28,30 @@ _LAST_TURN_END = (
     " ('turn_valid', 'turn_failed', 'turn_interrupted', 'lane_paused') ORDER BY seq DESC LIMIT 1"
 )
 
+# The lanes with a cut turn found one by one (the next lane after the last, each a probe of
+# the partial index turns_cut: SQLite has no skip-scan of it), then each lane's last cut turn
+# (its newest entry there) and whether a valid or failed turn of its number followed (the
+# (lane, number, attempt) key). The terms repeat the index's WHERE, as SQLite needs.
+_OWED_RETAKES = """
+WITH RECURSIVE cut_lanes(lane) AS (
+    SELECT (SELECT min(lane) FROM turns
+            WHERE status IN ('interrupted', 'limited') AND counted = 1)
+    UNION ALL
+    SELECT (SELECT min(lane) FROM turns
+            WHERE status IN ('interrupted', 'limited') AND counted = 1 AND lane > cut_lanes.lane)
+    FROM cut_lanes WHERE cut_lanes.lane IS NOT NULL
+)
+SELECT c.lane FROM cut_lanes
+JOIN turns c ON c.id = (
+    SELECT max(id) FROM turns
+    WHERE lane = cut_lanes.lane AND status IN ('interrupted', 'limited') AND counted = 1
+)
+WHERE c.lane != '' AND NOT EXISTS (
+    SELECT 1 FROM turns d WHERE d.lane = c.lane AND d.number = c.number
+    AND d.status IN ('valid', 'failed') AND d.counted = 1
+)
+"""
+
 DB_NAME = "run.db"
 
 _APPLIED = "SELECT n FROM migrations"
@@ -525,16 +549,9 @@ class Reader:
 
     def owed_retakes(self) -> set[str]:
         """Lanes whose last cut counted turn (interrupted, limited) was not taken again
-        (no valid or failed counted turn of the same number): read from the cut turns'
-        index and the (lane, number) key, not from every turn."""
-        rows = self._q(
-            "SELECT c.lane FROM turns c"
-            " WHERE c.status IN ('interrupted', 'limited') AND c.counted = 1 AND c.lane != ''"
-            " AND c.id = (SELECT max(x.id) FROM turns x WHERE x.lane = c.lane"
-            "   AND x.status IN ('interrupted', 'limited') AND x.counted = 1)"
-            " AND NOT EXISTS (SELECT 1 FROM turns d WHERE d.lane = c.lane"
-            "   AND d.number = c.number AND d.status IN ('valid', 'failed') AND d.counted = 1)"
-        )
+        (no valid or failed counted turn of the same number): one probe of the cut turns'
+        index (migration 3) a lane, however many turns were cut."""
+        rows = self._q(_OWED_RETAKES)
         return {str(r["lane"]) for r in rows}
 
     def cursors(self, consumer: str) -> dict[str, int]:

@@ -12,42 +12,75 @@ import hashlib
 import os
 import shutil
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
+from flamechase.workspace.reuse import CopyPool, Sig, open_dir, scan
+
 SKIP = frozenset({".git"})
+_COMPARED = frozenset({stat.S_IFREG, stat.S_IFLNK})
+# (type bits, size, mtime_ns): what tells a candidate's entry from the base's without reading it
+_Entry = tuple[int, int, int]
 
 
-def _entries(root: Path) -> dict[str, os.stat_result]:
-    # One lstat an entry (scandir), links never followed, `.git` left out.
-    out: dict[str, os.stat_result] = {}
-    stack = [(os.fspath(root), "")]
-    while stack:
-        path, rel = stack.pop()
-        with os.scandir(path) as entries:
-            for entry in entries:
-                st = entry.stat(follow_symlinks=False)
-                child = f"{rel}/{entry.name}" if rel else entry.name
-                if stat.S_ISDIR(st.st_mode):
-                    if entry.name not in SKIP:
-                        stack.append((entry.path, child))
-                elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
-                    out[child] = st
+def place(pool: CopyPool, base: Path, over: Path, dest: Path) -> tuple[list[str], list[str]]:
+    """Make `dest` (not there) a copy of `base` from `pool` with `over`'s differences from
+    `base` laid over; (changed or new, deleted). The base is walked once, by the pool (its
+    manifest is what `over` is compared with), `over` once, the copy once: a submission
+    measured in a 20,000-file tree costs three stat walks and what changed."""
+    seen = pool.take(base, dest)
+    changed, deleted = differences(base, over, seen)
+    lay_over(dest, over, changed, deleted)
+    return changed, deleted
+
+
+def _entries(root: Path) -> dict[str, _Entry]:
+    # Regular files and links, one lstat each (relative to their directory's descriptor); a
+    # directory is known by its directory entry's type (no lstat), `.git` left out, links
+    # never followed.
+    out: dict[str, _Entry] = {}
+    top_fd = open_dir(os.fspath(root), own=False, follow=True)
+    try:
+        stack = [""]
+        while stack:
+            rel = stack.pop()
+            fd = open_dir(rel, own=False, dir_fd=top_fd) if rel else top_fd
+            try:
+                with os.scandir(fd) as entries:
+                    prefix = f"{rel}/" if rel else ""
+                    for entry in entries:
+                        if entry.is_dir(follow_symlinks=False):
+                            if entry.name not in SKIP:
+                                stack.append(prefix + entry.name)
+                            continue
+                        if not (entry.is_file(follow_symlinks=False) or entry.is_symlink()):
+                            continue  # a FIFO, socket or device is not part of a candidate
+                        st = entry.stat(follow_symlinks=False)
+                        kind = stat.S_IFMT(st.st_mode)
+                        if kind in _COMPARED:  # (not replaced by something else meanwhile)
+                            out[prefix + entry.name] = (kind, st.st_size, st.st_mtime_ns)
+            finally:
+                if fd != top_fd:
+                    os.close(fd)
+    finally:
+        os.close(top_fd)
     return out
 
 
-def _same(a: Path, sa: os.stat_result, b: Path, sb: os.stat_result) -> bool:
-    if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode):
+def _same(sa: Sig, sb: _Entry, a: str, b: str, rel: str) -> bool:
+    """Whether `rel` is the same in trees `a` (its manifest's `sa`) and `b` (`sb`)."""
+    if sa[0] != sb[0]:
         return False
-    if stat.S_ISLNK(sa.st_mode):
-        return os.readlink(a) == os.readlink(b)
-    if sa.st_size != sb.st_size:
+    if sb[0] == stat.S_IFLNK:
+        return os.readlink(os.path.join(a, rel)) == os.readlink(os.path.join(b, rel))
+    if sa[2] != sb[1]:
         return False
-    if sa.st_mtime_ns == sb.st_mtime_ns:
+    if sa[3] == sb[2]:
         return True  # copies keep modification times: unchanged since the copy was made
-    return _digest(a) == _digest(b)
+    return _digest(os.path.join(a, rel)) == _digest(os.path.join(b, rel))
 
 
-def _digest(path: Path) -> str:
+def _digest(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -55,15 +88,24 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def differences(base: Path, over: Path) -> tuple[list[str], list[str]]:
-    """(changed or new, deleted): paths relative to the trees, sorted."""
-    a, b = _entries(base), _entries(over)
-    changed = [
-        rel
-        for rel, sb in b.items()
-        if rel not in a or not _same(base / rel, a[rel], over / rel, sb)
-    ]
-    deleted = [rel for rel in a if rel not in b]
+def _in_git(rel: str) -> bool:
+    return "/.git/" in f"/{rel}"  # below a directory named .git, at any depth
+
+
+def differences(
+    base: Path, over: Path, base_seen: Mapping[str, Sig] | None = None
+) -> tuple[list[str], list[str]]:
+    """(changed or new, deleted): paths relative to the trees, sorted. `base_seen`: the
+    base's manifest (`reuse.scan`) just taken, instead of walking the base again."""
+    a = scan(base) if base_seen is None else base_seen
+    b = _entries(over)
+    top_a, top_b = os.fspath(base), os.fspath(over)
+    changed = []
+    for rel, sb in b.items():
+        sa = a.get(rel)
+        if sa is None or not _same(sa, sb, top_a, top_b, rel):
+            changed.append(rel)
+    deleted = [rel for rel in a.keys() - b.keys() if a[rel][0] in _COMPARED and not _in_git(rel)]
     return sorted(changed), sorted(deleted)
 
 
