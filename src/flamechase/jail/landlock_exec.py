@@ -51,6 +51,9 @@ SCOPE_SIGNAL = 1 << 1  # ABI 6
 
 FILE_RIGHTS = WRITE_FILE | TRUNCATE
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Python ignores SIGPIPE and SIGXFSZ: ignored signals stay ignored across exec, so ARGV
+# gets the defaults back first.
+DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
 class RulesetAttr(ctypes.Structure):
@@ -150,6 +153,8 @@ def _child(
     os.close(ruleset)
     if home is not None:
         os.environ["HOME"] = home
+    for sig in DEFAULTED:
+        signal.signal(sig, signal.SIG_DFL)
     try:
         os.execvp(argv[0], argv)  # noqa: S606 -- the agent's own argv, never a shell
     except OSError as exc:
