@@ -31,14 +31,19 @@ JAIL_GIST: dict[Mode, str] = {
 }
 
 
-def jail_notice(mode: Mode, summary: str) -> StartNotice:
+# Whether lanes' turns are kept to their port blocks (engine/namespace), in a few words.
+PORTS_GIST = {True: "lanes' port blocks enforced", False: "lanes' port blocks only advised"}
+
+
+def jail_notice(mode: Mode, summary: str, *, ports: bool = True) -> StartNotice:
     """What the run's jail stops, folded to its gist; `sandbox=off` is said whole (it is
-    short, and every word of it matters)."""
+    short, and every word of it matters). `ports`: whether the jail keeps lanes to their
+    port blocks."""
     full = f"every agent and measurement: {summary}"
     gist = JAIL_GIST.get(mode)
     if gist is None:
         return full
-    return Folded(f"every agent and measurement: {NAMES[mode]} ({gist})", full)
+    return Folded(f"every agent and measurement: {NAMES[mode]} ({gist}; {PORTS_GIST[ports]})", full)
 
 
 def notice_event(notice: StartNotice) -> Notice:

@@ -19,10 +19,12 @@ REQUESTS = ("auto", "bwrap", "landlock", "off")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Choice:
-    """The jail chosen and the lines to say at the start of the run."""
+    """The jail chosen and the lines to say at the start of the run; `ports`: whether it
+    keeps lanes to their TCP port blocks (Landlock ABI 4+), else they are advised."""
 
     mode: Mode
     notices: tuple[str, ...]
+    ports: bool = False
 
 
 def choose(requested: str, probe: Probe) -> Choice:
@@ -40,18 +42,20 @@ def choose(requested: str, probe: Probe) -> Choice:
                 f"sandbox=bwrap: {probe.bwrap_reason}; use -p sandbox=auto to fall back to "
                 "Landlock, or sandbox=off to run agents unconfined"
             )
-        return Choice("bwrap", (summary("bwrap", ports=ports),))
+        return Choice("bwrap", (summary("bwrap", ports=ports),), ports)
     if requested == "landlock":
         if not probe.landlock_ok:
             raise SandboxUnavailable(
                 f"sandbox=landlock: {probe.landlock_reason}; use -p sandbox=auto (bubblewrap "
                 "where it runs), or sandbox=off to run agents unconfined"
             )
-        return Choice("landlock", (summary("landlock", scoped=probe.landlock_scopes, ports=ports),))
+        return Choice(
+            "landlock", (summary("landlock", scoped=probe.landlock_scopes, ports=ports),), ports
+        )
     if requested != "auto":
         raise SandboxUnavailable(f"sandbox={requested}: expected one of {', '.join(REQUESTS)}")
     if probe.bwrap_ok:
-        return Choice("bwrap", (summary("bwrap", ports=ports),))
+        return Choice("bwrap", (summary("bwrap", ports=ports),), ports)
     if probe.landlock_ok:
         return Choice(
             "landlock",
@@ -59,6 +63,7 @@ def choose(requested: str, probe: Probe) -> Choice:
                 f"{probe.bwrap_reason}: falling back to Landlock",
                 summary("landlock", scoped=probe.landlock_scopes, ports=ports),
             ),
+            ports,
         )
     raise SandboxUnavailable(
         f"sandbox=auto: no jail can run here: {probe.bwrap_reason}, and "
