@@ -143,3 +143,19 @@ def test_a_program_a_kept_jail_cannot_run_is_told_from_one_that_ran(
     )
     said = jail.not_started(done.returncode, done.stderr, "no-such-program-here", spec)
     assert said is not None and "no-such-program-here" in said
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_launcher_imports_nothing_from_the_place_it_starts_in(
+    tmp_path: Path, mode: Mode
+) -> None:
+    """The launcher starts as a module (for its cached bytecode): a `landlock_exec.py` or a
+    `ctypes.py` an agent left in its place is never what runs."""
+    marker = tmp_path / "imported"
+    for name in ("landlock_exec.py", "ctypes.py", "_signal.py"):
+        (tmp_path / name).write_text(f"open({str(marker)!r}, 'w').write({name!r})\n")
+    spec = JailSpec(mode=mode, place=tmp_path, tmp=tmp_path, ports=BLOCK)
+    done = subprocess.run(
+        jail.wrap(["/bin/echo", "ran"], spec), cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.stdout == "ran\n" and not marker.exists(), done.stderr

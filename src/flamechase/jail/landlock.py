@@ -26,6 +26,14 @@ from pathlib import Path
 from flamechase.jail.spec import JailSpec, outermost, safe_grants
 
 LAUNCHER = Path(__file__).with_name("landlock_exec.py")
+# The launcher is imported, not run as a script: a script is compiled at every start, a
+# module comes from its cached bytecode (written at install, or by the first unjailed start),
+# a fifth of the launcher's start-up. Its directory goes last on the path: nothing there
+# shadows what it imports. The cache is the installation's, never writable by a jail.
+BOOT = (
+    f"import sys; sys.path.append({str(LAUNCHER.parent)!r}); "
+    "from landlock_exec import main; main()"
+)
 # Device files agents legitimately write.
 DEVICES = (
     "/dev/null",
@@ -73,13 +81,13 @@ def net_argv(argv: list[str], spec: JailSpec) -> list[str] | None:
     ports = _ports(spec)
     if not ports:
         return None
-    return [sys.executable, "-I", "-S", str(LAUNCHER), "--net-only", *ports, "--", *argv]
+    return [sys.executable, "-I", "-S", "-c", BOOT, "--net-only", *ports, "--", *argv]
 
 
 def landlock_argv(argv: list[str], spec: JailSpec) -> list[str]:
     """`argv` under the launcher: writes only beneath the spec's grants, signals scoped,
     TCP binds in the spec's port block where the kernel can."""
-    out = [sys.executable, "-I", "-S", str(LAUNCHER), *_ports(spec)]
+    out = [sys.executable, "-I", "-S", "-c", BOOT, *_ports(spec)]
     grants = outermost(safe_grants(spec.wanted(), spec.protected))
     for path in grants:
         out += ["--write", str(path)]

@@ -19,6 +19,8 @@ fork, no subreaper): bubblewrap confines the file system and tears the turn down
 
 Runs as a separate, dependency-free interpreter (imports nothing of flamechase) so the rules
 never touch the engine itself and nothing is done between fork and exec in a threaded parent.
+The engine starts it as a module (`python -I -S -c BOOT ...`, jail/landlock.py), so its
+cached bytecode is used; as a script it works the same.
 Exit 126 when the rules cannot be applied: the turn fails rather than running unconfined.
 """
 
