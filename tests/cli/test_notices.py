@@ -45,9 +45,12 @@ def test_long_notices_are_one_short_line_and_status_verbose_has_them_whole(
 
 def test_the_jail_line_says_once_whether_lanes_port_blocks_are_enforced_or_only_advised() -> None:
     from flamechase.engine.notices import Folded, jail_notice
+    from flamechase.jail import Probe, choose
 
     for mode in ("bwrap", "landlock"):
-        kept, advised = (jail_notice(mode, summary(mode, ports=p), ports=p) for p in (True, False))
+        kept, advised = (
+            jail_notice(choose(mode, Probe(bwrap_reason=None, landlock_abi=abi))) for abi in (4, 3)
+        )
         assert isinstance(kept, Folded) and isinstance(advised, Folded)
         assert kept.line.endswith("; lanes' port blocks enforced)")
         assert advised.line.endswith("; lanes' port blocks only advised)")

@@ -31,8 +31,7 @@ LAUNCHER = Path(__file__).with_name("landlock_exec.py")
 # a fifth of the launcher's start-up. Its directory goes last on the path: nothing there
 # shadows what it imports. The cache is the installation's, never writable by a jail.
 BOOT = (
-    f"import sys; sys.path.append({str(LAUNCHER.parent)!r}); "
-    "from landlock_exec import main; main()"
+    f"import sys; sys.path.append({str(LAUNCHER.parent)!r}); from landlock_exec import main; main()"
 )
 # Device files agents legitimately write.
 DEVICES = (
