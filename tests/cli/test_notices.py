@@ -12,7 +12,7 @@ from pathlib import Path
 from flamechase.jail.coverage import NAMES, summary
 from tests.helpers import cli
 
-LONG = 200  # longer than any folded line, shorter than either notice in full
+LONG = 240  # longer than any folded line, shorter than either notice in full
 
 
 def test_long_notices_are_one_short_line_and_status_verbose_has_them_whole(
@@ -41,3 +41,19 @@ def test_long_notices_are_one_short_line_and_status_verbose_has_them_whole(
     if mode == "bwrap":
         assert full[1].endswith(summary("bwrap"))
     assert "status --verbose" not in "\n".join(verbose)
+
+
+def test_the_jail_line_says_once_whether_lanes_port_blocks_are_enforced_or_only_advised() -> None:
+    from flamechase.engine.notices import Folded, jail_notice
+    from flamechase.jail import Probe, choose
+
+    for mode in ("bwrap", "landlock"):
+        kept, advised = (
+            jail_notice(choose(mode, Probe(bwrap_reason=None, landlock_abi=abi))) for abi in (4, 3)
+        )
+        assert isinstance(kept, Folded) and isinstance(advised, Folded)
+        assert kept.line.endswith("; lanes' port blocks enforced)")
+        assert advised.line.endswith("; lanes' port blocks only advised)")
+        assert "blocks are advised, not enforced" in advised.detail
+        shown = f"19:37:37 Notice: {advised.line}; `flamechase status --verbose` for the rest"
+        assert len(shown) < LONG

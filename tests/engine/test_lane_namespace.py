@@ -1,6 +1,8 @@
 """A namespace per lane, through the real CLI: two lanes start a server on their own port
 blocks at the same time and each reaches its own and the other's; the turn's environment and
 prompt name the block, a database prefix and its own TMPDIR, the same on the lane's next turn.
+Under either jail a lane binding a port outside its block is refused (where Landlock can) and
+goes on; without a jail (the block advised) a listener outside it is named.
 """
 
 from __future__ import annotations
@@ -10,8 +12,19 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.flows.pfc import Team
 from tests.helpers import cli
+from tests.jail.conftest import PROBE, needs_bwrap, needs_landlock
+
+needs_ports = pytest.mark.skipif(
+    not PROBE.landlock_ports, reason="Landlock ABI below 4: port blocks are only advised here"
+)
+JAILS = [
+    pytest.param("bwrap", marks=[needs_bwrap, needs_ports]),
+    pytest.param("landlock", marks=[needs_landlock, needs_ports]),
+]
 
 # Lane turn 1: serve this lane's name on its first port, wait until the other lane serves
 # too (both up at once), fetch both, and stay up until the other has fetched ours.
@@ -161,8 +174,10 @@ def test_a_lane_listening_outside_its_block_is_named_and_one_inside_is_not(
 ) -> None:
     from tests.helpers import status
 
+    # sandbox=off: the block is advised, as on a kernel whose Landlock has no port rules
+    # (a jail there refuses the bind: the next test).
     team = Team(tmp_path / "team", STRAY)
-    proc = team.run(source_tree, "lanes=2", timeout=180)
+    proc = team.run(source_tree, "lanes=2", "sandbox=off", timeout=180)
     assert proc.returncode == 3, proc.stderr
     home = Path(os.environ["FLAMECHASE_HOME"])
     (outside,) = home.glob("runs/*/lanes/lane-1/pfc/outside")
@@ -275,3 +290,82 @@ def test_a_lanes_namespace_is_the_same_on_every_turn_and_after_a_resume(
         assert len(noted) >= 3  # turn 1, turn 1 taken again after the resume, turn 2
         assert all(n == noted[0] for n in noted), noted
         assert noted[0]["FLAMECHASE_LANE"] == lane and noted[0]["TMPDIR"].endswith(f"{lane}/tmp")
+
+
+# Each lane, turn 1: tries a port outside its block (refused, and it goes on), serves on a
+# free port of its block, binds port 0, then fetches the other lane's server and waits until
+# the other has fetched its own.
+HOSTILE = r"""
+import errno, socket, threading
+env = os.environ
+base, count = int(env["FLAMECHASE_PORT_BASE"]), int(env["FLAMECHASE_PORT_COUNT"])
+if c.turn >= 2:
+    return c.ok("blocked", "stop here")
+def bind(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError as exc:
+        s.close()
+        return errno.errorcode.get(exc.errno, str(exc.errno)), None
+    return s.getsockname()[1], s
+def until(pred, timeout=60.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.05)
+    return None
+seen = {"prompt_says_refused": "fails with 'Permission denied'" in c.prompt}
+seen["outside"], _ = bind(15000 + 7 * c.lanes.index(c.lane))  # below every block
+for port in range(base + count - 1, base - 1, -1):  # another test's home may hold some
+    seen["inside"], server = bind(port)
+    if server is not None:
+        break
+seen["ephemeral"], eph = bind(0)
+server.listen()
+def serve():
+    while True:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        with conn:
+            conn.sendall(c.lane.encode())
+threading.Thread(target=serve, daemon=True).start()
+c.save("up", str(seen["inside"]))
+other = next(x for x in c.lanes if x != c.lane)
+up = c.scratch.parent.parent / other / "pfc" / "up"
+theirs = int(until(lambda: up.exists() and up.read_text()))
+with socket.create_connection(("127.0.0.1", theirs), timeout=10) as conn:
+    seen["other"] = conn.recv(64).decode()
+c.save("seen", json.dumps(seen))
+until((c.scratch.parent.parent / other / "pfc" / "seen").exists)
+return c.ok("progress", "went on")
+"""
+
+
+@pytest.mark.parametrize("mode", JAILS)
+def test_a_lane_binding_outside_its_block_is_refused_and_goes_on_under_either_jail(
+    source_tree: Path, tmp_path: Path, mode: str
+) -> None:
+    from tests.helpers import status
+
+    team = Team(tmp_path / "team", HOSTILE)
+    proc = team.run(source_tree, "lanes=2", f"sandbox={mode}", timeout=180)
+    assert proc.returncode == 3, proc.stderr
+    for lane in ("lane-1", "lane-2"):
+        seen = _saved(lane, "seen")
+        other = "lane-2" if lane == "lane-1" else "lane-1"
+        assert seen["outside"] in ("EACCES", "EPERM"), seen  # refused, and the turn went on
+        assert isinstance(seen["inside"], int) and isinstance(seen["ephemeral"], int), seen
+        assert seen["other"] == other  # connecting to another lane's server is free
+        assert seen["prompt_says_refused"]
+    shown = status(source_tree)
+    assert not [n for n in shown["notices"] if "listened on port" in n]  # nothing got through
+    (said,) = (n for n in shown["notices"] if n.startswith("every agent"))
+    assert said.endswith("; lanes' port blocks enforced)")  # once, in its gist
+    verbose = cli("status", "--verbose", "last", cwd=source_tree, check=True).stdout
+    assert "a lane's turn binding a TCP port outside its block (port 0" in verbose

@@ -67,11 +67,27 @@ def test_a_jail_that_cannot_run_is_refused_never_silently_skipped(
 
 
 def test_landlock_below_abi_6_says_it_does_not_stop_signals() -> None:
-    scoped, unscoped = summary("landlock", scoped=True), summary("landlock", scoped=False)
+    scoped = summary("landlock", scoped=True)
+    unscoped = summary("landlock", scoped=False, ports=False)
     assert "stops writing" in scoped and "signalling the engine" in scoped.split("Does not")[0]
     assert "signalling the engine" not in unscoped.split("Does not")[0]
     assert "below 6" in unscoped and "below 6" not in scoped
     assert choose("landlock", OLD_LANDLOCK).notices[-1] == unscoped
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "landlock"])
+def test_below_landlock_abi_4_port_blocks_are_said_to_be_advised_not_enforced(mode: str) -> None:
+    """Once, in the jail's notice at the start of the run: no line of its own."""
+    old = Probe(bwrap_reason=None if mode == "bwrap" else NO_BWRAP, landlock_abi=3)
+    new = Probe(bwrap_reason=old.bwrap_reason, landlock_abi=4)
+    said, kept = choose(mode, old).notices, choose(mode, new).notices
+    assert len(said) == len(kept)
+    stops, leaves = said[-1].split(". Does not stop ")
+    assert "outside its block" not in stops
+    assert "blocks are advised, not enforced, and a listener outside one is named" in leaves
+    stops, leaves = kept[-1].split(". Does not stop ")
+    assert "a lane's turn binding a TCP port outside its block (port 0" in stops
+    assert "advised" not in leaves and "binding UDP ports" in leaves
 
 
 def _readme_rows() -> dict[str, str]:

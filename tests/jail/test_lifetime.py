@@ -308,3 +308,17 @@ def test_a_jailed_process_cannot_signal_the_engine_other_lanes_or_strangers(
         for p in (stranger, other_lane):
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_jailed_program_starts_with_no_signal_ignored(tmp_path: Path, mode: Mode) -> None:
+    """Python (the Landlock launcher) ignores SIGPIPE and SIGXFSZ, and bubblewrap's caller
+    ignores SIGTERM; none of it reaches the agent: `yes | head -1` ends as it would outside."""
+    spec = JailSpec(mode=mode, place=tmp_path, tmp=tmp_path)
+    done = subprocess.run(
+        jail.wrap(["grep", "SigIgn", "/proc/self/status"], spec),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert int(done.stdout.split()[1], 16) == 0, done.stdout

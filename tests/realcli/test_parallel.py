@@ -1,6 +1,7 @@
 """Each real CLI in every position of parallel_flame_chase: the coordinator (planning in a
 snapshot), lane 1 (the user's tree) and a confined lane 2 (its private copy, writes only
-under its own directories), through the scripted model server."""
+under its own directories), through the scripted model server; the lanes' turns kept to
+their port blocks (where Landlock can), under either jail."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flamechase.jail import landlock_abi
+from flamechase.jail import landlock_abi, probe
 from tests.realcli.clis import CLIS, SPECS, require
 from tests.realcli.conftest import Flamechase
 from tests.realcli.helpers import turns
@@ -17,7 +18,9 @@ from tests.realcli.server import ModelServer
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(300)]
 
 
-def parallel(flamechase: Flamechase, spec: str, budget: str = "budget.turns=2") -> str:
+def parallel(
+    flamechase: Flamechase, spec: str, budget: str = "budget.turns=2", sandbox: str = "landlock"
+) -> str:
     agents = ",".join(
         f"{role}={spec}"
         for role in (
@@ -35,7 +38,7 @@ def parallel(flamechase: Flamechase, spec: str, budget: str = "budget.turns=2") 
         "-a",
         agents,
         "-p",
-        f"lanes=2,{budget},rest_seconds=0.05,sandbox=landlock",
+        f"lanes=2,{budget},rest_seconds=0.05,sandbox={sandbox}",
         "improve the sample",
         timeout=360,
     )
@@ -43,18 +46,22 @@ def parallel(flamechase: Flamechase, spec: str, budget: str = "budget.turns=2") 
     return done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("sandbox", ["landlock", "bwrap"])
 @pytest.mark.parametrize("cli", CLIS)
 def test_the_cli_plans_and_works_lane_one_and_a_confined_lane_two(
     cli: str,
+    sandbox: str,
     flamechase: Flamechase,
     server: ModelServer,
     workspace: Path,
     state_home: Path,
 ) -> None:
     require(cli)
-    if landlock_abi() < 1:
+    if landlock_abi() < 1 and sandbox == "landlock":
         pytest.skip("this kernel has no Landlock: lane 2 cannot be confined here")
-    parallel(flamechase, SPECS[cli])
+    if sandbox == "bwrap" and not probe().bwrap_ok:
+        pytest.skip(str(probe().bwrap_reason))
+    parallel(flamechase, SPECS[cli], sandbox=sandbox)
     [planned] = flamechase.events("planned")
     assert planned["actor"] == "coordinator"
     rows = turns(state_home)
@@ -74,6 +81,8 @@ def test_the_cli_plans_and_works_lane_one_and_a_confined_lane_two(
     for conv in lane2:
         assert "/lanes/lane-2/" in conv.raw
         assert f'{workspace}"' not in conv.raw and f"{workspace}<" not in conv.raw
+        # Its turns ran kept to its port block (the prompt says so only when they are).
+        assert ("fails with 'Permission denied'" in conv.raw) == probe().landlock_ports
     # The confinement held: the CLI's state went to its own (created) state directories.
     home = Path(flamechase.env["HOME"])
     state = {

@@ -45,11 +45,13 @@ def turn_jail(
     lanes: Iterable[str],
     places: Mapping[str, Path],
     reads: Iterable[str] = (),
+    ports: tuple[int, int] | None = None,
 ) -> JailSpec:
     """The jail of one turn (`cli` None: a measurement, which has no CLI state).
 
     `lanes`: every lane of the run; `places`: every private place made so far, by name;
-    `reads`: places the command asked to read, which stay visible (read-only).
+    `reads`: places the command asked to read, which stay visible (read-only); `ports`: the
+    lane's port block, the only TCP ports it may bind (engine/namespace).
     """
     if lane is not None:
         own = layout.lane_dir(lane)
@@ -78,6 +80,7 @@ def turn_jail(
             *((state_home,) if in_source else (source, state_home)),
             *installation_inside(place_path),
         ),
+        ports=ports,
     )
 
 

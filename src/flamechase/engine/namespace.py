@@ -11,10 +11,13 @@ paths. Each turn (and each program run in a lane's place) is told its lane's own
     TMPDIR                   its own temporary directory
 
 The block comes from the state home's registry (`store.ports`) and stays the lane's across
-its turns and the run's resumes. Nothing stops an agent binding another port (agents share
-the machine's network): the block is what keeps cooperating programs apart, a block a
-squatter listens on is never handed out, and a turn seen listening outside its block is
-named in the run's log and `status` (engine/portwatch).
+its turns and the run's resumes. A lane's turns are kept to it by their jail where the kernel
+can (`JailSpec.ports`: Landlock ABI 4, Linux 6.7, under bubblewrap or Landlock): binding a
+TCP port outside it fails with EACCES, while port 0 (the kernel's pick), connecting anywhere
+and UDP stay free. Elsewhere (an older kernel, `sandbox=off`, turns outside lanes) the block
+is advised: it keeps cooperating programs apart, a block a squatter listens on is never
+handed out, and a turn seen listening outside its block is named in the run's log and
+`status` (engine/portwatch).
 """
 
 from __future__ import annotations
@@ -76,14 +79,21 @@ def namespace_of(
     )
 
 
-def prompt_note(ns: Namespace) -> str:
-    """What the agent is told of its namespace (appended to its turn's prompt)."""
+def prompt_note(ns: Namespace, *, enforced: bool = False) -> str:
+    """What the agent is told of its namespace (appended to its turn's prompt); `enforced`:
+    its jail refuses binds outside the block."""
     last = ns.block.base + ns.block.count - 1
     who = f"lane {ns.lane}" if ns.lane else "this role"
+    outside = (
+        "Binding a TCP port outside them fails with 'Permission denied' (port 0, a port the "
+        "system picks, works)."
+        if enforced
+        else "A server listening outside your ports is noticed and reported."
+    )
     return (
         "\n\nMachine namespace: other lanes work on this machine at the same time. "
         f"For {who}, bind servers and tests only to ports {ns.block.base}-{last} "
         "($FLAMECHASE_PORT_BASE, $FLAMECHASE_PORT_COUNT), start every database name you "
         f"create with {ns.db_prefix} ($FLAMECHASE_DB_PREFIX), and keep temporary files "
-        "under $TMPDIR. A server listening outside your ports is noticed and reported."
+        f"under $TMPDIR. {outside}"
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from flamechase.events.run import Notice
+from flamechase.jail.choice import Choice
 from flamechase.jail.coverage import NAMES
 from flamechase.jail.spec import Mode
 
@@ -31,14 +32,21 @@ JAIL_GIST: dict[Mode, str] = {
 }
 
 
-def jail_notice(mode: Mode, summary: str) -> StartNotice:
-    """What the run's jail stops, folded to its gist; `sandbox=off` is said whole (it is
-    short, and every word of it matters)."""
-    full = f"every agent and measurement: {summary}"
+# Whether lanes' turns are kept to their port blocks (engine/namespace), in a few words.
+PORTS_GIST = {True: "lanes' port blocks enforced", False: "lanes' port blocks only advised"}
+
+
+def jail_notice(choice: Choice) -> StartNotice:
+    """What the run's jail stops (the choice's last notice), folded to its gist, with whether
+    it keeps lanes to their port blocks; `sandbox=off` is said whole (it is short, and every
+    word of it matters)."""
+    mode = choice.mode
+    full = f"every agent and measurement: {choice.notices[-1]}"
     gist = JAIL_GIST.get(mode)
     if gist is None:
         return full
-    return Folded(f"every agent and measurement: {NAMES[mode]} ({gist})", full)
+    ports = PORTS_GIST[choice.ports]
+    return Folded(f"every agent and measurement: {NAMES[mode]} ({gist}; {ports})", full)
 
 
 def notice_event(notice: StartNotice) -> Notice:

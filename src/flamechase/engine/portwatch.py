@@ -1,8 +1,10 @@
 """Ports a turn listens on outside its lane's block: watched while the turn runs, said once.
 
 A lane's namespace (engine/namespace) gives each turn a block of ports and the prompt tells
-the agent to bind only those; nothing stops a hostile or careless agent from listening on
-8080 anyway, where another lane's server (or the user's) collides with it. So while a turn
+the agent to bind only those. Where the jail enforces the block (Landlock's TCP port rules,
+ABI 4) a bind outside it fails and nothing is left to see here; elsewhere (an older kernel,
+`sandbox=off`, turns outside lanes) nothing stops a hostile or careless agent from listening
+on 8080 anyway, where another lane's server (or the user's) collides with it. So while a turn
 runs, every `PERIOD` seconds, the runtime reads which TCP sockets listen on this machine
 (`procs.sockets`), and for any outside the block that appeared since the turn started,
 whether one of the turn's processes holds it (its process group and the token carriers that

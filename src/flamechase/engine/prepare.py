@@ -195,7 +195,7 @@ def _prepare(req: RunRequest, ws: Path, code: FlowCode) -> Prepared:
     # Every role's agents run jailed to their own place (or, said explicitly, unconfined).
     choice = jails.choose(params.sandbox, jails.probe())
     _installation_outside(ws, choice.mode)
-    notices += [*choice.notices[:-1], jail_notice(choice.mode, choice.notices[-1])]
+    notices += [*choice.notices[:-1], jail_notice(choice)]
     notices += code.call("start_notices()", flow.start_notices, params)
     return Prepared(
         flow=flow,

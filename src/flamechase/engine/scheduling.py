@@ -78,10 +78,12 @@ class TurnBuilder:
         places: Mapping[str, Path],
         reads: Sequence[str] = (),
         at: Path | None = None,
+        ports: tuple[int, int] | None = None,
     ) -> JailSpec | None:
         """The jail of a turn (or, with `cli` None, a measurement) in `place`; None when the
         run's jail is off. `reads`: other places the command may read; `at`: where it runs
-        instead of the place itself (a yardstick's copy of it)."""
+        instead of the place itself (a yardstick's copy of it); `ports`: the only TCP ports
+        it may bind (a lane turn's block)."""
         mode = self.prep.jail_mode
         if mode == "off":
             return None
@@ -99,6 +101,7 @@ class TurnBuilder:
             lanes=lanes,
             places=places,
             reads=reads,
+            ports=ports,
         )
         jails.ready(spec)
         return spec
@@ -209,7 +212,11 @@ class TurnBuilder:
             lanes=[ln["lane"] for ln in lanes],
             places=places,
             reads=cmd.reads,
+            # A lane's turns keep to its block (its measurements run the user's evaluator,
+            # which may bind what it likes: it is not the lane's to change).
+            ports=(ns.block.base, ns.block.count) if lane is not None else None,
         )
+        enforced = jail is not None and jail.ports is not None and jails.enforces_ports()
         if jail is not None:
             env["TMPDIR"] = str(jail.tmp)
         else:
@@ -227,7 +234,7 @@ class TurnBuilder:
             attempt=attempt,
             workspace=workspace,
             io_dir=io_dir,
-            prompt=code.prompt(flow_state, ctx) + namespace.prompt_note(ns),
+            prompt=code.prompt(flow_state, ctx) + namespace.prompt_note(ns, enforced=enforced),
             env=env,
             turn_timeout=prep.params.turn_timeout,
             silence_timeout=prep.params.silence_timeout,

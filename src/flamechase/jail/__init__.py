@@ -19,7 +19,7 @@ from __future__ import annotations
 from flamechase.jail.bwrap import ENV, bwrap_argv
 from flamechase.jail.choice import Choice, choose
 from flamechase.jail.coverage import summary
-from flamechase.jail.landlock import landlock_abi, landlock_argv
+from flamechase.jail.landlock import enforces_ports, landlock_abi, landlock_argv
 from flamechase.jail.probe import Probe, probe
 from flamechase.jail.ready import needs_home, ready
 from flamechase.jail.spec import MODES, JailSpec, Mode, safe_grants
@@ -32,6 +32,7 @@ __all__ = [
     "Probe",
     "choose",
     "decode_exit",
+    "enforces_ports",
     "landlock_abi",
     "needs_home",
     "not_started",
@@ -61,8 +62,10 @@ def decode_exit(code: int, spec: JailSpec | None) -> int:
 
 
 # How each launcher says it could not run the program, then exits 126 or 127: env(1) inside
-# bubblewrap (`/usr/bin/env: ‘PROGRAM’: No such file or directory`), the Landlock launcher.
-_CANNOT_RUN = {"bwrap": f"{ENV}: ", "landlock": "flamechase jail: cannot run "}
+# bubblewrap (`/usr/bin/env: ‘PROGRAM’: No such file or directory`), the Landlock launcher
+# (also inside bubblewrap, for a turn kept to its port block).
+_LAUNCHER_SAYS = "flamechase jail: cannot run "
+_CANNOT_RUN = {"bwrap": (f"{ENV}: ", _LAUNCHER_SAYS), "landlock": (_LAUNCHER_SAYS,)}
 
 
 def not_started(code: int | None, stderr: str, program: str, spec: JailSpec | None) -> str | None:
@@ -70,8 +73,8 @@ def not_started(code: int | None, stderr: str, program: str, spec: JailSpec | No
     one line counts: a program that ran and printed anything else ran."""
     if spec is None or code not in (126, 127):
         return None
-    prefix = _CANNOT_RUN.get(spec.mode)
+    prefixes = _CANNOT_RUN.get(spec.mode, ())
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    if prefix is None or len(lines) != 1 or not lines[0].startswith(prefix):
+    if len(lines) != 1 or not lines[0].startswith(prefixes):
         return None
     return lines[0] if program in lines[0] else None

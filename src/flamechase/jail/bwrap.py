@@ -15,14 +15,19 @@ The command line, outermost first:
   right: bwrap ignores SIGTERM (set by the outer `env`), so the TERM reaches the agent, which
   gets the default action back (the inner `env`) and may clean up; the SIGKILL after the grace
   period kills bwrap and so the whole namespace.
-- The network is shared: agents need their model APIs.
+- The network is shared: agents need their model APIs. A lane's turn with a port block
+  (`spec.ports`) runs ARGV through the Landlock launcher's network-only form instead of the
+  inner `env` where the kernel can (jail/landlock): it restricts TCP bind to the block and
+  port 0, nothing else, resets the signals `env` would and execs ARGV.
 """
 
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
+from flamechase.jail.landlock import LAUNCHER, net_argv
 from flamechase.jail.spec import JailSpec, contains, outermost
 
 BWRAP = "/usr/bin/bwrap"
@@ -68,10 +73,12 @@ def _mounts(spec: JailSpec) -> list[tuple[Path, str]]:
 
 def _private_tmp(spec: JailSpec, argv: list[str]) -> bool:
     """Whether /tmp can be replaced by the private TMPDIR: only when nothing the process
-    needs (a grant, a protected path it reads, its own program, the home) lives under /tmp."""
+    needs (a grant, a protected path it reads, its own program, the home, the launcher and
+    its interpreter) lives under /tmp."""
     needed = [*spec.wanted(), *spec.protected, *spec.readable, spec.real_home()]
-    if argv and argv[0].startswith("/"):
-        needed.append(Path(argv[0]))
+    needed += [Path(a) for a in argv[:1] if a.startswith("/")]
+    if spec.ports is not None:
+        needed += [LAUNCHER, Path(sys.executable).parent]  # a venv's bin: a link elsewhere
     tmp = TMP.resolve()
     return not any(contains(tmp, p.resolve()) for p in needed) and spec.tmp.resolve() != tmp
 
@@ -109,4 +116,5 @@ def bwrap_argv(argv: list[str], spec: JailSpec, *, bwrap: str | None = None) -> 
     if spec.home is not None:
         out += ["--setenv", "HOME", str(spec.home.resolve())]
     out += ["--chdir", str(spec.place.resolve())]
-    return [*out, "--", ENV, "--default-signal=TERM", *argv]
+    inner = net_argv(argv, spec) or [ENV, "--default-signal=TERM", *argv]
+    return [*out, "--", *inner]

@@ -19,10 +19,12 @@ REQUESTS = ("auto", "bwrap", "landlock", "off")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Choice:
-    """The jail chosen and the lines to say at the start of the run."""
+    """The jail chosen and the lines to say at the start of the run; `ports`: whether it
+    keeps lanes to their TCP port blocks (Landlock ABI 4+), else they are advised."""
 
     mode: Mode
     notices: tuple[str, ...]
+    ports: bool = False
 
 
 def choose(requested: str, probe: Probe) -> Choice:
@@ -31,6 +33,7 @@ def choose(requested: str, probe: Probe) -> Choice:
     Raises SandboxUnavailable (exit 2, before anything is written) when the requested jail,
     or with `auto` any jail, cannot run here.
     """
+    ports = probe.landlock_ports
     if requested == "off":
         return Choice("off", (summary("off"),))
     if requested == "bwrap":
@@ -39,25 +42,28 @@ def choose(requested: str, probe: Probe) -> Choice:
                 f"sandbox=bwrap: {probe.bwrap_reason}; use -p sandbox=auto to fall back to "
                 "Landlock, or sandbox=off to run agents unconfined"
             )
-        return Choice("bwrap", (summary("bwrap"),))
+        return Choice("bwrap", (summary("bwrap", ports=ports),), ports)
     if requested == "landlock":
         if not probe.landlock_ok:
             raise SandboxUnavailable(
                 f"sandbox=landlock: {probe.landlock_reason}; use -p sandbox=auto (bubblewrap "
                 "where it runs), or sandbox=off to run agents unconfined"
             )
-        return Choice("landlock", (summary("landlock", scoped=probe.landlock_scopes),))
+        return Choice(
+            "landlock", (summary("landlock", scoped=probe.landlock_scopes, ports=ports),), ports
+        )
     if requested != "auto":
         raise SandboxUnavailable(f"sandbox={requested}: expected one of {', '.join(REQUESTS)}")
     if probe.bwrap_ok:
-        return Choice("bwrap", (summary("bwrap"),))
+        return Choice("bwrap", (summary("bwrap", ports=ports),), ports)
     if probe.landlock_ok:
         return Choice(
             "landlock",
             (
                 f"{probe.bwrap_reason}: falling back to Landlock",
-                summary("landlock", scoped=probe.landlock_scopes),
+                summary("landlock", scoped=probe.landlock_scopes, ports=ports),
             ),
+            ports,
         )
     raise SandboxUnavailable(
         f"sandbox=auto: no jail can run here: {probe.bwrap_reason}, and "

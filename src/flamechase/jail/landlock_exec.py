@@ -1,4 +1,6 @@
-"""Landlock launcher: `python -I -S landlock_exec.py [--write PATH]... [--home DIR] -- ARGV...`.
+"""Landlock launcher:
+`python -I -S landlock_exec.py [--write PATH]... [--home DIR] [--ports FIRST:COUNT] -- ARGV...`
+or, inside bubblewrap, `python -I -S landlock_exec.py --net-only --ports FIRST:COUNT -- ARGV...`.
 
 Forks ARGV under a Landlock ruleset that forbids every file-system write except beneath the
 given paths (reads and execution stay allowed), with no_new_privs, and on ABI 6 and later
@@ -9,8 +11,16 @@ environment is still re-parented here, and when ARGV exits everything it left is
 the launcher exits with ARGV's status. SIGTERM/SIGINT/SIGHUP reaching the launcher are passed
 to every descendant.
 
+`--ports FIRST:COUNT` (ABI 4 and later) also lets ARGV bind TCP ports only in that block, or
+port 0 (the kernel picks one from the ephemeral range, which test runners and CLIs' helper
+servers use); a bind elsewhere fails with EACCES. Connecting is not restricted, nor is UDP
+(Landlock has no rights for it). `--net-only` applies only that, and execs ARGV in place (no
+fork, no subreaper): bubblewrap confines the file system and tears the turn down itself.
+
 Runs as a separate, dependency-free interpreter (imports nothing of flamechase) so the rules
 never touch the engine itself and nothing is done between fork and exec in a threaded parent.
+The engine starts it as a module (`python -I -S -c BOOT ...`, jail/landlock.py), so its
+cached bytecode is used; as a script it works the same.
 Exit 126 when the rules cannot be applied: the turn fails rather than running unconfined.
 """
 
@@ -33,6 +43,8 @@ PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 RULE_PATH_BENEATH = 1
+RULE_NET_PORT = 2  # ABI 4
+BIND_TCP = 1 << 0  # ABI 4: LANDLOCK_ACCESS_NET_BIND_TCP; connecting stays unhandled
 
 WRITE_FILE = 1 << 1
 REMOVE_DIR = 1 << 4
@@ -51,6 +63,9 @@ SCOPE_SIGNAL = 1 << 1  # ABI 6
 
 FILE_RIGHTS = WRITE_FILE | TRUNCATE
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Python ignores SIGPIPE and SIGXFSZ, and bubblewrap's caller ignores SIGTERM: ignored
+# signals stay ignored across exec, so ARGV gets the defaults back first.
+DEFAULTED = (signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ)
 
 
 class RulesetAttr(ctypes.Structure):
@@ -66,30 +81,100 @@ class PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
+class NetPortAttr(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
 def _fail(msg: str) -> "NoReturn":
     sys.stderr.write(f"flamechase jail (landlock): {msg}\n")
     os._exit(126)
 
 
-def _parse(args: list[str]) -> tuple[list[str], str | None, list[str]]:
-    writable: list[str] = []
-    home: str | None = None
-    while args and args[0] in ("--write", "--home"):
+class Options:
+    def __init__(self) -> None:
+        self.writable: list[str] = []
+        self.home: str | None = None
+        self.ports: range | None = None
+        self.net_only = False
+        self.argv: list[str] = []
+
+
+def _parse(args: list[str]) -> Options:
+    opts = Options()
+    while args and args[0] in ("--write", "--home", "--ports", "--net-only"):
+        if args[0] == "--net-only":
+            opts.net_only = True
+            args = args[1:]
+            continue
+        if len(args) < 2:
+            break
         if args[0] == "--write":
-            writable.append(args[1])
+            opts.writable.append(args[1])
+        elif args[0] == "--home":
+            opts.home = args[1]
         else:
-            home = args[1]
+            first, _, count = args[1].partition(":")
+            if not (first.isdigit() and count.isdigit()) or int(first) + int(count) > 65536:
+                _fail(f"--ports {args[1]}: expected FIRST:COUNT within 1-65535")
+            opts.ports = range(int(first), int(first) + int(count))
         args = args[2:]
-    if not args or args[0] != "--" or len(args) < 2:
-        _fail("usage: landlock_exec.py [--write PATH]... [--home DIR] -- ARGV")
-    return writable, home, args[1:]
+    if not args or args[0] != "--" or len(args) < 2 or (opts.net_only and opts.ports is None):
+        _fail(
+            "usage: landlock_exec.py [--write PATH]... [--home DIR] [--ports FIRST:COUNT] "
+            "-- ARGV, or --net-only --ports FIRST:COUNT -- ARGV"
+        )
+    opts.argv = args[1:]
+    return opts
 
 
-def _ruleset(libc: ctypes.CDLL, writable: list[str]) -> int:
-    """A ruleset fd allowing writes beneath `writable`, and the ABI it was built for."""
+def _add_rule(libc: ctypes.CDLL, ruleset: int, kind: int, rule: ctypes.Structure) -> bool:
+    return bool(
+        libc.syscall(
+            SYS_ADD_RULE,
+            ctypes.c_int(ruleset),
+            ctypes.c_int(kind),
+            ctypes.byref(rule),
+            ctypes.c_uint32(0),
+        )
+        == 0
+    )
+
+
+def _ruleset(libc: ctypes.CDLL, opts: Options) -> int:
+    """A ruleset fd: writes beneath `opts.writable` (unless net-only), TCP binds in
+    `opts.ports` and to port 0 (when given)."""
     abi = libc.syscall(SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     if abi < 1:
         _fail("Landlock is not available on this kernel")
+    if opts.ports is not None and abi < 4:
+        _fail("this kernel's Landlock cannot restrict TCP ports (ABI 4, Linux 6.7, needed)")
+    handled = 0 if opts.net_only else _fs_rights(abi)
+    net = BIND_TCP if opts.ports is not None else 0
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 and not opts.net_only else 0
+    attr = RulesetAttr(handled, net, scoped)
+    # Older kernels reject the larger struct: pass only the fields they know.
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    ruleset = libc.syscall(
+        SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+    )
+    if ruleset < 0:
+        _fail(f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}")
+    for path in [] if opts.net_only else opts.writable:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError as exc:
+            _fail(f"cannot open {path}: {exc.strerror}")
+        rights = handled if os.path.isdir(path) else (handled & FILE_RIGHTS)
+        if not _add_rule(libc, ruleset, RULE_PATH_BENEATH, PathBeneathAttr(rights, fd)):
+            _fail(f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
+        os.close(fd)
+    for port in [0, *opts.ports] if opts.ports is not None else []:
+        if not _add_rule(libc, ruleset, RULE_NET_PORT, NetPortAttr(BIND_TCP, port)):
+            _fail(f"landlock_add_rule port {port}: {os.strerror(ctypes.get_errno())}")
+    return int(ruleset)
+
+
+def _fs_rights(abi: int) -> int:
     handled = (
         WRITE_FILE
         | REMOVE_DIR
@@ -106,50 +191,27 @@ def _ruleset(libc: ctypes.CDLL, writable: list[str]) -> int:
         handled |= REFER
     if abi >= 3:
         handled |= TRUNCATE
-    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
-    attr = RulesetAttr(handled, 0, scoped)
-    # Older kernels reject the larger struct: pass only the fields they know.
-    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    ruleset = libc.syscall(
-        SYS_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
-    )
-    if ruleset < 0:
-        _fail(f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}")
-    for path in writable:
-        try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        except OSError as exc:
-            _fail(f"cannot open {path}: {exc.strerror}")
-        rights = handled if os.path.isdir(path) else (handled & FILE_RIGHTS)
-        rule = PathBeneathAttr(rights, fd)
-        if (
-            libc.syscall(
-                SYS_ADD_RULE,
-                ctypes.c_int(ruleset),
-                ctypes.c_int(RULE_PATH_BENEATH),
-                ctypes.byref(rule),
-                ctypes.c_uint32(0),
-            )
-            != 0
-        ):
-            _fail(f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
-        os.close(fd)
-    return int(ruleset)
+    return handled
 
 
-def _child(
-    libc: ctypes.CDLL, ruleset: int, argv: list[str], home: str | None, parent: int
-) -> "NoReturn":
+def _child(libc: ctypes.CDLL, ruleset: int, opts: Options, parent: int) -> "NoReturn":
     """In the forked child: die with the launcher, confine, exec."""
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent:
         os._exit(126)
+    _confine_and_exec(libc, ruleset, opts)
+
+
+def _confine_and_exec(libc: ctypes.CDLL, ruleset: int, opts: Options) -> "NoReturn":
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         _fail("prctl(PR_SET_NO_NEW_PRIVS) failed")
     if libc.syscall(SYS_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
         _fail(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")
     os.close(ruleset)
-    if home is not None:
-        os.environ["HOME"] = home
+    if opts.home is not None:
+        os.environ["HOME"] = opts.home
+    for sig in DEFAULTED:
+        signal.signal(sig, signal.SIG_DFL)
+    argv = opts.argv
     try:
         os.execvp(argv[0], argv)  # noqa: S606 -- the agent's own argv, never a shell
     except OSError as exc:
@@ -219,16 +281,18 @@ def _exit_like(status: int) -> "NoReturn":
 
 
 def main() -> None:
-    writable, home, argv = _parse(sys.argv[1:])
+    opts = _parse(sys.argv[1:])
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    ruleset = _ruleset(libc, writable)
+    ruleset = _ruleset(libc, opts)
+    if opts.net_only:
+        _confine_and_exec(libc, ruleset, opts)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         _fail("prctl(PR_SET_CHILD_SUBREAPER) failed")
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _child(libc, ruleset, argv, home, parent)
+        _child(libc, ruleset, opts, parent)
     os.close(ruleset)
     for sig in FORWARDED:
         signal.signal(sig, lambda s, _f: _signal_all(s))

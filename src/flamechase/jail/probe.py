@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from flamechase.jail.bwrap import bwrap_argv, bwrap_path
-from flamechase.jail.landlock import SCOPE_ABI, landlock_abi
+from flamechase.jail.landlock import NET_ABI, SCOPE_ABI, landlock_abi
 from flamechase.jail.spec import JailSpec
 
 PROBE_TIMEOUT = 20.0
@@ -42,6 +42,12 @@ class Probe:
     def landlock_scopes(self) -> bool:
         """Whether Landlock can scope signals and abstract sockets (ABI 6, Linux 6.12)."""
         return self.landlock_abi >= SCOPE_ABI
+
+    @property
+    def landlock_ports(self) -> bool:
+        """Whether Landlock can keep a lane to its TCP port block (ABI 4, Linux 6.7), under
+        either jail (bubblewrap runs the turn through the launcher's network-only form)."""
+        return self.landlock_abi >= NET_ABI
 
     @property
     def landlock_reason(self) -> str | None:

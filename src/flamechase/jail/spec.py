@@ -39,6 +39,10 @@ class JailSpec:
         Bubblewrap re-binds them read-only; Landlock cannot carve a hole in a grant, so a
         grant containing one is dropped instead.
     user_home: the real home `home` replaces (default: the current user's).
+    ports: (first, count): the only TCP ports the process tree may bind, besides port 0 (the
+        kernel's pick from the ephemeral range); None: any. A lane's port block. Enforced
+        where the kernel's Landlock has network rules (ABI 4, Linux 6.7), under either jail;
+        connecting and UDP are never restricted.
     """
 
     mode: Mode
@@ -52,6 +56,7 @@ class JailSpec:
     readable: tuple[Path, ...] = ()
     protected: tuple[Path, ...] = ()
     user_home: Path | None = None
+    ports: tuple[int, int] | None = None
 
     @property
     def confined(self) -> bool:
