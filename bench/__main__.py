@@ -229,6 +229,14 @@ def _jail_problem() -> str | None:
     return probe().bwrap_reason
 
 
+def _bytecode() -> str:
+    # Every start-up figure depends on it: without a bytecode cache each start compiles
+    # every module it imports again.
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return "PYTHONDONTWRITEBYTECODE set: modules not yet compiled are compiled at every start"
+    return "bytecode cached (PYTHONDONTWRITEBYTECODE unset)"
+
+
 def report(b: Bench, load: tuple[float, float, float], took: float) -> str:
     lines = [
         "# Benchmark results",
@@ -237,7 +245,7 @@ def report(b: Bench, load: tuple[float, float, float], took: float) -> str:
         f"this machine: {os.cpu_count()} cores, {platform.machine()}, {platform.system()} "
         f"{platform.release()}, Python {platform.python_version()}; load average at start "
         f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}, at the end "
-        f"{os.getloadavg()[0]:.1f}; took {took:.0f} s.",
+        f"{os.getloadavg()[0]:.1f}; took {took:.0f} s; {_bytecode()}.",
         "Each row: flamechase (A) and its peer or floor (B) measured in turn, A B A B ...; "
         "medians, and the median of the pair-by-pair ratios A/B with their spread. For "
         "throughputs (/s, MB/s) higher is better; for everything else lower.",
