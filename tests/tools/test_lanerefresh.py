@@ -308,3 +308,34 @@ def test_lanes_recording_into_a_new_repository_at_once_all_succeed(tmp_path: Pat
     outs = [p.communicate() for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outs]
     assert len({out.strip() for out, _ in outs}) == 1  # the same tree, the same commit
+
+
+def test_a_tree_is_added_to_the_repository_by_one_git_at_a_time(tmp_path: Path) -> None:
+    # Lanes record at once trees that mostly hold the same files; two gits adding a file at
+    # once each write its object, so the repository's adds wait for one another.
+    tree, repo = tmp_path / "tree", tmp_path / "lanerefresh.git"
+    _write(tree, {"a.py": "a\n"})
+    lanerefresh.record(repo, tree)  # the repository exists
+    hold = "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX);"
+    hold += "print('held', flush=True); sys.stdin.read()"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(repo / "objects.held")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    code = "import sys; from pathlib import Path; from flamechase.tools import lanerefresh as r;"
+    code += "print(r.record(Path(sys.argv[1]), Path(sys.argv[2])))"
+    recorder = subprocess.Popen(
+        [sys.executable, "-c", code, str(repo), str(tree)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            recorder.wait(timeout=1.0)  # waits for the add under way
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
+    out, _ = recorder.communicate(timeout=60)
+    assert recorder.returncode == 0 and len(out.strip()) == 40

@@ -131,8 +131,12 @@ def _tree(repo: Path, tree_dir: Path) -> str:
     indexes.mkdir(mode=0o700, exist_ok=True)
     name = hashlib.sha256(os.fsencode(os.path.abspath(tree_dir))).hexdigest()[:24]
     index = indexes / name
-    with open(indexes / f"{name}.held", "a") as held:  # not .lock: git takes that one
-        fcntl.flock(held, fcntl.LOCK_EX)
+    # One add at a time in the repository: lanes recording at once mostly hold the same
+    # files, and two gits adding one file each write its object (a lane refresh's run then
+    # wrote lane 1's tree 1.7 times); one after the other, the second finds it and writes none.
+    with open(indexes / f"{name}.held", "a") as held, open(repo / "objects.held", "a") as whole:
+        fcntl.flock(held, fcntl.LOCK_EX)  # not .lock: git takes that one
+        fcntl.flock(whole, fcntl.LOCK_EX)
         # Held by us, the index is no other git's: a `.lock` of git's is one a SIGKILL left
         # (it would stop every later snapshot of this tree).
         Path(f"{index}.lock").unlink(missing_ok=True)
