@@ -17,6 +17,8 @@ import pytest
 
 from flamechase.engine.executor import TurnJob
 from flamechase.engine.loop import Engine
+from flamechase.engine.rerun import way_on
+from flamechase.store.db import Reader
 from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine
 
 
@@ -460,6 +462,65 @@ def test_a_run_whose_every_turn_failed_fails(ws: Path, state_home: Path) -> None
     )
     assert (end.status, end.exit_code) == ("failed", 1)
     assert end.message.endswith("none of its 3 turns was valid")
+    # Journaled as such: the way on is read from the flag, not from the message's words.
+    [ended] = rows(state_home, "SELECT payload FROM events WHERE kind = 'run_failed'")
+    assert json.loads(ended["payload"])["all_turns_failed"] is True
+    assert way_on(*_run(state_home)).startswith("see each lane's last error; once its agents")
+
+
+GIVES_UP_FLOW = """
+from pydantic import BaseModel, ConfigDict
+from flamechase.flow import FinishRun, Flow, StartTurn, events
+
+
+class S(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    turns: int = 0
+
+
+class GivesUp(Flow[S]):
+    name = "gives_up"
+    summary = "fails on its own after one invalid turn"
+    State = S
+
+    def roles(self, params): return ["agent"]
+    def start(self, setup): return S()
+    def evolve(self, state, event):
+        return S(turns=state.turns + 1) if isinstance(event, events.TurnFailed) else state
+    def decide(self, state, now):
+        if state.turns:
+            return [FinishRun("failed", "none of its gates was valid")]
+        return [StartTurn(role="agent", lane=None, number=1)]
+    def prompt(self, state, ctx): return "try"
+
+
+FLOW = GivesUp()
+"""
+
+
+def test_a_flow_that_fails_in_the_words_of_an_all_failed_run_gets_its_own_way_on(
+    ws: Path, tmp_path: Path, state_home: Path
+) -> None:
+    flow = tmp_path / "gives_up.py"
+    flow.write_text(GIVES_UP_FLOW)
+    clock = FakeClock()
+    ex = ScriptedExecutor(clock, lambda job: FakeTurn(error="no"))
+    end = run_engine(
+        str(flow), ws, executor=ex, clock=clock, settings={"budget.turns": "3"}, home=state_home
+    )
+    assert end.status == "failed" and "none of its gates was valid" in end.message
+    [ended] = rows(state_home, "SELECT payload FROM events WHERE kind = 'run_failed'")
+    assert json.loads(ended["payload"])["all_turns_failed"] is False
+    # The flow failed, not its agents: the advice is the flow's failure's, whatever its words.
+    assert way_on(*_run(state_home)) == (
+        "once the cause of its failure is fixed, start afresh with -p resume_mode=fresh"
+    )
+
+
+def _run(home: Path) -> tuple[Path, dict[str, Any]]:
+    db = next(home.glob("runs/*/run.db"))
+    with Reader(db) as r:
+        return db.parent, r.run()
 
 
 STRUCTURED_FLOW = """

@@ -347,6 +347,7 @@ class Engine:
         turns all failed did not finish: it failed, and says so."""
         ledger, budget = self._ledger, self._budget
         resumes = True
+        all_failed = False
         if ledger is not None:
             valid, total = ledger.valid_turns()
             if total and not valid and status == "finished":
@@ -358,6 +359,7 @@ class Engine:
                     f"last error), flamechase events {self.run_id}"
                 )
                 resumes = False
+                all_failed = True
             elif total:
                 message += f"; {valid} of {total} turn{'s' if total != 1 else ''} valid"
         code, kind = END_STATUS[status]
@@ -385,6 +387,7 @@ class Engine:
                         message=message,
                         budget=budget.report() if budget else {},
                         valid_turns=valid,
+                        all_turns_failed=all_failed,
                         resumes=again and status == "held",
                     ),
                     fold=self.code.broken is None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from flamechase import events as ev
 from flamechase.budgets import Budget
@@ -41,21 +41,34 @@ def spent_key(budget: Budget, spend: Mapping[str, Any], active_seconds: float) -
     return None
 
 
-def _ended_with(
-    run_dir: Path, row: Mapping[str, Any]
-) -> tuple[str, Mapping[str, Any], float, bool]:
-    """The run's last end message, its spend, its active seconds, and whether it was held
-    so that the same command picks it up again (`FinishRun.resumes`)."""
+class _Ending(NamedTuple):
+    message: str
+    spend: Mapping[str, Any]
+    active: float
+    # Held so that the same command picks it up again (`FinishRun.resumes`).
+    again: bool
+    # Every counted turn failed (`RunEnded.all_turns_failed`).
+    all_failed: bool
+
+
+def _ended_with(run_dir: Path, row: Mapping[str, Any]) -> _Ending:
+    """How the run `row` ended, from its last end event."""
     try:
         with Reader(run_dir / DB_NAME) as r:
             last = r.last_event(_END_KINDS)
             spend = r.spend()
     except StoreError:
-        return str(row.get("last_error") or ""), {}, 0.0, False
+        return _Ending(str(row.get("last_error") or ""), {}, 0.0, False, False)
     payload = (last or {}).get("payload", {})
     message = str(payload.get("message") or row.get("last_error") or "")
     again = (last or {}).get("kind") == ev.RunHeld.kind and payload.get("resumes") is True
-    return message, spend, float(row.get("active_seconds") or 0.0), again
+    if "all_turns_failed" in payload:
+        all_failed = payload["all_turns_failed"] is True
+    else:
+        # Runs recorded before the flag: the end message engine/loop.py wrote for it.
+        all_failed = "; none of its " in message and message.endswith(" was valid")
+    active = float(row.get("active_seconds") or 0.0)
+    return _Ending(message, spend, active, again, all_failed)
 
 
 def _short(text: str) -> str:
@@ -79,7 +92,7 @@ def check_rerun(
         return
     if refresh:
         return
-    message, spend, active, again = _ended_with(run_dir, row)
+    message, spend, active, again, _ = _ended_with(run_dir, row)
     if again:
         return  # held until the flow looks again: the same command asks it to
     stored = Budget.from_json(row.get("budget") or {})
@@ -115,13 +128,13 @@ def way_on(run_dir: Path, row: Mapping[str, Any]) -> str:
         return "to go on, run the same command again"
     if status not in ENDED:
         return ""
-    message, spend, active, again = _ended_with(run_dir, row)
+    message, spend, active, again, all_failed = _ended_with(run_dir, row)
     if again:
         return "run the same command again: the flow looks again at what held it"
     stored = Budget.from_json(row.get("budget") or {})
     spent = spent_key(stored, spend, active) if spend else None
     failed = "once the cause of its failure is fixed, " if status == "failed" else ""
-    if status == "failed" and "none of its" in message:
+    if status == "failed" and all_failed:
         failed = "see each lane's last error; once its agents work, "
     go_on = _go_on(stored, spent, status, message, failed)
     return f"{go_on}start afresh with -p resume_mode=fresh"

@@ -271,6 +271,9 @@ class RunEnded(Event):
     message: str = ""
     budget: dict[str, Any] = dataclasses.field(default_factory=dict)
     valid_turns: int | None = None
+    # Every counted turn was invalid: the run failed for its agents, not for its budget or its
+    # flow (engine/rerun.py gives the way out from this, not from the message's words).
+    all_turns_failed: bool = False
     # A held run the same command picks up again (`FinishRun.resumes`; engine/rerun.py).
     resumes: bool = False
 
