@@ -87,14 +87,15 @@ main(sys.argv[2:])
 """
 
 
-def _at_first_spawn(tmp_path: Path) -> dict[str, Any]:
+def _until_first_spawn(tmp_path: Path, script: str, turns: int) -> Any:
+    """What `script` (a flamechase exec stopped at its first agent's spawn) wrote."""
     ws = tmp_path / "ws"
     ws.mkdir()
     seen = tmp_path / "seen.json"
     argv = ["exec", "-f", "flame_chase", "-a", "exec:/bin/true", "-a", "exec:/bin/true"]
-    argv += ["-p", "budget.turns=1,sandbox=off", "task"]
+    argv += ["-p", f"budget.turns={turns},sandbox=off", "task"]
     done = subprocess.run(
-        [sys.executable, "-c", FIRST_SPAWN, str(seen), *argv],
+        [sys.executable, "-c", script, str(seen), *argv],
         cwd=ws,
         env={**os.environ, "FLAMECHASE_HOME": str(tmp_path / "home")},
         capture_output=True,
@@ -102,7 +103,11 @@ def _at_first_spawn(tmp_path: Path) -> dict[str, Any]:
         timeout=120,
     )
     assert seen.is_file(), done.stderr
-    return dict(json.loads(seen.read_text()))
+    return json.loads(seen.read_text())
+
+
+def _at_first_spawn(tmp_path: Path) -> dict[str, Any]:
+    return dict(_until_first_spawn(tmp_path, FIRST_SPAWN, turns=1))
 
 
 def test_exec_reaches_its_first_agent_without_what_it_does_not_need(tmp_path: Path) -> None:
@@ -164,21 +169,7 @@ def test_exec_flushes_the_disk_four_times_before_its_first_agent(tmp_path: Path)
     row in one each, and everything recorded before the first turn (notices, directories,
     `running`) in one; the first turn's start is not flushed. Each durable commit is an
     fdatasync the first agent waits for (there were twelve)."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    seen = tmp_path / "commits.json"
-    argv = ["exec", "-f", "flame_chase", "-a", "exec:/bin/true", "-a", "exec:/bin/true"]
-    argv += ["-p", "budget.turns=2,sandbox=off", "task"]
-    done = subprocess.run(
-        [sys.executable, "-c", COMMITS_AT_FIRST_SPAWN, str(seen), *argv],
-        cwd=ws,
-        env={**os.environ, "FLAMECHASE_HOME": str(tmp_path / "home")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert seen.is_file(), done.stderr
-    commits = json.loads(seen.read_text())
+    commits = _until_first_spawn(tmp_path, COMMITS_AT_FIRST_SPAWN, turns=2)
     assert commits == ["FULL", "FULL", "FULL", "FULL", "NORMAL"]
 
 

@@ -26,9 +26,23 @@ JAILS = [
     pytest.param("landlock", marks=[needs_landlock, needs_ports]),
 ]
 
+# The lanes' scripts wait for each other with this.
+UNTIL = r"""
+def until(pred, timeout=60.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.05)
+    return None
+"""
+
 # Lane turn 1: serve this lane's name on its first port, wait until the other lane serves
 # too (both up at once), fetch both, and stay up until the other has fetched ours.
-SERVE = r"""
+SERVE = (
+    UNTIL
+    + r"""
 import subprocess, urllib.request
 env = os.environ
 base = int(env["FLAMECHASE_PORT_BASE"])
@@ -50,14 +64,6 @@ def get(port):
         return urllib.request.urlopen(f"http://127.0.0.1:{port}/who", timeout=2).read().decode()
     except OSError:
         return None
-def until(pred, timeout=60.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    return None
 try:
     until(lambda: get(base))
     c.save("up", str(base))
@@ -73,6 +79,7 @@ finally:
     srv.wait()
 return c.ok("progress", "served")
 """
+)
 
 
 def _saved(lane: str, name: str) -> dict[str, Any]:
@@ -295,7 +302,9 @@ def test_a_lanes_namespace_is_the_same_on_every_turn_and_after_a_resume(
 # Each lane, turn 1: tries a port outside its block (refused, and it goes on), serves on a
 # free port of its block, binds port 0, then fetches the other lane's server and waits until
 # the other has fetched its own.
-HOSTILE = r"""
+HOSTILE = (
+    UNTIL
+    + r"""
 import errno, socket, threading
 env = os.environ
 base, count = int(env["FLAMECHASE_PORT_BASE"]), int(env["FLAMECHASE_PORT_COUNT"])
@@ -310,14 +319,6 @@ def bind(port):
         s.close()
         return errno.errorcode.get(exc.errno, str(exc.errno)), None
     return s.getsockname()[1], s
-def until(pred, timeout=60.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    return None
 seen = {"prompt_says_refused": "fails with 'Permission denied'" in c.prompt}
 seen["outside"], _ = bind(15000 + 7 * c.lanes.index(c.lane))  # below every block
 for port in range(base + count - 1, base - 1, -1):  # another test's home may hold some
@@ -345,6 +346,7 @@ c.save("seen", json.dumps(seen))
 until((c.scratch.parent.parent / other / "pfc" / "seen").exists)
 return c.ok("progress", "went on")
 """
+)
 
 
 @pytest.mark.parametrize("mode", JAILS)
