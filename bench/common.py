@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -81,6 +82,23 @@ def wall_ms(argv: list[str], **kw: object) -> Callable[[], float]:
         return (time.perf_counter() - t0) * 1000
 
     return run
+
+
+def exec_usage(
+    argv: list[str], cwd: Path, env: dict[str, str], what: str
+) -> resource.struct_rusage:
+    """Run flamechase `argv` to its end in `cwd`; the resources it and its children used
+    (wait4's usage). Exit 0 or 3 (a run held: it still ran) is a measurement; anything else
+    ends the bench, saying `what` failed and the tail of its stderr."""
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 3):
+        err = proc.stderr.read().decode()[-800:] if proc.stderr else ""
+        raise SystemExit(f"{what} failed ({code}): {err}")
+    return usage
 
 
 def allocated(path: Path) -> float:

@@ -18,7 +18,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from bench.common import PROGRESS, PY, Figure, Stamps, allocated, make_actor
+from bench.common import PROGRESS, PY, Figure, Stamps, allocated, exec_usage, make_actor
 
 
 def plan(lanes: int) -> str:
@@ -30,14 +30,7 @@ def plan(lanes: int) -> str:
 
 def _exec(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
     """Run flamechase; the MB it and its children wrote."""
-    proc = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 3):
-        err = proc.stderr.read().decode()[-800:] if proc.stderr else ""
-        raise SystemExit(f"{' '.join(argv[3:6])} failed ({code}): {err}")
+    usage = exec_usage(argv, cwd, env, " ".join(argv[3:6]))
     return usage.ru_oublock * 512 / 1e6
 
 

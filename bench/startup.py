@@ -17,7 +17,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import PROGRESS, PY, Figure, Stamps, interleave, make_actor, wall_ms
+from bench.common import (
+    PROGRESS,
+    PY,
+    Figure,
+    Stamps,
+    exec_usage,
+    interleave,
+    make_actor,
+    wall_ms,
+)
 
 
 def help_figures(rounds: int, hmz: Path | None) -> list[Figure]:
@@ -51,14 +60,7 @@ class Turns:
         argv += ["-p", f"budget.turns={turns},rest_seconds=0.05,sandbox={sandbox}", "bench"]
         self.stamps.read()
         t0 = time.time_ns()
-        proc = subprocess.Popen(
-            argv, cwd=ws, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 3):
-            err = proc.stderr.read().decode()[-800:] if proc.stderr else ""
-            raise SystemExit(f"flamechase exec (sandbox={sandbox}) failed ({code}): {err}")
+        usage = exec_usage(argv, ws, env, f"flamechase exec (sandbox={sandbox})")
         starts = [ns for _, ns in self.stamps.read()]
         gaps = [(b - a) / 1e6 for a, b in itertools.pairwise(starts)]
         return (starts[0] - t0) / 1e6, gaps, usage.ru_maxrss / 1024

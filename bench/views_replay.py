@@ -35,6 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests.view.synth builds the synthetic run
 
+from bench.slope import REPAINT  # noqa: E402  (the same drag, python -m bench's too)
 from tests.view.synth import make_run  # noqa: E402
 
 FLAMECHASE = [sys.executable, "-m", "flamechase"]
@@ -48,19 +49,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-
-LATENCY_JS = """async (count) => {
-  const bar = document.getElementById("bar"), out = [];
-  for (let k = 0; k < count; k++) {
-    const v = Math.floor((k + 0.5) * (+bar.max) / count);
-    const t0 = performance.now();
-    bar.value = String(v);
-    bar.dispatchEvent(new Event("input", {bubbles: true}));
-    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-    out.push(performance.now() - t0);
-  }
-  return out;
-}"""
 
 
 def _stats(xs: list[float]) -> dict[str, float]:
@@ -119,13 +107,13 @@ def bench_drag(html: Path, steps: int, opens: int) -> dict[str, Any]:
         page.wait_for_function(
             "() => window.fcReplay && window.fcReplay.count() > 0", timeout=120_000
         )
-        page.evaluate(LATENCY_JS, 5)  # warm up
+        page.evaluate(REPAINT, 5)  # warm up
 
         def metrics() -> dict[str, float]:
             return {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
 
         before = metrics()
-        lat: list[float] = page.evaluate(LATENCY_JS, steps)
+        lat: list[float] = page.evaluate(REPAINT, steps)
         after = metrics()
         per = {
             k: round((after[k] - before[k]) / steps * 1000, 3)

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from flamechase.workspace.reuse import CopyPool, Sig, open_dir, scan
+from flamechase.workspace.reuse import CopyPool, Sig, listings, scan
 
 SKIP = frozenset({".git"})
 _COMPARED = frozenset({stat.S_IFREG, stat.S_IFLNK})
@@ -39,31 +39,19 @@ def _entries(root: Path) -> dict[str, _Entry]:
     # directory is known by its directory entry's type (no lstat), `.git` left out, links
     # never followed.
     out: dict[str, _Entry] = {}
-    top_fd = open_dir(os.fspath(root), own=False, follow=True)
-    try:
-        stack = [""]
-        while stack:
-            rel = stack.pop()
-            fd = open_dir(rel, own=False, dir_fd=top_fd) if rel else top_fd
-            try:
-                with os.scandir(fd) as entries:
-                    prefix = f"{rel}/" if rel else ""
-                    for entry in entries:
-                        if entry.is_dir(follow_symlinks=False):
-                            if entry.name not in SKIP:
-                                stack.append(prefix + entry.name)
-                            continue
-                        if not (entry.is_file(follow_symlinks=False) or entry.is_symlink()):
-                            continue  # a FIFO, socket or device is not part of a candidate
-                        st = entry.stat(follow_symlinks=False)
-                        kind = stat.S_IFMT(st.st_mode)
-                        if kind in _COMPARED:  # (not replaced by something else meanwhile)
-                            out[prefix + entry.name] = (kind, st.st_size, st.st_mtime_ns)
-            finally:
-                if fd != top_fd:
-                    os.close(fd)
-    finally:
-        os.close(top_fd)
+    stack = [""]
+    for prefix, entries in listings(os.fspath(root), stack, own=False):
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIP:
+                    stack.append(prefix + entry.name)
+                continue
+            if not (entry.is_file(follow_symlinks=False) or entry.is_symlink()):
+                continue  # a FIFO, socket or device is not part of a candidate
+            st = entry.stat(follow_symlinks=False)
+            kind = stat.S_IFMT(st.st_mode)
+            if kind in _COMPARED:  # (not replaced by something else meanwhile)
+                out[prefix + entry.name] = (kind, st.st_size, st.st_mtime_ns)
     return out
 
 

@@ -32,12 +32,13 @@ import threading
 import time
 import uuid
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flamechase.workspace.snapshots import remove_tree, snapshot
 
-__all__ = ["CopyPool", "Sig", "SyncStats", "open_dir", "scan", "sync"]
+__all__ = ["CopyPool", "Sig", "SyncStats", "listings", "open_dir", "scan", "sync"]
 
 # (type bits, inode, size, mtime_ns, ctime_ns, permission bits)
 Sig = tuple[int, int, int, int, int, int]
@@ -75,6 +76,29 @@ def open_dir(path: str, *, own: bool, dir_fd: int | None = None, follow: bool = 
         return os.open(path, flags, dir_fd=dir_fd)
 
 
+def listings(
+    top: str, stack: list[str], *, own: bool
+) -> Iterator[tuple[str, Iterator[os.DirEntry[str]]]]:
+    """Each directory below `top` the caller puts on `stack` (relative paths, `""` the top
+    itself), popped last in first out: its path prefix (`"a/b/"`) and its entries. Each is
+    listed through a descriptor relative to the top's, so the caller's lstat of an entry
+    (`entry.stat`) is relative to its directory (fstatat) rather than a walk of its whole
+    path again; `own` as in `open_dir`. A directory is opened only while it is listed."""
+    top_fd = open_dir(top, own=own, follow=True)
+    try:
+        while stack:
+            rel = stack.pop()
+            fd = open_dir(rel, own=own, dir_fd=top_fd) if rel else top_fd
+            try:
+                with os.scandir(fd) as entries:
+                    yield (f"{rel}/" if rel else ""), entries
+            finally:
+                if fd != top_fd:
+                    os.close(fd)
+    finally:
+        os.close(top_fd)
+
+
 def scan(root: Path, *, specials: bool = False) -> dict[str, Sig]:
     """Every directory, regular file and link below `root` (`""` is the root itself), by
     relative path; FIFOs, sockets and devices only with `specials`: the copy's side (a
@@ -82,42 +106,29 @@ def scan(root: Path, *, specials: bool = False) -> dict[str, Sig]:
     side a directory the owner made unreadable is made readable first (it is the runtime's
     copy); a base is only read (it may be the user's tree)."""
     # One lstat an entry and nothing more: the walk is what a sync costs (about 3 us a
-    # syscall here). Each directory is listed through a descriptor, so an entry's lstat is
-    # relative to it (fstatat) rather than a walk of its whole path again, and the signature
+    # syscall here). Each lstat is relative to its directory (`listings`), and the signature
     # is built inline rather than through `_sig`.
     top = os.fspath(root)
     out: dict[str, Sig] = {"": _sig(os.lstat(top))}
-    top_fd = open_dir(top, own=specials, follow=True)
-    try:
-        stack = [""]
-        while stack:
-            rel = stack.pop()
-            fd = open_dir(rel, own=specials, dir_fd=top_fd) if rel else top_fd
-            try:
-                with os.scandir(fd) as entries:
-                    prefix = f"{rel}/" if rel else ""
-                    for entry in entries:
-                        st = entry.stat(follow_symlinks=False)
-                        mode = st.st_mode
-                        kind = stat.S_IFMT(mode)
-                        if not specials and kind not in _KEPT:
-                            continue
-                        child = prefix + entry.name
-                        out[child] = (
-                            kind,
-                            st.st_ino,
-                            st.st_size,
-                            st.st_mtime_ns,
-                            st.st_ctime_ns,
-                            mode & 0o7777,
-                        )
-                        if kind == stat.S_IFDIR:
-                            stack.append(child)
-            finally:
-                if fd != top_fd:
-                    os.close(fd)
-    finally:
-        os.close(top_fd)
+    stack = [""]
+    for prefix, entries in listings(top, stack, own=specials):
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            mode = st.st_mode
+            kind = stat.S_IFMT(mode)
+            if not specials and kind not in _KEPT:
+                continue
+            child = prefix + entry.name
+            out[child] = (
+                kind,
+                st.st_ino,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                mode & 0o7777,
+            )
+            if kind == stat.S_IFDIR:
+                stack.append(child)
     return out
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from flamechase.flows.git_pr import programs
 from flamechase.flows.git_pr.model import GitState
+from flamechase.flows.parallel_flame_chase.prompts import turn_context
 from flamechase.reports import report_schema
 
 LEDGER_SHOWN = 5
@@ -135,6 +136,28 @@ def state_lines(state: GitState, lane: str) -> str:
     )
 
 
+def _turn_lines(
+    state: GitState,
+    lane: str,
+    objective: str,
+    mission: Mapping[str, Any] | None,
+    workspace_map: Mapping[str, Any],
+    inbox: Sequence[Mapping[str, Any]],
+    inbox_path: Path,
+) -> list[str]:
+    """What a lane turn's prompt says of the run, the lane and its inbox, with or without
+    the skill: parallel_flame_chase's turn context between this run's state and the reports."""
+    ln = state.book.get(lane)
+    return [
+        state_lines(state, lane),
+        "",
+        *turn_context(objective, mission, ln.consecutive_failures, ln.last_error, workspace_map),
+        "",
+        f"Reports not yet acknowledged by this lane, from other lanes and from the runtime "
+        f"(also in {inbox_path}):\n{_j(list(inbox))}",
+    ]
+
+
 # long: the words of a lane's prompt, kept together as the agent reads them.
 def lane_prompt(
     state: GitState,
@@ -154,7 +177,6 @@ def lane_prompt(
     report_path: Path,
     skill: str = "",
 ) -> str:
-    ln = state.book.get(lane)
     if skill:
         return _lane_facts(
             state,
@@ -187,19 +209,7 @@ def lane_prompt(
             "no_result = a falsifiable direction was exhausted; blocked = a concrete blocker (this "
             "holds the lane). Your PRs are your deliverables: name them in your report.",
             "",
-            state_lines(state, lane),
-            "",
-            f"Objective:\n{objective}",
-            "",
-            f"Your lane's mission:\n{_j(mission)}",
-            "",
-            "Lane status from the preceding attempt: "
-            + _j({"consecutive_failures": ln.consecutive_failures, "last_error": ln.last_error}),
-            "",
-            f"Workspace map:\n{_j(workspace_map)}",
-            "",
-            f"Reports not yet acknowledged by this lane, from other lanes and from the runtime "
-            f"(also in {inbox_path}):\n{_j(list(inbox))}",
+            *_turn_lines(state, lane, objective, mission, workspace_map, inbox, inbox_path),
             "",
             f'You may write a checkpoint to {checkpoint_path} as {{"identity": '
             f'{_j(dict(checkpoint_identity))} + "phase": "terminal", "report": <your report>}};'
@@ -246,7 +256,6 @@ def _lane_facts(
 ) -> str:
     """A lane turn's prompt when its CLI has the `skill` mounted: this turn's facts; the
     protocol (actor, pull requests, report, checkpoint, resume) is the skill's."""
-    ln = state.book.get(lane)
     return "\n".join(
         [
             f"You are {role} of {lane}, taking turn {turn} of {lane} in a Git/PR parallel flame "
@@ -257,19 +266,7 @@ def _lane_facts(
             "",
             facts(state, lane),
             "",
-            state_lines(state, lane),
-            "",
-            f"Objective:\n{objective}",
-            "",
-            f"Your lane's mission:\n{_j(mission)}",
-            "",
-            "Lane status from the preceding attempt: "
-            + _j({"consecutive_failures": ln.consecutive_failures, "last_error": ln.last_error}),
-            "",
-            f"Workspace map:\n{_j(workspace_map)}",
-            "",
-            f"Reports not yet acknowledged by this lane, from other lanes and from the runtime "
-            f"(also in {inbox_path}):\n{_j(list(inbox))}",
+            *_turn_lines(state, lane, objective, mission, workspace_map, inbox, inbox_path),
             "",
             f"Checkpoint path: {checkpoint_path}; identity: {_j(dict(checkpoint_identity))}",
             "",

@@ -81,6 +81,27 @@ def plan_repair_prompt(reason: str, report_path: Path) -> str:
     )
 
 
+def turn_context(
+    objective: str,
+    mission: Mapping[str, Any] | None,
+    consecutive_failures: int,
+    last_error: str | None,
+    workspace_map: Mapping[str, Any],
+) -> list[str]:
+    """A lane turn's objective, mission, status and workspace map, as every lane prompt of a
+    parallel flame chase gives them (git_pr's too), with or without a skill."""
+    return [
+        f"Objective:\n{objective}",
+        "",
+        f"Your lane's mission:\n{_j(mission)}",
+        "",
+        "Lane status from the preceding attempt: "
+        + _j({"consecutive_failures": consecutive_failures, "last_error": last_error}),
+        "",
+        f"Workspace map:\n{_j(workspace_map)}",
+    ]
+
+
 # long: the words of a lane's prompt, kept together as the agent reads them.
 def lane_prompt(
     *,
@@ -164,14 +185,7 @@ def lane_prompt(
             "",
             f"Current leaderboard:\n{_j(leaderboard)}",
             "",
-            f"Objective:\n{objective}",
-            "",
-            f"Your lane's mission:\n{_j(mission)}",
-            "",
-            "Lane status from the preceding attempt: "
-            + _j({"consecutive_failures": consecutive_failures, "last_error": last_error}),
-            "",
-            f"Workspace map:\n{_j(workspace_map)}",
+            *turn_context(objective, mission, consecutive_failures, last_error, workspace_map),
             "",
             f"Reports from other lanes not yet acknowledged by this lane (also in "
             f"{inbox_path}):\n{_j(list(inbox))}",
@@ -230,14 +244,7 @@ def _lane_prompt_with_skill(
             "",
             f"Current leaderboard:\n{_j(leaderboard)}",
             "",
-            f"Objective:\n{objective}",
-            "",
-            f"Your lane's mission:\n{_j(mission)}",
-            "",
-            "Lane status from the preceding attempt: "
-            + _j({"consecutive_failures": consecutive_failures, "last_error": last_error}),
-            "",
-            f"Workspace map:\n{_j(workspace_map)}",
+            *turn_context(objective, mission, consecutive_failures, last_error, workspace_map),
             "",
             f"Reports from other lanes not yet acknowledged by this lane (also in "
             f"{inbox_path}):\n{_j(list(inbox))}",
