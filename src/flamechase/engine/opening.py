@@ -24,7 +24,7 @@ from flamechase.errors import ControlPathViolation, StoreError
 from flamechase.flow.api import RunSetup
 from flamechase.fsutil import atomic_write
 from flamechase.store import home
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 from flamechase.workspace.locks import SourceLock
 
 
