@@ -78,7 +78,7 @@ def status_ms(run_dir: Path) -> Callable[[], float]:
 def resume_reads(run_dir: Path) -> None:
     """The reads a resumed run makes of its database before its loop starts."""
     from flamechase.engine.checks import Checks
-    from flamechase.store.db import Reader
+    from flamechase.store.reader import Reader
 
     with Reader(run_dir / "run.db") as r:
         r.run()

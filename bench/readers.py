@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.test_concurrency import PFC_ACTOR
 
 from flamechase.cli.runs import run_status
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 
 FLAMECHASE = [sys.executable, "-m", "flamechase"]
 

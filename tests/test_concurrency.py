@@ -24,7 +24,7 @@ import pytest
 from flamechase.cli.runs import run_status
 from flamechase.engine.invariants import check_run
 from flamechase.errors import StoreError
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 from tests.helpers import FLAMECHASE, actor, cli, events, status
 
 GATED_TURN = """while [ ! -e "$GATE" ]; do sleep 0.05; done

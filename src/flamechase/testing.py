@@ -34,10 +34,11 @@ from typing import Any
 
 from flamechase.agents.backend import Usage
 from flamechase.engine.clock import iso
+from flamechase.engine.ending import RunEnd
 from flamechase.engine.executor import Executor, MeasureJob, TurnJob, TurnResult
 from flamechase.engine.jobs import inline
 from flamechase.engine.ledger import Observer
-from flamechase.engine.loop import Engine, RunEnd
+from flamechase.engine.loop import Engine
 from flamechase.flow.commands import ResultModelBroke
 from flamechase.record import RunRecord, read_run
 from flamechase.store import home as state_home

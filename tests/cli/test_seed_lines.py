@@ -20,7 +20,7 @@ import pytest
 
 from flamechase.agents.usage import TokenCounts, cost_bound, unpriced_notice
 from flamechase.errors import StoreError
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 from tests.agents.fakes import install_fakes, path_with
 from tests.helpers import status
 

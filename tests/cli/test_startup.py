@@ -138,7 +138,7 @@ from flamechase.store import db
 
 seen = []
 sync = ["FULL"]
-opened = db._connect
+opened = db.connect
 
 def connect(path, *, readonly):
     conn = opened(path, readonly=readonly)
@@ -151,7 +151,7 @@ def connect(path, *, readonly):
         conn.set_trace_callback(trace)
     return conn
 
-db._connect = connect
+db.connect = connect
 
 async def first(*args, **kwargs):
     with open(sys.argv[1], "w") as out:

@@ -18,7 +18,7 @@ import pytest
 from flamechase.engine.executor import TurnJob
 from flamechase.engine.loop import Engine
 from flamechase.engine.rerun import way_on
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 from flamechase.testing import FakeClock, FakeTurn, ScriptedExecutor, run_engine
 
 

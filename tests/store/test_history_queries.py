@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flamechase.store.db import Reader, Writer
+from flamechase.store.db import Writer
+from flamechase.store.reader import Reader
 
 
 def _turn(w: Writer, lane: str, number: int, status: str, **extra: object) -> None:

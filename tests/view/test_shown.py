@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from flamechase.store.db import DB_NAME, Reader
+from flamechase.store.db import DB_NAME
+from flamechase.store.reader import Reader
 from flamechase.view import shown as kept_view
 from flamechase.view.shown import fold_kept
 from flamechase.view.summary import fold_shown, panels_json

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from flamechase.store.db import DB_NAME, Reader
+from flamechase.store.db import DB_NAME
+from flamechase.store.reader import Reader
 from flamechase.view.replay import load_run
 from flamechase.view.state import RunFold
 from tests.view.conftest import Run

@@ -29,8 +29,9 @@ def apply_candidate(run_dir: Path, rid: str, as_json: bool, *, force: bool = Fal
     from flamechase.errors import ArtifactError
     from flamechase.store import handover
     from flamechase.store.blobs import BlobStore
-    from flamechase.store.db import DB_NAME, Reader
+    from flamechase.store.db import DB_NAME
     from flamechase.store.home import locks_dir
+    from flamechase.store.reader import Reader
     from flamechase.view.summary import fold_run
     from flamechase.workspace.locks import owner
 

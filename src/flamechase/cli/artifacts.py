@@ -37,7 +37,7 @@ def command(args: tuple[str, ...], dest: Path | None, as_json: bool, force: bool
     from flamechase.cli.pick import pick
     from flamechase.errors import RunNotFound
     from flamechase.store.blobs import BlobStore
-    from flamechase.store.db import Reader
+    from flamechase.store.reader import Reader
 
     if args[:1] == ("apply",):
         return _apply(args[1:], dest, as_json, force)

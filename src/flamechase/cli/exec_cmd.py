@@ -17,7 +17,8 @@ from flamechase.errors import UsageError
 from flamechase.text import echo
 
 if TYPE_CHECKING:
-    from flamechase.engine.loop import Engine, Observer, RunEnd
+    from flamechase.engine.ending import RunEnd
+    from flamechase.engine.loop import Engine, Observer
     from flamechase.engine.prepare import Prepared
     from flamechase.flow import Flow
 

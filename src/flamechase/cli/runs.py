@@ -62,8 +62,8 @@ def run_status(run_dir: Path, *, views: bool = False) -> dict[str, Any]:
     from flamechase.budgets import Budget
     from flamechase.engine.rerun import way_on
     from flamechase.store import ports
-    from flamechase.store.db import Reader
     from flamechase.store.home import locks_dir
+    from flamechase.store.reader import Reader
     from flamechase.workspace.diskuse import disk_use
     from flamechase.workspace.locks import owner
 
@@ -243,7 +243,7 @@ def _outside(solo: dict[str, Any], inflight: dict[str, Any]) -> dict[str, Any]:
 def _shown(run_dir: Path) -> dict[str, Any]:
     """What the run's events show beyond the tables: the flow's panels and alerts."""
     from flamechase import events as ev
-    from flamechase.store.db import Reader
+    from flamechase.store.reader import Reader
 
     with Reader(run_dir / "run.db") as r:
         # A run whose flow journals no kind of its own shows no panel: no need to import the
@@ -432,7 +432,7 @@ def events_command(run: str | None, as_json: bool, follow: bool) -> int:
     """The event log of RUN."""
     from flamechase.cli.observe import Narrator
     from flamechase.cli.pick import pick
-    from flamechase.store.db import Reader
+    from flamechase.store.reader import Reader
 
     run_dir = pick(run)
     narrator = Narrator()

@@ -26,7 +26,7 @@ from flamechase.errors import FlowCommandError, FlowSpins
 from flamechase.flow import LaneDef
 from flamechase.flow import commands as cm
 from flamechase.flow.commands import ResultSpec
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 
 __all__ = ["SPIN_ROUNDS", "Checks", "Progress", "check_declarations", "shown"]
 

@@ -8,7 +8,7 @@ first alternative that is open, so a role goes back to its first as soon as that
 resets. Only when every alternative is closed does the lane pause, until the first reopens.
 
 Nothing here touches the store or a process: the control loop folds each recorded end in
-(`closed_after`), asks `choose` at every admission, and journals what changed (`AgentSwitched`).
+(`Book.turn_ended`), asks `choose` at every admission, and journals what changed (`AgentSwitched`).
 A resumed engine folds the stored journal the same way (`ends_in`).
 """
 
@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from flamechase import events as ev
+from flamechase.engine.clock import iso
 
 __all__ = [
     "START_RETRY",
@@ -177,6 +178,25 @@ class Book:
 
     def ended(self, end: Ending) -> None:
         self.closed = closed_after(self.closed, end)
+
+    def turn_ended(self, role: str, agent: str, event: ev.TurnEnded, now: float) -> ev.TurnEnded:
+        """Fold a turn's end (on `agent`) in; the event the loop journals for it. A usage
+        window of a role with alternatives says where its next turn goes (then the lane does
+        not pause), or, all of them being in a window, when the first reopens."""
+        until = seconds(event.until) if isinstance(event, ev.LanePaused) else None
+        error = event.error if isinstance(event, ev.TurnFailed) else ""
+        self.ended(Ending(agent, event.kind, now, until, error))
+        if not isinstance(event, ev.LanePaused):
+            return event
+        event = dataclasses.replace(event, agent=agent)
+        choice = self.choice(role, now)
+        if choice is None:
+            return event
+        if choice.agent is not None:
+            return dataclasses.replace(event, next_agent=choice.agent)
+        if choice.until is not None and (until is None or choice.until < until):
+            return dataclasses.replace(event, resumes=iso(choice.until))
+        return event
 
     def choice(self, role: str, now: float) -> Choice | None:
         """The alternative `role`'s next turn runs on; None for a role without alternatives."""

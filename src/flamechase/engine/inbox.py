@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 
 DELIVERY_RECORDS = 12
 DELIVERY_BYTES = 128 * 1024

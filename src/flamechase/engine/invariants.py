@@ -12,7 +12,7 @@ from typing import Any
 
 from flamechase.fsutil import read_regular_file
 from flamechase.store.blobs import BlobStore
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 
 
 # long: one pass over a run's tables checks every invariant together.

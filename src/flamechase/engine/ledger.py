@@ -24,7 +24,8 @@ from flamechase import events as ev
 from flamechase.engine.clock import Clock, iso
 from flamechase.engine.flowcode import FlowCode
 from flamechase.errors import FlowCodeError
-from flamechase.store.db import Reader, Writer
+from flamechase.store.db import Writer
+from flamechase.store.reader import Reader
 
 
 class Observer(Protocol):

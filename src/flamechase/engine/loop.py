@@ -11,7 +11,11 @@ deadline, a signal), never on a fixed poll. Turns run on an `Executor`; the loop
 jobs go out and results come back.
 """
 
-# long file: the loop and its few helpers read best together: every step of a cycle is here
+# long file: what is left is the cycle itself (asking the flow, dispatching, admitting and
+# starting turns, recording what finished): every step reads and changes the same loop state
+# (jobs, dirs, the disk gate, budget, the failover book, ledger, the stop and finish flags),
+# which a module of its own would have to be handed whole and hand back. The run's ending
+# is engine/ending.py, a resumed session's record opening.py, a turn end's failover failover.py.
 
 from __future__ import annotations
 
@@ -20,81 +24,50 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Callable
-from typing import Any
 
 from flamechase import events as ev
-from flamechase.engine import diskfull, failover, faults, opening, portwatch, turnfiles
+from flamechase.engine import (
+    diskfull,
+    ending,
+    failover,
+    faults,
+    opening,
+    portwatch,
+    turnfiles,
+)
 from flamechase.engine.admission import BudgetTracker
 from flamechase.engine.checks import Checks, Progress
-from flamechase.engine.clock import Clock, RealClock, iso
+from flamechase.engine.clock import Clock, RealClock
 from flamechase.engine.diskgate import DiskGate
+from flamechase.engine.ending import FAILED_HINT, STOPPED_HINT, RunEnd
 from flamechase.engine.executor import Executor, LocalExecutor, TurnResult
 from flamechase.engine.flowcode import FlowCode, hear_signals
 from flamechase.engine.jobs import Done, Jobs, Offload, TurnDone
 from flamechase.engine.ledger import Ledger, Observer
 from flamechase.engine.notices import notice_event
 from flamechase.engine.prepare import Prepared
-from flamechase.engine.recovery import sweep_leftovers
 from flamechase.engine.scheduling import TurnBuilder, slot_of
 from flamechase.engine.setup import RunDirs
 from flamechase.errors import (
     EXIT_FAILED,
-    EXIT_HELD,
-    EXIT_OK,
-    EXIT_SIGNAL,
     ControlPathViolation,
     DiskFull,
     FlamechaseError,
     FlowCodeError,
     FlowError,
 )
-from flamechase.events.present import money, plural
 from flamechase.flow import commands as cm
 from flamechase.fsutil import atomic_write
 from flamechase.procs import Reaper
-from flamechase.store import handover, home, ports
+from flamechase.store import home, ports
 from flamechase.workspace.diskuse import disk_use
 from flamechase.workspace.reuse import CopyPool
 
-__all__ = ["Engine", "Observer", "RunEnd"]
+__all__ = ["Engine", "Observer"]
 
 # Rounds of `decide` -> instant commands a single change may take before the flow is called
 # stuck (each round must journal something, or the flow is asking for what it already has).
 SETTLE_ROUNDS = 1000
-END_STATUS = {
-    "finished": (EXIT_OK, ev.RunFinished),
-    "stopped": (EXIT_SIGNAL, ev.RunStopped),
-    "failed": (EXIT_FAILED, ev.RunFailed),
-    "held": (EXIT_HELD, ev.RunHeld),
-}
-# The way out of a stop, and of a failure the flow declared (a planning that failed, say):
-# the same command refuses to resume a failed run (engine/rerun.py), so it says what does.
-STOPPED_HINT = "to go on, run the same command again"
-FAILED_HINT = (
-    "see what failed: flamechase events {run}; once its cause is fixed, start afresh with "
-    "-p resume_mode=fresh"
-)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RunEnd:
-    run_id: str
-    status: str  # finished | stopped | failed | held
-    exit_code: int
-    message: str
-    # What the user may do about it, for `exec` to say: not journaled, since it holds only
-    # for a run that can be resumed (a simulated run's state home is thrown away).
-    hint: str = ""
-    # The hint is a resume (said only where the flow resumes), not advice of another kind.
-    hint_resumes: bool = True
-    # The flow's own traceback when its code broke the run (also in the run directory).
-    traceback: str = ""
-    # The flow's code was left running in a worker thread (it never returned): the process
-    # should exit rather than go on beside it.
-    abandoned: bool = False
-    # What the whole run spent ("Spent $0.25 over 2 turns"): the end's one line says it, since
-    # the log's own end line is not printed beside it.
-    spent: str = ""
 
 
 class Engine:
@@ -253,7 +226,7 @@ class Engine:
             opening.recover(self.ledger, opened.reader, self.budget)
             if prep.choices:
                 self.failover.replay(opening.turn_events(opened.reader))
-            self._resumed(opened, session)
+            opening.resumed(self.ledger, prep, opened.reader, session, self.budget)
         # What a session records before its first turn is one commit (one disk flush, not
         # one per write): its notices, its directories' identities, a revised objective and
         # `running`, all of it or none of it.
@@ -290,41 +263,6 @@ class Engine:
 
         self.code.deadline = left
 
-    def _resumed(self, opened: opening.Opened, session: int) -> None:
-        prep = self.prep
-        stored = opened.reader.run()
-        agents_now = prep.recorded_agents()
-        changes: dict[str, Any] = {
-            "budget": prep.budget.to_json(),
-            "params": prep.params.model_dump(mode="json"),
-        }
-        if agents_now != stored["agents"]:
-            changes["agents"] = agents_now
-        if prep.flow_hash != stored.get("flow_hash"):
-            changes.update(
-                flow_hash=prep.flow_hash,
-                flow_source=prep.flow_source,
-                flow_version=self.flow.version,
-            )
-        with self.ledger.tx():
-            self.ledger.writer.update_run(**changes)
-            self.ledger.journal(
-                ev.RunResumed(
-                    session=session,
-                    agents=agents_now,
-                    changed_agents={
-                        r: [stored["agents"].get(r), t]
-                        for r, t in agents_now.items()
-                        if stored["agents"].get(r) != t
-                    },
-                    budget=prep.budget.to_json(),
-                    params=prep.params.model_dump(mode="json"),
-                    revised=prep.revised,
-                    budget_from=dict(prep.budget_from),
-                    spent=self.budget.report(),
-                )
-            )
-
     @property
     def ledger(self) -> Ledger:
         assert self._ledger is not None
@@ -343,59 +281,19 @@ class Engine:
     # ---- ending ----------------------------------------------------------------------------
 
     def _end(self, status: str, message: str, *, hint: str = "", again: bool = False) -> RunEnd:
-        """Record how the run ended; no process of this run survives it. A run whose counted
-        turns all failed did not finish: it failed, and says so."""
-        ledger, budget = self._ledger, self._budget
-        resumes = True
-        all_failed = False
-        if ledger is not None:
-            valid, total = ledger.valid_turns()
-            if total and not valid and status == "finished":
-                status = "failed"
-                message += f"; none of its {total} turn{'s' if total != 1 else ''} was valid"
-                # More of the same budget would fail the same way: the way out is the agents.
-                hint = (
-                    f"see why the agents failed: flamechase status {self.run_id} (each lane's "
-                    f"last error), flamechase events {self.run_id}"
-                )
-                resumes = False
-                all_failed = True
-            elif total:
-                message += f"; {valid} of {total} turn{'s' if total != 1 else ''} valid"
-        code, kind = END_STATUS[status]
-        if ledger is not None:
-            tokens = ledger.procs()
-            sweep_leftovers([(None, t) for t in tokens])
-            with ledger.tx():
-                if tokens:
-                    ledger.writer.forget_procs(tokens)
-                ledger.writer.update_run(
-                    status=status,
-                    active_seconds=budget.active_seconds() if budget else 0.0,
-                    last_error=message if status == "failed" else None,
-                )
-                dirs = getattr(self, "dirs", None)  # None when the run ended while opening
-                if dirs is not None:
-                    # What the tree holds where candidates would go: `artifacts apply` refuses
-                    # when the user has changed any of it since.
-                    packages = dirs.reader.metas(handover.PREFIX)
-                    paths = {p for pkg in packages.values() for p in handover.touched(pkg)}
-                    state = handover.tree_state(self.prep.workspace, sorted(paths))
-                    ledger.writer.set_meta(handover.TREE_AT_END, state)
-                ledger.journal(
-                    kind(
-                        message=message,
-                        budget=budget.report() if budget else {},
-                        valid_turns=valid,
-                        all_turns_failed=all_failed,
-                        resumes=again and status == "held",
-                    ),
-                    fold=self.code.broken is None,
-                )
-        spent = ""
-        if budget is not None:
-            spent = f"Spent {money(budget.spend.cost)} over {plural(budget.spend.turns, 'turn')}"
-        return RunEnd(self.run_id, status, code, message, hint, hint_resumes=resumes, spent=spent)
+        """Record how the run ended (engine/ending), through this loop's ledger."""
+        return ending.record(
+            self.run_id,
+            self._ledger,
+            self._budget,
+            getattr(self, "dirs", None),  # None when the run ended while opening
+            self.prep.workspace,
+            status,
+            message,
+            hint=hint,
+            again=again,
+            fold=self.code.broken is None,
+        )
 
     async def _cut_all(self) -> None:
         if self._jobs is None:
@@ -682,7 +580,9 @@ class Engine:
         self.reaper.later(done.planned.token, r.since, grace)
         forget = self.dirs.swept(done.planned.token, self.reaper)
         self.dirs.rested(done.planned.slot, self.clock.time(), done.command.lane is not None)
-        event = self._failed_over(done, done.event())
+        event = self.failover.turn_ended(
+            done.command.role, done.planned.job.agent, done.event(), self.clock.time()
+        )
         counted = done.command.counted and isinstance(event, ev.TurnValid | ev.TurnFailed)
         if isinstance(event, ev.TurnInterrupted | ev.LanePaused) and done.command.counted:
             self.budget.reserved.add(done.planned.slot)
@@ -714,27 +614,6 @@ class Engine:
         turnfiles.settle(done.planned.io_dir, valid=isinstance(event, ev.TurnValid))
         if r.flow_error:  # recorded as failed, and the run stops on the flow's bug
             raise FlowCodeError(f"flow {self.flow.name}'s {r.error}", r.flow_error)
-
-    def _failed_over(self, done: TurnDone, event: ev.TurnEnded) -> ev.TurnEnded:
-        """Fold the end into what failover knows; a usage window of a role with alternatives
-        says where its next turn goes (then the lane does not pause), or, all of them being
-        in a window, when the first reopens."""
-        now = self.clock.time()
-        agent = done.planned.job.agent
-        until = failover.seconds(event.until) if isinstance(event, ev.LanePaused) else None
-        error = event.error if isinstance(event, ev.TurnFailed) else ""
-        self.failover.ended(failover.Ending(agent, event.kind, now, until, error))
-        if not isinstance(event, ev.LanePaused):
-            return event
-        event = dataclasses.replace(event, agent=agent)
-        choice = self.failover.choice(done.command.role, now)
-        if choice is None:
-            return event
-        if choice.agent is not None:
-            return dataclasses.replace(event, next_agent=choice.agent)
-        if choice.until is not None and (until is None or choice.until < until):
-            return dataclasses.replace(event, resumes=iso(choice.until))
-        return event
 
     def _instants_in_tx(self) -> None:
         """Inside the turn's transaction: what the flow owes for it lands with it."""

@@ -24,7 +24,7 @@ from flamechase.errors import ControlPathViolation, StoreError
 from flamechase.flow.api import RunSetup
 from flamechase.fsutil import atomic_write
 from flamechase.store import home
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 from flamechase.workspace.locks import SourceLock
 
 
@@ -189,6 +189,45 @@ def recover(ledger: Ledger, reader: Reader, budget: BudgetTracker) -> list[dict[
         if leftovers:
             ledger.writer.forget_procs([p["token"] for p in leftovers])
     return inflight
+
+
+def resumed(
+    ledger: Ledger, prep: Prepared, reader: Reader, session: int, budget: BudgetTracker
+) -> None:
+    """A resumed session's changes recorded: the budget and params it was given, agents and
+    flow code that differ from the stored run's, and `run_resumed` saying so."""
+    stored = reader.run()
+    agents_now = prep.recorded_agents()
+    changes: dict[str, Any] = {
+        "budget": prep.budget.to_json(),
+        "params": prep.params.model_dump(mode="json"),
+    }
+    if agents_now != stored["agents"]:
+        changes["agents"] = agents_now
+    if prep.flow_hash != stored.get("flow_hash"):
+        changes.update(
+            flow_hash=prep.flow_hash,
+            flow_source=prep.flow_source,
+            flow_version=prep.flow.version,
+        )
+    with ledger.tx():
+        ledger.writer.update_run(**changes)
+        ledger.journal(
+            ev.RunResumed(
+                session=session,
+                agents=agents_now,
+                changed_agents={
+                    r: [stored["agents"].get(r), t]
+                    for r, t in agents_now.items()
+                    if stored["agents"].get(r) != t
+                },
+                budget=prep.budget.to_json(),
+                params=prep.params.model_dump(mode="json"),
+                revised=prep.revised,
+                budget_from=dict(prep.budget_from),
+                spent=budget.report(),
+            )
+        )
 
 
 def turn_events(reader: Reader) -> list[dict[str, Any]]:

@@ -43,7 +43,7 @@ from flamechase.flow import CopyParams, Flow, FlowParams
 from flamechase.fsutil import read_regular_file
 from flamechase.loader import flow_identity
 from flamechase.store import home
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 from flamechase.workspace.stats import large_copy_warning, measure
 
 

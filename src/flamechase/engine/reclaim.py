@@ -41,8 +41,9 @@ from flamechase.engine.layout import RECLAIMED
 from flamechase.errors import RunNotFound, StoreError
 from flamechase.fsutil import atomic_write, fsync_dir
 from flamechase.store import ports
-from flamechase.store.db import DB_NAME, Reader
+from flamechase.store.db import DB_NAME
 from flamechase.store.home import locks_dir
+from flamechase.store.reader import Reader
 from flamechase.workspace.diskuse import disk_use
 from flamechase.workspace.locks import owner
 from flamechase.workspace.removal import remove_tree

@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 from flamechase import events as ev
 from flamechase.budgets import Budget
 from flamechase.errors import RunAlreadyEnded, StoreError
-from flamechase.store.db import DB_NAME, Reader
+from flamechase.store.db import DB_NAME
+from flamechase.store.reader import Reader
 
 __all__ = ["ENDED", "check_rerun", "spent_key", "way_on"]
 

@@ -32,7 +32,7 @@ from flamechase.fsutil import private_dirs, real_dir, write_new
 from flamechase.jail import JailSpec
 from flamechase.procs import TOKEN_VAR
 from flamechase.store import home
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 
 
 def slot_of(cmd: StartTurn) -> str:

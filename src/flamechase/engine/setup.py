@@ -30,7 +30,7 @@ from flamechase.fsutil import atomic_write, private_dirs
 from flamechase.procs import Reaper
 from flamechase.store import handover
 from flamechase.store.blobs import BlobStore
-from flamechase.store.db import Reader
+from flamechase.store.reader import Reader
 from flamechase.tools import locks
 from flamechase.workspace import overlay
 from flamechase.workspace.guard import ControlPaths

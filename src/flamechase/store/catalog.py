@@ -10,7 +10,8 @@ from typing import Any
 
 from flamechase.errors import RunNotFound, StoreError
 from flamechase.store import home
-from flamechase.store.db import DB_NAME, Reader
+from flamechase.store.db import DB_NAME
+from flamechase.store.reader import Reader
 
 
 def run_dirs() -> list[Path]:

@@ -81,7 +81,8 @@ class LiveObserver:
             self._started = True
 
     def _preload(self, run_dir: Path) -> None:
-        from flamechase.store.db import DB_NAME, Reader
+        from flamechase.store.db import DB_NAME
+        from flamechase.store.reader import Reader
 
         try:
             with Reader(run_dir / DB_NAME) as r:

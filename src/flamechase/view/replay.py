@@ -52,7 +52,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from flamechase.store.db import DB_NAME, Reader
+from flamechase.store.db import DB_NAME
+from flamechase.store.reader import Reader
 from flamechase.view.state import BUDGET_KEYS, Entry, LaneRow, RunFold, parse_at
 
 __all__ = ["ReplayBuilder", "build_document", "load_run", "render_html", "write_replay"]

@@ -41,7 +41,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flamechase.errors import StoreError
 from flamechase.store.catalog import list_runs, run_dirs
-from flamechase.store.db import DB_NAME, Reader
+from flamechase.store.db import DB_NAME
+from flamechase.store.reader import Reader
 from flamechase.view.replay import ReplayBuilder, load_run, render_html
 
 __all__ = ["create_app", "new_token", "serve"]

@@ -32,7 +32,8 @@ from typing import Any
 
 from flamechase.fsutil import atomic_write, read_regular_file
 from flamechase.store import home
-from flamechase.store.db import DB_NAME, Reader
+from flamechase.store.db import DB_NAME
+from flamechase.store.reader import Reader
 from flamechase.view.board import Panels
 from flamechase.view.state import RunFold
 

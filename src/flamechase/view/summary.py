@@ -9,7 +9,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from flamechase.store.db import DB_NAME, Reader
+from flamechase.store.db import DB_NAME
+from flamechase.store.reader import Reader
 from flamechase.view.board import Panel
 from flamechase.view.state import RunFold
 

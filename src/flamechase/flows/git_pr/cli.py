@@ -123,7 +123,7 @@ def ready_command(pr: str | None, branch: str | None) -> int:
 
 def _summary(run: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from flamechase.store.catalog import resolve
-    from flamechase.store.db import Reader
+    from flamechase.store.reader import Reader
 
     here = os.environ.get("FLAMECHASE_RUN_DIR")
     if run is None and not here:
