@@ -9,6 +9,7 @@ checked against the events it was built from.
                     against it (events/present.py)
     rows.py         what the fold keeps and hands out (lane rows, snapshots, changes)
     inbox.py        reports and inboxes: published, delivered, acknowledged, pending
+    turns.py        a turn's events: its lane's row, its inbox, what it spent
     board.py        the leaderboard and the flows' panels, from what events show
     replay.py       the replay document (points with deltas) and the self-contained HTML page
     assets.py       the page's hand-written CSS and JS

@@ -13,7 +13,18 @@ from datetime import datetime
 from flamechase.events.present import Shown
 from flamechase.view.board import Entry, Panel
 
-__all__ = ["BudgetLine", "Change", "LaneRow", "LaneSnap", "Report", "RunSnapshot", "parse_at"]
+__all__ = [
+    "SOURCE",
+    "BudgetLine",
+    "Change",
+    "LaneRow",
+    "LaneSnap",
+    "Report",
+    "RunSnapshot",
+    "parse_at",
+]
+
+SOURCE = "source"  # the place that is the user's tree (engine/layout.py)
 
 
 def parse_at(text: str) -> datetime:

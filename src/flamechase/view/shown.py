@@ -89,6 +89,7 @@ _FOLD_CODE = (
     "flamechase.view.board",
     "flamechase.view.rows",
     "flamechase.view.inbox",
+    "flamechase.view.turns",
     "flamechase.view.summary",
     "flamechase.view.shown",
     "flamechase.events.base",

@@ -5,32 +5,30 @@ what it changed; `snapshot()` freezes the state for a renderer. Nothing here rea
 or the clock, so the HTML replay, the live terminal view, `serve` and `trace` agree by
 construction, and tests can check a fold against the tables the engine wrote.
 
-Reports and inboxes are folded in `inbox.py`. Spend is derived rather than read between
-budget reports: Turn events carry their cost and output tokens. Whenever an
-  event carries the engine's own budget report (`budget_spent`, `run_*`), the fold takes those
-  figures as they are.
+Reports and inboxes are folded in `inbox.py`, a turn's events in `turns.py`. Spend is derived
+rather than read between budget reports: Turn events carry their cost and output tokens.
+Whenever an event carries the engine's own budget report (`budget_spent`, `run_*`), the fold
+takes those figures as they are.
 
-The engine's own kinds have a handler here; every kind, the engine's and any flow's, is then
-asked to show itself (`Event.show`, events/present.py) against the fold, and what it shows
-(a mark, panel rows, a score, a phase, an alert) is folded the same way for every flow. The
-fold names no flow and no flow's kind.
+The engine's own kinds have a handler in the fold's table (`_HANDLERS`); every kind, the
+engine's and any flow's, is then asked to show itself (`Event.show`, events/present.py)
+against the fold, and what it shows (a mark, panel rows, a score, a phase, an alert) is folded
+the same way for every flow. The fold names no flow and no flow's kind.
 """
-
-# long file: one handler per engine kind and the fold's reading side; reports, the board and
-# the rows it hands out are modules of their own (inbox, board, rows).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from flamechase import events as ev
 from flamechase.events.present import ReportSeen, Shown
+from flamechase.view import turns
 from flamechase.view.board import Board, Entry, Panel, Panels
 from flamechase.view.inbox import Inboxes
 from flamechase.view.rows import (
+    SOURCE,
     BudgetLine,
     Change,
     LaneRow,
@@ -60,9 +58,6 @@ END_KINDS = frozenset({"run_finished", "run_stopped", "run_failed", "run_held"})
 TURN_END_KINDS = frozenset({"turn_valid", "turn_failed", "turn_interrupted", "lane_paused"})
 
 
-_SOURCE = "source"
-
-
 class RunFold:
     """Mutable state folded from events; `snapshot()` freezes it. It is the `Seen` every
     event shows itself against (events/present.py)."""
@@ -84,12 +79,12 @@ class RunFold:
         self.lanes: dict[str, LaneRow] = {}
         self.inbox = Inboxes(shares_reports=shares_reports)
         for name, roles in lanes:
-            self._lane(name, roles)
+            self.row(name, roles)
         self.limits: dict[str, float | None] = dict.fromkeys(BUDGET_KEYS)
         if budget:
             self._set_limits(budget)
         self.places: dict[str, tuple[str, str]] = {}  # place -> (how, words)
-        self._worked: dict[str, str] = {}  # track -> the place its last ended turn worked in
+        self.worked: dict[str, str] = {}  # track -> the place its last ended turn worked in
         self.board = Board()
         self.panels = Panels()
         self.alerts: list[str] = []
@@ -125,9 +120,10 @@ class RunFold:
 
     def ensure_lane(self, name: str) -> None:
         """A lane an earlier fold of the run named (view/shown)."""
-        self._lane(name)
+        self.row(name)
 
-    def _lane(self, name: str, roles: Sequence[str] = (), *, solo: bool = False) -> LaneRow:
+    def row(self, name: str, roles: Sequence[str] = (), *, solo: bool = False) -> LaneRow:
+        """The row of lane (or track) `name`, made on first sight."""
         snap = self.lanes.get(name)
         if snap is None:
             snap = LaneRow(name=name, roles=tuple(roles), solo=solo)
@@ -146,7 +142,7 @@ class RunFold:
         return [n for n in self.order if not self.lanes[n].solo]
 
     def place_words(self, place: str) -> str:
-        if place == _SOURCE:
+        if place == SOURCE:
             return "your tree"
         known = self.places.get(place)
         return known[1] if known else f"place {place}"
@@ -158,7 +154,7 @@ class RunFold:
     def handed(self, place: str) -> str:
         """What a lane's actors hand each other: the tree (the user's), the copy (a private
         snapshot), or the place as the flow named it."""
-        if place == _SOURCE:
+        if place == SOURCE:
             return "the tree"
         how, words = self.places.get(place, ("", ""))
         return "the copy" if how == "snapshot" else (words or "the place")
@@ -168,7 +164,7 @@ class RunFold:
         return row.last_actor if row else None
 
     def last_place(self, lane: str) -> str | None:
-        return self._worked.get(lane)
+        return self.worked.get(lane)
 
     def report(self, report_id: str) -> ReportSeen | None:
         return self.inbox.report(report_id)
@@ -216,7 +212,7 @@ class RunFold:
             self.at = at
             if self.started is None:
                 self.started = at
-        ch.track = e.lane or (e.actor if isinstance(e, _TURN_KINDS) else None)
+        ch.track = e.lane or (e.actor if isinstance(e, turns.TURN_KINDS) else None)
         handler = _HANDLERS.get(type(e))
         if handler is not None:
             handler(self, e, ch, before)
@@ -243,12 +239,12 @@ class RunFold:
         if shown.alert:
             self.alerts.append(shown.alert)
 
-    # ---- one handler per engine kind (the table `_HANDLERS` below) -------------------------
+    # ---- a handler per run and lane kind (turns' are in turns.py; the table `_HANDLERS`) ---
 
     def _opened(self, e: ev.RunCreated | ev.RunResumed, ch: Change, before: str | None) -> None:
         if isinstance(e, ev.RunCreated):
             for name in e.lanes:
-                self._lane(str(name))
+                self.row(str(name))
         if isinstance(e.budget, Mapping) and e.budget:
             self._set_limits(e.budget)
             ch.budget = True
@@ -265,123 +261,22 @@ class RunFold:
         self.phase = None
         self._status("running", ch)
 
-    def _track(self, e: ev.Event) -> str | None:
-        """The row of a turn event: its lane, or a track of its role outside lanes."""
-        if e.lane:
-            self._lane(e.lane)
-            return e.lane
-        if not e.actor:
-            return None
-        self._lane(e.actor, (e.actor,), solo=True)
-        return e.actor
-
-    def _turn_started(self, e: ev.TurnStarted, ch: Change, before: str | None) -> None:
-        name = self._track(e)
-        if name is None:
-            return
-        self._set(
-            name,
-            ch,
-            actor=e.actor,
-            turn=e.turn,
-            attempt=e.attempt or 1,
-            since=e.at or None,
-            backend=e.backend,
-            paused_until=None,
-            place=e.place or None,
-        )
-        had = self.inbox.reads.get(name)
-        self.inbox.started(name, e.reads if e.lane else None, e.delivered)
-        after = self.inbox.reads.get(name)
-        if after is not None and after != had:
-            ch.reads = tuple(n for n in self.order if n in after)
-
-    def _turn_valid(self, e: ev.TurnValid, ch: Change, before: str | None) -> None:
-        name = self._track(e)
-        self._count_spend(e, ch, counted=e.counted)
-        if name is None:
-            return
-        snap = self.lanes[name]
-        self._worked[name] = snap.place or _SOURCE
-        self._set(
-            name,
-            ch,
-            actor=None,
-            turn=None,
-            since=None,
-            turns=snap.turns + 1,
-            valid=snap.valid + 1,
-            failures=0,
-            last_status=e.report_status or "valid",
-            last_actor=e.actor,
-            last_error=None,
-        )
-        if e.report_id and e.lane:  # journals of flamechase 0.1 published with the turn
-            self._publish(e.report_id, e.lane, e.actor, e.report_status, ch)
-        for source, seq in e.acknowledged.items():
-            count = self.inbox.ack(name, str(source), _int(seq))
-            if count is not None:
-                ch.acks.append((name, str(source), count))
-        self.inbox.note_integration(name, e.actor, e.summary)
-
-    def _turn_failed(self, e: ev.TurnFailed, ch: Change, before: str | None) -> None:
-        name = self._track(e)
-        self._count_spend(e, ch, counted=e.counted)
-        if name is None:
-            return
-        snap = self.lanes[name]
-        self._worked[name] = snap.place or _SOURCE
-        self._set(
-            name,
-            ch,
-            actor=None,
-            turn=None,
-            since=None,
-            turns=snap.turns + 1,
-            failed=snap.failed + 1,
-            failures=snap.failures + 1,
-            last_status="turn_failed",
-            last_actor=e.actor,
-            last_error=e.error or "no reason recorded",
-        )
-        if e.report_id and e.lane:
-            self._publish(e.report_id, e.lane, e.actor, "turn_failed", ch)
-
-    def _turn_cut(
-        self, e: ev.TurnInterrupted | ev.LanePaused, ch: Change, before: str | None
-    ) -> None:
-        self.cost = _spend(self.cost, e.cost_usd)
-        self.output_tokens += e.output_tokens
-        ch.spend = True
-        name = self._track(e)
-        if name is None:
-            return
-        extra: dict[str, Any] = {}
-        if isinstance(e, ev.LanePaused):
-            extra["paused_until"] = e.lane_until
-        self._set(name, ch, actor=None, turn=None, since=None, **extra)
-
-    def _switched(self, e: ev.AgentSwitched, ch: Change, before: str | None) -> None:
-        name = self._track(e)
-        if name is not None:
-            self._set(name, ch, moved_to=e.to if e.index else None)
-
     def _held(self, e: ev.LaneHeld, ch: Change, before: str | None) -> None:
         if e.lane:
-            self._lane(e.lane)
+            self.row(e.lane)
             # The remedy must survive the live view's clip of a long (agent-written) reason.
             reason = e.reason if len(e.reason) <= 160 else e.reason[:159] + "…"
             why = f"{reason}; to release it: {e.remedy}" if e.remedy else e.reason
-            self._set(e.lane, ch, held=True, held_reason=why)
+            self.set_row(e.lane, ch, held=True, held_reason=why)
 
     def _released(self, e: ev.LaneReleased, ch: Change, before: str | None) -> None:
         if e.lane and e.lane in self.lanes:
-            self._set(e.lane, ch, held=False, held_reason=None, failures=0)
+            self.set_row(e.lane, ch, held=False, held_reason=None, failures=0)
 
     def _published(self, e: ev.ReportPublished, ch: Change, before: str | None) -> None:
         if not e.lane:
             return
-        self._publish(e.report_id, e.lane, e.actor, e.report_status, ch)
+        self.publish(e.report_id, e.lane, e.actor, e.report_status, ch)
         ch.artifacts = self.inbox.count_artifacts(e.report_id, len(e.artifacts))
 
     def _place(self, e: ev.PlaceMade, ch: Change, before: str | None) -> None:
@@ -404,7 +299,7 @@ class RunFold:
             self._open_at = None
         for name, snap in self.lanes.items():
             if snap.actor is not None:
-                self._set(name, ch, actor=None, turn=None, since=None)
+                self.set_row(name, ch, actor=None, turn=None, since=None)
         self.phase = None
         self._status(e.status, ch)
 
@@ -413,21 +308,15 @@ class RunFold:
             self.status = status
             ch.status = True
 
-    def _set(self, lane: str, ch: Change, **fields: Any) -> None:
+    def set_row(self, lane: str, ch: Change, **fields: Any) -> None:
+        """Set fields of a lane's row and note the lane in what `ch` changed."""
         row = self.lanes[lane]
         for key, value in fields.items():
             setattr(row, key, value)
         if lane not in ch.lanes:
             ch.lanes.append(lane)
 
-    def _count_spend(self, e: ev.TurnEnded, ch: Change, *, counted: bool) -> None:
-        if counted:
-            self.turns += 1
-        self.cost = _spend(self.cost, e.cost_usd)
-        self.output_tokens += e.output_tokens
-        ch.spend = True
-
-    def _publish(self, rid: str, lane: str, actor: str | None, status: object, ch: Change) -> None:
+    def publish(self, rid: str, lane: str, actor: str | None, status: object, ch: Change) -> None:
         rep = self.inbox.publish(rid, lane, actor, status)
         if rep is not None:
             ch.published = rep
@@ -524,18 +413,17 @@ class RunFold:
         )
 
 
-_TURN_KINDS = (ev.TurnStarted, ev.TurnEnded)
-_Handler = Any  # RunFold method taking (event, change, time of the previous event)
+_Handler = Any  # taking (the fold, event, change, time of the previous event)
 _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.RunCreated: RunFold._opened,
     ev.RunResumed: RunFold._opened,
     ev.RunRunning: RunFold._running,
-    ev.TurnStarted: RunFold._turn_started,
-    ev.TurnValid: RunFold._turn_valid,
-    ev.TurnFailed: RunFold._turn_failed,
-    ev.TurnInterrupted: RunFold._turn_cut,
-    ev.LanePaused: RunFold._turn_cut,
-    ev.AgentSwitched: RunFold._switched,
+    ev.TurnStarted: turns.started,
+    ev.TurnValid: turns.valid,
+    ev.TurnFailed: turns.failed,
+    ev.TurnInterrupted: turns.cut,
+    ev.LanePaused: turns.cut,
+    ev.AgentSwitched: turns.switched,
     ev.LaneHeld: RunFold._held,
     ev.LaneReleased: RunFold._released,
     ev.ReportPublished: RunFold._published,
@@ -547,23 +435,3 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.RunFailed: RunFold._ended,
     ev.RunHeld: RunFold._ended,
 }
-
-
-def _spend(total: float, more: float) -> float:
-    """`total + more`, never past the largest float: agents report their own spend, and two
-    huge reports must not make the run's cost infinite (no view could write it as JSON)."""
-    return min(total + more, sys.float_info.max)
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _float(value: Any) -> float:
-    try:
-        return float(value or 0.0)
-    except (TypeError, ValueError):
-        return 0.0

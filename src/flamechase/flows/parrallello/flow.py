@@ -11,10 +11,6 @@ opens fronts wave by wave, runs the rounds (fresh builders on their own files, t
 blocks by their spend, and integrates approved fronts into the source. See docs/parrallello.md.
 """
 
-# long file: the decider's one dispatch of every event and command parrallello has; what each
-# concern does lives in its own module (front, rounds, closing, onward, lead, usage, pulse,
-# control)
-
 from __future__ import annotations
 
 import dataclasses
@@ -28,22 +24,21 @@ from flamechase.flow import (
     FinishRun,
     Flow,
     LaneDef,
-    MakePlace,
-    ResultSpec,
     Role,
     RunSetup,
     SimActor,
     Skill,
-    StartTurn,
     TurnContext,
     WaitUntil,
 )
 from flamechase.flows.parrallello import (
     briefs,
+    checkpoint,
     closing,
     control,
     front,
     onward,
+    planner,
     progress,
     pulse,
     skills,
@@ -55,7 +50,8 @@ from flamechase.flows.parrallello import roles as parrallello_roles
 from flamechase.flows.parrallello import runtime as rt
 from flamechase.flows.parrallello import sim as fronts_sim
 from flamechase.flows.parrallello.params import ParrallelloParams
-from flamechase.flows.parrallello.plan import PlanSpec, lane_names
+from flamechase.flows.parrallello.plan import lane_names
+from flamechase.flows.parrallello.planner import PLANNER
 from flamechase.flows.parrallello.rounds import Ctx, on_turn
 from flamechase.flows.parrallello.state import ENDED, FrontState, Knobs, PState, spec_of
 
@@ -67,8 +63,7 @@ def usage_rest(f: FrontState) -> bool:
     return f.done or bool(f.usage_paused) or (f.status == "waiting" and f.prep.status != "running")
 
 
-PLANNER, BUILDER, CRITIC, PREP, LEAD = "planner", "builder", "critic", "prep", "lead"
-PLAN_TRIES = 3
+BUILDER, CRITIC, PREP, LEAD = "builder", "critic", "prep", "lead"
 TOOL_TRIES = 2  # a runtime program (a copy, a diff, a hash) that fails is run once more
 ANOMALIES_KEPT = 200  # anomalies kept in the state (every one is also an `anomaly` event)
 
@@ -103,41 +98,6 @@ def _limits(budget: dict[str, Any]) -> dict[str, float]:
         and isinstance(v, int | float)
         and v > 0
     }
-
-
-def _fronts_of(plan: PlanSpec, slots: Sequence[tuple[str, Sequence[str]]]) -> dict[str, FrontState]:
-    out = {}
-    for spec, (lane, builders) in zip(plan.fronts, slots, strict=False):
-        spare = builders[len(spec.owners)] if len(builders) > len(spec.owners) else None
-        out[spec.id] = FrontState(
-            id=spec.id,
-            lane=lane,
-            owners=dict(zip(spec.owners, builders, strict=False)),
-            spare=spare,
-        )
-    return out
-
-
-def _planned(plan: PlanSpec, source: str) -> Command:
-    return Emit(
-        fev.FrontsPlanned(
-            source=source,
-            blocks=plan.blocks,
-            rounds_per_block=plan.rounds_per_block,
-            fronts=[
-                {
-                    "id": f.id,
-                    "wave": f.wave,
-                    "depends_on": list(f.depends_on),
-                    "weight": f.weight,
-                    "gate": f.gate,
-                    "owners": {o: list(g) for o, g in f.owners.items()},
-                    "freeze": list(f.freeze),
-                }
-                for f in plan.fronts
-            ],
-        )
-    )
 
 
 class Parrallello(Flow[PState, ParrallelloParams]):
@@ -200,17 +160,14 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         slots = tuple((lane, tuple(b)) for lane, b in lane_names(p.loaded_plan, p.fronts, p.lead))
         state = PState(knobs=Knobs.of(p), run_id=setup.run_id, slots=slots)
         if p.checkpoint == "off":
-            off = fev.CheckpointMade(skipped="off (-p checkpoint=off)")
-            state = state.replace(
-                checkpoint={"skipped": off.skipped}, outbox=state.outbox.add(Emit(off))
-            )
+            state = checkpoint.off(state)
         plan = p.loaded_plan
         if plan is None:
             return state
         return state.replace(
             plan=plan,
-            fronts=_fronts_of(plan, slots),
-            outbox=state.outbox.add(_planned(plan, p.plan or "")),
+            fronts=planner.fronts_of(plan, slots),
+            outbox=state.outbox.add(planner.planned(plan, p.plan or "")),
         )
 
     def evolve(self, state: PState, event: ev.Event) -> PState:
@@ -343,7 +300,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         if key is None:
             return state
         if key.what == "checkpoint":
-            return self._checkpointed(state, event)
+            return checkpoint.ran(state, event)
         if key.what == "usage":
             return self._usage_read(state, event)
         if key.what == "release":
@@ -385,27 +342,6 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             said += more
         return self._settle(state.replace(fronts=fronts), said, event.at)
 
-    def _checkpointed(self, state: PState, event: ev.Ran) -> PState:
-        out = rt.tool_output(event.receipt, "GITPOINT") or {}
-        if event.receipt.get("exit_code") not in (0, None) or not out or "error" in out:
-            reason = out.get("error") or out.get("skipped") or event.receipt.get("error")
-            done: dict[str, Any] = {"error": str(reason or "no output")[:300]}
-        elif "skipped" in out:
-            done = {"skipped": out["skipped"]}
-        else:
-            done = {
-                "tag": out.get("tag"),
-                "commit": out.get("commit"),
-                "committed": out.get("committed"),
-            }
-        made = fev.CheckpointMade(
-            tag=done.get("tag"),
-            commit=done.get("commit"),
-            skipped=done.get("skipped"),
-            error=done.get("error"),
-        )
-        return state.replace(checkpoint=done, outbox=state.outbox.add(Emit(made)))
-
     def _turn_ended(self, state: PState, event: ev.TurnEnded) -> PState:
         counted = int(event.counted and isinstance(event, ev.TurnValid | ev.TurnFailed))
         state = state.replace(spend=state.spend.plus(event.cost_usd, counted, event.output_tokens))
@@ -414,7 +350,7 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             u, read = usage.reported(state.usage, dict(event.usage_shares), by)
             state = state.replace(usage=u, outbox=state.outbox.add(*([Emit(read)] if read else [])))
         if event.lane is None:
-            return self._planner(state, event) if event.actor == PLANNER else state
+            return planner.on_turn(state, event) if event.actor == PLANNER else state
         f = next(
             (
                 f
@@ -438,24 +374,6 @@ class Parrallello(Flow[PState, ParrallelloParams]):
             f = on_turn(f, event)
         return self._settle(state.replace(fronts={**state.fronts, f.id: f}), owed, event.at)
 
-    def _planner(self, state: PState, event: ev.TurnEnded) -> PState:
-        state = state.replace(planner_busy=False)
-        if isinstance(event, ev.TurnFailed):
-            return state.replace(
-                planner_errors=(
-                    *state.planner_errors,
-                    f"attempt {event.attempt}: {event.error[:300]}",
-                )
-            )
-        if not isinstance(event, ev.TurnValid) or state.plan is not None:
-            return state
-        plan = PlanSpec.model_validate(event.result, context={"fronts_max": len(state.slots)})
-        return state.replace(
-            plan=plan,
-            fronts=_fronts_of(plan, state.slots),
-            outbox=state.outbox.add(_planned(plan, "planner")),
-        )
-
     # ---- deciding ------------------------------------------------------------------------------
 
     def decide(self, state: PState, now: float) -> Sequence[Command]:
@@ -463,16 +381,11 @@ class Parrallello(Flow[PState, ParrallelloParams]):
         if state.fatal:
             return [*out, FinishRun("failed", state.fatal)]
         if state.plan is None:
-            return out + self._plan_commands(state)
+            return out + planner.commands(state)
         if state.checkpoint is None:
-            out += self._checkpoint(state)
-        elif "error" in state.checkpoint:
-            return [
-                *out,
-                FinishRun(
-                    "failed", f"the checkpoint of the source failed: {state.checkpoint['error']}"
-                ),
-            ]
+            out.append(checkpoint.take(state))
+        elif failed := checkpoint.failed(state):
+            return [*out, failed]
         probe = state.knobs.usage_probe
         if probe:
             ended = sum(len(f.history) for f in state.fronts.values())
@@ -505,40 +418,6 @@ class Parrallello(Flow[PState, ParrallelloParams]):
                 *(control.release(state, progress.approved(state)) or [progress.finish(state)]),
             ]
         return out
-
-    def _plan_commands(self, state: PState) -> list[Command]:
-        if "planning" not in state.places:
-            return [MakePlace("planning", label="the planner's snapshot of your tree")]
-        if len(state.planner_errors) >= PLAN_TRIES:
-            return [
-                FinishRun(
-                    "failed",
-                    f"planning failed after {PLAN_TRIES} fresh sessions: "
-                    + " | ".join(state.planner_errors),
-                )
-            ]
-        spec = ResultSpec(PlanSpec, noun="plan", context={"fronts_max": len(state.slots)})
-        return [
-            StartTurn(
-                role=PLANNER,
-                lane=None,
-                number=1,
-                place="planning",
-                result=spec,
-                counted=False,
-                env={"FLAMECHASE_FRONTS_MAX": str(len(state.slots))},
-            )
-        ]
-
-    def _checkpoint(self, state: PState) -> list[Command]:
-        date = (state.created_at or "1970-01-01")[:10]
-        return [
-            rt.checkpoint(
-                f"pre-parrallello-{date}",
-                f"checkpoint before parrallello run {state.run_id}",
-                require=state.knobs.checkpoint == "require",
-            )
-        ]
 
     # ---- words ---------------------------------------------------------------------------------
 
