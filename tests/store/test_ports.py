@@ -18,8 +18,8 @@ from flamechase.store import ports
 
 @pytest.fixture(autouse=True)
 def quiet_range(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Blocks high in the range, away from the runs other tests (and people) start on this
-    machine, which claim blocks from the bottom; every claim given back after the test."""
+    """Blocks in the upper part of the range, fewer of which the runs other tests (and
+    people) start on this machine can hold; every claim given back after the test."""
     monkeypatch.setattr(ports, "FIRST", 30000)
     yield
     for base in list(ports._CLAIMED):
@@ -36,14 +36,15 @@ def test_lanes_of_live_runs_get_distinct_blocks_that_stay_theirs(tmp_path: Path)
     assert ports.held("run-a", home=tmp_path) == {"lane-1": a, "lane-2": b}
 
 
-def test_a_block_something_listens_on_is_skipped(tmp_path: Path) -> None:
-    first = ports.allocate("probe", "lane-1", home=tmp_path)
-    ports.release_run("probe", home=tmp_path)
-    ports.let_go("probe")
+def test_a_block_something_listens_on_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ports, "LAST", ports.FIRST + 2 * ports.SIZE - 1)  # two blocks
+    first = ports._search_order("run-a/lane-1")[0]  # the block run-a's lane would get
     squatter = socket.socket()
     squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        squatter.bind(("127.0.0.1", first.base + 3))
+        squatter.bind(("127.0.0.1", first + 3))
     except OSError:
         pytest.skip("the port is taken on this machine")
     squatter.listen()
@@ -51,7 +52,7 @@ def test_a_block_something_listens_on_is_skipped(tmp_path: Path) -> None:
         got = ports.allocate("run-a", "lane-1", home=tmp_path)
     finally:
         squatter.close()
-    assert first.base + 3 not in got.ports
+    assert first + 3 not in got.ports
 
 
 def test_when_every_block_is_held_a_dead_engines_blocks_are_given_back(
@@ -77,7 +78,10 @@ def test_when_every_block_is_held_a_dead_engines_blocks_are_given_back(
         ports.allocate("new", "lane-2", home=tmp_path)
 
 
-def test_a_removed_runs_blocks_are_free_again(tmp_path: Path) -> None:
+def test_a_removed_runs_blocks_are_free_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ports, "LAST", ports.FIRST + ports.SIZE - 1)  # one block
     a = ports.allocate("run-a", "lane-1", home=tmp_path)
     ports.let_go("run-a")  # its engine is done
     ports.release_run("run-a", home=tmp_path)
@@ -140,6 +144,17 @@ def test_a_block_claimed_elsewhere_while_its_run_was_stopped_is_replaced_on_resu
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_killed_engines_lane_gets_its_block_back_though_new_runs_started_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """A SIGKILLed engine's claim is given back by the kernel at once; a run that starts
+    elsewhere before the resume does not go for the block it freed, as the lowest free one."""
+    a = ports.allocate("run-a", "lane-1", home=tmp_path / "one")
+    ports.let_go("run-a")  # as the engine's death does
+    assert _elsewhere("allocate", tmp_path / "two") != a.base  # a new run of another home
+    assert ports.allocate("run-a", "lane-1", home=tmp_path / "one") == a
 
 
 _HOLD = """

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import socket
@@ -183,7 +184,7 @@ def allocate(run_id: str, slot: str, *, home: Path | None = None) -> PortBlock:
             del entries[key]
             entry = None
         if entry is None:
-            base = _free_base(entries, run_id)
+            base = _free_base(entries, run_id, slot)
             entry = {"base": base, "run_id": run_id, "slot": slot}
         if any(entry.get(k) != v for k, v in me.items()):
             # Written only when it changes (a new block, a resumed engine): a lane's next
@@ -194,14 +195,14 @@ def allocate(run_id: str, slot: str, *, home: Path | None = None) -> PortBlock:
         return PortBlock(int(entry["base"]), SIZE)
 
 
-def _free_base(entries: dict[str, dict[str, Any]], run_id: str) -> int:
+def _free_base(entries: dict[str, dict[str, Any]], run_id: str, slot: str) -> int:
     for reclaim in (False, True):
         if reclaim:
             # Every block is held: give up those whose engines are gone.
             for k in [k for k, v in entries.items() if not _alive(v)]:
                 del entries[k]
         taken = {int(v["base"]) for v in entries.values()}
-        for base in range(FIRST, LAST - SIZE + 2, SIZE):
+        for base in _search_order(_key(run_id, slot)):
             if base in taken or not _claim(base, run_id):
                 continue
             if not _listened(PortBlock(base, SIZE)):
@@ -211,6 +212,17 @@ def _free_base(entries: dict[str, dict[str, Any]], run_id: str) -> int:
         f"every port block of {FIRST}-{LAST} is held by a live lane or in use; "
         "stop a run or free the ports"
     )
+
+
+def _search_order(key: str) -> list[int]:
+    """Every block's base, starting at one picked by `key`'s hash and going round. Were every
+    new lane to take the lowest free block, a block an engine gives back when it dies (a
+    SIGKILL, a crash) would be the very next one any run on the machine is handed, and its
+    lane would come back from the resume on other ports; spread this way, a new lane lands on
+    a given freed block about once in the range's 638 blocks."""
+    bases = list(range(FIRST, LAST - SIZE + 2, SIZE))
+    start = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % len(bases)
+    return bases[start:] + bases[:start]
 
 
 def held(run_id: str, *, home: Path | None = None) -> dict[str, PortBlock]:
