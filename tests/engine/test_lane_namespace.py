@@ -195,7 +195,8 @@ def test_a_lane_listening_outside_its_block_is_named_and_one_inside_is_not(
     assert two.read_text() == ""
     notes = [n for n in status(source_tree)["notices"] if "outside its block" in n]
     (said,) = notes  # once, naming the lane, the port, its block and the remedy
-    assert said.startswith(f"lane-1 listened on port {port}, outside its block 2")
+    block = next(ln["ports"] for ln in status(source_tree)["lanes"] if ln["lane"] == "lane-1")
+    assert said.startswith(f"lane-1 listened on port {port}, outside its block {block}: ")
     assert "$FLAMECHASE_PORT_BASE" in said and "\n" not in said
     log = cli("events", "last", cwd=source_tree, check=True).stdout
     assert f"Notice: lane-1 listened on port {port}" in log
